@@ -1,0 +1,55 @@
+#pragma once
+// A small synchronous client of anteroom's HTTP API, so a C++ program never writes HTTP by
+// hand. One keep-alive connection per Client (reconnected when the server closed it); not
+// thread-safe: use one Client per thread.
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace anteroom {
+
+struct HttpResult {
+  int status = 0;           // HTTP status; 0 when the request did not get an answer
+  std::string body;
+  boost::json::value json;  // the parsed body (null if it was not JSON)
+  std::string error;        // transport error, empty when an answer arrived
+
+  bool ok() const { return error.empty() && status >= 200 && status < 300; }
+};
+
+class Client {
+ public:
+  // server_url: http://HOST:PORT. admin_key, when set, is sent as a Bearer token.
+  explicit Client(std::string server_url = "http://127.0.0.1:8080", std::string admin_key = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Any request; path is sent as given (already encoded).
+  HttpResult Request(std::string_view method, std::string_view path, std::string_view body = {});
+
+  HttpResult PutRoom(std::string_view room, const boost::json::object& config);
+  HttpResult GetRoom(std::string_view room);
+  HttpResult ListRooms();
+  HttpResult DeleteRoom(std::string_view room);
+  HttpResult Check(std::string_view room, std::optional<std::string_view> session = {});
+  HttpResult Touch(std::string_view room, std::string_view session);
+  HttpResult Leave(std::string_view room, std::string_view session, bool final = false);
+  HttpResult EndSession(std::string_view room, std::string_view session);
+  HttpResult VerifyToken(std::string_view token);
+  HttpResult Health();
+
+  // Percent-encodes one path segment.
+  static std::string Segment(std::string_view text);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace anteroom

@@ -1,0 +1,152 @@
+#include "anteroom/client.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/pchars.hpp>
+
+namespace anteroom {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+struct Client::Impl {
+  std::string host;
+  std::string port;
+  std::string admin_key;
+  net::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+  bool connected = false;
+
+  beast::error_code Connect() {
+    beast::error_code ec;
+    tcp::resolver resolver(ioc);
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) return ec;
+    stream.connect(endpoints, ec);
+    if (ec) return ec;
+    stream.socket().set_option(tcp::no_delay(true), ec);
+    buffer.clear();
+    connected = true;
+    return {};
+  }
+
+  void Disconnect() {
+    beast::error_code ignored;
+    stream.socket().close(ignored);
+    connected = false;
+  }
+
+  HttpResult Once(http::verb verb, std::string_view path, std::string_view body, bool& retry) {
+    HttpResult result;
+    bool fresh = !connected;
+    if (!connected) {
+      if (auto ec = Connect()) {
+        result.error = "connect: " + ec.message();
+        return result;
+      }
+    }
+    http::request<http::string_body> req{verb, path, 11};
+    req.set(http::field::host, host);
+    req.set(http::field::user_agent, "anteroom-client");
+    if (!admin_key.empty()) req.set(http::field::authorization, "Bearer " + admin_key);
+    if (!body.empty() || verb == http::verb::post || verb == http::verb::put) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = std::string(body);
+    }
+    req.keep_alive(true);
+    req.prepare_payload();
+    beast::error_code ec;
+    http::write(stream, req, ec);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    if (!ec) http::read(stream, buffer, parser, ec);
+    if (ec) {
+      Disconnect();
+      // A keep-alive connection the server closed while idle: try once on a new one.
+      retry = !fresh;
+      result.error = ec.message();
+      return result;
+    }
+    auto res = parser.release();
+    result.status = static_cast<int>(res.result_int());
+    result.body = std::move(res.body());
+    boost::system::error_code jec;
+    result.json = boost::json::parse(result.body, jec);
+    if (jec) result.json = nullptr;
+    if (!res.keep_alive()) Disconnect();
+    return result;
+  }
+};
+
+Client::Client(std::string server_url, std::string admin_key) : impl_(std::make_unique<Impl>()) {
+  auto url = boost::urls::parse_uri(server_url);
+  if (url) {
+    impl_->host = std::string(url->host());
+    impl_->port = url->has_port() ? std::string(url->port()) : "80";
+  } else {
+    impl_->host = "127.0.0.1";
+    impl_->port = "8080";
+  }
+  impl_->admin_key = std::move(admin_key);
+}
+
+Client::~Client() = default;
+
+std::string Client::Segment(std::string_view text) {
+  return boost::urls::encode(text, boost::urls::unreserved_chars);
+}
+
+HttpResult Client::Request(std::string_view method, std::string_view path, std::string_view body) {
+  http::verb verb = http::string_to_verb(method);
+  bool retry = false;
+  HttpResult r = impl_->Once(verb, path, body, retry);
+  if (retry) r = impl_->Once(verb, path, body, retry);
+  return r;
+}
+
+namespace {
+std::string RoomPath(std::string_view room, std::string_view tail = {}) {
+  return "/v1/rooms/" + Client::Segment(room) + std::string(tail);
+}
+std::string SessionBody(std::string_view session) {
+  return boost::json::serialize(boost::json::object{{"session", session}});
+}
+}  // namespace
+
+HttpResult Client::PutRoom(std::string_view room, const boost::json::object& config) {
+  return Request("PUT", RoomPath(room), boost::json::serialize(config));
+}
+HttpResult Client::GetRoom(std::string_view room) { return Request("GET", RoomPath(room)); }
+HttpResult Client::ListRooms() { return Request("GET", "/v1/rooms"); }
+HttpResult Client::DeleteRoom(std::string_view room) { return Request("DELETE", RoomPath(room)); }
+
+HttpResult Client::Check(std::string_view room, std::optional<std::string_view> session) {
+  return Request("POST", RoomPath(room, "/check"), session ? SessionBody(*session) : "{}");
+}
+HttpResult Client::Touch(std::string_view room, std::string_view session) {
+  return Request("POST", RoomPath(room, "/touch"), SessionBody(session));
+}
+HttpResult Client::Leave(std::string_view room, std::string_view session, bool final) {
+  return Request("POST", RoomPath(room, "/leave"),
+                 boost::json::serialize(boost::json::object{{"session", session}, {"final", final}}));
+}
+HttpResult Client::EndSession(std::string_view room, std::string_view session) {
+  return Request("DELETE", RoomPath(room, "/sessions/" + Segment(session)));
+}
+HttpResult Client::VerifyToken(std::string_view token) {
+  return Request("POST", "/v1/tokens/verify",
+                 boost::json::serialize(boost::json::object{{"token", token}}));
+}
+HttpResult Client::Health() { return Request("GET", "/healthz"); }
+
+}  // namespace anteroom

@@ -1,0 +1,202 @@
+// `anteroom bench rooms`: a load generator like redis-benchmark. Pre-joins N sessions, then
+// drives check-ins over C keep-alive connections for S seconds (loopback only, bounded) and
+// prints one JSON line.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "anteroom/client.hpp"
+#include "cmd/commands.h"
+
+namespace anteroom::cmd {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+struct BenchRoomsFlags {
+  std::string room = "bench";
+  int64_t sessions = 10'000;
+  int connections = 64;
+  double duration_s = 10;
+  int threads = 1;
+  int64_t capacity = 100;
+};
+
+struct Shared {
+  std::string host;
+  std::string room;
+  int64_t sessions;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> errors{0};
+  SteadyClock::time_point deadline;
+  int64_t limit = -1;  // >= 0: stop after this many requests in total (the join phase)
+};
+
+// One keep-alive connection sending check after check.
+class Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(net::io_context& ioc, Shared& shared) : stream_(ioc), shared_(shared) {}
+  std::vector<uint32_t> latencies_us;
+
+  void Start(const tcp::resolver::results_type& endpoints) {
+    stream_.async_connect(endpoints, [self = shared_from_this()](beast::error_code ec,
+                                                                 const tcp::endpoint&) {
+      if (ec) {
+        ++self->shared_.errors;
+        return;
+      }
+      self->stream_.socket().set_option(tcp::no_delay(true));
+      self->Next();
+    });
+  }
+
+ private:
+  void Next() {
+    if (SteadyClock::now() >= shared_.deadline) return;
+    int64_t n = shared_.next.fetch_add(1);
+    if (shared_.limit >= 0 && n >= shared_.limit) return;
+    req_ = {http::verb::post, "/v1/rooms/" + shared_.room + "/check", 11};
+    req_.set(http::field::host, shared_.host);
+    req_.set(http::field::content_type, "application/json");
+    req_.body() = fmt::format(R"({{"session":"bench-{}"}})", n % shared_.sessions);
+    req_.keep_alive(true);
+    req_.prepare_payload();
+    started_ = SteadyClock::now();
+    http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->Fail();
+      self->res_ = {};
+      http::async_read(self->stream_, self->buffer_, self->res_,
+                       [self](beast::error_code rec, size_t) {
+                         if (rec) return self->Fail();
+                         auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                       SteadyClock::now() - self->started_)
+                                       .count();
+                         self->latencies_us.push_back(static_cast<uint32_t>(us));
+                         if (self->res_.result() != http::status::ok) ++self->shared_.errors;
+                         self->Next();
+                       });
+    });
+  }
+  void Fail() { ++shared_.errors; }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> req_;
+  http::response<http::string_body> res_;
+  SteadyClock::time_point started_;
+  Shared& shared_;
+};
+
+// Runs C connections until the deadline (or the request limit); returns all latencies.
+std::vector<uint32_t> Drive(Shared& shared, const std::string& port, int connections, int threads) {
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  auto endpoints = resolver.resolve(shared.host, port);
+  std::vector<std::shared_ptr<Conn>> conns;
+  for (int i = 0; i < connections; ++i) {
+    conns.push_back(std::make_shared<Conn>(ioc, shared));
+    conns.back()->Start(endpoints);
+  }
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  std::vector<uint32_t> all;
+  for (auto& c : conns) all.insert(all.end(), c->latencies_us.begin(), c->latencies_us.end());
+  return all;
+}
+
+double PercentileMs(std::vector<uint32_t>& v, double p) {
+  if (v.empty()) return 0;
+  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k] / 1000.0;
+}
+
+int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
+  auto url = boost::urls::parse_uri(client_flags.server);
+  if (!url) throw std::runtime_error("--server must be a URL like http://127.0.0.1:8080");
+  Shared shared;
+  shared.host = std::string(url->host());
+  std::string port = url->has_port() ? std::string(url->port()) : "80";
+  shared.room = f.room;
+  shared.sessions = f.sessions;
+
+  // The room must keep everyone for the whole run: long check-in timeout, no idling out.
+  Client client(client_flags.server, client_flags.admin_key);
+  HttpResult put = client.PutRoom(f.room, {{"capacity", f.capacity},
+                                           {"checkin_timeout_ms", 3'600'000},
+                                           {"idle_timeout_ms", nullptr}});
+  if (!put.ok()) throw std::runtime_error("cannot create the bench room: " + put.body + put.error);
+
+  shared.deadline = SteadyClock::now() + std::chrono::hours(1);
+  shared.limit = f.sessions;
+  Drive(shared, port, f.connections, f.threads);  // join phase
+
+  shared.next = 0;
+  shared.limit = -1;
+  shared.errors = 0;
+  auto start = SteadyClock::now();
+  shared.deadline = start + std::chrono::milliseconds(static_cast<int64_t>(f.duration_s * 1000));
+  auto latencies = Drive(shared, port, f.connections, f.threads);
+  double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
+
+  boost::json::object out{
+      {"checks", latencies.size()},
+      {"checks_per_s", std::round(static_cast<double>(latencies.size()) / secs)},
+      {"p50_ms", PercentileMs(latencies, 0.50)},
+      {"p99_ms", PercentileMs(latencies, 0.99)},
+      {"max_ms", PercentileMs(latencies, 1.0)},
+      {"errors", shared.errors.load()},
+      {"sessions", f.sessions},
+      {"connections", f.connections},
+      {"duration_s", secs},
+  };
+  fmt::print("{}\n", boost::json::serialize(out));
+  return shared.errors.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
+  CLI::App* bench = app.add_subcommand("bench", "Load generators (loopback, bounded)");
+  bench->require_subcommand(1);
+  auto f = std::make_shared<BenchRoomsFlags>();
+  CLI::App* rooms = bench->add_subcommand("rooms", "Check-ins per second on one room");
+  rooms->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+  rooms->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
+  rooms->add_option("--room", f->room, "Room to use (created or changed)")->capture_default_str();
+  rooms->add_option("--sessions", f->sessions, "Sessions to pre-join")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  rooms->add_option("--connections", f->connections, "Keep-alive connections")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000));
+  rooms->add_option("--duration", f->duration_s, "Seconds of check-ins")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  rooms->add_option("--threads", f->threads, "Client threads")->capture_default_str();
+  rooms->add_option("--capacity", f->capacity, "Room capacity")->capture_default_str();
+  rooms->callback([f, &flags] {
+    int rc = RunBenchRooms(*f, flags);
+    if (rc != 0) std::exit(rc);
+  });
+}
+
+}  // namespace anteroom::cmd

@@ -1,0 +1,115 @@
+// `anteroom serve`: wires clock, backend, token signer, router and HTTP server together.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "cmd/commands.h"
+#include "common/clock.h"
+#include "common/names.h"
+#include "common/random_id.h"
+#include "core/token.h"
+#include "server/families.h"
+#include "server/http_server.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::cmd {
+
+namespace {
+
+struct ServeFlags {
+  std::string listen = "127.0.0.1:8080";
+  unsigned threads = 0;
+  std::vector<std::string> demo_rooms;  // NAME:CAPACITY
+  int64_t token_ttl_ms = 600'000;
+  std::string log_level = "info";
+};
+
+std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("--listen wants HOST:PORT");
+  int port = std::stoi(listen.substr(colon + 1));
+  if (port < 0 || port > 65535) throw std::runtime_error("--listen: port out of range");
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return {host, static_cast<uint16_t>(port)};
+}
+
+std::string TokenSecret() {
+  if (const char* secret = std::getenv("ANTEROOM_TOKEN_SECRET"); secret && *secret) return secret;
+  spdlog::warn(
+      "ANTEROOM_TOKEN_SECRET is not set: using a random secret; tokens will not verify after a "
+      "restart or on other processes");
+  return RandomBytes(32);
+}
+
+void Serve(const ServeFlags& flags) {
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  auto [host, port] = SplitHostPort(flags.listen);
+  std::string admin_key;
+  if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
+
+  SystemClock clock;
+  store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms, .run_timer = true});
+  core::TokenSigner signer(TokenSecret(), flags.token_ttl_ms);
+  server::Router router(admin_key);
+  server::Services services{backend, signer, clock};
+  server::RegisterAllRoutes(router, services);
+
+  for (const std::string& demo : flags.demo_rooms) {
+    size_t colon = demo.rfind(':');
+    std::string name = demo.substr(0, colon);
+    if (colon == std::string::npos || !IsValidName(name)) {
+      throw std::runtime_error("--demo-room wants NAME:CAPACITY, got '" + demo + "'");
+    }
+    core::RoomPatch patch;
+    patch.capacity = std::stoll(demo.substr(colon + 1));
+    backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) {
+      if (!r.ok()) throw std::runtime_error("--demo-room: " + r.message());
+    });
+  }
+
+  unsigned threads = flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
+  boost::asio::io_context ioc(static_cast<int>(threads));
+  server::HttpServer http(ioc, router);
+  auto bound = http.Listen(host, port);
+  fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
+  std::fflush(stdout);
+  spdlog::info("serving on {}:{} with {} threads, embedded in-memory backend", host, bound.port(),
+               threads);
+
+  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int sig) {
+    spdlog::info("signal {}: stopping", sig);
+    ioc.stop();
+  });
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* serve = app.add_subcommand("serve", "Run the server (embedded backend)");
+  serve->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  serve->add_option("--threads", flags->threads, "I/O threads (default: one per core)");
+  serve->add_option("--demo-room", flags->demo_rooms, "Create a room at start: NAME:CAPACITY");
+  serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
+  serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+  serve->callback([flags] { Serve(*flags); });
+}
+
+}  // namespace anteroom::cmd

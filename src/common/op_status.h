@@ -1,0 +1,62 @@
+#pragma once
+// Outcome codes of every request path, and the value-or-error type that carries them.
+// Exceptions are for start-up only; request paths return OpResult (see docs/design.md).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace anteroom {
+
+enum class OpStatus : uint8_t {
+  kOk,
+  kInvalidJson,       // body is not JSON, or not an object
+  kInvalidArgument,   // a field has the wrong type or range
+  kUnauthorized,      // admin key missing or wrong
+  kNotFound,          // no such route
+  kUnknownRoom,
+  kUnknownSession,
+  kMethodNotAllowed,
+  kConflict,
+  kPayloadTooLarge,
+  kUnavailable,       // overload or lost backend: retry later, nothing changed
+  kInternal,
+};
+
+// Every wire-visible error lives here: the JSON "code" and the HTTP status of each OpStatus.
+struct WireError {
+  int http_status;
+  std::string_view code;
+};
+WireError ToWire(OpStatus status);
+
+template <typename T>
+class [[nodiscard]] OpResult {
+ public:
+  OpResult(T value) : status_(OpStatus::kOk), value_(std::move(value)) {}  // NOLINT: implicit by design
+  OpResult(OpStatus status, std::string message) : status_(status), message_(std::move(message)) {}
+
+  bool ok() const { return status_ == OpStatus::kOk; }
+  OpStatus status() const { return status_; }
+  const std::string& message() const { return message_; }
+
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() { return *value_; }
+  const T& operator*() const { return *value_; }
+
+ private:
+  OpStatus status_;
+  std::string message_;
+  std::optional<T> value_;
+};
+
+// For operations that answer nothing but success.
+struct Done {};
+
+}  // namespace anteroom

@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+
+namespace anteroom {
+
+// An unguessable id: 128 bits from the OS CSPRNG, base64url without padding (22 characters),
+// so it passes IsValidName.
+std::string NewRandomId();
+
+// `bytes` random bytes from the OS CSPRNG. Throws at start-up use only (secret generation).
+std::string RandomBytes(size_t bytes);
+
+}  // namespace anteroom

@@ -1,0 +1,346 @@
+#include "core/room.h"
+
+#include <algorithm>
+
+namespace anteroom::core {
+
+namespace {
+constexpr uint32_t kNoIndex = UINT32_MAX;
+constexpr int kKindDropout = 0;  // waiting drop-outs sort before every other event at a time
+constexpr int kKindOther = 1;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+void RoomPatch::ApplyTo(RoomConfig& config) const {
+  if (capacity) config.capacity = *capacity;
+  if (grace_ms) config.grace_ms = *grace_ms;
+  if (checkin_timeout_ms) config.checkin_timeout_ms = *checkin_timeout_ms;
+  if (idle_timeout_ms) config.idle_timeout_ms = *idle_timeout_ms;
+  if (admit_per_minute) config.admit_per_minute = *admit_per_minute;
+}
+
+const char* ToString(SessionStatus status) {
+  switch (status) {
+    case SessionStatus::kWaiting: return "waiting";
+    case SessionStatus::kActive: return "active";
+    case SessionStatus::kGrace: return "grace";
+    case SessionStatus::kGone: return "gone";
+  }
+  return "gone";
+}
+
+Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
+    : config_(config),
+      revocation_ttl_ms_(revocation_ttl_ms),
+      now_(now_ms),
+      index_(0, IdHash{&slab_}, IdEq{&slab_}),
+      line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
+
+// ---- queries -------------------------------------------------------------------------------
+
+Room::Index Room::Find(std::string_view id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? kNoIndex : *it;
+}
+
+int64_t Room::NextDeadline() const {
+  uint64_t k = std::min(deadlines_.empty() ? kNever : deadlines_.Top().key, RateOpenKey(now_));
+  return k == kNever ? INT64_MAX : static_cast<int64_t>(k >> 1);
+}
+
+uint64_t Room::DueKey(const Session& s) const {
+  switch (s.status) {
+    case SessionStatus::kWaiting:
+      return Key(s.last_seen + config_.checkin_timeout_ms, kKindDropout);
+    case SessionStatus::kActive: {
+      int64_t t = INT64_MAX;
+      if (config_.idle_timeout_ms) t = s.last_seen + *config_.idle_timeout_ms;
+      if (!s.claimed) t = std::min(t, s.since + config_.checkin_timeout_ms);
+      return t == INT64_MAX ? kNever : Key(t, kKindOther);
+    }
+    case SessionStatus::kGrace:
+      return Key(s.since, kKindOther);
+    case SessionStatus::kGone:
+      break;
+  }
+  return kNever;
+}
+
+uint64_t Room::RateOpenKey(int64_t now) const {
+  if (!config_.admit_per_minute || line_.empty() || holders_ >= config_.capacity) return kNever;
+  return Key(admitted_window_.NextBelow(now, *config_.admit_per_minute), kKindOther);
+}
+
+std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
+  int64_t freed = freed_window_.Count(now);
+  if (freed == 0) return std::nullopt;
+  int64_t eta = CeilDiv(position * MinuteWindow::kWindowMs, freed);
+  if (config_.admit_per_minute) {
+    eta = std::max(eta, CeilDiv(position * MinuteWindow::kWindowMs, *config_.admit_per_minute));
+  }
+  return eta;
+}
+
+SessionView Room::View(Index i, int64_t now) const {
+  const Session& s = slab_[i];
+  SessionView v;
+  v.session = s.id;
+  v.status = s.status;
+  v.waiting = waiting();
+  v.active = holders_;
+  v.capacity = config_.capacity;
+  if (s.status == SessionStatus::kWaiting) {
+    v.position = line_.Position(s.ticket);
+    v.eta_ms = Eta(v.position, now);
+  } else {
+    v.admission = s.admission;
+    v.eta_ms = 0;
+  }
+  return v;
+}
+
+SessionView Room::GoneView(std::string_view id, int64_t /*now*/) const {
+  SessionView v;
+  v.session = std::string(id);
+  v.status = SessionStatus::kGone;
+  v.waiting = waiting();
+  v.active = holders_;
+  v.capacity = config_.capacity;
+  return v;
+}
+
+size_t Room::MemoryBytes() const {
+  size_t bytes = slab_.capacity() * sizeof(Session) + free_.capacity() * sizeof(Index);
+  for (const Session& s : slab_) {
+    if (s.id.capacity() > 15) bytes += s.id.capacity() + 1;
+  }
+  bytes += index_.bucket_count() * (sizeof(Index) + 1);  // one metadata byte per slot
+  return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
+}
+
+// ---- session bookkeeping -------------------------------------------------------------------
+
+Room::Index Room::Join(std::string_view id, int64_t now) {
+  Index i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+  } else {
+    i = static_cast<Index>(slab_.size());
+    slab_.emplace_back();
+  }
+  Session& s = slab_[i];
+  s = Session{};
+  s.id.assign(id);
+  s.last_seen = now;
+  s.status = SessionStatus::kWaiting;
+  index_.insert(i);
+  s.ticket = line_.PushBack(i);
+  deadlines_.Set(i, DueKey(s));
+  return i;
+}
+
+void Room::Free(Index i) {
+  index_.erase(i);  // before the id is cleared: the hash reads it
+  if (deadlines_.Contains(i)) deadlines_.Remove(i);
+  Session& s = slab_[i];
+  std::string().swap(s.id);
+  s.status = SessionStatus::kGone;
+  free_.push_back(i);
+}
+
+void Room::Reschedule(Index i) {
+  uint64_t due = DueKey(slab_[i]);
+  if (!deadlines_.Contains(i) || due < deadlines_.KeyOf(i)) deadlines_.Set(i, due);
+}
+
+void Room::RekeyAll() {
+  for (Index i : index_) deadlines_.Set(i, DueKey(slab_[i]));
+}
+
+void Room::Admit(Index i, int64_t now) {
+  Session& s = slab_[i];
+  line_.Remove(s.ticket);
+  s.status = SessionStatus::kActive;
+  s.claimed = false;  // admitted while not calling in: must claim with a check
+  s.since = now;
+  s.last_seen = now;
+  s.admission = ++admissions_;
+  ++holders_;
+  ++counters_.admitted_total;
+  admitted_window_.Add(now);
+  deadlines_.Set(i, DueKey(s));
+}
+
+void Room::Release(Index i, int64_t now, bool dropped) {
+  --holders_;
+  ++counters_.released_total;
+  if (dropped) ++counters_.dropped_total;
+  freed_window_.Add(now);
+  Revoke(slab_[i], now);
+  Free(i);
+}
+
+void Room::Revoke(const Session& s, int64_t now) {
+  int64_t until = now + revocation_ttl_ms_;
+  revoked_[s.id] = Revoked{s.admission, until};
+  revoked_order_.emplace_back(until, s.id);
+}
+
+void Room::ForgetOldRevocations(int64_t now) {
+  while (!revoked_order_.empty() && revoked_order_.front().first <= now) {
+    auto it = revoked_.find(revoked_order_.front().second);
+    if (it != revoked_.end() && it->second.until <= now) revoked_.erase(it);
+    revoked_order_.pop_front();
+  }
+}
+
+void Room::Fill(int64_t now) {
+  while (!line_.empty() && holders_ < config_.capacity) {
+    if (config_.admit_per_minute && admitted_window_.Count(now) >= *config_.admit_per_minute) {
+      return;  // the rate cap holds the slot free; RateOpenKey schedules the next try
+    }
+    Admit(line_.Front(), now);
+  }
+}
+
+// ---- time ----------------------------------------------------------------------------------
+
+void Room::ProcessDue(Index i, int64_t when) {
+  Session& s = slab_[i];
+  switch (s.status) {
+    case SessionStatus::kWaiting:
+      line_.Remove(s.ticket);
+      ++counters_.dropped_total;
+      Free(i);
+      return;
+    case SessionStatus::kActive:
+      if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
+        Release(i, when, /*dropped=*/true);
+      } else {  // idle: treated as having left at this moment
+        s.status = SessionStatus::kGrace;
+        s.since = when + config_.grace_ms;
+        deadlines_.Set(i, DueKey(s));
+      }
+      return;
+    case SessionStatus::kGrace:
+      Release(i, when, /*dropped=*/false);
+      return;
+    case SessionStatus::kGone:
+      return;
+  }
+}
+
+void Room::Advance(int64_t now_ms) {
+  int64_t target = std::max(now_ms, now_);
+  while (true) {
+    uint64_t heap_key = deadlines_.empty() ? kNever : deadlines_.Top().key;
+    uint64_t rate_key = RateOpenKey(now_);
+    uint64_t key = std::min(heap_key, rate_key);
+    if (key == kNever || static_cast<int64_t>(key >> 1) > target) break;
+    int64_t when = std::max(static_cast<int64_t>(key >> 1), now_);
+    if (heap_key <= rate_key) {
+      Index i = deadlines_.Top().member;
+      uint64_t due = DueKey(slab_[i]);
+      if (due != heap_key) {  // a lazy key: the session was seen since; move it to its deadline
+        deadlines_.Set(i, due);
+        continue;
+      }
+      now_ = when;
+      ProcessDue(i, when);
+    }
+    now_ = when;
+    Fill(when);
+  }
+  now_ = target;
+  ForgetOldRevocations(now_);
+}
+
+// ---- operations ----------------------------------------------------------------------------
+
+void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
+  Advance(now_ms);
+  patch.ApplyTo(config_);
+  if (patch.grace_ms || patch.checkin_timeout_ms || patch.idle_timeout_ms) RekeyAll();
+  Fill(now_);
+}
+
+SessionView Room::Check(std::string_view id, int64_t now_ms) {
+  Advance(now_ms);
+  Index i = Find(id);
+  if (i == kNoIndex) {
+    i = Join(id, now_);
+    Fill(now_);
+  }
+  Session& s = slab_[i];
+  s.last_seen = now_;
+  if (s.status == SessionStatus::kActive || s.status == SessionStatus::kGrace) {
+    s.status = SessionStatus::kActive;
+    s.claimed = true;
+  }
+  Reschedule(i);
+  return View(i, now_);
+}
+
+OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
+  Advance(now_ms);
+  Index i = Find(id);
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  Session& s = slab_[i];
+  s.last_seen = now_;
+  if (s.status == SessionStatus::kGrace) s.status = SessionStatus::kActive;
+  Reschedule(i);
+  return View(i, now_);
+}
+
+OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_ms) {
+  Advance(now_ms);
+  Index i = Find(id);
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  Session& s = slab_[i];
+  if (s.status == SessionStatus::kWaiting) {
+    line_.Remove(s.ticket);
+    Free(i);
+    return GoneView(id, now_);
+  }
+  if (final) {
+    SessionView gone = GoneView(id, now_);
+    Release(i, now_, /*dropped=*/false);
+    Fill(now_);
+    gone.waiting = waiting();
+    gone.active = holders_;
+    return gone;
+  }
+  if (s.status == SessionStatus::kActive) {
+    s.status = SessionStatus::kGrace;
+    s.since = now_ + config_.grace_ms;
+    Reschedule(i);
+  }
+  return View(i, now_);
+}
+
+OpResult<SessionView> Room::Evict(std::string_view id, int64_t now_ms) {
+  Advance(now_ms);
+  Index i = Find(id);
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  SessionView gone = GoneView(id, now_);
+  if (slab_[i].status == SessionStatus::kWaiting) {
+    line_.Remove(slab_[i].ticket);
+    Free(i);
+  } else {
+    Release(i, now_, /*dropped=*/false);
+    Fill(now_);
+  }
+  gone.waiting = waiting();
+  gone.active = holders_;
+  return gone;
+}
+
+bool Room::IsRevoked(std::string_view id, uint64_t admission, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = revoked_.find(std::string(id));
+  return it != revoked_.end() && admission <= it->second.admission;
+}
+
+}  // namespace anteroom::core

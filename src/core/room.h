@@ -1,0 +1,141 @@
+#pragma once
+// The rules of one waiting room, as plain state over an injected time (no I/O, no locking).
+//
+// Invariants (checked by tests/unit/room_test.cc and the model test):
+//  - holders (active + grace) <= capacity, except after capacity was lowered: then nobody is
+//    admitted until holders < capacity.
+//  - Work-conserving: after every call, nobody waits while holders < capacity, unless the
+//    admission-rate cap forbids an admission right now.
+//  - First come, first served: the line is admitted in arrival order.
+//  - Every deadline is processed at its own time, in (time, kind) order, whenever the room is
+//    next touched or Advance() is called, so the outcome does not depend on when a timer fires.
+//    At equal times, waiting drop-outs go before everything else.
+//
+// Deadlines per session (one heap entry each; the key may be earlier than the true deadline,
+// never later, and is re-keyed lazily when reached, so a check-in costs no heap work):
+//  - waiting:  last_seen + checkin_timeout                  -> dropped
+//  - active:   admitted + checkin_timeout while unclaimed   -> dropped, slot freed
+//              last_seen + idle_timeout                     -> grace (as if it had left)
+//  - grace:    grace_until                                  -> gone, slot freed
+
+#include <boost/unordered/unordered_flat_set.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/op_status.h"
+#include "core/deadline_heap.h"
+#include "core/line.h"
+#include "core/minute_window.h"
+#include "core/room_types.h"
+
+namespace anteroom::core {
+
+class Room {
+ public:
+  // `revocation_ttl_ms`: how long a revoked session's tokens must be remembered (the token TTL).
+  Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms);
+  Room(const Room&) = delete;
+  Room& operator=(const Room&) = delete;
+
+  const RoomConfig& config() const { return config_; }
+  void Reconfigure(const RoomPatch& patch, int64_t now_ms);
+
+  // Joins (unknown or gone session), or checks in. Answers only active or waiting.
+  SessionView Check(std::string_view session, int64_t now_ms);
+  // Activity of a known session: refreshes presence; a session in grace is active again.
+  OpResult<SessionView> Touch(std::string_view session, int64_t now_ms);
+  // Waiting: out of the line. Active: grace (or gone at once when final).
+  OpResult<SessionView> Leave(std::string_view session, bool final, int64_t now_ms);
+  // The app ends a session: slot freed at once, tokens revoked.
+  OpResult<SessionView> Evict(std::string_view session, int64_t now_ms);
+  // True when tokens of `admission` for this session were revoked.
+  bool IsRevoked(std::string_view session, uint64_t admission, int64_t now_ms);
+
+  // Processes every deadline <= now_ms. Cheap when nothing is due.
+  void Advance(int64_t now_ms);
+  // Earliest time at which Advance has work, INT64_MAX when none.
+  int64_t NextDeadline() const;
+
+  int64_t holders() const { return holders_; }
+  int64_t waiting() const { return static_cast<int64_t>(line_.size()); }
+  const RoomCounters& counters() const { return counters_; }
+  size_t sessions() const { return index_.size(); }
+  size_t MemoryBytes() const;
+
+ private:
+  struct Session {
+    std::string id;
+    int64_t last_seen = 0;  // last check-in or touch
+    int64_t since = 0;      // active: admitted at; grace: grace ends at
+    uint64_t admission = 0;
+    Line::Ticket ticket = 0;
+    SessionStatus status = SessionStatus::kWaiting;
+    bool claimed = false;
+  };
+  using Index = uint32_t;
+
+  // Hash and equality over slab indices, looked up by id: the id is stored once, in the slab.
+  struct IdHash {
+    using is_transparent = void;
+    const std::vector<Session>* slab;
+    size_t operator()(Index i) const { return (*this)(std::string_view((*slab)[i].id)); }
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  struct IdEq {
+    using is_transparent = void;
+    const std::vector<Session>* slab;
+    bool operator()(Index a, Index b) const { return a == b; }
+    bool operator()(std::string_view id, Index i) const { return (*slab)[i].id == id; }
+    bool operator()(Index i, std::string_view id) const { return (*slab)[i].id == id; }
+  };
+
+  static constexpr uint64_t kNever = UINT64_MAX;
+  static uint64_t Key(int64_t when, int kind) { return (static_cast<uint64_t>(when) << 1) | kind; }
+
+  Index Find(std::string_view id) const;
+  Index Join(std::string_view id, int64_t now);
+  void Free(Index i);
+  uint64_t DueKey(const Session& s) const;
+  void Reschedule(Index i);        // lowers the heap key if the true deadline moved earlier
+  void RekeyAll();
+  uint64_t RateOpenKey(int64_t now) const;
+  void Fill(int64_t now);
+  void Admit(Index i, int64_t now);
+  void Release(Index i, int64_t now, bool dropped);
+  void Revoke(const Session& s, int64_t now);
+  void ProcessDue(Index i, int64_t when);
+  SessionView View(Index i, int64_t now) const;
+  SessionView GoneView(std::string_view id, int64_t now) const;
+  std::optional<int64_t> Eta(int64_t position, int64_t now) const;
+  void ForgetOldRevocations(int64_t now);
+
+  RoomConfig config_;
+  int64_t revocation_ttl_ms_;
+  int64_t now_ = 0;  // the latest time seen; time never goes backwards inside a room
+
+  std::vector<Session> slab_;
+  std::vector<Index> free_;
+  boost::unordered_flat_set<Index, IdHash, IdEq> index_;
+  Line line_;
+  DeadlineHeap deadlines_;
+
+  int64_t holders_ = 0;
+  uint64_t admissions_ = 0;
+  MinuteWindow admitted_window_;
+  MinuteWindow freed_window_;
+  RoomCounters counters_;
+
+  struct Revoked {
+    uint64_t admission;
+    int64_t until;
+  };
+  std::unordered_map<std::string, Revoked> revoked_;
+  std::deque<std::pair<int64_t, std::string>> revoked_order_;  // by `until`, for forgetting
+};
+
+}  // namespace anteroom::core

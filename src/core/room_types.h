@@ -1,0 +1,63 @@
+#pragma once
+// Values that cross the engine interface for rooms: configuration, a session's view, a room's
+// stats. Plain data, shared by every backend and the HTTP layer.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace anteroom::core {
+
+// Ranges accepted on the wire (enforced by the HTTP layer before the engine sees a value).
+inline constexpr int64_t kMaxCapacity = 1'000'000'000;
+inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
+inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
+
+struct RoomConfig {
+  int64_t capacity = 1;
+  int64_t grace_ms = 30'000;
+  int64_t checkin_timeout_ms = 30'000;
+  std::optional<int64_t> idle_timeout_ms = 300'000;  // nullopt: never idle out
+  std::optional<int64_t> admit_per_minute;           // nullopt: no rate cap
+};
+
+// The fields a PUT names; the rest keep their value. Creating a room requires capacity.
+struct RoomPatch {
+  std::optional<int64_t> capacity;
+  std::optional<int64_t> grace_ms;
+  std::optional<int64_t> checkin_timeout_ms;
+  std::optional<std::optional<int64_t>> idle_timeout_ms;
+  std::optional<std::optional<int64_t>> admit_per_minute;
+
+  void ApplyTo(RoomConfig& config) const;
+};
+
+enum class SessionStatus : uint8_t { kWaiting, kActive, kGrace, kGone };
+const char* ToString(SessionStatus status);
+
+struct SessionView {
+  std::string session;
+  SessionStatus status = SessionStatus::kGone;
+  int64_t position = 0;  // 1 = next in; 0 unless waiting
+  int64_t waiting = 0;
+  int64_t active = 0;    // slot holders: active and in grace
+  int64_t capacity = 0;
+  std::optional<int64_t> eta_ms;
+  uint64_t admission = 0;  // number of the admission that holds the slot (token claim "adm")
+};
+
+struct RoomCounters {
+  int64_t admitted_total = 0;  // sessions let in from the line
+  int64_t dropped_total = 0;   // waiting sessions that stopped checking in, unclaimed admissions
+  int64_t released_total = 0;  // slots freed (final leave, grace over, eviction, unclaimed)
+};
+
+struct RoomInfo {
+  std::string room;
+  RoomConfig config;
+  int64_t active = 0;
+  int64_t waiting = 0;
+  RoomCounters counters;
+};
+
+}  // namespace anteroom::core

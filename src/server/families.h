@@ -1,0 +1,32 @@
+#pragma once
+// Each feature is a family: one file of handlers with a Register function that adds its routes.
+// Handlers translate HTTP to Backend calls and back; the rules live in src/core.
+
+#include <string>
+
+#include "common/clock.h"
+#include "core/token.h"
+#include "server/router.h"
+#include "store/backend.h"
+
+namespace anteroom::server {
+
+// What the handlers share. Outlives the router and every connection.
+struct Services {
+  store::Backend& backend;
+  const core::TokenSigner& signer;
+  const Clock& clock;
+};
+
+void RegisterHealthRoutes(Router& router, Services& services);
+void RegisterRoomRoutes(Router& router, Services& services);
+void RegisterTokenRoutes(Router& router, Services& services);
+
+// Every family, in one call: what `anteroom serve` and the tests use.
+inline void RegisterAllRoutes(Router& router, Services& services) {
+  RegisterHealthRoutes(router, services);
+  RegisterRoomRoutes(router, services);
+  RegisterTokenRoutes(router, services);
+}
+
+}  // namespace anteroom::server

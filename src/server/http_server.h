@@ -1,0 +1,31 @@
+#pragma once
+// HTTP/1.1 with keep-alive (and pipelining) on Boost.Beast. Sessions only read requests, ask
+// the router and write answers; they know nothing of rooms or queues.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <memory>
+#include <string>
+
+#include "server/router.h"
+
+namespace anteroom::server {
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& ioc, const Router& router);
+  ~HttpServer();
+
+  // Binds and starts accepting. Port 0 picks a free port. Throws at start-up on failure.
+  boost::asio::ip::tcp::endpoint Listen(const std::string& host, uint16_t port);
+  void Close();
+
+ private:
+  class Listener;
+  boost::asio::io_context& ioc_;
+  const Router& router_;
+  std::shared_ptr<Listener> listener_;
+};
+
+}  // namespace anteroom::server

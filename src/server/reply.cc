@@ -1,0 +1,28 @@
+#include "server/reply.h"
+
+#include <boost/json/serialize.hpp>
+
+namespace anteroom::server {
+
+Response JsonReply(const boost::json::value& body, unsigned status) {
+  Response r;
+  r.status = status;
+  r.body = boost::json::serialize(body);
+  return r;
+}
+
+Response ErrorReply(OpStatus status, std::string_view message) {
+  WireError wire = ToWire(status);
+  boost::json::object error;
+  error["code"] = wire.code;
+  error["message"] = message;
+  boost::json::object body;
+  body["error"] = std::move(error);
+  Response r = JsonReply(body, static_cast<unsigned>(wire.http_status));
+  if (status == OpStatus::kUnauthorized) {
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"anteroom\"");
+  }
+  return r;
+}
+
+}  // namespace anteroom::server

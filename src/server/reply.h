@@ -1,0 +1,35 @@
+#pragma once
+// What a handler answers, and the one place that turns an OpStatus into a JSON error body.
+
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/op_status.h"
+
+namespace anteroom::server {
+
+struct Response {
+  unsigned status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;  // close the connection after this response
+};
+
+// A handler answers exactly once, now or later, from any thread.
+using Respond = std::function<void(Response)>;
+
+Response JsonReply(const boost::json::value& body, unsigned status = 200);
+// {"error": {"code", "message"}} with the status ToWire() gives.
+Response ErrorReply(OpStatus status, std::string_view message);
+
+template <typename T>
+Response ErrorReply(const OpResult<T>& result) {
+  return ErrorReply(result.status(), result.message());
+}
+
+}  // namespace anteroom::server

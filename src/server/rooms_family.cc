@@ -1,0 +1,195 @@
+// Waiting rooms over HTTP: configuration, check-ins, touches, leaves, evictions.
+#include <boost/json.hpp>
+
+#include "common/names.h"
+#include "common/random_id.h"
+#include "server/families.h"
+#include "server/json_body.h"
+
+namespace anteroom::server {
+
+namespace json = boost::json;
+using core::RoomInfo;
+using core::SessionStatus;
+using core::SessionView;
+
+namespace {
+
+json::value Nullable(const std::optional<int64_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::object RoomJson(const RoomInfo& info) {
+  return json::object{
+      {"room", info.room},
+      {"capacity", info.config.capacity},
+      {"active", info.active},
+      {"waiting", info.waiting},
+      {"grace_ms", info.config.grace_ms},
+      {"checkin_timeout_ms", info.config.checkin_timeout_ms},
+      {"idle_timeout_ms", Nullable(info.config.idle_timeout_ms)},
+      {"admit_per_minute", Nullable(info.config.admit_per_minute)},
+      {"admitted_total", info.counters.admitted_total},
+      {"dropped_total", info.counters.dropped_total},
+  };
+}
+
+json::object SessionJson(const std::string& room, const SessionView& v, Services& services) {
+  json::object o{
+      {"session", v.session},
+      {"status", core::ToString(v.status)},
+      {"position", v.status == SessionStatus::kWaiting ? json::value(v.position) : nullptr},
+      {"waiting", v.waiting},
+      {"active", v.active},
+      {"capacity", v.capacity},
+      {"eta_ms", Nullable(v.eta_ms)},
+      {"token", nullptr},
+  };
+  if (v.status == SessionStatus::kActive) {
+    o["token"] = services.signer.Mint(room, v.session, v.admission, services.clock.NowMs());
+  }
+  return o;
+}
+
+// The room name from the path, or a 400 already sent.
+bool RoomParam(const Request& req, const Respond& respond) {
+  if (IsValidName(req.params[0])) return true;
+  respond(ErrorReply(OpStatus::kInvalidArgument, "room names are 1-128 bytes of [A-Za-z0-9._:-]"));
+  return false;
+}
+
+// Completion that answers a SessionView (or the error) as JSON.
+store::Completion<SessionView> AnswerSession(std::string room, Respond respond,
+                                             Services& services) {
+  return [room = std::move(room), respond = std::move(respond),
+          &services](OpResult<SessionView> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    respond(JsonReply(SessionJson(room, *r, services)));
+  };
+}
+
+store::Completion<RoomInfo> AnswerRoom(Respond respond) {
+  return [respond = std::move(respond)](OpResult<RoomInfo> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    respond(JsonReply(RoomJson(*r)));
+  };
+}
+
+OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
+  core::RoomPatch patch;
+  auto capacity = ReadInt(body, "capacity", 1, core::kMaxCapacity);
+  if (!capacity.ok()) return {capacity.status(), capacity.message()};
+  auto grace = ReadInt(body, "grace_ms", 0, core::kMaxDurationMs);
+  if (!grace.ok()) return {grace.status(), grace.message()};
+  auto checkin = ReadInt(body, "checkin_timeout_ms", 0, core::kMaxDurationMs);
+  if (!checkin.ok()) return {checkin.status(), checkin.message()};
+  auto idle = ReadNullableInt(body, "idle_timeout_ms", 0, core::kMaxDurationMs);
+  if (!idle.ok()) return {idle.status(), idle.message()};
+  auto rate = ReadNullableInt(body, "admit_per_minute", 1, core::kMaxAdmitPerMinute);
+  if (!rate.ok()) return {rate.status(), rate.message()};
+  patch.capacity = *capacity;
+  patch.grace_ms = *grace;
+  patch.checkin_timeout_ms = *checkin;
+  patch.idle_timeout_ms = *idle;
+  patch.admit_per_minute = *rate;
+  return patch;
+}
+
+// Reads {"session": name} (required) and optionally "final".
+struct SessionBody {
+  std::string session;
+  bool final = false;
+};
+OpResult<SessionBody> ReadSessionBody(const std::string& body_text, bool with_final) {
+  auto body = ParseObject(body_text, false);
+  if (!body.ok()) return {body.status(), body.message()};
+  auto session = ReadName(*body, "session");
+  if (!session.ok()) return {session.status(), session.message()};
+  if (!*session) return {OpStatus::kInvalidArgument, "'session' is required"};
+  SessionBody out{std::move(**session)};
+  if (with_final) {
+    auto final = ReadBool(*body, "final");
+    if (!final.ok()) return {final.status(), final.message()};
+    out.final = final->value_or(false);
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterRoomRoutes(Router& router, Services& s) {
+  RouteOptions admin{.admin = true};
+
+  router.Add(http::verb::put, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto patch = ReadPatch(*body);
+    if (!patch.ok()) return respond(ErrorReply(patch));
+    s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
+  }, admin);
+
+  router.Add(http::verb::get, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond)));
+  });
+
+  router.Add(http::verb::delete_, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
+      if (!r.ok()) return respond(ErrorReply(r));
+      json::object o = RoomJson(*r);
+      o["deleted"] = true;
+      respond(JsonReply(o));
+    });
+  }, admin);
+
+  router.Add(http::verb::get, "/v1/rooms", [&s](const Request&, Respond respond) {
+    s.backend.ListRooms([respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
+      if (!r.ok()) return respond(ErrorReply(r));
+      json::array rooms;
+      for (const auto& info : *r) rooms.push_back(RoomJson(info));
+      respond(JsonReply(json::object{{"rooms", std::move(rooms)}}));
+    });
+  });
+
+  router.Add(http::verb::post, "/v1/rooms/{room}/check", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    auto body = ParseObject(req.body, true);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto session = ReadName(*body, "session");
+    if (!session.ok()) return respond(ErrorReply(session));
+    std::string id = *session ? std::move(**session) : NewRandomId();
+    s.backend.Check(req.params[0], std::move(id), AnswerSession(req.params[0], std::move(respond), s));
+  });
+
+  router.Add(http::verb::post, "/v1/rooms/{room}/touch", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    auto body = ReadSessionBody(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    s.backend.Touch(req.params[0], std::move(body->session),
+                    AnswerSession(req.params[0], std::move(respond), s));
+  });
+
+  router.Add(http::verb::post, "/v1/rooms/{room}/leave", [&s](const Request& req, Respond respond) {
+    if (!RoomParam(req, respond)) return;
+    auto body = ReadSessionBody(req.body, true);
+    if (!body.ok()) return respond(ErrorReply(body));
+    s.backend.Leave(req.params[0], std::move(body->session), body->final,
+                    AnswerSession(req.params[0], std::move(respond), s));
+  });
+
+  router.Add(http::verb::delete_, "/v1/rooms/{room}/sessions/{session}",
+             [&s](const Request& req, Respond respond) {
+               if (!RoomParam(req, respond)) return;
+               if (!IsValidName(req.params[1])) {
+                 return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                           "session ids are 1-128 bytes of [A-Za-z0-9._:-]"));
+               }
+               s.backend.EndSession(req.params[0], req.params[1],
+                                    AnswerSession(req.params[0], std::move(respond), s));
+             },
+             admin);
+}
+
+}  // namespace anteroom::server

@@ -1,0 +1,36 @@
+#include "core/line.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace anteroom::core {
+namespace {
+
+TEST(LineTest, PositionsAreExactAfterRemovalsAndCompaction) {
+  std::vector<Line::Ticket> tickets(10'000);
+  Line line([&](Line::Member m, Line::Ticket t) { tickets[m] = t; });
+  for (uint32_t m = 0; m < 10'000; ++m) tickets[m] = line.PushBack(m);
+  // Remove every odd member; then the even ones keep their order.
+  for (uint32_t m = 1; m < 10'000; m += 2) line.Remove(tickets[m]);
+  for (uint32_t m = 0; m < 10'000; m += 2) EXPECT_EQ(line.Position(tickets[m]), m / 2 + 1);
+  EXPECT_EQ(line.Front(), 0u);
+  // Churn past the end of the array forces compaction; positions stay exact.
+  std::vector<uint32_t> order;
+  for (uint32_t m = 0; m < 10'000; m += 2) order.push_back(m);
+  tickets.resize(40'000);
+  for (uint32_t m = 10'000; m < 40'000; ++m) {
+    tickets[m] = line.PushBack(m);
+    order.push_back(m);
+    line.Remove(tickets[order.front()]);
+    order.erase(order.begin());
+  }
+  for (size_t i = 0; i < order.size(); i += 997) {
+    EXPECT_EQ(line.Position(tickets[order[i]]), static_cast<int64_t>(i + 1));
+  }
+  EXPECT_EQ(line.size(), order.size());
+  EXPECT_EQ(line.Front(), order.front());
+}
+
+}  // namespace
+}  // namespace anteroom::core
