@@ -1,0 +1,309 @@
+#pragma once
+// A deliberately simple reference model of one waiting room: a vector of sessions, a vector
+// for the line, vectors of event times, and linear scans for everything. It shares no data
+// structure with core::Room (no Fenwick tree, no heap, no lazy deadlines, no bucketed window),
+// so agreement between the two is evidence that the fast structures are right.
+//
+// Semantics mirrored from src/core/room.h: every deadline is processed at its own time, in
+// (time, kind) order, drop-outs of waiting sessions first at equal times; the line is refilled
+// after every event; an event whose time has already passed happens "now".
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/room_types.h"
+
+namespace anteroom::testing {
+
+class ReferenceRoom {
+ public:
+  using Status = core::SessionStatus;
+  struct Session {
+    std::string id;
+    Status status = Status::kWaiting;
+    int64_t last_seen = 0;
+    int64_t since = 0;
+    uint64_t admission = 0;
+    bool claimed = false;
+  };
+  struct Result {
+    bool unknown_session = false;
+    core::SessionView view;
+  };
+
+  ReferenceRoom(core::RoomConfig config, int64_t ttl, int64_t now)
+      : config_(config), ttl_(ttl), now_(now) {}
+
+  Result Check(const std::string& id, int64_t now) {
+    Advance(now);
+    Session* s = Find(id);
+    if (s == nullptr) {
+      sessions_.push_back(Session{id, Status::kWaiting, now_, 0, 0, false});
+      line_.push_back(id);
+      Fill(now_);
+      s = Find(id);
+    }
+    s->last_seen = now_;
+    if (s->status == Status::kActive || s->status == Status::kGrace) {
+      s->status = Status::kActive;
+      s->claimed = true;
+    }
+    return {false, View(*s)};
+  }
+
+  Result Touch(const std::string& id, int64_t now) {
+    Advance(now);
+    Session* s = Find(id);
+    if (s == nullptr) return {true, {}};
+    s->last_seen = now_;
+    if (s->status == Status::kGrace) s->status = Status::kActive;
+    return {false, View(*s)};
+  }
+
+  Result Leave(const std::string& id, bool final, int64_t now) {
+    Advance(now);
+    Session* s = Find(id);
+    if (s == nullptr) return {true, {}};
+    if (s->status == Status::kWaiting) {
+      RemoveWaiting(id);
+      return {false, Gone(id)};
+    }
+    if (final) {
+      Release(id, now_, false);
+      Fill(now_);
+      return {false, Gone(id)};
+    }
+    if (s->status == Status::kActive) {
+      s->status = Status::kGrace;
+      s->since = now_ + config_.grace_ms;
+    }
+    return {false, View(*s)};
+  }
+
+  Result Evict(const std::string& id, int64_t now) {
+    Advance(now);
+    Session* s = Find(id);
+    if (s == nullptr) return {true, {}};
+    if (s->status == Status::kWaiting) {
+      RemoveWaiting(id);
+    } else {
+      Release(id, now_, false);
+      Fill(now_);
+    }
+    return {false, Gone(id)};
+  }
+
+  bool IsRevoked(const std::string& id, uint64_t admission, int64_t now) {
+    Advance(now);
+    auto it = revoked_.find(id);
+    return it != revoked_.end() && it->second.second > now_ && admission <= it->second.first;
+  }
+
+  void Reconfigure(const core::RoomPatch& patch, int64_t now) {
+    Advance(now);
+    patch.ApplyTo(config_);
+    Fill(now_);
+  }
+
+  void Advance(int64_t target) {
+    target = std::max(target, now_);
+    while (true) {
+      // The earliest event: a session deadline, or the moment the rate cap lets one more in.
+      std::optional<int64_t> best_time;
+      int best_kind = 2;
+      const Session* best = nullptr;
+      for (const Session& s : sessions_) {
+        auto [t, kind] = Deadline(s);
+        if (!t) continue;
+        if (!best_time || *t < *best_time || (*t == *best_time && kind < best_kind)) {
+          best_time = t;
+          best_kind = kind;
+          best = &s;
+        }
+      }
+      std::optional<int64_t> rate_open = RateOpenTime();
+      if (rate_open && (!best_time || *rate_open < *best_time)) {
+        // At equal times session deadlines go first (drop-outs must not be admitted).
+        if (*rate_open > target) break;
+        now_ = std::max(*rate_open, now_);
+        Fill(now_);
+        continue;
+      }
+      if (!best_time || *best_time > target) break;
+      int64_t when = std::max(*best_time, now_);
+      now_ = when;
+      std::string id = best->id;
+      Session& s = *Find(id);
+      switch (s.status) {
+        case Status::kWaiting:
+          RemoveWaiting(id);
+          ++counters_.dropped_total;
+          break;
+        case Status::kActive:
+          if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
+            Release(id, when, true);
+          } else {
+            s.status = Status::kGrace;
+            s.since = when + config_.grace_ms;
+          }
+          break;
+        case Status::kGrace:
+          Release(id, when, false);
+          break;
+        case Status::kGone:
+          break;
+      }
+      Fill(when);
+    }
+    now_ = target;
+  }
+
+  int64_t holders() const {
+    return std::count_if(sessions_.begin(), sessions_.end(), [](const Session& s) {
+      return s.status == Status::kActive || s.status == Status::kGrace;
+    });
+  }
+  int64_t waiting() const { return static_cast<int64_t>(line_.size()); }
+  const core::RoomCounters& counters() const { return counters_; }
+  uint64_t admissions() const { return admissions_; }
+
+ private:
+  Session* Find(const std::string& id) {
+    for (Session& s : sessions_) {
+      if (s.id == id) return &s;
+    }
+    return nullptr;
+  }
+
+  std::pair<std::optional<int64_t>, int> Deadline(const Session& s) const {
+    switch (s.status) {
+      case Status::kWaiting:
+        return {s.last_seen + config_.checkin_timeout_ms, 0};
+      case Status::kActive: {
+        std::optional<int64_t> t;
+        if (config_.idle_timeout_ms) t = s.last_seen + *config_.idle_timeout_ms;
+        if (!s.claimed) {
+          int64_t claim = s.since + config_.checkin_timeout_ms;
+          t = t ? std::min(*t, claim) : claim;
+        }
+        return {t, 1};
+      }
+      case Status::kGrace:
+        return {s.since, 1};
+      case Status::kGone:
+        break;
+    }
+    return {std::nullopt, 1};
+  }
+
+  // Admissions counted over the current whole second and the 59 before it.
+  int64_t AdmittedInWindow(int64_t t) const {
+    int64_t sec = t / 1000;
+    return std::count_if(admitted_at_.begin(), admitted_at_.end(), [&](int64_t a) {
+      return a / 1000 > sec - 60 && a / 1000 <= sec;
+    });
+  }
+
+  std::optional<int64_t> RateOpenTime() const {
+    if (!config_.admit_per_minute || line_.empty() || holders() >= config_.capacity) {
+      return std::nullopt;
+    }
+    std::vector<int64_t> candidates{now_};
+    for (int64_t a : admitted_at_) candidates.push_back((a / 1000 + 60) * 1000);
+    std::sort(candidates.begin(), candidates.end());
+    for (int64_t c : candidates) {
+      if (c >= now_ && AdmittedInWindow(c) < *config_.admit_per_minute) return c;
+    }
+    return std::nullopt;
+  }
+
+  void Fill(int64_t now) {
+    while (!line_.empty() && holders() < config_.capacity) {
+      if (config_.admit_per_minute && AdmittedInWindow(now) >= *config_.admit_per_minute) return;
+      std::string id = line_.front();
+      line_.erase(line_.begin());
+      Session& s = *Find(id);
+      s.status = Status::kActive;
+      s.claimed = false;
+      s.since = now;
+      s.last_seen = now;
+      s.admission = ++admissions_;
+      ++counters_.admitted_total;
+      admitted_at_.push_back(now);
+    }
+  }
+
+  void RemoveWaiting(const std::string& id) {
+    line_.erase(std::find(line_.begin(), line_.end(), id));
+    Erase(id);
+  }
+
+  void Release(const std::string& id, int64_t now, bool dropped) {
+    ++counters_.released_total;
+    if (dropped) ++counters_.dropped_total;
+    freed_at_.push_back(now);
+    revoked_[id] = {Find(id)->admission, now + ttl_};
+    Erase(id);
+  }
+
+  void Erase(const std::string& id) {
+    sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
+                                 [&](const Session& s) { return s.id == id; }));
+  }
+
+  core::SessionView Base(const std::string& id) const {
+    core::SessionView v;
+    v.session = id;
+    v.waiting = waiting();
+    v.active = holders();
+    v.capacity = config_.capacity;
+    return v;
+  }
+
+  core::SessionView Gone(const std::string& id) const {
+    core::SessionView v = Base(id);
+    v.status = Status::kGone;
+    return v;
+  }
+
+  core::SessionView View(const Session& s) const {
+    core::SessionView v = Base(s.id);
+    v.status = s.status;
+    if (s.status == Status::kWaiting) {
+      v.position = std::find(line_.begin(), line_.end(), s.id) - line_.begin() + 1;
+      int64_t sec = now_ / 1000;
+      int64_t freed = std::count_if(freed_at_.begin(), freed_at_.end(), [&](int64_t f) {
+        return f / 1000 > sec - 60 && f / 1000 <= sec;
+      });
+      if (freed > 0) {
+        int64_t eta = (v.position * 60'000 + freed - 1) / freed;
+        if (config_.admit_per_minute) {
+          int64_t apm = *config_.admit_per_minute;
+          eta = std::max(eta, (v.position * 60'000 + apm - 1) / apm);
+        }
+        v.eta_ms = eta;
+      }
+    } else {
+      v.admission = s.admission;
+      v.eta_ms = 0;
+    }
+    return v;
+  }
+
+  core::RoomConfig config_;
+  int64_t ttl_;
+  int64_t now_;
+  std::vector<Session> sessions_;
+  std::vector<std::string> line_;
+  std::vector<int64_t> admitted_at_;
+  std::vector<int64_t> freed_at_;
+  std::map<std::string, std::pair<uint64_t, int64_t>> revoked_;  // id -> (admission, until)
+  uint64_t admissions_ = 0;
+  core::RoomCounters counters_;
+};
+
+}  // namespace anteroom::testing
