@@ -1,12 +1,17 @@
 #include "core/line.h"
 
+#include <bit>
 #include <utility>
 
 namespace anteroom::core {
 
 namespace {
-constexpr size_t kInitialCapacity = 16;
+constexpr size_t kInitialCapacity = 64;
+
+uint64_t MaskThrough(uint32_t bit) {  // bits 0..bit set
+  return bit == 63 ? ~uint64_t{0} : (uint64_t{1} << (bit + 1)) - 1;
 }
+}  // namespace
 
 Line::Line(MoveFn on_move) : on_move_(std::move(on_move)) {}
 
@@ -18,57 +23,71 @@ Line::Ticket Line::PushBack(Member member) {
   }
   Ticket t = tail_++;
   member_[t] = member;
-  Add(t, +1);
+  live_[t / kBlockBits] |= uint64_t{1} << (t % kBlockBits);
+  AddToBlock(t / kBlockBits, +1);
   ++size_;
   return t;
 }
 
 void Line::Remove(Ticket ticket) {
-  member_[ticket] = kNone;
-  Add(ticket, -1);
+  live_[ticket / kBlockBits] &= ~(uint64_t{1} << (ticket % kBlockBits));
+  AddToBlock(ticket / kBlockBits, -1);
   if (--size_ == 0) {
     head_ = tail_ = 0;  // every count is zero again: reuse from the start
     return;
   }
-  while (member_[head_] == kNone) ++head_;
+  // Skip to the next live ticket, a word at a time.
+  while (true) {
+    uint64_t word = live_[head_ / kBlockBits] >> (head_ % kBlockBits);
+    if (word != 0) {
+      head_ += static_cast<Ticket>(std::countr_zero(word));
+      return;
+    }
+    head_ = (head_ / kBlockBits + 1) * kBlockBits;
+  }
 }
 
 int64_t Line::Position(Ticket ticket) const {
-  // Everything before head_ is empty, so the prefix sum up to the ticket is the position.
-  int64_t sum = 0;
-  for (size_t i = static_cast<size_t>(ticket) + 1; i > 0; i &= i - 1) sum += tree_[i];
+  // Everything before head_ is empty, so the count of live tickets up to this one is the
+  // position: whole blocks from the tree, the rest of this block from its bitmap.
+  size_t block = ticket / kBlockBits;
+  int64_t sum = std::popcount(live_[block] & MaskThrough(ticket % kBlockBits));
+  for (size_t i = block; i > 0; i &= i - 1) sum += tree_[i];
   return sum;
 }
 
-void Line::Add(Ticket ticket, int32_t delta) {
-  for (size_t i = static_cast<size_t>(ticket) + 1; i < tree_.size(); i += i & (~i + 1)) {
-    tree_[i] += delta;
-  }
+void Line::AddToBlock(size_t block, int32_t delta) {
+  for (size_t i = block + 1; i < tree_.size(); i += i & (~i + 1)) tree_[i] += delta;
 }
 
 void Line::Compact(size_t new_capacity) {
   std::vector<Member> members(new_capacity, kNone);
+  std::vector<uint64_t> live(new_capacity / kBlockBits, 0);
   Ticket next = 0;
   for (Ticket t = head_; t < tail_; ++t) {
-    if (member_[t] == kNone) continue;
+    if ((live_[t / kBlockBits] >> (t % kBlockBits) & 1) == 0) continue;
     members[next] = member_[t];
+    live[next / kBlockBits] |= uint64_t{1} << (next % kBlockBits);
     on_move_(member_[t], next);
     ++next;
   }
   member_ = std::move(members);
+  live_ = std::move(live);
   head_ = 0;
   tail_ = next;
   // Linear Fenwick construction: each node pushes its sum to its parent once.
-  tree_.assign(new_capacity + 1, 0);
-  for (size_t i = 1; i <= new_capacity; ++i) {
-    tree_[i] += (i - 1 < next) ? 1 : 0;
+  size_t blocks = live_.size();
+  tree_.assign(blocks + 1, 0);
+  for (size_t i = 1; i <= blocks; ++i) {
+    tree_[i] += std::popcount(live_[i - 1]);
     size_t parent = i + (i & (~i + 1));
-    if (parent <= new_capacity) tree_[parent] += tree_[i];
+    if (parent <= blocks) tree_[parent] += tree_[i];
   }
 }
 
 size_t Line::MemoryBytes() const {
-  return tree_.capacity() * sizeof(int32_t) + member_.capacity() * sizeof(Member);
+  return live_.capacity() * sizeof(uint64_t) + tree_.capacity() * sizeof(int32_t) +
+         member_.capacity() * sizeof(Member);
 }
 
 }  // namespace anteroom::core

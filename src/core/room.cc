@@ -85,7 +85,7 @@ std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
 SessionView Room::View(Index i, int64_t now) const {
   const Session& s = slab_[i];
   SessionView v;
-  v.session = s.id;
+  v.session = std::string(s.id.view());
   v.status = s.status;
   v.waiting = waiting();
   v.active = holders_;
@@ -112,9 +112,7 @@ SessionView Room::GoneView(std::string_view id, int64_t /*now*/) const {
 
 size_t Room::MemoryBytes() const {
   size_t bytes = slab_.capacity() * sizeof(Session) + free_.capacity() * sizeof(Index);
-  for (const Session& s : slab_) {
-    if (s.id.capacity() > 15) bytes += s.id.capacity() + 1;
-  }
+  for (const Session& s : slab_) bytes += s.id.HeapBytes();
   bytes += index_.bucket_count() * (sizeof(Index) + 1);  // one metadata byte per slot
   return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
 }
@@ -132,7 +130,7 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   }
   Session& s = slab_[i];
   s = Session{};
-  s.id.assign(id);
+  s.id.Assign(id);
   s.last_seen = now;
   s.status = SessionStatus::kWaiting;
   index_.insert(i);
@@ -145,7 +143,7 @@ void Room::Free(Index i) {
   index_.erase(i);  // before the id is cleared: the hash reads it
   if (deadlines_.Contains(i)) deadlines_.Remove(i);
   Session& s = slab_[i];
-  std::string().swap(s.id);
+  s.id.Clear();
   s.status = SessionStatus::kGone;
   free_.push_back(i);
 }
@@ -184,8 +182,9 @@ void Room::Release(Index i, int64_t now, bool dropped) {
 
 void Room::Revoke(const Session& s, int64_t now) {
   int64_t until = now + revocation_ttl_ms_;
-  revoked_[s.id] = Revoked{s.admission, until};
-  revoked_order_.emplace_back(until, s.id);
+  std::string id(s.id.view());
+  revoked_[id] = Revoked{s.admission, until};
+  revoked_order_.emplace_back(until, std::move(id));
 }
 
 void Room::ForgetOldRevocations(int64_t now) {
@@ -275,11 +274,12 @@ SessionView Room::Check(std::string_view id, int64_t now_ms) {
   }
   Session& s = slab_[i];
   s.last_seen = now_;
-  if (s.status == SessionStatus::kActive || s.status == SessionStatus::kGrace) {
+  // A plain check-in only moves deadlines later: the heap key stays (lazily re-keyed).
+  if (s.status == SessionStatus::kGrace || (s.status == SessionStatus::kActive && !s.claimed)) {
     s.status = SessionStatus::kActive;
     s.claimed = true;
+    Reschedule(i);
   }
-  Reschedule(i);
   return View(i, now_);
 }
 

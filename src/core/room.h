@@ -29,9 +29,11 @@
 
 #include "common/op_status.h"
 #include "core/deadline_heap.h"
+#include "core/id_hash.h"
 #include "core/line.h"
 #include "core/minute_window.h"
 #include "core/room_types.h"
+#include "core/session_id.h"
 
 namespace anteroom::core {
 
@@ -69,7 +71,7 @@ class Room {
 
  private:
   struct Session {
-    std::string id;
+    SessionId id;
     int64_t last_seen = 0;  // last check-in or touch
     int64_t since = 0;      // active: admitted at; grace: grace ends at
     uint64_t admission = 0;
@@ -83,15 +85,15 @@ class Room {
   struct IdHash {
     using is_transparent = void;
     const std::vector<Session>* slab;
-    size_t operator()(Index i) const { return (*this)(std::string_view((*slab)[i].id)); }
-    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+    size_t operator()(Index i) const { return (*this)((*slab)[i].id.view()); }
+    size_t operator()(std::string_view id) const { return HashId(id); }
   };
   struct IdEq {
     using is_transparent = void;
     const std::vector<Session>* slab;
     bool operator()(Index a, Index b) const { return a == b; }
-    bool operator()(std::string_view id, Index i) const { return (*slab)[i].id == id; }
-    bool operator()(Index i, std::string_view id) const { return (*slab)[i].id == id; }
+    bool operator()(std::string_view id, Index i) const { return (*slab)[i].id.view() == id; }
+    bool operator()(Index i, std::string_view id) const { return (*slab)[i].id.view() == id; }
   };
 
   static constexpr uint64_t kNever = UINT64_MAX;

@@ -3,6 +3,8 @@
 // can be replayed with ANTEROOM_MODEL_SEED=<seed>.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -50,14 +52,22 @@ void ExpectSame(const SessionView& got, const SessionView& want, const std::stri
   EXPECT_EQ(got.admission, want.admission) << where;
 }
 
+struct Stats {
+  int64_t max_waiting = 0;
+  int64_t admitted = 0;
+  int64_t dropped = 0;
+};
+
 // Runs one seeded sequence; returns false at the first disagreement.
-bool RunOne(uint64_t seed) {
+bool RunOne(uint64_t seed, bool crowd, Stats& stats) {
   Rng rng{std::mt19937_64(seed)};
   int64_t now = 1'700'000'000'000 + rng.Uniform(0, 999);
   core::RoomConfig config = RandomConfig(rng);
+  // Mostly small crowds; some runs with long lines (patient sessions) to exercise compaction.
+  int pool = static_cast<int>(crowd ? rng.Uniform(60, 300) : rng.Uniform(3, 24));
+  if (crowd) config.checkin_timeout_ms = rng.Uniform(2'000'000, 6'000'000);
   core::Room room(config, kTtl, now);
   testing::ReferenceRoom model(config, kTtl, now);
-  int pool = static_cast<int>(rng.Uniform(3, 24));
 
   for (int op = 0; op < kOpsPerRun; ++op) {
     // Time: mostly small steps, sometimes none, sometimes a jump past every deadline.
@@ -101,7 +111,7 @@ bool RunOne(uint64_t seed) {
       core::RoomConfig fresh = RandomConfig(rng);
       if (rng.Chance(60)) patch.capacity = fresh.capacity;
       if (rng.Chance(30)) patch.grace_ms = fresh.grace_ms;
-      if (rng.Chance(30)) patch.checkin_timeout_ms = fresh.checkin_timeout_ms;
+      if (!crowd && rng.Chance(30)) patch.checkin_timeout_ms = fresh.checkin_timeout_ms;
       if (rng.Chance(30)) patch.idle_timeout_ms = fresh.idle_timeout_ms;
       if (rng.Chance(30)) patch.admit_per_minute = fresh.admit_per_minute;
       where += " reconfigure";
@@ -119,17 +129,30 @@ bool RunOne(uint64_t seed) {
     EXPECT_EQ(room.counters().dropped_total, model.counters().dropped_total) << where;
     EXPECT_EQ(room.counters().released_total, model.counters().released_total) << where;
     if (::testing::Test::HasFailure()) return false;
+    stats.max_waiting = std::max(stats.max_waiting, room.waiting());
   }
+  stats.admitted += room.counters().admitted_total;
+  stats.dropped += room.counters().dropped_total;
   return true;
 }
 
 TEST(RoomModelTest, EngineAgreesWithReferenceModel) {
   uint64_t base = std::random_device{}();
   if (const char* fixed = std::getenv("ANTEROOM_MODEL_SEED")) base = std::stoull(fixed);
+  Stats stats;
   for (int run = 0; run < kRuns; ++run) {
     uint64_t seed = base + static_cast<uint64_t>(run);
-    ASSERT_TRUE(RunOne(seed)) << "replay with ANTEROOM_MODEL_SEED=" << seed;
+    ASSERT_TRUE(RunOne(seed, run % 5 == 0, stats)) << "replay with ANTEROOM_MODEL_SEED=" << seed;
   }
+  std::printf("model test: %d operations from seed %llu; longest line %lld, admitted %lld, "
+              "dropped %lld\n",
+              kRuns * kOpsPerRun, static_cast<unsigned long long>(base),
+              static_cast<long long>(stats.max_waiting), static_cast<long long>(stats.admitted),
+              static_cast<long long>(stats.dropped));
+  // The random walk must reach the interesting states, or agreement proves little.
+  EXPECT_GT(stats.max_waiting, 64);
+  EXPECT_GT(stats.admitted, 1000);
+  EXPECT_GT(stats.dropped, 100);
 }
 
 }  // namespace

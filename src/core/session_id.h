@@ -1,0 +1,42 @@
+#pragma once
+// A session id stored inline when it is short (server-issued ids are 22 bytes), so looking a
+// session up compares bytes already in cache instead of following a pointer. Longer ids (up
+// to 128 bytes) live on the heap. 32 bytes, like std::string, with a larger inline part.
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+namespace anteroom::core {
+
+class SessionId {
+ public:
+  static constexpr size_t kInline = 23;
+
+  void Assign(std::string_view id) {
+    size_ = static_cast<uint32_t>(id.size());
+    if (id.size() <= kInline) {
+      heap_.reset();
+      std::memcpy(inline_, id.data(), id.size());
+    } else {
+      heap_ = std::make_unique<char[]>(id.size());
+      std::memcpy(heap_.get(), id.data(), id.size());
+    }
+  }
+  void Clear() {
+    heap_.reset();
+    size_ = 0;
+  }
+  std::string_view view() const {
+    return {size_ <= kInline ? inline_ : heap_.get(), size_};
+  }
+  size_t HeapBytes() const { return size_ > kInline ? size_ : 0; }
+
+ private:
+  std::unique_ptr<char[]> heap_;
+  uint32_t size_ = 0;
+  char inline_[kInline] = {};
+};
+
+}  // namespace anteroom::core
