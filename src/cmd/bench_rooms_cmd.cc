@@ -157,18 +157,14 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
   auto latencies = Drive(shared, port, f.connections, f.threads);
   double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
 
-  boost::json::object out{
-      {"checks", latencies.size()},
-      {"checks_per_s", std::round(static_cast<double>(latencies.size()) / secs)},
-      {"p50_ms", PercentileMs(latencies, 0.50)},
-      {"p99_ms", PercentileMs(latencies, 0.99)},
-      {"max_ms", PercentileMs(latencies, 1.0)},
-      {"errors", shared.errors.load()},
-      {"sessions", f.sessions},
-      {"connections", f.connections},
-      {"duration_s", secs},
-  };
-  fmt::print("{}\n", boost::json::serialize(out));
+  // One JSON line, numbers in plain notation (Boost.JSON would print 1.2E4).
+  fmt::print(
+      "{{\"checks\":{},\"checks_per_s\":{:.0f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},"
+      "\"max_ms\":{:.3f},\"errors\":{},\"sessions\":{},\"connections\":{},"
+      "\"duration_s\":{:.2f}}}\n",
+      latencies.size(), static_cast<double>(latencies.size()) / secs,
+      PercentileMs(latencies, 0.50), PercentileMs(latencies, 0.99), PercentileMs(latencies, 1.0),
+      shared.errors.load(), f.sessions, f.connections, secs);
   return shared.errors.load() == 0 ? 0 : 1;
 }
 

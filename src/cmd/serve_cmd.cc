@@ -76,23 +76,20 @@ void Serve(const ServeFlags& flags) {
   }
 
   unsigned threads = flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
-  boost::asio::io_context ioc(static_cast<int>(threads));
-  server::HttpServer http(ioc, router);
+  server::IoPool pool(threads);
+  server::HttpServer http(pool, router);
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
   spdlog::info("serving on {}:{} with {} threads, embedded in-memory backend", host, bound.port(),
                threads);
 
-  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  boost::asio::signal_set signals(pool.Main(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
-    ioc.stop();
+    pool.Stop();
   });
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
-  ioc.run();
-  for (auto& t : pool) t.join();
+  pool.Run();
 }
 
 }  // namespace

@@ -108,8 +108,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Send(Response response, bool close) {
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(response.status), version_ ? version_ : 11);
+    res_ = {};
+    auto* res = &res_;
+    res->result(static_cast<http::status>(response.status));
+    res->version(version_ ? version_ : 11);
     res->set(http::field::server, "anteroom");
     res->set(http::field::content_type, response.content_type);
     for (auto& [name, value] : response.headers) res->set(name, value);
@@ -119,7 +121,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->prepare_payload();
     stream_.expires_after(kWriteTimeout);
     http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
+                      [self = shared_from_this(), close](beast::error_code ec, size_t) {
                         if (ec || close) return self->Close();
                         self->ReadHeader();
                       });
@@ -136,6 +138,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const Router& router_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Request request_;
+  http::response<http::string_body> res_;  // reused: one answer in flight per connection
   bool keep_alive_ = true;
   unsigned version_ = 11;
 };
@@ -144,7 +147,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Listener> {
  public:
-  Listener(net::io_context& ioc, const Router& router) : ioc_(ioc), acceptor_(ioc), router_(router) {}
+  Listener(IoPool& pool, const Router& router)
+      : pool_(pool), acceptor_(pool.Main()), router_(router) {}
 
   tcp::endpoint Open(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -155,7 +159,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   }
 
   void Accept() {
-    acceptor_.async_accept(net::make_strand(ioc_), [self = shared_from_this()](
+    acceptor_.async_accept(pool_.Next(), [self = shared_from_this()](
                                                        beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted) return;
       if (!ec) {
@@ -175,17 +179,17 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   }
 
  private:
-  net::io_context& ioc_;
+  IoPool& pool_;
   tcp::acceptor acceptor_;
   const Router& router_;
 };
 
-HttpServer::HttpServer(net::io_context& ioc, const Router& router) : ioc_(ioc), router_(router) {}
+HttpServer::HttpServer(IoPool& pool, const Router& router) : pool_(pool), router_(router) {}
 
 HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
-  listener_ = std::make_shared<Listener>(ioc_, router_);
+  listener_ = std::make_shared<Listener>(pool_, router_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
   return bound;
@@ -193,7 +197,7 @@ tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
 
 void HttpServer::Close() {
   if (listener_) {
-    net::post(ioc_, [l = listener_] { l->Close(); });
+    net::post(pool_.Main(), [l = listener_] { l->Close(); });
   }
 }
 

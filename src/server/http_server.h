@@ -8,13 +8,14 @@
 #include <memory>
 #include <string>
 
+#include "server/io_pool.h"
 #include "server/router.h"
 
 namespace anteroom::server {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& ioc, const Router& router);
+  HttpServer(IoPool& pool, const Router& router);
   ~HttpServer();
 
   // Binds and starts accepting. Port 0 picks a free port. Throws at start-up on failure.
@@ -23,7 +24,7 @@ class HttpServer {
 
  private:
   class Listener;
-  boost::asio::io_context& ioc_;
+  IoPool& pool_;
   const Router& router_;
   std::shared_ptr<Listener> listener_;
 };

@@ -10,10 +10,11 @@ namespace anteroom::server {
 
 namespace json = boost::json;
 
-OpResult<json::object> ParseObject(std::string_view body, bool empty_is_object) {
-  if (body.empty() && empty_is_object) return json::object{};
+OpResult<json::object> ParseObject(std::string_view body, bool empty_is_object,
+                                   json::storage_ptr storage) {
+  if (body.empty() && empty_is_object) return json::object(storage);
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  json::value v = json::parse(body, ec, storage);
   if (ec) return {OpStatus::kInvalidJson, "the body is not valid JSON: " + ec.message()};
   if (!v.is_object()) return {OpStatus::kInvalidJson, "the body must be a JSON object"};
   return std::move(v.as_object());

@@ -13,8 +13,10 @@
 
 namespace anteroom::server {
 
-// An empty body reads as {} when empty_is_object.
-OpResult<boost::json::object> ParseObject(std::string_view body, bool empty_is_object);
+// An empty body reads as {} when empty_is_object. `storage` lets hot handlers parse into a
+// stack buffer (boost::json::monotonic_resource) instead of the heap.
+OpResult<boost::json::object> ParseObject(std::string_view body, bool empty_is_object,
+                                          boost::json::storage_ptr storage = {});
 
 // Absent (or, for the nullable reader, null) fields read as nullopt.
 OpResult<std::optional<int64_t>> ReadInt(const boost::json::object& o, std::string_view key,

@@ -1,0 +1,33 @@
+#pragma once
+// One io_context per thread: connections are spread round-robin and each stays on its thread,
+// so I/O threads never contend on a shared scheduler queue.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace anteroom::server {
+
+class IoPool {
+ public:
+  explicit IoPool(unsigned threads);
+  // The context that owns listeners and signals.
+  boost::asio::io_context& Main() { return *contexts_.front(); }
+  // The context for the next connection.
+  boost::asio::io_context& Next();
+  size_t size() const { return contexts_.size(); }
+  // Runs every context (one on the calling thread) until Stop().
+  void Run();
+  void Stop();
+
+ private:
+  using Guard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
+  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::vector<Guard> guards_;
+  std::atomic<size_t> next_{0};
+};
+
+}  // namespace anteroom::server
