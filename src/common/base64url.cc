@@ -22,10 +22,13 @@ std::string Base64UrlEncode(std::string_view bytes) {
 std::optional<std::string> Base64UrlDecode(std::string_view text) {
   if (text.size() % 4 == 1) return std::nullopt;
   std::string std64(text);
+  // Only the alphabet: OpenSSL's decoder would skip leading and trailing whitespace.
   for (char& c : std64) {
     if (c == '-') c = '+';
     else if (c == '_') c = '/';
-    else if (c == '+' || c == '/' || c == '=') return std::nullopt;
+    else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
+      return std::nullopt;
+    }
   }
   size_t pad = (4 - std64.size() % 4) % 4;
   std64.append(pad, '=');

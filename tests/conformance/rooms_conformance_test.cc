@@ -1,1 +1,577 @@
-// placeholder, replaced below
+// The rooms conformance suite: the same tests against every backend, only through
+// store::Backend plus a way to move time forward. To add a backend, add a factory to
+// Backends() below.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/backend.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::store {
+namespace {
+
+using core::RoomInfo;
+using core::RoomPatch;
+using core::SessionStatus;
+using core::SessionView;
+
+// One backend under test, with a clock the test controls.
+class Harness {
+ public:
+  virtual ~Harness() = default;
+  virtual Backend& backend() = 0;
+  // Moves time forward and lets the backend's timer run whatever fell due.
+  virtual void AdvanceTime(int64_t ms) = 0;
+};
+
+class MemoryHarness final : public Harness {
+ public:
+  MemoryHarness() : backend_(clock_, MemoryBackendOptions{.run_timer = false}) {}
+  Backend& backend() override { return backend_; }
+  void AdvanceTime(int64_t ms) override {
+    clock_.Advance(ms);
+    backend_.RunDue();
+  }
+
+ private:
+  FakeClock clock_;
+  MemoryBackend backend_;
+};
+
+struct BackendFactory {
+  std::string name;
+  std::function<std::unique_ptr<Harness>()> make;
+};
+
+// Test names and failure messages show the backend's name, not the struct's bytes.
+void PrintTo(const BackendFactory& factory, std::ostream* os) { *os << factory.name; }
+
+std::vector<BackendFactory> Backends() {
+  return {
+      {"memory", [] { return std::make_unique<MemoryHarness>(); }},
+  };
+}
+
+class RoomsConformanceTest : public ::testing::TestWithParam<BackendFactory> {
+ protected:
+  void SetUp() override { harness_ = GetParam().make(); }
+
+  // Calls the callback API and waits for its single answer (it may come from another thread).
+  template <typename T, typename Call>
+  OpResult<T> Await(Call&& call) {
+    auto promise = std::make_shared<std::promise<OpResult<T>>>();
+    auto future = promise->get_future();
+    call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
+    if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "the backend did not answer";
+      return OpResult<T>(OpStatus::kInternal, "timeout");
+    }
+    return future.get();
+  }
+
+  Backend& b() { return harness_->backend(); }
+  void AdvanceTime(int64_t ms) { harness_->AdvanceTime(ms); }
+
+  OpResult<RoomInfo> Put(const std::string& room, RoomPatch patch) {
+    return Await<RoomInfo>([&](auto done) { b().PutRoom(room, patch, done); });
+  }
+  OpResult<RoomInfo> Get(const std::string& room) {
+    return Await<RoomInfo>([&](auto done) { b().GetRoom(room, done); });
+  }
+  OpResult<std::vector<RoomInfo>> List() {
+    return Await<std::vector<RoomInfo>>([&](auto done) { b().ListRooms(done); });
+  }
+  OpResult<RoomInfo> Delete(const std::string& room) {
+    return Await<RoomInfo>([&](auto done) { b().DeleteRoom(room, done); });
+  }
+  OpResult<SessionView> Check(const std::string& room, const std::string& session) {
+    return Await<SessionView>([&](auto done) { b().Check(room, session, done); });
+  }
+  OpResult<SessionView> Touch(const std::string& room, const std::string& session) {
+    return Await<SessionView>([&](auto done) { b().Touch(room, session, done); });
+  }
+  OpResult<SessionView> Leave(const std::string& room, const std::string& session, bool final) {
+    return Await<SessionView>([&](auto done) { b().Leave(room, session, final, done); });
+  }
+  OpResult<SessionView> End(const std::string& room, const std::string& session) {
+    return Await<SessionView>([&](auto done) { b().EndSession(room, session, done); });
+  }
+  OpResult<bool> Revoked(const std::string& room, const std::string& session, uint64_t adm) {
+    return Await<bool>([&](auto done) { b().IsRevoked(room, session, adm, done); });
+  }
+
+  // Creates a room with every field given, so tests do not depend on defaults.
+  void MakeRoom(const std::string& room, int64_t capacity, int64_t grace_ms = 5'000,
+                int64_t checkin_timeout_ms = 30'000,
+                std::optional<int64_t> idle_timeout_ms = 300'000,
+                std::optional<int64_t> admit_per_minute = std::nullopt) {
+    RoomPatch p;
+    p.capacity = capacity;
+    p.grace_ms = grace_ms;
+    p.checkin_timeout_ms = checkin_timeout_ms;
+    p.idle_timeout_ms = idle_timeout_ms;
+    p.admit_per_minute = admit_per_minute;
+    auto info = Put(room, p);
+    ASSERT_TRUE(info.ok()) << info.message();
+  }
+
+  // Joins or checks in, where only success matters to the test.
+  void Arrive(const std::string& room, const std::string& session) {
+    auto v = Check(room, session);
+    ASSERT_TRUE(v.ok()) << v.message();
+  }
+  SessionStatus StatusOf(const std::string& room, const std::string& session) {
+    auto v = Check(room, session);
+    EXPECT_TRUE(v.ok());
+    return v.ok() ? v->status : SessionStatus::kGone;
+  }
+  int64_t PositionOf(const std::string& room, const std::string& session) {
+    auto v = Check(room, session);
+    EXPECT_TRUE(v.ok());
+    return v.ok() ? v->position : -1;
+  }
+  void ExpectCounts(const std::string& room, int64_t active, int64_t waiting) {
+    auto info = Get(room);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->active, active);
+    EXPECT_EQ(info->waiting, waiting);
+  }
+
+  std::unique_ptr<Harness> harness_;
+};
+
+// ---- rooms ---------------------------------------------------------------------------------
+
+TEST_P(RoomsConformanceTest, CreatingARoomRequiresCapacity) {
+  RoomPatch p;
+  p.grace_ms = 1'000;
+  EXPECT_EQ(Put("r", p).status(), OpStatus::kInvalidArgument);
+  EXPECT_EQ(Get("r").status(), OpStatus::kUnknownRoom);
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+}
+
+TEST_P(RoomsConformanceTest, CreateAppliesDefaultsAndAnswersTheRoom) {
+  RoomPatch p;
+  p.capacity = 3;
+  auto created = Put("shop", p);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_EQ(created->room, "shop");
+  EXPECT_EQ(created->config.capacity, 3);
+  EXPECT_EQ(created->config.grace_ms, 30'000);
+  EXPECT_EQ(created->config.checkin_timeout_ms, 30'000);
+  EXPECT_EQ(created->config.idle_timeout_ms, std::optional<int64_t>(300'000));
+  EXPECT_EQ(created->config.admit_per_minute, std::nullopt);
+  EXPECT_EQ(created->active, 0);
+  EXPECT_EQ(created->waiting, 0);
+  auto got = Get("shop");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->room, "shop");
+  EXPECT_EQ(got->config.capacity, 3);
+  EXPECT_EQ(got->config.idle_timeout_ms, std::optional<int64_t>(300'000));
+}
+
+TEST_P(RoomsConformanceTest, PatchChangesOnlyTheGivenFields) {
+  MakeRoom("r", 2, 1'000, 2'000, 3'000, 10);
+  RoomPatch grace;
+  grace.grace_ms = 5'000;
+  auto a = Put("r", grace);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->config.capacity, 2);
+  EXPECT_EQ(a->config.grace_ms, 5'000);
+  EXPECT_EQ(a->config.checkin_timeout_ms, 2'000);
+  EXPECT_EQ(a->config.idle_timeout_ms, std::optional<int64_t>(3'000));
+  EXPECT_EQ(a->config.admit_per_minute, std::optional<int64_t>(10));
+
+  RoomPatch nulls;  // explicit nulls: idle timeout off, no rate cap
+  nulls.idle_timeout_ms = std::optional<int64_t>();
+  nulls.admit_per_minute = std::optional<int64_t>();
+  auto b = Put("r", nulls);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->config.capacity, 2);
+  EXPECT_EQ(b->config.grace_ms, 5'000);
+  EXPECT_EQ(b->config.checkin_timeout_ms, 2'000);
+  EXPECT_EQ(b->config.idle_timeout_ms, std::nullopt);
+  EXPECT_EQ(b->config.admit_per_minute, std::nullopt);
+
+  RoomPatch capacity;
+  capacity.capacity = 7;
+  capacity.checkin_timeout_ms = 4'000;
+  auto c = Put("r", capacity);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->config.capacity, 7);
+  EXPECT_EQ(c->config.grace_ms, 5'000);
+  EXPECT_EQ(c->config.checkin_timeout_ms, 4'000);
+  EXPECT_EQ(c->config.idle_timeout_ms, std::nullopt);
+  EXPECT_EQ(c->config.admit_per_minute, std::nullopt);
+
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.capacity, 7);
+  EXPECT_EQ(got->config.grace_ms, 5'000);
+  EXPECT_EQ(got->config.checkin_timeout_ms, 4'000);
+  EXPECT_EQ(got->config.idle_timeout_ms, std::nullopt);
+}
+
+TEST_P(RoomsConformanceTest, PatchKeepsTheSessions) {
+  MakeRoom("r", 1);
+  ASSERT_EQ(StatusOf("r", "a"), SessionStatus::kActive);
+  ASSERT_EQ(StatusOf("r", "b"), SessionStatus::kWaiting);
+  RoomPatch grace;
+  grace.grace_ms = 9'000;
+  ASSERT_TRUE(Put("r", grace).ok());
+  ExpectCounts("r", 1, 1);
+  EXPECT_EQ(StatusOf("r", "a"), SessionStatus::kActive);
+  EXPECT_EQ(PositionOf("r", "b"), 1);
+}
+
+TEST_P(RoomsConformanceTest, ListRoomsIsSortedByName) {
+  for (std::string name : {"b", "a", "c:1", "A", "a.b"}) {
+    MakeRoom(name, 1 + static_cast<int64_t>(name.size()));
+  }
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  std::vector<std::string> names;
+  for (const RoomInfo& r : *list) {
+    names.push_back(r.room);
+    EXPECT_EQ(r.config.capacity, static_cast<int64_t>(1 + r.room.size())) << r.room;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"A", "a", "a.b", "b", "c:1"}));
+}
+
+TEST_P(RoomsConformanceTest, ListRoomsShowsLiveCounts) {
+  MakeRoom("x", 1);
+  MakeRoom("y", 2);
+  Arrive("x", "s1");
+  Arrive("x", "s2");
+  Arrive("y", "s1");
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].active, 1);
+  EXPECT_EQ((*list)[0].waiting, 1);
+  EXPECT_EQ((*list)[1].active, 1);
+  EXPECT_EQ((*list)[1].waiting, 0);
+}
+
+TEST_P(RoomsConformanceTest, DeleteRoomAnswersItThenForgetsIt) {
+  MakeRoom("gone", 1);
+  MakeRoom("kept", 1);
+  Arrive("gone", "a");
+  Arrive("gone", "b");
+  auto deleted = Delete("gone");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->room, "gone");
+  EXPECT_EQ(deleted->active, 1);
+  EXPECT_EQ(deleted->waiting, 1);
+  EXPECT_EQ(Get("gone").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Delete("gone").status(), OpStatus::kUnknownRoom);
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].room, "kept");
+  // Created again, it starts empty: its old sessions are unknown.
+  MakeRoom("gone", 1);
+  ExpectCounts("gone", 0, 0);
+  EXPECT_EQ(Touch("gone", "a").status(), OpStatus::kUnknownSession);
+  EXPECT_EQ(StatusOf("gone", "b"), SessionStatus::kActive);
+}
+
+TEST_P(RoomsConformanceTest, UnknownRoomOnEveryCall) {
+  MakeRoom("other", 1);
+  EXPECT_EQ(Get("nope").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Delete("nope").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Check("nope", "s").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Touch("nope", "s").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Leave("nope", "s", false).status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Leave("nope", "s", true).status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(End("nope", "s").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Revoked("nope", "s", 1).status(), OpStatus::kUnknownRoom);
+  // None of them created the room.
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);
+}
+
+// ---- sessions ------------------------------------------------------------------------------
+
+TEST_P(RoomsConformanceTest, CheckJoinsAdmitsAndQueuesInOrder) {
+  MakeRoom("r", 2);
+  auto a = Check("r", "a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->session, "a");
+  EXPECT_EQ(a->status, SessionStatus::kActive);
+  EXPECT_GT(a->admission, 0u);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
+  auto c = Check("r", "c");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->status, SessionStatus::kWaiting);
+  EXPECT_EQ(c->position, 1);
+  EXPECT_EQ(c->waiting, 1);
+  EXPECT_EQ(c->active, 2);
+  EXPECT_EQ(c->capacity, 2);
+  EXPECT_FALSE(c->eta_ms.has_value());  // no slot has freed yet
+  auto d = Check("r", "d");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->position, 2);
+  EXPECT_EQ(d->waiting, 2);
+  EXPECT_EQ(PositionOf("r", "c"), 1);  // checking in keeps the place
+  ExpectCounts("r", 2, 2);
+}
+
+TEST_P(RoomsConformanceTest, FinalLeaveFreesTheSlotForTheHeadOfTheLine) {
+  MakeRoom("r", 1);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  Arrive("r", "c");
+  auto gone = Leave("r", "a", true);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->status, SessionStatus::kGone);
+  ExpectCounts("r", 1, 1);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
+  auto c = Check("r", "c");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->position, 1);
+  ASSERT_TRUE(c->eta_ms.has_value());  // a slot has freed: the rate is known
+  EXPECT_GT(*c->eta_ms, 0);
+  EXPECT_EQ(Touch("r", "a").status(), OpStatus::kUnknownSession);
+}
+
+TEST_P(RoomsConformanceTest, LeaveThenReturnWithinGrace) {
+  MakeRoom("r", 1, /*grace_ms=*/5'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  auto left = Leave("r", "a", false);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(left->status, SessionStatus::kGrace);
+  EXPECT_EQ(left->active, 1);
+  AdvanceTime(4'000);
+  ExpectCounts("r", 1, 1);
+  EXPECT_EQ(StatusOf("r", "a"), SessionStatus::kActive);
+  AdvanceTime(4'000);  // past the old grace end: a is active, so nothing moves
+  ExpectCounts("r", 1, 1);
+  EXPECT_EQ(PositionOf("r", "b"), 1);
+}
+
+TEST_P(RoomsConformanceTest, TouchInGraceIsActiveAgain) {
+  MakeRoom("r", 1, /*grace_ms=*/5'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  ASSERT_TRUE(Leave("r", "a", false).ok());
+  auto t = Touch("r", "a");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->status, SessionStatus::kActive);
+  AdvanceTime(6'000);
+  ExpectCounts("r", 1, 1);
+}
+
+TEST_P(RoomsConformanceTest, GraceOverMovesTheSlotByTimeAlone) {
+  MakeRoom("r", 1, /*grace_ms=*/5'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  ASSERT_TRUE(Leave("r", "a", false).ok());
+  AdvanceTime(4'999);
+  ExpectCounts("r", 1, 1);
+  AdvanceTime(1);
+  ExpectCounts("r", 1, 0);  // b holds the slot; neither a nor b called
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
+  auto a = Check("r", "a");  // after grace: joins at the back
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->status, SessionStatus::kWaiting);
+  EXPECT_EQ(a->position, 1);
+}
+
+TEST_P(RoomsConformanceTest, WaitingSessionIsDroppedByTimeAndRejoinsAtTheBack) {
+  MakeRoom("r", 1, 5'000, /*checkin_timeout_ms=*/10'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  AdvanceTime(5'000);
+  Arrive("r", "c");
+  AdvanceTime(5'000);  // b is 10 s without a check-in
+  ExpectCounts("r", 1, 1);
+  EXPECT_EQ(PositionOf("r", "c"), 1);
+  EXPECT_EQ(Touch("r", "b").status(), OpStatus::kUnknownSession);
+  auto b = Check("r", "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->status, SessionStatus::kWaiting);
+  EXPECT_EQ(b->position, 2);
+}
+
+TEST_P(RoomsConformanceTest, IdleActiveSessionLosesItsSlotByTimeAlone) {
+  MakeRoom("r", 1, /*grace_ms=*/1'000, /*checkin_timeout_ms=*/10'000,
+           /*idle_timeout_ms=*/4'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  AdvanceTime(3'000);
+  Arrive("r", "b");
+  AdvanceTime(1'000);  // a idle: into grace, still holding
+  ExpectCounts("r", 1, 1);
+  AdvanceTime(1'000);  // grace over
+  ExpectCounts("r", 1, 0);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
+}
+
+TEST_P(RoomsConformanceTest, NoIdleTimeoutKeepsTheSlot) {
+  MakeRoom("r", 1, 1'000, 10'000, /*idle_timeout_ms=*/std::nullopt);
+  Arrive("r", "a");
+  AdvanceTime(24LL * 3600 * 1000);
+  ExpectCounts("r", 1, 0);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kWaiting);
+}
+
+TEST_P(RoomsConformanceTest, UnclaimedAdmissionIsDroppedByTimeAlone) {
+  MakeRoom("r", 1, 5'000, /*checkin_timeout_ms=*/10'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  Arrive("r", "c");
+  ASSERT_TRUE(Leave("r", "a", true).ok());  // b admitted while not calling in
+  AdvanceTime(6'000);
+  EXPECT_EQ(PositionOf("r", "c"), 1);
+  AdvanceTime(4'000);  // b did not claim within 10 s
+  ExpectCounts("r", 1, 0);
+  EXPECT_EQ(StatusOf("r", "c"), SessionStatus::kActive);
+}
+
+TEST_P(RoomsConformanceTest, ClaimedAdmissionKeepsTheSlot) {
+  MakeRoom("r", 1, 5'000, /*checkin_timeout_ms=*/10'000);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  Arrive("r", "c");
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  AdvanceTime(6'000);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);  // the claim
+  EXPECT_EQ(PositionOf("r", "c"), 1);
+  AdvanceTime(6'000);
+  ExpectCounts("r", 1, 1);
+}
+
+TEST_P(RoomsConformanceTest, LeaveOfAWaitingSessionTakesItOut) {
+  MakeRoom("r", 1);
+  Arrive("r", "a");
+  Arrive("r", "b");
+  Arrive("r", "c");
+  auto gone = Leave("r", "b", false);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->status, SessionStatus::kGone);
+  EXPECT_EQ(gone->waiting, 1);
+  EXPECT_EQ(PositionOf("r", "c"), 1);
+  ExpectCounts("r", 1, 1);
+}
+
+TEST_P(RoomsConformanceTest, UnknownSession) {
+  MakeRoom("r", 1);
+  Arrive("r", "a");
+  EXPECT_EQ(Touch("r", "x").status(), OpStatus::kUnknownSession);
+  EXPECT_EQ(Leave("r", "x", false).status(), OpStatus::kUnknownSession);
+  EXPECT_EQ(Leave("r", "x", true).status(), OpStatus::kUnknownSession);
+  EXPECT_EQ(End("r", "x").status(), OpStatus::kUnknownSession);
+  ExpectCounts("r", 1, 0);
+}
+
+TEST_P(RoomsConformanceTest, EndSessionFreesTheSlotAndRevokes) {
+  MakeRoom("r", 1);
+  auto a = Check("r", "a");
+  ASSERT_TRUE(a.ok());
+  Arrive("r", "b");
+  auto ended = End("r", "a");
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ(ended->status, SessionStatus::kGone);
+  ExpectCounts("r", 1, 0);
+  auto revoked = Revoked("r", "a", a->admission);
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_TRUE(*revoked);
+}
+
+TEST_P(RoomsConformanceTest, FinalLeaveRevokesOnlyThatAdmission) {
+  MakeRoom("r", 1);
+  auto first = Check("r", "a");
+  ASSERT_TRUE(first.ok());
+  auto before = Revoked("r", "a", first->admission);
+  ASSERT_TRUE(before.ok());
+  EXPECT_FALSE(*before);
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  auto after = Revoked("r", "a", first->admission);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(*after);
+  auto again = Check("r", "a");
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->status, SessionStatus::kActive);
+  EXPECT_GT(again->admission, first->admission);
+  auto fresh = Revoked("r", "a", again->admission);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(*fresh);
+}
+
+TEST_P(RoomsConformanceTest, CapacityRaisedAndLowered) {
+  MakeRoom("r", 1);
+  for (const char* s : {"a", "b", "c", "d"}) Arrive("r", s);
+  RoomPatch up;
+  up.capacity = 3;
+  auto raised = Put("r", up);
+  ASSERT_TRUE(raised.ok());
+  EXPECT_EQ(raised->active, 3);
+  EXPECT_EQ(raised->waiting, 1);
+  RoomPatch down;
+  down.capacity = 1;
+  auto lowered = Put("r", down);
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_EQ(lowered->active, 3);  // nobody is thrown out
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  ASSERT_TRUE(Leave("r", "b", true).ok());
+  ExpectCounts("r", 1, 1);  // still at capacity: d waits
+  ASSERT_TRUE(Leave("r", "c", true).ok());
+  ExpectCounts("r", 1, 0);
+  EXPECT_EQ(StatusOf("r", "d"), SessionStatus::kActive);
+}
+
+TEST_P(RoomsConformanceTest, RateCapOpensWithTheWindow) {
+  MakeRoom("r", 3, 5'000, /*checkin_timeout_ms=*/120'000, 300'000, /*admit_per_minute=*/1);
+  for (const char* s : {"a", "b", "c"}) Arrive("r", s);
+  ExpectCounts("r", 1, 2);  // slots free, but the cap holds them
+  AdvanceTime(30'000);
+  ExpectCounts("r", 1, 2);
+  AdvanceTime(30'000);
+  ExpectCounts("r", 2, 1);
+  EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
+  EXPECT_EQ(PositionOf("r", "c"), 1);
+}
+
+TEST_P(RoomsConformanceTest, RoomsAreIndependent) {
+  MakeRoom("one", 1, /*grace_ms=*/1'000);
+  MakeRoom("two", 1, /*grace_ms=*/60'000);
+  Arrive("one", "x");
+  Arrive("one", "u");
+  Arrive("two", "u");
+  Arrive("two", "x");
+  EXPECT_EQ(StatusOf("one", "u"), SessionStatus::kWaiting);
+  EXPECT_EQ(StatusOf("two", "u"), SessionStatus::kActive);
+  ASSERT_TRUE(Leave("one", "x", false).ok());
+  ASSERT_TRUE(Leave("two", "u", false).ok());
+  AdvanceTime(1'000);
+  ExpectCounts("one", 1, 0);  // grace over in "one" only
+  ExpectCounts("two", 1, 1);
+  ASSERT_TRUE(Delete("one").ok());
+  EXPECT_EQ(StatusOf("two", "u"), SessionStatus::kActive);
+  EXPECT_EQ(PositionOf("two", "x"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RoomsConformanceTest, ::testing::ValuesIn(Backends()),
+                         [](const ::testing::TestParamInfo<BackendFactory>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace anteroom::store
