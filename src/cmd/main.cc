@@ -1,12 +1,17 @@
 // anteroom: one binary, the server and its command-line clients.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <exception>
+#include <memory>
 
 #include "cmd/commands.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries only what commands print (JSON, the listening line).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"anteroom: fair waiting rooms and reliable queues"};
   app.require_subcommand(1);
   anteroom::cmd::ClientFlags flags;

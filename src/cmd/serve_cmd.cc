@@ -29,6 +29,7 @@ struct ServeFlags {
   std::vector<std::string> demo_rooms;  // NAME:CAPACITY
   int64_t token_ttl_ms = 600'000;
   std::string log_level = "info";
+  size_t max_connections = 100'000;
 };
 
 std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
@@ -77,7 +78,7 @@ void Serve(const ServeFlags& flags) {
 
   unsigned threads = flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
   server::IoPool pool(threads);
-  server::HttpServer http(pool, router);
+  server::HttpServer http(pool, router, flags.max_connections);
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
@@ -104,6 +105,10 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
+  serve->add_option("--max-connections", flags->max_connections,
+                    "Connections beyond this are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   serve->callback([flags] { Serve(*flags); });

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 
@@ -24,8 +25,10 @@ constexpr size_t kHardBodyLimit = 64 * 1024 * 1024;
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Router& router)
-      : stream_(std::move(socket)), router_(router) {}
+  // `open` counts live connections for the overload limit; this session holds one of them.
+  Session(tcp::socket socket, const Router& router, std::shared_ptr<std::atomic<size_t>> open)
+      : stream_(std::move(socket)), router_(router), open_(std::move(open)) {}
+  ~Session() { open_->fetch_sub(1, std::memory_order_relaxed); }
 
   void Start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
@@ -48,6 +51,13 @@ class Session : public std::enable_shared_from_this<Session> {
     auto& header = parser_->get();
     size_t limit = router_.BodyLimitFor(header.target());
     parser_->body_limit(limit);
+    // RFC 9112 6.3: a request whose Transfer-Encoding does not end in chunked has no
+    // determinable length; answering it would read its body as the next request.
+    if (header.count(http::field::transfer_encoding) != 0 && !parser_->chunked()) {
+      return Send(ErrorReply(OpStatus::kInvalidArgument,
+                             "unsupported Transfer-Encoding: chunked must be the last coding"),
+                  /*close=*/true);
+    }
     auto length = parser_->content_length();
     if (length && *length > limit) {
       return Send(ErrorReply(OpStatus::kPayloadTooLarge,
@@ -136,6 +146,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   const Router& router_;
+  std::shared_ptr<std::atomic<size_t>> open_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Request request_;
   http::response<http::string_body> res_;  // reused: one answer in flight per connection
@@ -147,8 +158,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Listener> {
  public:
-  Listener(IoPool& pool, const Router& router)
-      : pool_(pool), acceptor_(pool.Main()), router_(router) {}
+  Listener(IoPool& pool, const Router& router, size_t max_connections)
+      : pool_(pool), acceptor_(pool.Main()), router_(router), max_connections_(max_connections) {}
 
   tcp::endpoint Open(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -165,7 +176,12 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
       if (!ec) {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<Session>(std::move(socket), self->router_)->Start();
+        if (self->open_->fetch_add(1, std::memory_order_relaxed) >= self->max_connections_) {
+          self->open_->fetch_sub(1, std::memory_order_relaxed);
+          RefuseOverloaded(std::move(socket));
+        } else {
+          std::make_shared<Session>(std::move(socket), self->router_, self->open_)->Start();
+        }
       } else {
         spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
       }
@@ -179,17 +195,39 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   }
 
  private:
+  // Over the connection limit: one short 503 and hang up, so clients back off and retry
+  // instead of the server running out of file descriptors.
+  static void RefuseOverloaded(tcp::socket socket) {
+    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+    auto res = std::make_shared<http::response<http::string_body>>(
+        http::status::service_unavailable, 11);
+    res->set(http::field::server, "anteroom");
+    res->set(http::field::content_type, "application/json");
+    res->set(http::field::retry_after, "1");
+    res->body() = ErrorReply(OpStatus::kUnavailable, "too many connections; retry shortly").body;
+    res->keep_alive(false);
+    res->prepare_payload();
+    stream->expires_after(std::chrono::seconds(5));
+    http::async_write(*stream, *res, [stream, res](beast::error_code, size_t) {
+      beast::error_code ignored;
+      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    });
+  }
+
   IoPool& pool_;
   tcp::acceptor acceptor_;
   const Router& router_;
+  size_t max_connections_;
+  std::shared_ptr<std::atomic<size_t>> open_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
-HttpServer::HttpServer(IoPool& pool, const Router& router) : pool_(pool), router_(router) {}
+HttpServer::HttpServer(IoPool& pool, const Router& router, size_t max_connections)
+    : pool_(pool), router_(router), max_connections_(max_connections) {}
 
 HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
-  listener_ = std::make_shared<Listener>(pool_, router_);
+  listener_ = std::make_shared<Listener>(pool_, router_, max_connections_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
   return bound;

@@ -15,7 +15,8 @@ namespace anteroom::server {
 
 class HttpServer {
  public:
-  HttpServer(IoPool& pool, const Router& router);
+  // Connections beyond max_connections are answered 503 and closed.
+  HttpServer(IoPool& pool, const Router& router, size_t max_connections = 100'000);
   ~HttpServer();
 
   // Binds and starts accepting. Port 0 picks a free port. Throws at start-up on failure.
@@ -26,6 +27,7 @@ class HttpServer {
   class Listener;
   IoPool& pool_;
   const Router& router_;
+  size_t max_connections_;
   std::shared_ptr<Listener> listener_;
 };
 
