@@ -1,3 +1,276 @@
+// Engine benchmarks: core::Room on one thread, no I/O, no locks (the HTTP layer is measured by
+// `anteroom bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M checks/s
+// on a room with 1M waiting sessions; <= 200 bytes per waiting session.
+//
+// Session ids look like the server's: 22 base64url characters (16 pseudo-random bytes), so they
+// do not fit std::string's 15-byte inline buffer, exactly as in production.
+//
+// Rooms of 1M sessions take about a second to build, so one fixture is kept alive between the
+// calls Google Benchmark makes to the same benchmark (it calls each one several times while it
+// picks an iteration count) and is destroyed when another benchmark asks for a different one.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base64url.h"
+#include "core/room.h"
+#include "core/room_types.h"
+
+namespace anteroom::core {
+namespace {
+
+constexpr int64_t kIdLength = 22;
+constexpr int64_t kRevocationTtlMs = 600'000;  // the server's default token TTL
+constexpr int64_t kMillion = 1'000'000;
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// `n` distinct ids of kIdLength characters, stored back to back in one buffer so that reading
+// them in order costs the benchmark loop no cache misses of its own.
+class IdPool {
+ public:
+  IdPool(int64_t n, uint64_t seed) : n_(n) {
+    chars_.reserve(static_cast<size_t>(n * kIdLength));
+    uint64_t state = seed;
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t raw[2] = {SplitMix64(state), SplitMix64(state)};
+      chars_ += Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(raw), sizeof(raw)));
+    }
+  }
+  // The same ids, reordered by a pseudo-random permutation (a random check order).
+  IdPool Shuffled(uint64_t seed) const {
+    std::vector<int64_t> order(static_cast<size_t>(n_));
+    for (int64_t i = 0; i < n_; ++i) order[static_cast<size_t>(i)] = i;
+    uint64_t state = seed;
+    for (int64_t i = n_ - 1; i > 0; --i) {
+      auto j = static_cast<int64_t>(SplitMix64(state) % static_cast<uint64_t>(i + 1));
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+    IdPool out;
+    out.n_ = n_;
+    out.chars_.reserve(chars_.size());
+    for (int64_t i : order) out.chars_.append(Get(i));
+    return out;
+  }
+  std::string_view Get(int64_t i) const {
+    return std::string_view(chars_).substr(static_cast<size_t>(i * kIdLength), kIdLength);
+  }
+  int64_t size() const { return n_; }
+
+ private:
+  IdPool() = default;
+  int64_t n_ = 0;
+  std::string chars_;
+};
+
+RoomConfig BenchConfig(int64_t capacity, int64_t checkin_timeout_ms) {
+  RoomConfig config;
+  config.capacity = capacity;
+  config.checkin_timeout_ms = checkin_timeout_ms;
+  config.idle_timeout_ms = std::nullopt;  // as `anteroom bench rooms` configures its room
+  return config;
+}
+
+// A room and the ids in it, kept between calls of one benchmark (see the header comment).
+struct Fixture {
+  std::string key;
+  std::unique_ptr<Room> room;
+  IdPool ids{0, 0};       // in join order
+  IdPool shuffled{0, 0};  // the same ids in a random order
+  IdPool extra{0, 0};     // ids that are not in the room (for churn)
+  int64_t now = 0;
+};
+
+std::unique_ptr<Fixture>& CurrentFixture() {
+  static std::unique_ptr<Fixture> fixture;
+  return fixture;
+}
+
+// A room of `n` sessions all joined at time 0; `capacity` 1 leaves n - 1 waiting.
+Fixture& GetFixture(const std::string& kind, int64_t n, int64_t capacity, int64_t extra = 0) {
+  std::string key = kind + "/" + std::to_string(n);
+  std::unique_ptr<Fixture>& f = CurrentFixture();
+  if (f && f->key == key) return *f;
+  f.reset();  // free the previous room before building the next one
+  f = std::make_unique<Fixture>();
+  f->key = key;
+  f->ids = IdPool(n, 42);
+  f->shuffled = f->ids.Shuffled(7);
+  f->extra = IdPool(extra, 4242);
+  f->room = std::make_unique<Room>(BenchConfig(capacity, kMaxDurationMs), kRevocationTtlMs, 0);
+  for (int64_t i = 0; i < n; ++i) f->room->Check(f->ids.Get(i), 0);
+  f->now = 1;
+  return *f;
+}
+
+// Checks cycle over `ids`; the clock moves 1 ms every 4096 checks (nobody expires: the check-in
+// timeout is 7 days).
+void RunChecks(benchmark::State& state, Fixture& f, const IdPool& ids) {
+  int64_t n = ids.size();
+  int64_t j = 0;
+  int64_t tick = 0;
+  for (auto _ : state) {
+    SessionView v = f.room->Check(ids.Get(j), f.now);
+    benchmark::DoNotOptimize(v);
+    if (++j == n) j = 0;
+    if ((++tick & 4095) == 0) ++f.now;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["sessions"] = static_cast<double>(f.room->sessions());
+  state.counters["waiting"] = static_cast<double>(f.room->waiting());
+}
+
+// The headline: check-ins of waiting sessions, in a random order, in a room of capacity 1.
+void BM_CheckWaiting(benchmark::State& state) {
+  Fixture& f = GetFixture("waiting", state.range(0), 1);
+  RunChecks(state, f, f.shuffled);
+}
+BENCHMARK(BM_CheckWaiting)
+    ->ArgName("sessions")
+    ->Arg(10'000)
+    ->Arg(kMillion)
+    ->Unit(benchmark::kNanosecond);
+
+// The same, but checking sessions in join order (as `anteroom bench rooms` cycles bench-N):
+// the access pattern is friendlier to the caches.
+void BM_CheckWaitingInOrder(benchmark::State& state) {
+  Fixture& f = GetFixture("waiting", state.range(0), 1);
+  RunChecks(state, f, f.ids);
+}
+BENCHMARK(BM_CheckWaitingInOrder)->ArgName("sessions")->Arg(kMillion);
+
+// Check-ins of active sessions (capacity >= sessions), random order.
+void BM_CheckActive(benchmark::State& state) {
+  Fixture& f = GetFixture("active", state.range(0), state.range(0));
+  RunChecks(state, f, f.shuffled);
+}
+BENCHMARK(BM_CheckActive)->ArgName("sessions")->Arg(10'000)->Arg(kMillion);
+
+// Churn: a new session joins (check), then leaves finally, on top of `sessions` that stay.
+// capacity 1 (the slot is held by the first of the `sessions`): the newcomer waits at the back of
+// the line. capacity large: it is admitted, and its final leave frees the slot and records a
+// revocation (remembered for the token TTL, here 600 s of the 1 ms-per-cycle clock).
+void JoinLeave(benchmark::State& state, int64_t capacity, const char* kind) {
+  int64_t base = state.range(0);
+  Fixture& f = GetFixture(kind, base, capacity, 1 << 16);
+  int64_t j = 0;
+  for (auto _ : state) {
+    std::string_view id = f.extra.Get(j);
+    benchmark::DoNotOptimize(f.room->Check(id, f.now));
+    benchmark::DoNotOptimize(f.room->Leave(id, /*final=*/true, f.now));
+    if (++j == f.extra.size()) j = 0;
+    ++f.now;  // 1 ms per cycle: revocations older than the TTL are forgotten as in production
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["sessions"] = static_cast<double>(f.room->sessions());
+}
+void BM_JoinLeaveWaiting(benchmark::State& state) { JoinLeave(state, 1, "churn-waiting"); }
+void BM_JoinLeaveActive(benchmark::State& state) { JoinLeave(state, kMaxCapacity, "churn-active"); }
+BENCHMARK(BM_JoinLeaveWaiting)->ArgName("sessions")->Arg(1)->Arg(kMillion);
+BENCHMARK(BM_JoinLeaveActive)->ArgName("sessions")->Arg(0)->Arg(kMillion);
+
+// Expiry: the cost of one Advance() that drops `expire` of `sessions` waiting sessions.
+//
+// Steady state without rebuilding the room: the room holds G = sessions / expire groups of
+// `expire` sessions, group g joined at time g, and the check-in timeout is G ms. Iteration g
+// advances to G + g, which drops exactly group g (deadline g + G); the group then re-joins at
+// G + g (untimed), so it becomes due again G iterations later. One claimed active session (the
+// capacity is 1) holds the slot without a deadline, so nobody is admitted.
+void BM_Expiry(benchmark::State& state) {
+  int64_t n = state.range(0);
+  int64_t k = state.range(1);
+  int64_t groups = n / k;
+  IdPool ids(groups * k, 99);
+  Room room(BenchConfig(1, groups), kRevocationTtlMs, 0);
+  room.Check("holder-of-the-slot", 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < k; ++i) room.Check(ids.Get(g * k + i), g);
+  }
+  int64_t g = 0;
+  double timed_s = 0;
+  for (auto _ : state) {
+    int64_t now = groups + g;
+    auto start = std::chrono::steady_clock::now();
+    room.Advance(now);
+    auto stop = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(stop - start).count();
+    state.SetIterationTime(secs);
+    timed_s += secs;
+    int64_t group = g % groups;
+    for (int64_t i = 0; i < k; ++i) room.Check(ids.Get(group * k + i), now);
+    ++g;
+  }
+  if (room.sessions() != static_cast<size_t>(n + 1) || room.counters().dropped_total < k) {
+    state.SkipWithError("the room did not expire exactly one group per iteration");
+  }
+  state.SetItemsProcessed(state.iterations() * k);  // items = expired sessions
+  state.counters["expired_per_advance"] = static_cast<double>(k);
+  state.counters["ns_per_expired"] =
+      timed_s * 1e9 / static_cast<double>(std::max<int64_t>(1, state.iterations() * k));
+}
+// Fixed iteration counts: every call rebuilds the room, and k = 100000 re-joins are slow.
+[[maybe_unused]] const int kExpiryRegistered = [] {
+  const int64_t cases[][3] = {
+      // sessions, expire, iterations
+      {100'000, 1, 100'000},   {100'000, 100, 10'000},  {100'000, 10'000, 200},
+      {kMillion, 1, 100'000},  {kMillion, 100, 10'000}, {kMillion, 10'000, 200},
+      {kMillion, 100'000, 20},
+  };
+  for (const auto& c : cases) {
+    benchmark::RegisterBenchmark("BM_Expiry", BM_Expiry)
+        ->ArgNames({"sessions", "expire"})
+        ->Args({c[0], c[1]})
+        ->Iterations(c[2])
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+  return 0;
+}();
+
+// Bytes malloc has handed out: small chunks from the arenas plus big blocks served by mmap (large
+// vectors), chunk headers and rounding included.
+size_t HeapInUse() {
+  struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+// Memory per waiting session: Room::MemoryBytes() / n (the model: array capacities and id
+// buffers) and the heap growth seen by malloc, for a room of capacity 1 with n - 1 waiting.
+void BM_MemoryPerWaitingSession(benchmark::State& state) {
+  int64_t n = state.range(0);
+  CurrentFixture().reset();
+  IdPool ids(n, 1234);
+  for (auto _ : state) {
+    size_t before = HeapInUse();
+    auto room = std::make_unique<Room>(BenchConfig(1, kMaxDurationMs), kRevocationTtlMs, 0);
+    for (int64_t i = 0; i < n; ++i) room->Check(ids.Get(i), 0);
+    size_t after = HeapInUse();
+    double sessions = static_cast<double>(room->sessions());
+    state.counters["bytes_per_session_model"] = static_cast<double>(room->MemoryBytes()) / sessions;
+    state.counters["bytes_per_session_heap"] = static_cast<double>(after - before) / sessions;
+    state.counters["waiting"] = static_cast<double>(room->waiting());
+    benchmark::DoNotOptimize(room);
+  }
+}
+BENCHMARK(BM_MemoryPerWaitingSession)
+    ->ArgName("sessions")
+    ->Arg(kMillion)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace anteroom::core
 
 BENCHMARK_MAIN();
