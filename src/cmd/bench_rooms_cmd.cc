@@ -2,6 +2,7 @@
 // drives check-ins over C keep-alive connections for S seconds (loopback only, bounded) and
 // prints one JSON line.
 #include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -36,6 +37,7 @@ struct BenchRoomsFlags {
   double duration_s = 10;
   int threads = 1;
   int64_t capacity = 100;
+  int pipeline = 1;  // requests each connection sends before reading the answers
 };
 
 struct Shared {
@@ -46,6 +48,7 @@ struct Shared {
   std::atomic<int64_t> errors{0};
   SteadyClock::time_point deadline;
   int64_t limit = -1;  // >= 0: stop after this many requests in total (the join phase)
+  int pipeline = 1;
 };
 
 // One keep-alive connection sending check after check.
@@ -69,35 +72,47 @@ class Conn : public std::enable_shared_from_this<Conn> {
  private:
   void Next() {
     if (SteadyClock::now() >= shared_.deadline) return;
-    int64_t n = shared_.next.fetch_add(1);
-    if (shared_.limit >= 0 && n >= shared_.limit) return;
-    req_ = {http::verb::post, "/v1/rooms/" + shared_.room + "/check", 11};
-    req_.set(http::field::host, shared_.host);
-    req_.set(http::field::content_type, "application/json");
-    req_.body() = fmt::format(R"({{"session":"bench-{}"}})", n % shared_.sessions);
-    req_.keep_alive(true);
-    req_.prepare_payload();
+    out_.clear();
+    batch_ = 0;
+    for (int k = 0; k < shared_.pipeline; ++k) {
+      int64_t n = shared_.next.fetch_add(1);
+      if (shared_.limit >= 0 && n >= shared_.limit) break;
+      std::string body = fmt::format(R"({{"session":"bench-{}"}})", n % shared_.sessions);
+      fmt::format_to(std::back_inserter(out_),
+                     "POST /v1/rooms/{}/check HTTP/1.1\r\nHost: {}\r\nContent-Type: "
+                     "application/json\r\nContent-Length: {}\r\n\r\n{}",
+                     shared_.room, shared_.host, body.size(), body);
+      ++batch_;
+    }
+    if (batch_ == 0) return;
     started_ = SteadyClock::now();
-    http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](beast::error_code ec,
+                                                                             size_t) {
       if (ec) return self->Fail();
-      self->res_ = {};
-      http::async_read(self->stream_, self->buffer_, self->res_,
-                       [self](beast::error_code rec, size_t) {
-                         if (rec) return self->Fail();
-                         auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                       SteadyClock::now() - self->started_)
-                                       .count();
-                         self->latencies_us.push_back(static_cast<uint32_t>(us));
-                         if (self->res_.result() != http::status::ok) ++self->shared_.errors;
-                         self->Next();
-                       });
+      self->ReadOne();
+    });
+  }
+
+  void ReadOne() {
+    res_ = {};
+    http::async_read(stream_, buffer_, res_, [self = shared_from_this()](beast::error_code ec,
+                                                                         size_t) {
+      if (ec) return self->Fail();
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() -
+                                                                      self->started_)
+                    .count();
+      self->latencies_us.push_back(static_cast<uint32_t>(us));
+      if (self->res_.result() != http::status::ok) ++self->shared_.errors;
+      if (--self->batch_ > 0) return self->ReadOne();
+      self->Next();
     });
   }
   void Fail() { ++shared_.errors; }
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> req_;
+  std::string out_;
+  int batch_ = 0;
   http::response<http::string_body> res_;
   SteadyClock::time_point started_;
   Shared& shared_;
@@ -137,6 +152,7 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
   std::string port = url->has_port() ? std::string(url->port()) : "80";
   shared.room = f.room;
   shared.sessions = f.sessions;
+  shared.pipeline = f.pipeline;
 
   // The room must keep everyone for the whole run: long check-in timeout, no idling out.
   Client client(client_flags.server, client_flags.admin_key);
@@ -147,10 +163,12 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
 
   shared.deadline = SteadyClock::now() + std::chrono::hours(1);
   shared.limit = f.sessions;
+  shared.pipeline = 1;
   Drive(shared, port, f.connections, f.threads);  // join phase
 
   shared.next = 0;
   shared.limit = -1;
+  shared.pipeline = f.pipeline;
   shared.errors = 0;
   auto start = SteadyClock::now();
   shared.deadline = start + std::chrono::milliseconds(static_cast<int64_t>(f.duration_s * 1000));
@@ -161,10 +179,10 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
   fmt::print(
       "{{\"checks\":{},\"checks_per_s\":{:.0f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},"
       "\"max_ms\":{:.3f},\"errors\":{},\"sessions\":{},\"connections\":{},"
-      "\"duration_s\":{:.2f}}}\n",
+      "\"pipeline\":{},\"duration_s\":{:.2f}}}\n",
       latencies.size(), static_cast<double>(latencies.size()) / secs,
       PercentileMs(latencies, 0.50), PercentileMs(latencies, 0.99), PercentileMs(latencies, 1.0),
-      shared.errors.load(), f.sessions, f.connections, secs);
+      shared.errors.load(), f.sessions, f.connections, f.pipeline, secs);
   return shared.errors.load() == 0 ? 0 : 1;
 }
 
@@ -189,6 +207,10 @@ void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
       ->check(CLI::Range(0.1, 3600.0));
   rooms->add_option("--threads", f->threads, "Client threads")->capture_default_str();
   rooms->add_option("--capacity", f->capacity, "Room capacity")->capture_default_str();
+  rooms->add_option("--pipeline", f->pipeline,
+                    "Requests per connection sent before reading their answers (HTTP pipelining)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   rooms->callback([f, &flags] {
     int rc = RunBenchRooms(*f, flags);
     if (rc != 0) std::exit(rc);
