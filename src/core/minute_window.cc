@@ -7,14 +7,18 @@ void MinuteWindow::Add(int64_t now_ms) {
   Bucket& b = buckets_[static_cast<size_t>(((sec % kSeconds) + kSeconds) % kSeconds)];
   if (b.second != sec) b = {sec, 0};
   ++b.count;
+  cached_second_ = INT64_MIN;
 }
 
 int64_t MinuteWindow::Count(int64_t now_ms) const {
   int64_t sec = SecondOf(now_ms);
+  if (sec == cached_second_) return cached_count_;
   int64_t total = 0;
   for (const Bucket& b : buckets_) {
     if (b.second > sec - kSeconds && b.second <= sec) total += b.count;
   }
+  cached_second_ = sec;
+  cached_count_ = total;
   return total;
 }
 

@@ -27,6 +27,9 @@ class MinuteWindow {
   };
   static int64_t SecondOf(int64_t ms) { return ms >= 0 ? ms / 1000 : (ms - 999) / 1000; }
   std::array<Bucket, kSeconds> buckets_{};
+  // Count() is asked on every waiting check: remember the answer for the current second.
+  mutable int64_t cached_second_ = INT64_MIN;
+  mutable int64_t cached_count_ = 0;
 };
 
 }  // namespace anteroom::core
