@@ -142,6 +142,12 @@ timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room bench --sessions 10
 echo "-- anteroom bench rooms: 64 connections, ${HTTP_SECONDS} s"
 timeout $((HTTP_SECONDS + 120)) "$BIN" bench rooms --server "$SERVER_URL" --room bench \
   --sessions 10000 --connections 64 --duration "$HTTP_SECONDS" | tee "$OUT/bench-rooms.json"
+for depth in 4 8; do
+  echo "-- anteroom bench rooms: 64 connections, HTTP pipelining depth $depth, ${HTTP_SECONDS} s"
+  timeout $((HTTP_SECONDS + 120)) "$BIN" bench rooms --server "$SERVER_URL" --room bench \
+    --sessions 10000 --connections 64 --pipeline "$depth" --duration "$HTTP_SECONDS" \
+    | tee "$OUT/bench-rooms-pipeline$depth.json"
+done
 if need wrk wrk; then
   echo "-- wrk -t1 -c64 -d${HTTP_SECONDS}s --latency, bench/wrk/check.lua"
   run_wrk 64 10000 bench wrk
@@ -208,6 +214,8 @@ if m:
     print(f"bytes per waiting session: heap {h:.1f}, model {mo:.1f}  (target <= 200: "
           f"{'met' if max(h, mo) <= 200 else 'MISSED'})")
 for name, label, rate in (("bench-rooms.json", "anteroom bench rooms", "checks_per_s"),
+                          ("bench-rooms-pipeline4.json", "bench rooms, pipelining 4", "checks_per_s"),
+                          ("bench-rooms-pipeline8.json", "bench rooms, pipelining 8", "checks_per_s"),
                           ("wrk.json", "wrk check.lua", "requests_per_s")):
     j = load(name)
     if j:
