@@ -38,6 +38,9 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
                           static_cast<int>(std64.size()));
   if (n < 0) return std::nullopt;
   out.resize(static_cast<size_t>(n) - pad);  // EVP_DecodeBlock counts padding as zero bytes
+  // Canonical form only: the unused low bits of the last character must be zero, so no two
+  // texts decode to the same bytes (a changed signature character never still verifies).
+  if (Base64UrlEncode(out) != text) return std::nullopt;
   return out;
 }
 

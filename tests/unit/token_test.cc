@@ -219,3 +219,25 @@ TEST(Base64UrlTest, RejectsWhatIsNotBase64Url) {
 
 }  // namespace
 }  // namespace anteroom::core
+
+namespace anteroom::core {
+namespace {
+
+// Every character of a token matters: changing the last one of the signature (whose low bits
+// carry no data in base64url) must not leave a token that still verifies.
+TEST(TokenTest, ChangingTheLastSignatureCharacterInvalidates) {
+  TokenSigner signer("secret", 600'000);
+  const int64_t now = 1'700'000'000'000;
+  std::string token = signer.Mint("room", "sess", 1, now);
+  const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  for (char c : alphabet) {
+    if (c == token.back()) continue;
+    std::string changed = token;
+    changed.back() = c;
+    EXPECT_NE(signer.Verify(changed, now).problem, TokenProblem::kNone) << changed;
+  }
+}
+
+}  // namespace
+}  // namespace anteroom::core
