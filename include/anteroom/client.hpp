@@ -14,7 +14,7 @@
 namespace anteroom {
 
 struct HttpResult {
-  int status = 0;           // HTTP status; 0 when the request did not get an answer
+  int status = 0;  // HTTP status; 0 when the request did not get an answer
   std::string body;
   boost::json::value json;  // the parsed body (null if it was not JSON)
   std::string error;        // transport error, empty when an answer arrived

@@ -137,8 +137,9 @@ HttpResult Client::Touch(std::string_view room, std::string_view session) {
   return Request("POST", RoomPath(room, "/touch"), SessionBody(session));
 }
 HttpResult Client::Leave(std::string_view room, std::string_view session, bool final) {
-  return Request("POST", RoomPath(room, "/leave"),
-                 boost::json::serialize(boost::json::object{{"session", session}, {"final", final}}));
+  return Request(
+      "POST", RoomPath(room, "/leave"),
+      boost::json::serialize(boost::json::object{{"session", session}, {"final", final}}));
 }
 HttpResult Client::EndSession(std::string_view room, std::string_view session) {
   return Request("DELETE", RoomPath(room, "/sessions/" + Segment(session)));

@@ -2,9 +2,9 @@
 // drives check-ins over C keep-alive connections for S seconds (loopback only, bounded) and
 // prints one JSON line.
 #include <boost/asio/connect.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -58,15 +58,15 @@ class Conn : public std::enable_shared_from_this<Conn> {
   std::vector<uint32_t> latencies_us;
 
   void Start(const tcp::resolver::results_type& endpoints) {
-    stream_.async_connect(endpoints, [self = shared_from_this()](beast::error_code ec,
-                                                                 const tcp::endpoint&) {
-      if (ec) {
-        ++self->shared_.errors;
-        return;
-      }
-      self->stream_.socket().set_option(tcp::no_delay(true));
-      self->Next();
-    });
+    stream_.async_connect(endpoints,
+                          [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+                            if (ec) {
+                              ++self->shared_.errors;
+                              return;
+                            }
+                            self->stream_.socket().set_option(tcp::no_delay(true));
+                            self->Next();
+                          });
   }
 
  private:
@@ -86,26 +86,26 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     if (batch_ == 0) return;
     started_ = SteadyClock::now();
-    net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](beast::error_code ec,
-                                                                             size_t) {
-      if (ec) return self->Fail();
-      self->ReadOne();
-    });
+    net::async_write(stream_, net::buffer(out_),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->Fail();
+                       self->ReadOne();
+                     });
   }
 
   void ReadOne() {
     res_ = {};
-    http::async_read(stream_, buffer_, res_, [self = shared_from_this()](beast::error_code ec,
-                                                                         size_t) {
-      if (ec) return self->Fail();
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() -
-                                                                      self->started_)
-                    .count();
-      self->latencies_us.push_back(static_cast<uint32_t>(us));
-      if (self->res_.result() != http::status::ok) ++self->shared_.errors;
-      if (--self->batch_ > 0) return self->ReadOne();
-      self->Next();
-    });
+    http::async_read(
+        stream_, buffer_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec) return self->Fail();
+          auto us = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() -
+                                                                          self->started_)
+                        .count();
+          self->latencies_us.push_back(static_cast<uint32_t>(us));
+          if (self->res_.result() != http::status::ok) ++self->shared_.errors;
+          if (--self->batch_ > 0) return self->ReadOne();
+          self->Next();
+        });
   }
   void Fail() { ++shared_.errors; }
 
@@ -156,9 +156,9 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
 
   // The room must keep everyone for the whole run: long check-in timeout, no idling out.
   Client client(client_flags.server, client_flags.admin_key);
-  HttpResult put = client.PutRoom(f.room, {{"capacity", f.capacity},
-                                           {"checkin_timeout_ms", 3'600'000},
-                                           {"idle_timeout_ms", nullptr}});
+  HttpResult put = client.PutRoom(
+      f.room,
+      {{"capacity", f.capacity}, {"checkin_timeout_ms", 3'600'000}, {"idle_timeout_ms", nullptr}});
   if (!put.ok()) throw std::runtime_error("cannot create the bench room: " + put.body + put.error);
 
   shared.deadline = SteadyClock::now() + std::chrono::hours(1);
@@ -180,9 +180,9 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
       "{{\"checks\":{},\"checks_per_s\":{:.0f},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},"
       "\"max_ms\":{:.3f},\"errors\":{},\"sessions\":{},\"connections\":{},"
       "\"pipeline\":{},\"duration_s\":{:.2f}}}\n",
-      latencies.size(), static_cast<double>(latencies.size()) / secs,
-      PercentileMs(latencies, 0.50), PercentileMs(latencies, 0.99), PercentileMs(latencies, 1.0),
-      shared.errors.load(), f.sessions, f.connections, f.pipeline, secs);
+      latencies.size(), static_cast<double>(latencies.size()) / secs, PercentileMs(latencies, 0.50),
+      PercentileMs(latencies, 0.99), PercentileMs(latencies, 1.0), shared.errors.load(), f.sessions,
+      f.connections, f.pipeline, secs);
   return shared.errors.load() == 0 ? 0 : 1;
 }
 
@@ -207,8 +207,9 @@ void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
       ->check(CLI::Range(0.1, 3600.0));
   rooms->add_option("--threads", f->threads, "Client threads")->capture_default_str();
   rooms->add_option("--capacity", f->capacity, "Room capacity")->capture_default_str();
-  rooms->add_option("--pipeline", f->pipeline,
-                    "Requests per connection sent before reading their answers (HTTP pipelining)")
+  rooms
+      ->add_option("--pipeline", f->pipeline,
+                   "Requests per connection sent before reading their answers (HTTP pipelining)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   rooms->callback([f, &flags] {

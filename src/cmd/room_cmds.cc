@@ -49,7 +49,8 @@ void AddRoomCommands(CLI::App& app, ClientFlags& flags) {
   create->add_option("--grace-ms", f->grace_ms, "How long a leaving session keeps its slot");
   create->add_option("--checkin-timeout-ms", f->checkin_timeout_ms,
                      "Waiting sessions silent this long are dropped");
-  create->add_option("--idle-timeout-ms", f->idle_timeout_ms, "Active sessions idle this long leave");
+  create->add_option("--idle-timeout-ms", f->idle_timeout_ms,
+                     "Active sessions idle this long leave");
   create->add_flag("--no-idle-timeout", f->no_idle_timeout, "Never treat active sessions as idle");
   create->add_option("--admit-per-minute", f->admit_per_minute, "Cap on admissions per minute");
   create->add_flag("--no-rate-cap", f->no_rate_cap, "Remove the admission-rate cap");

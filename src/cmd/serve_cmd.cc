@@ -76,7 +76,8 @@ void Serve(const ServeFlags& flags) {
     });
   }
 
-  unsigned threads = flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads =
+      flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
   server::IoPool pool(threads);
   server::HttpServer http(pool, router, flags.max_connections);
   auto bound = http.Listen(host, port);
@@ -105,8 +106,9 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
-  serve->add_option("--max-connections", flags->max_connections,
-                    "Connections beyond this are answered 503 and closed")
+  serve
+      ->add_option("--max-connections", flags->max_connections,
+                   "Connections beyond this are answered 503 and closed")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")

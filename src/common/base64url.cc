@@ -13,8 +13,10 @@ std::string Base64UrlEncode(std::string_view bytes) {
   out.resize(static_cast<size_t>(n));
   while (!out.empty() && out.back() == '=') out.pop_back();
   for (char& c : out) {
-    if (c == '+') c = '-';
-    else if (c == '/') c = '_';
+    if (c == '+')
+      c = '-';
+    else if (c == '/')
+      c = '_';
   }
   return out;
 }
@@ -24,8 +26,10 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
   std::string std64(text);
   // Only the alphabet: OpenSSL's decoder would skip leading and trailing whitespace.
   for (char& c : std64) {
-    if (c == '-') c = '+';
-    else if (c == '_') c = '/';
+    if (c == '-')
+      c = '+';
+    else if (c == '_')
+      c = '/';
     else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
       return std::nullopt;
     }

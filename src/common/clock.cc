@@ -10,8 +10,7 @@ SystemClock::SystemClock()
 
 int64_t SystemClock::NowMs() const {
   auto elapsed = std::chrono::steady_clock::now() - steady_at_start_;
-  return wall_at_start_ms_ +
-         std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  return wall_at_start_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
 }
 
 }  // namespace anteroom

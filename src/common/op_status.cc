@@ -4,18 +4,30 @@ namespace anteroom {
 
 WireError ToWire(OpStatus status) {
   switch (status) {
-    case OpStatus::kOk: return {200, "ok"};
-    case OpStatus::kInvalidJson: return {400, "invalid_json"};
-    case OpStatus::kInvalidArgument: return {400, "invalid_argument"};
-    case OpStatus::kUnauthorized: return {401, "unauthorized"};
-    case OpStatus::kNotFound: return {404, "not_found"};
-    case OpStatus::kUnknownRoom: return {404, "unknown_room"};
-    case OpStatus::kUnknownSession: return {404, "unknown_session"};
-    case OpStatus::kMethodNotAllowed: return {405, "method_not_allowed"};
-    case OpStatus::kConflict: return {409, "conflict"};
-    case OpStatus::kPayloadTooLarge: return {413, "payload_too_large"};
-    case OpStatus::kUnavailable: return {503, "unavailable"};
-    case OpStatus::kInternal: return {500, "internal"};
+    case OpStatus::kOk:
+      return {200, "ok"};
+    case OpStatus::kInvalidJson:
+      return {400, "invalid_json"};
+    case OpStatus::kInvalidArgument:
+      return {400, "invalid_argument"};
+    case OpStatus::kUnauthorized:
+      return {401, "unauthorized"};
+    case OpStatus::kNotFound:
+      return {404, "not_found"};
+    case OpStatus::kUnknownRoom:
+      return {404, "unknown_room"};
+    case OpStatus::kUnknownSession:
+      return {404, "unknown_session"};
+    case OpStatus::kMethodNotAllowed:
+      return {405, "method_not_allowed"};
+    case OpStatus::kConflict:
+      return {409, "conflict"};
+    case OpStatus::kPayloadTooLarge:
+      return {413, "payload_too_large"};
+    case OpStatus::kUnavailable:
+      return {503, "unavailable"};
+    case OpStatus::kInternal:
+      return {500, "internal"};
   }
   return {500, "internal"};
 }

@@ -12,16 +12,16 @@ namespace anteroom {
 
 enum class OpStatus : uint8_t {
   kOk,
-  kInvalidJson,       // body is not JSON, or not an object
-  kInvalidArgument,   // a field has the wrong type or range
-  kUnauthorized,      // admin key missing or wrong
-  kNotFound,          // no such route
+  kInvalidJson,      // body is not JSON, or not an object
+  kInvalidArgument,  // a field has the wrong type or range
+  kUnauthorized,     // admin key missing or wrong
+  kNotFound,         // no such route
   kUnknownRoom,
   kUnknownSession,
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,
-  kUnavailable,       // overload or lost backend: retry later, nothing changed
+  kUnavailable,  // overload or lost backend: retry later, nothing changed
   kInternal,
 };
 
@@ -35,7 +35,8 @@ WireError ToWire(OpStatus status);
 template <typename T>
 class [[nodiscard]] OpResult {
  public:
-  OpResult(T value) : status_(OpStatus::kOk), value_(std::move(value)) {}  // NOLINT: implicit by design
+  OpResult(T value)
+      : status_(OpStatus::kOk), value_(std::move(value)) {}  // NOLINT: implicit by design
   OpResult(OpStatus status, std::string message) : status_(status), message_(std::move(message)) {}
 
   bool ok() const { return status_ == OpStatus::kOk; }

@@ -13,8 +13,10 @@ void DeadlineHeap::Set(Member m, uint64_t key) {
   size_t i = pos_[m];
   uint64_t old = heap_[i].key;
   heap_[i].key = key;
-  if (key < old) SiftUp(i);
-  else if (key > old) SiftDown(i);
+  if (key < old)
+    SiftUp(i);
+  else if (key > old)
+    SiftDown(i);
 }
 
 void DeadlineHeap::Remove(Member m) {
@@ -25,8 +27,10 @@ void DeadlineHeap::Remove(Member m) {
   if (i == heap_.size()) return;
   uint64_t old = heap_[i].key;
   Place(i, last);
-  if (last.key < old) SiftUp(i);
-  else SiftDown(i);
+  if (last.key < old)
+    SiftUp(i);
+  else
+    SiftDown(i);
 }
 
 void DeadlineHeap::SiftUp(size_t i) {

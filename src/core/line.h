@@ -45,11 +45,11 @@ class Line {
   void Compact(size_t new_capacity);
 
   MoveFn on_move_;
-  std::vector<uint64_t> live_;   // bit t%64 of word t/64: ticket t is in line
-  std::vector<int32_t> tree_;    // Fenwick tree over blocks, 1-based
-  std::vector<Member> member_;   // member holding each ticket (stale once the bit is clear)
+  std::vector<uint64_t> live_;  // bit t%64 of word t/64: ticket t is in line
+  std::vector<int32_t> tree_;   // Fenwick tree over blocks, 1-based
+  std::vector<Member> member_;  // member holding each ticket (stale once the bit is clear)
   Ticket head_ = 0;
-  Ticket tail_ = 0;              // next ticket to hand out
+  Ticket tail_ = 0;  // next ticket to hand out
   size_t size_ = 0;
 };
 

@@ -22,10 +22,14 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
 
 const char* ToString(SessionStatus status) {
   switch (status) {
-    case SessionStatus::kWaiting: return "waiting";
-    case SessionStatus::kActive: return "active";
-    case SessionStatus::kGrace: return "grace";
-    case SessionStatus::kGone: return "gone";
+    case SessionStatus::kWaiting:
+      return "waiting";
+    case SessionStatus::kActive:
+      return "active";
+    case SessionStatus::kGrace:
+      return "grace";
+    case SessionStatus::kGone:
+      return "gone";
   }
   return "gone";
 }
@@ -100,7 +104,7 @@ SessionView Room::View(Index i, int64_t now) const {
   return v;
 }
 
-SessionView Room::GoneView(std::string_view id, int64_t /*now*/) const {
+SessionView Room::GoneView(std::string_view id) const {
   SessionView v;
   v.session = std::string(id);
   v.status = SessionStatus::kGone;
@@ -146,6 +150,11 @@ void Room::Free(Index i) {
   s.id.Clear();
   s.status = SessionStatus::kGone;
   free_.push_back(i);
+}
+
+void Room::DropWaiting(Index i) {
+  line_.Remove(slab_[i].ticket);
+  Free(i);
 }
 
 void Room::Reschedule(Index i) {
@@ -210,9 +219,8 @@ void Room::ProcessDue(Index i, int64_t when) {
   Session& s = slab_[i];
   switch (s.status) {
     case SessionStatus::kWaiting:
-      line_.Remove(s.ticket);
       ++counters_.dropped_total;
-      Free(i);
+      DropWaiting(i);
       return;
     case SessionStatus::kActive:
       if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
@@ -299,19 +307,7 @@ OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_m
   Index i = Find(id);
   if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
   Session& s = slab_[i];
-  if (s.status == SessionStatus::kWaiting) {
-    line_.Remove(s.ticket);
-    Free(i);
-    return GoneView(id, now_);
-  }
-  if (final) {
-    SessionView gone = GoneView(id, now_);
-    Release(i, now_, /*dropped=*/false);
-    Fill(now_);
-    gone.waiting = waiting();
-    gone.active = holders_;
-    return gone;
-  }
+  if (s.status == SessionStatus::kWaiting || final) return End(i, id);
   if (s.status == SessionStatus::kActive) {
     s.status = SessionStatus::kGrace;
     s.since = now_ + config_.grace_ms;
@@ -324,17 +320,17 @@ OpResult<SessionView> Room::Evict(std::string_view id, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
   if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
-  SessionView gone = GoneView(id, now_);
+  return End(i, id);
+}
+
+SessionView Room::End(Index i, std::string_view id) {
   if (slab_[i].status == SessionStatus::kWaiting) {
-    line_.Remove(slab_[i].ticket);
-    Free(i);
+    DropWaiting(i);
   } else {
     Release(i, now_, /*dropped=*/false);
     Fill(now_);
   }
-  gone.waiting = waiting();
-  gone.active = holders_;
-  return gone;
+  return GoneView(id);  // `id` is the caller's: the slab's copy is gone
 }
 
 bool Room::IsRevoked(std::string_view id, uint64_t admission, int64_t now_ms) {

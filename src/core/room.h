@@ -103,7 +103,7 @@ class Room {
   Index Join(std::string_view id, int64_t now);
   void Free(Index i);
   uint64_t DueKey(const Session& s) const;
-  void Reschedule(Index i);        // lowers the heap key if the true deadline moved earlier
+  void Reschedule(Index i);  // lowers the heap key if the true deadline moved earlier
   void RekeyAll();
   uint64_t RateOpenKey(int64_t now) const;
   void Fill(int64_t now);
@@ -112,7 +112,10 @@ class Room {
   void Revoke(const Session& s, int64_t now);
   void ProcessDue(Index i, int64_t when);
   SessionView View(Index i, int64_t now) const;
-  SessionView GoneView(std::string_view id, int64_t now) const;
+  SessionView GoneView(std::string_view id) const;
+  // Out of the room for good: out of the line, or the slot released (and refilled).
+  SessionView End(Index i, std::string_view id);
+  void DropWaiting(Index i);
   std::optional<int64_t> Eta(int64_t position, int64_t now) const;
   void ForgetOldRevocations(int64_t now);
 

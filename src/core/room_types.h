@@ -40,7 +40,7 @@ struct SessionView {
   SessionStatus status = SessionStatus::kGone;
   int64_t position = 0;  // 1 = next in; 0 unless waiting
   int64_t waiting = 0;
-  int64_t active = 0;    // slot holders: active and in grace
+  int64_t active = 0;  // slot holders: active and in grace
   int64_t capacity = 0;
   std::optional<int64_t> eta_ms;
   uint64_t admission = 0;  // number of the admission that holds the slot (token claim "adm")

@@ -28,9 +28,7 @@ class SessionId {
     heap_.reset();
     size_ = 0;
   }
-  std::string_view view() const {
-    return {size_ <= kInline ? inline_ : heap_.get(), size_};
-  }
+  std::string_view view() const { return {size_ <= kInline ? inline_ : heap_.get(), size_}; }
   size_t HeapBytes() const { return size_ > kInline ? size_ : 0; }
 
  private:

@@ -19,10 +19,14 @@ constexpr std::string_view kHeader = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
 
 const char* ToString(TokenProblem problem) {
   switch (problem) {
-    case TokenProblem::kNone: return "ok";
-    case TokenProblem::kMalformed: return "malformed";
-    case TokenProblem::kBadSignature: return "bad_signature";
-    case TokenProblem::kExpired: return "expired";
+    case TokenProblem::kNone:
+      return "ok";
+    case TokenProblem::kMalformed:
+      return "malformed";
+    case TokenProblem::kBadSignature:
+      return "bad_signature";
+    case TokenProblem::kExpired:
+      return "expired";
   }
   return "malformed";
 }
@@ -36,8 +40,8 @@ TokenSigner::TokenSigner(std::string secret, int64_t ttl_ms)
   std::array<OSSL_PARAM, 2> params = {
       OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_END};
   if (keyed_ == nullptr ||
-      EVP_MAC_init(keyed_, reinterpret_cast<const unsigned char*>(secret_.data()),
-                   secret_.size(), params.data()) != 1) {
+      EVP_MAC_init(keyed_, reinterpret_cast<const unsigned char*>(secret_.data()), secret_.size(),
+                   params.data()) != 1) {
     throw std::runtime_error("OpenSSL: cannot initialise HMAC-SHA256");
   }
 }
@@ -60,8 +64,8 @@ std::string TokenSigner::Sign(std::string_view signing_input) const {
   return std::string(reinterpret_cast<const char*>(out.data()), len);
 }
 
-std::string TokenSigner::Mint(std::string_view room, std::string_view session,
-                              uint64_t admission, int64_t now_ms) const {
+std::string TokenSigner::Mint(std::string_view room, std::string_view session, uint64_t admission,
+                              int64_t now_ms) const {
   int64_t iat = now_ms / 1000;
   boost::json::object claims;
   claims["room"] = room;
@@ -113,8 +117,8 @@ TokenCheck TokenSigner::Verify(std::string_view token, int64_t now_ms) const {
   const auto* exp = o.if_contains("exp");
   const auto* adm = o.if_contains("adm");
   if (room == nullptr || !room->is_string() || sub == nullptr || !sub->is_string() ||
-      iat == nullptr || !iat->is_int64() || exp == nullptr || !exp->is_int64() ||
-      adm == nullptr || !(adm->is_uint64() || (adm->is_int64() && adm->as_int64() >= 0))) {
+      iat == nullptr || !iat->is_int64() || exp == nullptr || !exp->is_int64() || adm == nullptr ||
+      !(adm->is_uint64() || (adm->is_int64() && adm->as_int64() >= 0))) {
     return result;
   }
   result.claims.room = std::string(room->as_string());
@@ -123,7 +127,8 @@ TokenCheck TokenSigner::Verify(std::string_view token, int64_t now_ms) const {
   result.claims.exp = exp->as_int64();
   result.claims.admission =
       adm->is_uint64() ? adm->as_uint64() : static_cast<uint64_t>(adm->as_int64());
-  result.problem = now_ms / 1000 >= result.claims.exp ? TokenProblem::kExpired : TokenProblem::kNone;
+  result.problem =
+      now_ms / 1000 >= result.claims.exp ? TokenProblem::kExpired : TokenProblem::kNone;
   return result;
 }
 

@@ -26,8 +26,8 @@ using SteadyClock = std::chrono::steady_clock;
 // Sockets bound to one io_context's executor: no type erasure on every operation.
 using Socket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(120);   // no request on a kept-alive connection
-constexpr auto kWriteTimeout = std::chrono::seconds(30);   // a client that stops reading
+constexpr auto kIdleTimeout = std::chrono::seconds(120);  // no request on a kept-alive connection
+constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stops reading
 constexpr auto kSweepEvery = std::chrono::seconds(10);
 constexpr size_t kMaxBatch = 256 * 1024;  // answers queued for one write to pipelined requests
 constexpr size_t kHeaderLimit = 16 * 1024;
@@ -79,10 +79,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kHardBodyLimit);
     EnterPhase(Phase::kReading);
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->OnHeader(ec);
-                            });
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -116,10 +115,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRequest(ec);
-                     });
+    http::async_read(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
   }
 
   void ReadFailed(beast::error_code ec) {
@@ -168,7 +166,8 @@ class Session : public std::enable_shared_from_this<Session> {
                    version_ == 10 ? 0 : 1, response.status,
                    http::obsolete_reason(static_cast<http::status>(response.status)),
                    response.content_type);
-    for (const auto& [name, value] : response.headers) fmt::format_to(it, "{}: {}\r\n", name, value);
+    for (const auto& [name, value] : response.headers)
+      fmt::format_to(it, "{}: {}\r\n", name, value);
     if (close) {
       out_ += "Connection: close\r\n";
     } else if (version_ == 10) {
@@ -261,7 +260,8 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   static void RefuseOverloaded(Socket socket) {
     auto sock = std::make_shared<Socket>(std::move(socket));
     auto text = std::make_shared<std::string>();
-    std::string body = ErrorReply(OpStatus::kUnavailable, "too many connections; retry shortly").body;
+    std::string body =
+        ErrorReply(OpStatus::kUnavailable, "too many connections; retry shortly").body;
     *text = fmt::format(
         "HTTP/1.1 503 Service Unavailable\r\nServer: anteroom\r\nContent-Type: "
         "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",

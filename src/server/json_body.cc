@@ -21,8 +21,8 @@ OpResult<json::object> ParseObject(std::string_view body, bool empty_is_object,
 }
 
 namespace {
-OpResult<std::optional<int64_t>> IntValue(const json::value& v, std::string_view key,
-                                          int64_t min, int64_t max) {
+OpResult<std::optional<int64_t>> IntValue(const json::value& v, std::string_view key, int64_t min,
+                                          int64_t max) {
   int64_t n;
   if (v.is_int64()) {
     n = v.as_int64();
@@ -39,16 +39,16 @@ OpResult<std::optional<int64_t>> IntValue(const json::value& v, std::string_view
 }
 }  // namespace
 
-OpResult<std::optional<int64_t>> ReadInt(const json::object& o, std::string_view key,
-                                         int64_t min, int64_t max) {
+OpResult<std::optional<int64_t>> ReadInt(const json::object& o, std::string_view key, int64_t min,
+                                         int64_t max) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::optional<int64_t>();
   return IntValue(*v, key, min, max);
 }
 
 OpResult<std::optional<std::optional<int64_t>>> ReadNullableInt(const json::object& o,
-                                                                std::string_view key,
-                                                                int64_t min, int64_t max) {
+                                                                std::string_view key, int64_t min,
+                                                                int64_t max) {
   using Nullable = std::optional<std::optional<int64_t>>;
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return Nullable();
@@ -61,14 +61,16 @@ OpResult<std::optional<std::optional<int64_t>>> ReadNullableInt(const json::obje
 OpResult<std::optional<bool>> ReadBool(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::optional<bool>();
-  if (!v->is_bool()) return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a boolean", key)};
+  if (!v->is_bool())
+    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a boolean", key)};
   return std::optional<bool>(v->as_bool());
 }
 
 OpResult<std::optional<std::string>> ReadString(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a string", key)};
+  if (!v->is_string())
+    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a string", key)};
   return std::optional<std::string>(std::string(v->as_string()));
 }
 

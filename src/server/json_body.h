@@ -23,11 +23,10 @@ OpResult<std::optional<int64_t>> ReadInt(const boost::json::object& o, std::stri
                                          int64_t min, int64_t max);
 // Absent: nullopt. Present: the inner optional is nullopt for JSON null.
 OpResult<std::optional<std::optional<int64_t>>> ReadNullableInt(const boost::json::object& o,
-                                                                std::string_view key,
-                                                                int64_t min, int64_t max);
+                                                                std::string_view key, int64_t min,
+                                                                int64_t max);
 OpResult<std::optional<bool>> ReadBool(const boost::json::object& o, std::string_view key);
-OpResult<std::optional<std::string>> ReadString(const boost::json::object& o,
-                                                std::string_view key);
+OpResult<std::optional<std::string>> ReadString(const boost::json::object& o, std::string_view key);
 // A string that follows the naming rule (1-128 bytes of [A-Za-z0-9._:-]).
 OpResult<std::optional<std::string>> ReadName(const boost::json::object& o, std::string_view key);
 

@@ -77,11 +77,11 @@ bool RoomParam(const Request& req, const Respond& respond) {
 // Completion that answers a SessionView (or the error) as JSON.
 store::Completion<SessionView> AnswerSession(std::string room, Respond respond,
                                              Services& services) {
-  return [room = std::move(room), respond = std::move(respond),
-          &services](OpResult<SessionView> r) {
-    if (!r.ok()) return respond(ErrorReply(r));
-    respond(SessionReply(room, *r, services));
-  };
+  return
+      [room = std::move(room), respond = std::move(respond), &services](OpResult<SessionView> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        respond(SessionReply(room, *r, services));
+      };
 }
 
 store::Completion<RoomInfo> AnswerRoom(Respond respond) {
@@ -136,29 +136,35 @@ OpResult<SessionBody> ReadSessionBody(const std::string& body_text, bool with_fi
 void RegisterRoomRoutes(Router& router, Services& s) {
   RouteOptions admin{.admin = true};
 
-  router.Add(http::verb::put, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    auto body = ParseObject(req.body, false);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto patch = ReadPatch(*body);
-    if (!patch.ok()) return respond(ErrorReply(patch));
-    s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
-  }, admin);
+  router.Add(
+      http::verb::put, "/v1/rooms/{room}",
+      [&s](const Request& req, Respond respond) {
+        if (!RoomParam(req, respond)) return;
+        auto body = ParseObject(req.body, false);
+        if (!body.ok()) return respond(ErrorReply(body));
+        auto patch = ReadPatch(*body);
+        if (!patch.ok()) return respond(ErrorReply(patch));
+        s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
+      },
+      admin);
 
   router.Add(http::verb::get, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
     if (!RoomParam(req, respond)) return;
     s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond)));
   });
 
-  router.Add(http::verb::delete_, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
-      if (!r.ok()) return respond(ErrorReply(r));
-      json::object o = RoomJson(*r);
-      o["deleted"] = true;
-      respond(JsonReply(o));
-    });
-  }, admin);
+  router.Add(
+      http::verb::delete_, "/v1/rooms/{room}",
+      [&s](const Request& req, Respond respond) {
+        if (!RoomParam(req, respond)) return;
+        s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
+          if (!r.ok()) return respond(ErrorReply(r));
+          json::object o = RoomJson(*r);
+          o["deleted"] = true;
+          respond(JsonReply(o));
+        });
+      },
+      admin);
 
   router.Add(http::verb::get, "/v1/rooms", [&s](const Request&, Respond respond) {
     s.backend.ListRooms([respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
@@ -178,7 +184,8 @@ void RegisterRoomRoutes(Router& router, Services& s) {
     auto session = ReadName(*body, "session");
     if (!session.ok()) return respond(ErrorReply(session));
     std::string id = *session ? std::move(**session) : NewRandomId();
-    s.backend.Check(req.params[0], std::move(id), AnswerSession(req.params[0], std::move(respond), s));
+    s.backend.Check(req.params[0], std::move(id),
+                    AnswerSession(req.params[0], std::move(respond), s));
   });
 
   router.Add(http::verb::post, "/v1/rooms/{room}/touch", [&s](const Request& req, Respond respond) {
@@ -197,17 +204,18 @@ void RegisterRoomRoutes(Router& router, Services& s) {
                     AnswerSession(req.params[0], std::move(respond), s));
   });
 
-  router.Add(http::verb::delete_, "/v1/rooms/{room}/sessions/{session}",
-             [&s](const Request& req, Respond respond) {
-               if (!RoomParam(req, respond)) return;
-               if (!IsValidName(req.params[1])) {
-                 return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                           "session ids are 1-128 bytes of [A-Za-z0-9._:-]"));
-               }
-               s.backend.EndSession(req.params[0], req.params[1],
-                                    AnswerSession(req.params[0], std::move(respond), s));
-             },
-             admin);
+  router.Add(
+      http::verb::delete_, "/v1/rooms/{room}/sessions/{session}",
+      [&s](const Request& req, Respond respond) {
+        if (!RoomParam(req, respond)) return;
+        if (!IsValidName(req.params[1])) {
+          return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                    "session ids are 1-128 bytes of [A-Za-z0-9._:-]"));
+        }
+        s.backend.EndSession(req.params[0], req.params[1],
+                             AnswerSession(req.params[0], std::move(respond), s));
+      },
+      admin);
 }
 
 }  // namespace anteroom::server

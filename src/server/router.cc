@@ -79,7 +79,8 @@ void Router::Dispatch(Request& request, Respond respond) const {
       continue;
     }
     if (route.options.admin && !Authorized(request)) {
-      respond(ErrorReply(OpStatus::kUnauthorized, "this route needs the admin key as a Bearer token"));
+      respond(
+          ErrorReply(OpStatus::kUnauthorized, "this route needs the admin key as a Bearer token"));
       return;
     }
     request.params = std::move(captured);

@@ -18,10 +18,10 @@ namespace http = boost::beast::http;
 
 struct Request {
   http::verb method = http::verb::get;
-  std::string target;                 // as sent: path and query
+  std::string target;  // as sent: path and query
   std::string body;
-  std::string authorization;          // the Authorization header, if any
-  std::vector<std::string> params;    // captured path segments, in pattern order
+  std::string authorization;        // the Authorization header, if any
+  std::vector<std::string> params;  // captured path segments, in pattern order
   std::vector<std::pair<std::string, std::string>> query;  // decoded query parameters
 
   // The first value of a query parameter, or nullptr.

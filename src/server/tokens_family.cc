@@ -10,7 +10,10 @@ namespace json = boost::json;
 
 namespace {
 json::object Invalid(std::string_view reason, const core::TokenClaims* claims) {
-  json::object o{{"valid", false}, {"reason", reason}, {"room", nullptr}, {"session", nullptr},
+  json::object o{{"valid", false},
+                 {"reason", reason},
+                 {"room", nullptr},
+                 {"session", nullptr},
                  {"exp", nullptr}};
   if (claims != nullptr) {
     o["room"] = claims->room;

@@ -31,10 +31,8 @@ class Backend {
   // Answers the room as it was just before it was deleted.
   virtual void DeleteRoom(std::string room, Completion<core::RoomInfo> done) = 0;
 
-  virtual void Check(std::string room, std::string session,
-                     Completion<core::SessionView> done) = 0;
-  virtual void Touch(std::string room, std::string session,
-                     Completion<core::SessionView> done) = 0;
+  virtual void Check(std::string room, std::string session, Completion<core::SessionView> done) = 0;
+  virtual void Touch(std::string room, std::string session, Completion<core::SessionView> done) = 0;
   virtual void Leave(std::string room, std::string session, bool final,
                      Completion<core::SessionView> done) = 0;
   virtual void EndSession(std::string room, std::string session,

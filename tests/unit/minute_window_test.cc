@@ -75,9 +75,8 @@ TEST(MinuteWindowTest, NegativeTimesUseFloorSeconds) {
 // Reference: a plain list of event times, counted by whole seconds.
 int64_t RefCount(const std::vector<int64_t>& events, int64_t now) {
   int64_t sec = now / 1000;
-  return std::count_if(events.begin(), events.end(), [&](int64_t t) {
-    return t / 1000 > sec - 60 && t / 1000 <= sec;
-  });
+  return std::count_if(events.begin(), events.end(),
+                       [&](int64_t t) { return t / 1000 > sec - 60 && t / 1000 <= sec; });
 }
 
 TEST(MinuteWindowTest, MatchesAReferenceUnderRandomUse) {

@@ -35,8 +35,10 @@ core::RoomConfig RandomConfig(Rng& rng) {
   c.capacity = rng.Uniform(1, 5);
   c.grace_ms = rng.Chance(15) ? 0 : rng.Uniform(1, 5'000);
   c.checkin_timeout_ms = rng.Chance(5) ? 0 : rng.Uniform(1, 8'000);
-  if (rng.Chance(30)) c.idle_timeout_ms = std::nullopt;
-  else c.idle_timeout_ms = rng.Uniform(0, 12'000);
+  if (rng.Chance(30))
+    c.idle_timeout_ms = std::nullopt;
+  else
+    c.idle_timeout_ms = rng.Uniform(0, 12'000);
   if (rng.Chance(35)) c.admit_per_minute = rng.Uniform(1, 6);
   return c;
 }
@@ -72,10 +74,14 @@ bool RunOne(uint64_t seed, bool crowd, Stats& stats) {
   for (int op = 0; op < kOpsPerRun; ++op) {
     // Time: mostly small steps, sometimes none, sometimes a jump past every deadline.
     int r = static_cast<int>(rng.Uniform(0, 99));
-    if (r < 25) now += 0;
-    else if (r < 90) now += rng.Uniform(1, 1'500);
-    else if (r < 98) now += rng.Uniform(1'500, 20'000);
-    else now += rng.Uniform(20'000, 150'000);
+    if (r < 25)
+      now += 0;
+    else if (r < 90)
+      now += rng.Uniform(1, 1'500);
+    else if (r < 98)
+      now += rng.Uniform(1'500, 20'000);
+    else
+      now += rng.Uniform(20'000, 150'000);
 
     std::string id = "s" + std::to_string(rng.Uniform(0, pool - 1));
     std::string where = "seed " + std::to_string(seed) + " op " + std::to_string(op);
@@ -144,11 +150,12 @@ TEST(RoomModelTest, EngineAgreesWithReferenceModel) {
     uint64_t seed = base + static_cast<uint64_t>(run);
     ASSERT_TRUE(RunOne(seed, run % 5 == 0, stats)) << "replay with ANTEROOM_MODEL_SEED=" << seed;
   }
-  std::printf("model test: %d operations from seed %llu; longest line %lld, admitted %lld, "
-              "dropped %lld\n",
-              kRuns * kOpsPerRun, static_cast<unsigned long long>(base),
-              static_cast<long long>(stats.max_waiting), static_cast<long long>(stats.admitted),
-              static_cast<long long>(stats.dropped));
+  std::printf(
+      "model test: %d operations from seed %llu; longest line %lld, admitted %lld, "
+      "dropped %lld\n",
+      kRuns * kOpsPerRun, static_cast<unsigned long long>(base),
+      static_cast<long long>(stats.max_waiting), static_cast<long long>(stats.admitted),
+      static_cast<long long>(stats.dropped));
   // The random walk must reach the interesting states, or agreement proves little.
   EXPECT_GT(stats.max_waiting, 64);
   EXPECT_GT(stats.admitted, 1000);

@@ -203,9 +203,8 @@ class ReferenceRoom {
   // Admissions counted over the current whole second and the 59 before it.
   int64_t AdmittedInWindow(int64_t t) const {
     int64_t sec = t / 1000;
-    return std::count_if(admitted_at_.begin(), admitted_at_.end(), [&](int64_t a) {
-      return a / 1000 > sec - 60 && a / 1000 <= sec;
-    });
+    return std::count_if(admitted_at_.begin(), admitted_at_.end(),
+                         [&](int64_t a) { return a / 1000 > sec - 60 && a / 1000 <= sec; });
   }
 
   std::optional<int64_t> RateOpenTime() const {

@@ -613,8 +613,8 @@ TEST(RoomTest, CheckAnswersOnlyActiveOrWaiting) {
   auto is_active_or_waiting = [](const SessionView& v) {
     return v.status == SessionStatus::kActive || v.status == SessionStatus::kWaiting;
   };
-  EXPECT_TRUE(is_active_or_waiting(room->Check("a", kT0)));      // new, admitted
-  EXPECT_TRUE(is_active_or_waiting(room->Check("b", kT0)));      // new, waiting
+  EXPECT_TRUE(is_active_or_waiting(room->Check("a", kT0)));  // new, admitted
+  EXPECT_TRUE(is_active_or_waiting(room->Check("b", kT0)));  // new, waiting
   ASSERT_TRUE(room->Leave("a", false, kT0 + 1).ok());
   EXPECT_EQ(room->Check("a", kT0 + 2).status, SessionStatus::kActive);  // from grace
   ASSERT_TRUE(room->Leave("a", true, kT0 + 3).ok());

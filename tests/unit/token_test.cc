@@ -112,14 +112,12 @@ TEST(TokenTest, MalformedTokens) {
   std::string good = signer.Mint("r", "alice", 1, kNow);
   Parts p = Split(good);
   for (const std::string& bad : {
-           std::string(),
-           std::string("garbage"),
-           std::string("a.b"),
-           p.header + "." + p.payload,           // two parts
-           good + ".extra",                      // four parts
-           p.header + ".!!!!." + p.signature,    // payload not base64url
-           "*" + good,                           // header not base64url
-           good + "*",                           // signature not base64url
+           std::string(), std::string("garbage"), std::string("a.b"),
+           p.header + "." + p.payload,         // two parts
+           good + ".extra",                    // four parts
+           p.header + ".!!!!." + p.signature,  // payload not base64url
+           "*" + good,                         // header not base64url
+           good + "*",                         // signature not base64url
        }) {
     EXPECT_EQ(signer.Verify(bad, kNow).problem, TokenProblem::kMalformed) << bad;
   }
@@ -202,11 +200,11 @@ TEST(Base64UrlTest, RoundTripsEveryLengthAndByte) {
 }
 
 TEST(Base64UrlTest, RejectsWhatIsNotBase64Url) {
-  EXPECT_FALSE(Base64UrlDecode("Zm9v=").has_value());   // padding
+  EXPECT_FALSE(Base64UrlDecode("Zm9v=").has_value());  // padding
   EXPECT_FALSE(Base64UrlDecode("Zg==").has_value());
-  EXPECT_FALSE(Base64UrlDecode("+/8").has_value());     // standard alphabet
-  EXPECT_FALSE(Base64UrlDecode("Zm9vY").has_value());   // impossible length
-  EXPECT_FALSE(Base64UrlDecode("Zm!v").has_value());    // outside the alphabet
+  EXPECT_FALSE(Base64UrlDecode("+/8").has_value());    // standard alphabet
+  EXPECT_FALSE(Base64UrlDecode("Zm9vY").has_value());  // impossible length
+  EXPECT_FALSE(Base64UrlDecode("Zm!v").has_value());   // outside the alphabet
   EXPECT_FALSE(Base64UrlDecode("Zm.v").has_value());
   // Whitespace is outside the alphabet too, wherever it is.
   EXPECT_FALSE(Base64UrlDecode("    Zm9v").has_value());
@@ -229,8 +227,7 @@ TEST(TokenTest, ChangingTheLastSignatureCharacterInvalidates) {
   TokenSigner signer("secret", 600'000);
   const int64_t now = 1'700'000'000'000;
   std::string token = signer.Mint("room", "sess", 1, now);
-  const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   for (char c : alphabet) {
     if (c == token.back()) continue;
     std::string changed = token;

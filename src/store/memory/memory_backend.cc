@@ -57,7 +57,7 @@ void MemoryBackend::OnRoom(const std::string& name, const Completion<T>& done, F
       result.emplace(OpStatus::kUnknownRoom, "no room named '" + name + "'");
     } else {
       std::lock_guard room_lock(it->second->mu);
-      result.emplace(fn(it->second->room, clock_.NowMs()));
+      result.emplace(fn(*it->second, clock_.NowMs()));
       Schedule(it->second);
     }
   }
@@ -76,8 +76,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       } else {
         core::RoomConfig config;
         patch.ApplyTo(config);
-        auto slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms,
-                                               clock_.NowMs());
+        auto slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, clock_.NowMs());
         std::lock_guard room_lock(slot->mu);
         rooms_.emplace(room, slot);
         result.emplace(Info(*slot));
@@ -93,20 +92,10 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
 }
 
 void MemoryBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
-  std::optional<OpResult<core::RoomInfo>> result;
-  {
-    std::shared_lock rooms_lock(rooms_mu_);
-    auto it = rooms_.find(room);
-    if (it == rooms_.end()) {
-      result.emplace(OpStatus::kUnknownRoom, "no room named '" + room + "'");
-    } else {
-      std::lock_guard room_lock(it->second->mu);
-      it->second->room.Advance(clock_.NowMs());
-      Schedule(it->second);
-      result.emplace(Info(*it->second));
-    }
-  }
-  done(std::move(*result));
+  OnRoom<core::RoomInfo>(room, done, [](RoomSlot& slot, int64_t now) {
+    slot.room.Advance(now);
+    return OpResult<core::RoomInfo>(Info(slot));
+  });
 }
 
 void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
@@ -145,33 +134,34 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
 
 void MemoryBackend::Check(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, done, [&](core::Room& r, int64_t now) {
-    return OpResult<core::SessionView>(r.Check(session, now));
+  OnRoom<core::SessionView>(room, done, [&](RoomSlot& slot, int64_t now) {
+    return OpResult<core::SessionView>(slot.room.Check(session, now));
   });
 }
 
 void MemoryBackend::Touch(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, done,
-                            [&](core::Room& r, int64_t now) { return r.Touch(session, now); });
+  OnRoom<core::SessionView>(
+      room, done, [&](RoomSlot& slot, int64_t now) { return slot.room.Touch(session, now); });
 }
 
 void MemoryBackend::Leave(std::string room, std::string session, bool final,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(
-      room, done, [&](core::Room& r, int64_t now) { return r.Leave(session, final, now); });
+  OnRoom<core::SessionView>(room, done, [&](RoomSlot& slot, int64_t now) {
+    return slot.room.Leave(session, final, now);
+  });
 }
 
 void MemoryBackend::EndSession(std::string room, std::string session,
                                Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, done,
-                            [&](core::Room& r, int64_t now) { return r.Evict(session, now); });
+  OnRoom<core::SessionView>(
+      room, done, [&](RoomSlot& slot, int64_t now) { return slot.room.Evict(session, now); });
 }
 
 void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t admission,
                               Completion<bool> done) {
-  OnRoom<bool>(room, done, [&](core::Room& r, int64_t now) {
-    return OpResult<bool>(r.IsRevoked(session, admission, now));
+  OnRoom<bool>(room, done, [&](RoomSlot& slot, int64_t now) {
+    return OpResult<bool>(slot.room.IsRevoked(session, admission, now));
   });
 }
 

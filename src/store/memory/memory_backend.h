@@ -61,7 +61,7 @@ class MemoryBackend final : public Backend {
     bool operator>(const Wakeup& o) const { return when > o.when; }
   };
 
-  // Runs fn(room, now) under the room's lock and answers its result, or unknown_room.
+  // Runs fn(slot, now) under the room's lock and answers its result, or unknown_room.
   template <typename T, typename Fn>
   void OnRoom(const std::string& name, const Completion<T>& done, Fn&& fn);
   static core::RoomInfo Info(const RoomSlot& slot);
