@@ -1,0 +1,460 @@
+#include "core/queue.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/base64url.h"
+
+namespace anteroom::core {
+
+namespace {
+constexpr int64_t kBackoffBaseMs = 1'000;
+constexpr int64_t kBackoffCapMs = 3'600'000;
+constexpr int64_t kAckMemoryMs = 3'600'000;  // how long a repeated ack still answers ok
+constexpr size_t kAckMemoryMax = 1'000'000;
+constexpr size_t kLeaseTagBytes = 12;
+
+bool ParseU64(std::string_view text, uint64_t& out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+}  // namespace
+
+const char* ToString(LeaseOutcome outcome) {
+  switch (outcome) {
+    case LeaseOutcome::kOk: return "ok";
+    case LeaseOutcome::kLeaseLost: return "lease_lost";
+    case LeaseOutcome::kInvalidLease: return "invalid_lease";
+  }
+  return "invalid_lease";
+}
+
+Queue::Queue(std::string name, const Hmac& lease_key, int64_t now_ms, uint64_t seed)
+    : name_(std::move(name)), lease_key_(lease_key), now_(now_ms), rng_(seed) {}
+
+// ---- leases --------------------------------------------------------------------------------
+
+std::string Queue::LeaseFor(JobId id, uint64_t delivery) const {
+  std::string signed_part = fmt::format("{}.{}", id, delivery);
+  std::string mac = lease_key_.Mac(name_ + '/' + signed_part);
+  return signed_part + '.' + Base64UrlEncode(std::string_view(mac).substr(0, kLeaseTagBytes));
+}
+
+std::optional<Queue::Index> Queue::Current(std::string_view lease, LeaseOutcome& outcome,
+                                           bool& acked_before) {
+  outcome = LeaseOutcome::kInvalidLease;
+  acked_before = false;
+  size_t dot1 = lease.find('.');
+  size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos) return std::nullopt;
+  uint64_t id = 0;
+  uint64_t delivery = 0;
+  if (!ParseU64(lease.substr(0, dot1), id) ||
+      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
+    return std::nullopt;
+  }
+  if (LeaseFor(id, delivery) != lease) return std::nullopt;  // forged or damaged
+  outcome = LeaseOutcome::kLeaseLost;
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {
+    const Job& job = slab_[it->second];
+    if (job.state == State::kInflight && job.delivery == delivery) {
+      outcome = LeaseOutcome::kOk;
+      return it->second;
+    }
+    return std::nullopt;
+  }
+  auto acked = acked_.find(id);
+  if (acked != acked_.end() && acked->second == delivery) {
+    outcome = LeaseOutcome::kOk;
+    acked_before = true;
+  }
+  return std::nullopt;
+}
+
+// ---- bookkeeping ---------------------------------------------------------------------------
+
+Queue::Index Queue::NewJob() {
+  Index i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+    slab_[i] = Job{};
+  } else {
+    i = static_cast<Index>(slab_.size());
+    slab_.emplace_back();
+  }
+  return i;
+}
+
+void Queue::FreeJob(Index i) {
+  Job& job = slab_[i];
+  if (job.dedupe_key) dedupe_.erase(*job.dedupe_key);
+  by_id_.erase(job.id);
+  job = Job{};
+  free_.push_back(i);
+}
+
+void Queue::MakeReady(Index i, bool at_head) {
+  Job& job = slab_[i];
+  job.state = State::kReady;
+  job.order = at_head ? head_order_-- : next_order_++;
+  ready_.insert(KeyOf(i));
+}
+
+void Queue::MakeDelayed(Index i, int64_t until) {
+  Job& job = slab_[i];
+  job.state = State::kDelayed;
+  job.due = until;
+  delayed_.Set(i, static_cast<uint64_t>(until));
+}
+
+void Queue::EndLease(Index i) {
+  Job& job = slab_[i];
+  leases_.Remove(i);
+  if (job.worker != kNoWorker) {
+    uint32_t w = job.worker;
+    workers_[w].jobs.erase(i);
+    job.worker = kNoWorker;
+    ForgetWorkerIfIdle(w);
+  }
+}
+
+void Queue::Bury(Index i, std::string_view error, int64_t now) {
+  Job& job = slab_[i];
+  job.state = State::kDead;
+  job.failed_at = now;
+  (void)error;  // the last entry of job.history
+  dead_.emplace(now, job.id);
+}
+
+// A delivery that ended without an ack: the lease ran out, or its worker died or was released.
+void Queue::Fail(Index i, std::string_view error, int64_t now, bool expired) {
+  Job& job = slab_[i];
+  EndLease(i);
+  job.history.push_back({job.attempt, std::string(error), now});
+  if (expired) ++expired_;
+  if (job.attempt >= job.max_attempts) return Bury(i, error, now);
+  MakeReady(i, /*at_head=*/true);
+}
+
+uint32_t Queue::WorkerFor(std::string_view name) {
+  auto it = worker_index_.find(std::string(name));
+  if (it != worker_index_.end()) return it->second;
+  uint32_t w;
+  if (!free_workers_.empty()) {
+    w = free_workers_.back();
+    free_workers_.pop_back();
+  } else {
+    w = static_cast<uint32_t>(workers_.size());
+    workers_.emplace_back();
+  }
+  workers_[w] = Worker{std::string(name), 0, {}};
+  worker_index_.emplace(std::string(name), w);
+  return w;
+}
+
+void Queue::ForgetWorkerIfIdle(uint32_t w) {
+  Worker& worker = workers_[w];
+  if (!worker.jobs.empty() || worker.alive_until != 0) return;
+  worker_index_.erase(worker.name);
+  worker = Worker{};
+  free_workers_.push_back(w);
+}
+
+void Queue::WorkerDied(uint32_t w, int64_t now) {
+  Worker& worker = workers_[w];
+  std::string error = "worker '" + worker.name + "' stopped sending heartbeats";
+  worker.alive_until = 0;
+  heartbeats_.Remove(w);
+  std::vector<Index> jobs(worker.jobs.begin(), worker.jobs.end());
+  std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
+  for (Index i : jobs) Fail(i, error, now, /*expired=*/true);
+  if (jobs.empty()) ForgetWorkerIfIdle(w);
+}
+
+void Queue::ForgetOldAcks(int64_t now) {
+  while (!acked_order_.empty() &&
+         (acked_order_.front().first <= now || acked_order_.size() > kAckMemoryMax)) {
+    acked_.erase(acked_order_.front().second);
+    acked_order_.pop_front();
+  }
+}
+
+// ---- time ----------------------------------------------------------------------------------
+
+void Queue::Advance(int64_t now_ms) {
+  int64_t target = std::max(now_ms, now_);
+  while (true) {
+    uint64_t d = delayed_.empty() ? UINT64_MAX : delayed_.Top().key;
+    uint64_t l = leases_.empty() ? UINT64_MAX : leases_.Top().key;
+    uint64_t h = heartbeats_.empty() ? UINT64_MAX : heartbeats_.Top().key;
+    uint64_t next = std::min({d, l, h});
+    if (next == UINT64_MAX || static_cast<int64_t>(next) > target) break;
+    int64_t when = std::max(static_cast<int64_t>(next), now_);
+    now_ = when;
+    if (d == next) {
+      Index i = delayed_.Top().member;
+      delayed_.Remove(i);
+      MakeReady(i, /*at_head=*/false);
+    } else if (l == next) {
+      Fail(leases_.Top().member, "lease expired", when, /*expired=*/true);
+    } else {
+      WorkerDied(heartbeats_.Top().member, when);
+    }
+  }
+  now_ = target;
+  ForgetOldAcks(now_);
+}
+
+int64_t Queue::NextDeadline() const {
+  uint64_t next = UINT64_MAX;
+  if (!delayed_.empty()) next = std::min(next, delayed_.Top().key);
+  if (!leases_.empty()) next = std::min(next, leases_.Top().key);
+  if (!heartbeats_.empty()) next = std::min(next, heartbeats_.Top().key);
+  return next == UINT64_MAX ? INT64_MAX : static_cast<int64_t>(next);
+}
+
+// ---- operations ----------------------------------------------------------------------------
+
+std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<PushResult> results;
+  results.reserve(jobs.size());
+  for (const JobSpec& spec : jobs) {
+    if (spec.dedupe_key) {
+      auto hit = dedupe_.find(*spec.dedupe_key);
+      if (hit != dedupe_.end()) {
+        results.push_back({hit->second, false});
+        continue;
+      }
+    }
+    Index i = NewJob();
+    Job& job = slab_[i];
+    job.id = next_id_++;
+    job.payload = spec.payload;
+    job.dedupe_key = spec.dedupe_key;
+    job.priority = spec.priority;
+    job.max_attempts = spec.max_attempts;
+    by_id_.emplace(job.id, i);
+    if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
+    if (spec.delay_ms > 0) {
+      MakeDelayed(i, now_ + spec.delay_ms);
+    } else {
+      MakeReady(i, /*at_head=*/false);
+    }
+    ++pushed_;
+    results.push_back({job.id, true});
+  }
+  return results;
+}
+
+std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t lease_ms,
+                                   int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<Delivery> out;
+  if (paused_ || ready_.empty() || max == 0) return out;
+  uint32_t w = WorkerFor(worker);
+  while (out.size() < max && !ready_.empty()) {
+    Index i = std::get<2>(*ready_.begin());
+    ready_.erase(ready_.begin());
+    Job& job = slab_[i];
+    job.state = State::kInflight;
+    job.attempt += 1;
+    job.delivery = next_delivery_++;
+    job.due = now_ + lease_ms;
+    job.worker = w;
+    workers_[w].jobs.insert(i);
+    leases_.Set(i, static_cast<uint64_t>(job.due));
+    out.push_back({job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due,
+                   job.priority});
+  }
+  return out;
+}
+
+LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return outcome;
+  Job& job = slab_[*i];
+  EndLease(*i);
+  acked_[job.id] = job.delivery;
+  acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);
+  ++acked_count_;
+  FreeJob(*i);
+  return LeaseOutcome::kOk;
+}
+
+LeaseOutcome Queue::Nack(std::string_view lease, std::optional<int64_t> delay_ms,
+                         std::string_view error, int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return acked_before ? LeaseOutcome::kLeaseLost : outcome;  // an acked job is done
+  Job& job = slab_[*i];
+  EndLease(*i);
+  ++nacked_;
+  job.history.push_back({job.attempt, std::string(error), now_});
+  if (job.attempt >= job.max_attempts) {
+    Bury(*i, error, now_);
+    return LeaseOutcome::kOk;
+  }
+  int64_t delay;
+  if (delay_ms) {
+    delay = *delay_ms;
+  } else {
+    int shift = std::min(job.attempt - 1, 22);  // 2^22 s is past the cap already
+    int64_t base = std::min(kBackoffBaseMs << shift, kBackoffCapMs);
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    delay = static_cast<int64_t>(static_cast<double>(base) * jitter(rng_));
+  }
+  if (delay > 0) {
+    MakeDelayed(*i, now_ + delay);
+  } else {
+    MakeReady(*i, /*at_head=*/false);
+  }
+  return LeaseOutcome::kOk;
+}
+
+LeaseOutcome Queue::Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return acked_before ? LeaseOutcome::kLeaseLost : outcome;
+  Job& job = slab_[*i];
+  job.due = now_ + lease_ms;
+  leases_.Set(*i, static_cast<uint64_t>(job.due));
+  return LeaseOutcome::kOk;
+}
+
+void Queue::Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms) {
+  Advance(now_ms);
+  uint32_t w = WorkerFor(worker);
+  workers_[w].alive_until = now_ + ttl_ms;
+  heartbeats_.Set(w, static_cast<uint64_t>(workers_[w].alive_until));
+}
+
+size_t Queue::ReleaseWorker(std::string_view worker, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = worker_index_.find(std::string(worker));
+  if (it == worker_index_.end()) return 0;
+  uint32_t w = it->second;
+  std::vector<Index> jobs(workers_[w].jobs.begin(), workers_[w].jobs.end());
+  std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
+  std::string error = "released: worker '" + std::string(worker) + "'";
+  if (workers_[w].alive_until != 0) {  // a released worker is known to be gone
+    workers_[w].alive_until = 0;
+    heartbeats_.Remove(w);
+  }
+  for (Index i : jobs) Fail(i, error, now_, /*expired=*/true);
+  if (jobs.empty()) ForgetWorkerIfIdle(w);
+  return jobs.size();
+}
+
+std::vector<InflightJob> Queue::Inflight(std::optional<std::string_view> worker, int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<InflightJob> out;
+  auto add = [&](Index i) {
+    const Job& job = slab_[i];
+    out.push_back({job.id, workers_[job.worker].name, job.attempt, job.due});
+  };
+  if (worker) {
+    auto it = worker_index_.find(std::string(*worker));
+    if (it != worker_index_.end()) {
+      for (Index i : workers_[it->second].jobs) add(i);
+    }
+  } else {
+    for (Index i = 0; i < slab_.size(); ++i) {
+      if (slab_[i].id != 0 && slab_[i].state == State::kInflight) add(i);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const InflightJob& a, const InflightJob& b) {
+    return std::tie(a.lease_expires_ms, a.id) < std::tie(b.lease_expires_ms, b.id);
+  });
+  return out;
+}
+
+std::vector<DeadJob> Queue::Dead(size_t limit, int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<DeadJob> out;
+  for (const auto& [failed_at, id] : dead_) {
+    if (out.size() >= limit) break;
+    const Job& job = slab_[by_id_.at(id)];
+    std::string error = job.history.empty() ? "" : job.history.back().error;
+    out.push_back({id, job.payload, job.attempt, std::move(error), failed_at, job.history});
+  }
+  return out;
+}
+
+size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<JobId> chosen;
+  if (ids) {
+    for (JobId id : *ids) {
+      auto it = by_id_.find(id);
+      if (it != by_id_.end() && slab_[it->second].state == State::kDead) chosen.push_back(id);
+    }
+  } else {
+    for (const auto& entry : dead_) chosen.push_back(entry.second);
+  }
+  size_t count = 0;
+  for (JobId id : chosen) {
+    Index i = by_id_.at(id);
+    Job& job = slab_[i];
+    if (job.state != State::kDead) continue;  // named twice
+    dead_.erase({job.failed_at, id});
+    job.attempt = 0;
+    job.history.clear();
+    MakeReady(i, /*at_head=*/false);
+    ++count;
+  }
+  return count;
+}
+
+CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return CancelOutcome::kUnknown;
+  Index i = it->second;
+  Job& job = slab_[i];
+  switch (job.state) {
+    case State::kInflight: return CancelOutcome::kInFlight;
+    case State::kReady: ready_.erase(KeyOf(i)); break;
+    case State::kDelayed: delayed_.Remove(i); break;
+    case State::kDead: dead_.erase({job.failed_at, id}); break;
+  }
+  ++cancelled_;
+  FreeJob(i);
+  return CancelOutcome::kCancelled;
+}
+
+void Queue::SetPaused(bool paused, int64_t now_ms) {
+  Advance(now_ms);
+  paused_ = paused;
+}
+
+QueueStats Queue::Stats(int64_t now_ms) {
+  Advance(now_ms);
+  QueueStats s;
+  s.ready = static_cast<int64_t>(ready_.size());
+  s.delayed = static_cast<int64_t>(delayed_.size());
+  s.inflight = static_cast<int64_t>(leases_.size());
+  s.dead = static_cast<int64_t>(dead_.size());
+  s.pushed = pushed_;
+  s.acked = acked_count_;
+  s.nacked = nacked_;
+  s.expired = expired_;
+  s.cancelled = cancelled_;
+  s.workers = static_cast<int64_t>(worker_index_.size());
+  s.paused = paused_;
+  return s;
+}
+
+}  // namespace anteroom::core

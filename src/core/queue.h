@@ -1,0 +1,158 @@
+#pragma once
+// The rules of one reliable queue, as plain state over an injected time (no I/O, no locking).
+//
+// Job lifecycle (every transition counted; see QueueStats):
+//
+//   push --> ready <--------------------------- delayed <-- push with delay_ms
+//              |  ^  ^  (lease expired, worker dead      ^        nack (backoff or delay_ms)
+//        fetch |  |  |   or released: head of priority)  |
+//              v  |  |                                   |
+//           inflight -----------------------------------+
+//              |     \-- attempts used up --> dead --(requeue)--> ready
+//          ack v
+//            gone (acked)        cancel: ready | delayed | dead --> gone (cancelled)
+//
+// Invariants (checked by tests/unit/queue_test.cc):
+//  - pushed = acked + ready + delayed + inflight + dead + cancelled, at every moment.
+//  - A job is in exactly one of ready_, delayed_, leases_, dead_ (or gone).
+//  - While a lease is valid no other delivery of its job exists; a lease names one delivery, so
+//    a stale or superseded lease never acks, nacks or extends a later delivery (lease_lost).
+//  - ready_ order: higher priority first, then `order` (FIFO; jobs returned after a failed
+//    delivery get an order before every other, so they lead their priority).
+//  - Deadlines (delays, leases, heartbeats) are processed in time order whenever the queue is
+//    touched or Advance() is called; expiry costs O(expired x log n).
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/deadline_heap.h"
+#include "core/hmac.h"
+#include "core/queue_types.h"
+
+namespace anteroom::core {
+
+class Queue {
+ public:
+  // `lease_key` signs leases, so a forged one is told apart from a stale one (it must outlive
+  // the queue); `seed` drives the backoff jitter.
+  Queue(std::string name, const Hmac& lease_key, int64_t now_ms, uint64_t seed);
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  // All jobs are accepted (validation is the caller's). Dedupe hits answer the existing id.
+  std::vector<PushResult> Push(const std::vector<JobSpec>& jobs, int64_t now_ms);
+  // Up to `max` ready jobs in delivery order, leased to `worker`; none while paused.
+  std::vector<Delivery> Fetch(std::string_view worker, size_t max, int64_t lease_ms,
+                              int64_t now_ms);
+  // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing.
+  LeaseOutcome Ack(std::string_view lease, int64_t now_ms);
+  // delay_ms absent: exponential backoff (1 s x 2^(attempt-1), at most 1 h, +-20% jitter).
+  LeaseOutcome Nack(std::string_view lease, std::optional<int64_t> delay_ms, std::string_view error,
+                    int64_t now_ms);
+  LeaseOutcome Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms);
+
+  void Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms);
+  // The worker's jobs go back to the head of their priority now (a failed attempt each).
+  size_t ReleaseWorker(std::string_view worker, int64_t now_ms);
+
+  std::vector<InflightJob> Inflight(std::optional<std::string_view> worker, int64_t now_ms);
+  // Oldest failures first.
+  std::vector<DeadJob> Dead(size_t limit, int64_t now_ms);
+  // All dead jobs when `ids` is absent; answers how many were requeued (attempts start over).
+  size_t RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t now_ms);
+  CancelOutcome Cancel(JobId id, int64_t now_ms);
+  void SetPaused(bool paused, int64_t now_ms);
+  QueueStats Stats(int64_t now_ms);
+
+  // True when a fetch now would get a job (for waking long polls).
+  bool CanDeliver() const { return !paused_ && !ready_.empty(); }
+  void Advance(int64_t now_ms);
+  // Earliest time at which Advance has work, INT64_MAX when none.
+  int64_t NextDeadline() const;
+
+  // The lease string of a delivery: "<id>.<delivery>.<tag>".
+  std::string LeaseFor(JobId id, uint64_t delivery) const;
+
+ private:
+  enum class State : uint8_t { kReady, kDelayed, kInflight, kDead };
+  using Index = uint32_t;
+  static constexpr uint32_t kNoWorker = UINT32_MAX;
+
+  struct Job {
+    JobId id = 0;
+    std::string payload;
+    std::optional<std::string> dedupe_key;
+    int64_t due = 0;       // delayed: ready at; inflight: lease expires at
+    int64_t order = 0;     // FIFO position within its priority
+    uint64_t delivery = 0;  // the current (or last) delivery's number
+    int64_t failed_at = 0;
+    int32_t priority = 0;
+    int32_t max_attempts = kDefaultMaxAttempts;
+    int32_t attempt = 0;   // deliveries so far
+    State state = State::kReady;
+    uint32_t worker = kNoWorker;
+    std::vector<FailedAttempt> history;
+  };
+  struct Worker {
+    std::string name;
+    int64_t alive_until = 0;  // 0: no heartbeat
+    std::unordered_set<Index> jobs;
+  };
+  using ReadyKey = std::tuple<int32_t, int64_t, Index>;  // (-priority, order, job)
+
+  ReadyKey KeyOf(Index i) const { return {-slab_[i].priority, slab_[i].order, i}; }
+  // A job in flight whose lease names this exact delivery, or the outcome to answer.
+  std::optional<Index> Current(std::string_view lease, LeaseOutcome& outcome, bool& acked_before);
+  Index NewJob();
+  void FreeJob(Index i);
+  void MakeReady(Index i, bool at_head);
+  void MakeDelayed(Index i, int64_t until);
+  void EndLease(Index i);
+  void Fail(Index i, std::string_view error, int64_t now, bool expired);
+  void Bury(Index i, std::string_view error, int64_t now);
+  uint32_t WorkerFor(std::string_view name);
+  void ForgetWorkerIfIdle(uint32_t w);
+  void WorkerDied(uint32_t w, int64_t now);
+  void ForgetOldAcks(int64_t now);
+
+  std::string name_;
+  const Hmac& lease_key_;
+  int64_t now_;
+  std::mt19937_64 rng_;
+
+  std::vector<Job> slab_;
+  std::vector<Index> free_;
+  std::unordered_map<JobId, Index> by_id_;
+  std::set<ReadyKey> ready_;
+  DeadlineHeap delayed_;    // key: ready-at ms
+  DeadlineHeap leases_;     // key: lease expiry ms
+  std::set<std::pair<int64_t, JobId>> dead_;  // (failed at, id)
+  std::unordered_map<std::string, JobId> dedupe_;
+
+  std::vector<Worker> workers_;
+  std::vector<uint32_t> free_workers_;
+  std::unordered_map<std::string, uint32_t> worker_index_;
+  DeadlineHeap heartbeats_;  // key: alive-until ms, per worker
+
+  // Deliveries acked recently, so a repeated ack answers ok rather than lease_lost.
+  std::unordered_map<JobId, uint64_t> acked_;
+  std::deque<std::pair<int64_t, JobId>> acked_order_;
+
+  JobId next_id_ = 1;
+  uint64_t next_delivery_ = 1;
+  int64_t next_order_ = 1;
+  int64_t head_order_ = 0;  // decreasing: returned jobs lead their priority
+  bool paused_ = false;
+  int64_t pushed_ = 0, acked_count_ = 0, nacked_ = 0, expired_ = 0, cancelled_ = 0;
+};
+
+}  // namespace anteroom::core

@@ -1,0 +1,86 @@
+#pragma once
+// Values that cross the engine interface for queues. Plain data, shared by every backend and
+// the HTTP layer. Payloads are opaque bytes here (the HTTP layer stores serialized JSON).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anteroom::core {
+
+// Wire ranges (enforced by the HTTP layer before the engine sees a value).
+inline constexpr int64_t kMinLeaseMs = 100;
+inline constexpr int64_t kMaxLeaseMs = 43'200'000;  // 12 h
+inline constexpr int64_t kDefaultLeaseMs = 30'000;
+inline constexpr int32_t kDefaultMaxAttempts = 5;
+inline constexpr int32_t kMaxMaxAttempts = 1000;
+inline constexpr size_t kMaxBatch = 1000;
+
+using JobId = uint64_t;
+
+struct JobSpec {
+  std::string payload;
+  int64_t delay_ms = 0;
+  int32_t priority = 0;
+  std::optional<std::string> dedupe_key;
+  int32_t max_attempts = kDefaultMaxAttempts;
+};
+
+struct PushResult {
+  JobId id = 0;
+  bool created = true;  // false: a dedupe hit answered an existing job
+};
+
+struct Delivery {
+  JobId id = 0;
+  std::string payload;
+  int32_t attempt = 0;  // 1 for the first delivery
+  std::string lease;
+  int64_t lease_expires_ms = 0;
+  int32_t priority = 0;
+};
+
+// Per-item outcome of ack, nack and extend.
+enum class LeaseOutcome : uint8_t { kOk, kLeaseLost, kInvalidLease };
+const char* ToString(LeaseOutcome outcome);
+
+struct InflightJob {
+  JobId id = 0;
+  std::string worker;
+  int32_t attempt = 0;
+  int64_t lease_expires_ms = 0;
+};
+
+struct FailedAttempt {
+  int32_t attempt = 0;
+  std::string error;
+  int64_t at_ms = 0;
+};
+
+struct DeadJob {
+  JobId id = 0;
+  std::string payload;
+  int32_t attempts = 0;
+  std::string error;
+  int64_t failed_at_ms = 0;
+  std::vector<FailedAttempt> history;
+};
+
+struct QueueStats {
+  int64_t ready = 0;
+  int64_t delayed = 0;
+  int64_t inflight = 0;
+  int64_t dead = 0;
+  int64_t pushed = 0;
+  int64_t acked = 0;
+  int64_t nacked = 0;
+  int64_t expired = 0;
+  int64_t cancelled = 0;
+  int64_t workers = 0;  // with jobs in flight or a live heartbeat
+  bool paused = false;
+};
+
+enum class CancelOutcome : uint8_t { kCancelled, kUnknown, kInFlight };
+
+}  // namespace anteroom::core
