@@ -57,8 +57,11 @@ void Serve(const ServeFlags& flags) {
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
 
   SystemClock clock;
-  store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms, .run_timer = true});
-  core::TokenSigner signer(TokenSecret(), flags.token_ttl_ms);
+  std::string secret = TokenSecret();
+  store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms,
+                                       .lease_secret = "anteroom/leases/" + secret,
+                                       .run_timer = true});
+  core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::Services services{backend, signer, clock};
   server::RegisterAllRoutes(router, services);

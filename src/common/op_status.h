@@ -18,6 +18,7 @@ enum class OpStatus : uint8_t {
   kNotFound,         // no such route
   kUnknownRoom,
   kUnknownSession,
+  kUnknownJob,
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,

@@ -29,10 +29,10 @@ std::string Hmac::Mac(std::string_view data) const {
   std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
   size_t len = 0;
   EVP_MAC_CTX* ctx = EVP_MAC_CTX_dup(keyed_);
-  bool ok = ctx != nullptr &&
-            EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()),
-                           data.size()) == 1 &&
-            EVP_MAC_final(ctx, out.data(), &len, out.size()) == 1;
+  bool ok =
+      ctx != nullptr &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx, out.data(), &len, out.size()) == 1;
   EVP_MAC_CTX_free(ctx);
   if (!ok) return {};
   return std::string(reinterpret_cast<const char*>(out.data()), len);

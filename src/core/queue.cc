@@ -25,9 +25,12 @@ bool ParseU64(std::string_view text, uint64_t& out) {
 
 const char* ToString(LeaseOutcome outcome) {
   switch (outcome) {
-    case LeaseOutcome::kOk: return "ok";
-    case LeaseOutcome::kLeaseLost: return "lease_lost";
-    case LeaseOutcome::kInvalidLease: return "invalid_lease";
+    case LeaseOutcome::kOk:
+      return "ok";
+    case LeaseOutcome::kLeaseLost:
+      return "lease_lost";
+    case LeaseOutcome::kInvalidLease:
+      return "invalid_lease";
   }
   return "invalid_lease";
 }
@@ -269,8 +272,8 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
     job.worker = w;
     workers_[w].jobs.insert(i);
     leases_.Set(i, static_cast<uint64_t>(job.due));
-    out.push_back({job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due,
-                   job.priority});
+    out.push_back(
+        {job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due, job.priority});
   }
   return out;
 }
@@ -425,10 +428,17 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
   Index i = it->second;
   Job& job = slab_[i];
   switch (job.state) {
-    case State::kInflight: return CancelOutcome::kInFlight;
-    case State::kReady: ready_.erase(KeyOf(i)); break;
-    case State::kDelayed: delayed_.Remove(i); break;
-    case State::kDead: dead_.erase({job.failed_at, id}); break;
+    case State::kInflight:
+      return CancelOutcome::kInFlight;
+    case State::kReady:
+      ready_.erase(KeyOf(i));
+      break;
+    case State::kDelayed:
+      delayed_.Remove(i);
+      break;
+    case State::kDead:
+      dead_.erase({job.failed_at, id});
+      break;
   }
   ++cancelled_;
   FreeJob(i);

@@ -91,13 +91,13 @@ class Queue {
     JobId id = 0;
     std::string payload;
     std::optional<std::string> dedupe_key;
-    int64_t due = 0;       // delayed: ready at; inflight: lease expires at
-    int64_t order = 0;     // FIFO position within its priority
+    int64_t due = 0;        // delayed: ready at; inflight: lease expires at
+    int64_t order = 0;      // FIFO position within its priority
     uint64_t delivery = 0;  // the current (or last) delivery's number
     int64_t failed_at = 0;
     int32_t priority = 0;
     int32_t max_attempts = kDefaultMaxAttempts;
-    int32_t attempt = 0;   // deliveries so far
+    int32_t attempt = 0;  // deliveries so far
     State state = State::kReady;
     uint32_t worker = kNoWorker;
     std::vector<FailedAttempt> history;
@@ -133,8 +133,8 @@ class Queue {
   std::vector<Index> free_;
   std::unordered_map<JobId, Index> by_id_;
   std::set<ReadyKey> ready_;
-  DeadlineHeap delayed_;    // key: ready-at ms
-  DeadlineHeap leases_;     // key: lease expiry ms
+  DeadlineHeap delayed_;                      // key: ready-at ms
+  DeadlineHeap leases_;                       // key: lease expiry ms
   std::set<std::pair<int64_t, JobId>> dead_;  // (failed at, id)
   std::unordered_map<std::string, JobId> dedupe_;
 

@@ -21,12 +21,14 @@ struct Services {
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
+void RegisterQueueRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterHealthRoutes(router, services);
   RegisterRoomRoutes(router, services);
   RegisterTokenRoutes(router, services);
+  RegisterQueueRoutes(router, services);
 }
 
 }  // namespace anteroom::server

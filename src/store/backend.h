@@ -7,11 +7,13 @@
 // network backend). Completions must not block. Names are validated by the caller.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/op_status.h"
+#include "core/queue_types.h"
 #include "core/room_types.h"
 
 namespace anteroom::store {
@@ -40,6 +42,38 @@ class Backend {
   // Whether tokens of this admission were revoked (final leave, eviction, slot released).
   virtual void IsRevoked(std::string room, std::string session, uint64_t admission,
                          Completion<bool> done) = 0;
+
+  // ---- queues. A queue is created by its first push; reads of a queue nobody pushed to
+  // answer empty lists and zero counts, so workers may start before producers.
+
+  // All or nothing: every job is accepted or none is.
+  virtual void Push(std::string queue, std::vector<core::JobSpec> jobs,
+                    Completion<std::vector<core::PushResult>> done) = 0;
+  // Answers at once when a job is ready; otherwise waits up to wait_ms for one (long poll),
+  // long pollers of a queue being served in the order they started waiting.
+  virtual void Fetch(std::string queue, std::string worker, size_t max, int64_t lease_ms,
+                     int64_t wait_ms, Completion<std::vector<core::Delivery>> done) = 0;
+  virtual void Ack(std::string queue, std::vector<std::string> leases,
+                   Completion<std::vector<core::LeaseOutcome>> done) = 0;
+  virtual void Nack(std::string queue, std::vector<std::string> leases,
+                    std::optional<int64_t> delay_ms, std::string error,
+                    Completion<std::vector<core::LeaseOutcome>> done) = 0;
+  virtual void Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
+                      Completion<std::vector<core::LeaseOutcome>> done) = 0;
+  virtual void Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
+                         Completion<Done> done) = 0;
+  virtual void ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) = 0;
+  virtual void GetQueue(std::string queue, Completion<core::QueueStats> done) = 0;
+  virtual void ListQueues(
+      Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) = 0;
+  virtual void Inflight(std::string queue, std::optional<std::string> worker,
+                        Completion<std::vector<core::InflightJob>> done) = 0;
+  virtual void Dead(std::string queue, size_t limit,
+                    Completion<std::vector<core::DeadJob>> done) = 0;
+  virtual void RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
+                           Completion<size_t> done) = 0;
+  virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
+  virtual void SetPaused(std::string queue, bool paused, Completion<Done> done) = 0;
 };
 
 }  // namespace anteroom::store

@@ -10,8 +10,17 @@ namespace {
 constexpr int64_t kMaxTimerSleepMs = 1000;
 }
 
+struct MemoryBackend::RoomSlot final : Slot {
+  RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now)
+      : name(std::move(n)), room(config, ttl, now) {}
+  int64_t NextDeadline() const override { return room.NextDeadline(); }
+  void RunDue(int64_t now, Deferred&) override { room.Advance(now); }
+  std::string name;
+  core::Room room;
+};
+
 MemoryBackend::MemoryBackend(const Clock& clock, MemoryBackendOptions options)
-    : clock_(clock), options_(options) {
+    : clock_(clock), options_(std::move(options)), lease_key_(options_.lease_secret) {
   if (options_.run_timer) timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -34,8 +43,8 @@ core::RoomInfo MemoryBackend::Info(const RoomSlot& slot) {
   return info;
 }
 
-void MemoryBackend::Schedule(const std::shared_ptr<RoomSlot>& slot) {
-  int64_t next = slot->room.NextDeadline();
+void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
+  int64_t next = slot->NextDeadline();
   if (next >= slot->scheduled) return;
   slot->scheduled = next;
   bool earliest;
@@ -166,7 +175,7 @@ void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t ad
 }
 
 void MemoryBackend::RunDue() {
-  std::vector<std::weak_ptr<RoomSlot>> due;
+  std::vector<std::weak_ptr<Slot>> due;
   int64_t now = clock_.NowMs();
   {
     std::lock_guard lock(schedule_mu_);
@@ -175,14 +184,16 @@ void MemoryBackend::RunDue() {
       schedule_.pop();
     }
   }
+  Deferred after;
   for (auto& weak : due) {
     auto slot = weak.lock();
-    if (!slot) continue;  // deleted room
-    std::lock_guard room_lock(slot->mu);
-    slot->room.Advance(clock_.NowMs());
-    slot->scheduled = INT64_MAX;  // stale entries only cost a no-op Advance
+    if (!slot) continue;  // deleted
+    std::lock_guard slot_lock(slot->mu);
+    slot->RunDue(clock_.NowMs(), after);
+    slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
     Schedule(slot);
   }
+  for (auto& fn : after) fn();
 }
 
 void MemoryBackend::TimerLoop() {

@@ -1,10 +1,13 @@
 #pragma once
-// The in-process backend: every room in memory, one mutex per room, and one timer thread that
-// processes deadlines when they fall due (not when a client next calls), so freed slots reach
-// the head of the line within a tick of their deadline. Idle rooms cost nothing: only rooms
-// with a pending deadline are in the schedule.
+// The in-process backend: rooms and queues in memory, one mutex each, and one timer thread
+// that processes deadlines when they fall due (not when a client next calls), so freed slots
+// reach the head of the line and expired leases return their jobs within a tick of their
+// deadline. Idle rooms and queues cost nothing: only those with a pending deadline are in the
+// schedule. Rooms live in memory_backend.cc, queues in memory_queues.cc.
 
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -15,14 +18,17 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "core/hmac.h"
+#include "core/queue.h"
 #include "core/room.h"
 #include "store/backend.h"
 
 namespace anteroom::store {
 
 struct MemoryBackendOptions {
-  int64_t token_ttl_ms = 600'000;  // how long revocations are remembered
-  bool run_timer = true;           // tests with a FakeClock call RunDue() themselves
+  int64_t token_ttl_ms = 600'000;                // how long revocations are remembered
+  std::string lease_secret = "anteroom-leases";  // signs queue leases
+  bool run_timer = true;                         // tests with a FakeClock call RunDue() themselves
 };
 
 class MemoryBackend final : public Backend {
@@ -43,37 +49,74 @@ class MemoryBackend final : public Backend {
   void IsRevoked(std::string room, std::string session, uint64_t admission,
                  Completion<bool> done) override;
 
-  // Processes every room deadline due now. The timer thread calls it; so may tests.
+  void Push(std::string queue, std::vector<core::JobSpec> jobs,
+            Completion<std::vector<core::PushResult>> done) override;
+  void Fetch(std::string queue, std::string worker, size_t max, int64_t lease_ms, int64_t wait_ms,
+             Completion<std::vector<core::Delivery>> done) override;
+  void Ack(std::string queue, std::vector<std::string> leases,
+           Completion<std::vector<core::LeaseOutcome>> done) override;
+  void Nack(std::string queue, std::vector<std::string> leases, std::optional<int64_t> delay_ms,
+            std::string error, Completion<std::vector<core::LeaseOutcome>> done) override;
+  void Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
+              Completion<std::vector<core::LeaseOutcome>> done) override;
+  void Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
+                 Completion<Done> done) override;
+  void ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) override;
+  void GetQueue(std::string queue, Completion<core::QueueStats> done) override;
+  void ListQueues(Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) override;
+  void Inflight(std::string queue, std::optional<std::string> worker,
+                Completion<std::vector<core::InflightJob>> done) override;
+  void Dead(std::string queue, size_t limit, Completion<std::vector<core::DeadJob>> done) override;
+  void RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
+                   Completion<size_t> done) override;
+  void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
+  void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
+
+  // Processes every deadline due now. The timer thread calls it; so may tests.
   void RunDue();
 
  private:
-  struct RoomSlot {
-    RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now)
-        : name(std::move(n)), room(config, ttl, now) {}
+  // Work to run after every lock is released: completions may take their time.
+  using Deferred = std::vector<std::function<void()>>;
+
+  // What the timer schedules: a room or a queue, guarded by its own mutex.
+  struct Slot {
+    virtual ~Slot() = default;
+    // Both called with mu held.
+    virtual int64_t NextDeadline() const = 0;
+    virtual void RunDue(int64_t now, Deferred& after) = 0;
     std::mutex mu;
-    std::string name;
-    core::Room room;
     int64_t scheduled = INT64_MAX;  // earliest wake-up already in the schedule (guarded by mu)
   };
+  struct RoomSlot;
+  struct QueueSlot;
   struct Wakeup {
     int64_t when;
-    std::weak_ptr<RoomSlot> slot;
+    std::weak_ptr<Slot> slot;
     bool operator>(const Wakeup& o) const { return when > o.when; }
   };
 
   // Runs fn(slot, now) under the room's lock and answers its result, or unknown_room.
   template <typename T, typename Fn>
   void OnRoom(const std::string& name, const Completion<T>& done, Fn&& fn);
+  // Runs fn(slot, now, after) under the queue's lock (creating the queue if `create`),
+  // then serves long polls, reschedules, and answers outside the lock.
+  template <typename T, typename Fn>
+  void OnQueue(const std::string& name, bool create, const Completion<T>& done, Fn&& fn);
+  std::shared_ptr<QueueSlot> FindQueue(const std::string& name, bool create);
   static core::RoomInfo Info(const RoomSlot& slot);
-  // Call with slot.mu held, after any change to the room.
-  void Schedule(const std::shared_ptr<RoomSlot>& slot);
+  // Call with slot.mu held, after any change.
+  void Schedule(const std::shared_ptr<Slot>& slot);
   void TimerLoop();
 
   const Clock& clock_;
   MemoryBackendOptions options_;
+  core::Hmac lease_key_;
 
   std::shared_mutex rooms_mu_;
   std::unordered_map<std::string, std::shared_ptr<RoomSlot>> rooms_;
+  std::shared_mutex queues_mu_;
+  std::unordered_map<std::string, std::shared_ptr<QueueSlot>> queues_;
 
   std::mutex schedule_mu_;
   std::condition_variable schedule_cv_;

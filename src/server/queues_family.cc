@@ -1,0 +1,420 @@
+// Reliable queues over HTTP: push, fetch (with long polls), ack/nack/extend, workers, dead
+// letters, stats. Payloads are stored as their serialized JSON and written back verbatim.
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <iterator>
+
+#include "common/names.h"
+#include "server/families.h"
+#include "server/json_body.h"
+
+namespace anteroom::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxPayloadBytes = 1024 * 1024;
+constexpr size_t kMaxQueueBody = 16 * 1024 * 1024;
+constexpr int64_t kMaxWaitMs = 60'000;
+constexpr int64_t kMaxTtlMs = 604'800'000;
+
+json::object StatsJson(const std::string& name, const core::QueueStats& s) {
+  return json::object{{"queue", name},        {"ready", s.ready},
+                      {"delayed", s.delayed}, {"inflight", s.inflight},
+                      {"dead", s.dead},       {"pushed", s.pushed},
+                      {"acked", s.acked},     {"nacked", s.nacked},
+                      {"expired", s.expired}, {"cancelled", s.cancelled},
+                      {"workers", s.workers}, {"paused", s.paused}};
+}
+
+bool QueueParam(const Request& req, const Respond& respond) {
+  if (IsValidName(req.params[0])) return true;
+  respond(ErrorReply(OpStatus::kInvalidArgument, "queue names are 1-128 bytes of [A-Za-z0-9._:-]"));
+  return false;
+}
+
+std::optional<core::JobId> ParseJobId(const json::value& v) {
+  if (v.is_int64() && v.as_int64() > 0) return static_cast<core::JobId>(v.as_int64());
+  if (v.is_uint64()) return v.as_uint64();
+  if (v.is_string()) {
+    core::JobId id = 0;
+    std::string_view s = v.as_string();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    if (ec == std::errc() && end == s.data() + s.size() && id > 0) return id;
+  }
+  return std::nullopt;
+}
+
+// One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?}
+OpResult<core::JobSpec> ReadJob(const json::value& v, size_t index) {
+  auto at = [&](const std::string& m) { return fmt::format("jobs[{}]: {}", index, m); };
+  if (!v.is_object()) return {OpStatus::kInvalidArgument, at("a job must be a JSON object")};
+  const json::object& o = v.as_object();
+  const json::value* payload = o.if_contains("payload");
+  if (payload == nullptr) return {OpStatus::kInvalidArgument, at("'payload' is required")};
+  core::JobSpec spec;
+  spec.payload = json::serialize(*payload);
+  if (spec.payload.size() > kMaxPayloadBytes) {
+    return {OpStatus::kPayloadTooLarge, at("the payload is larger than 1 MiB")};
+  }
+  auto delay = ReadInt(o, "delay_ms", 0, core::kMaxDurationMs);
+  if (!delay.ok()) return {delay.status(), at(delay.message())};
+  auto priority = ReadInt(o, "priority", INT32_MIN, INT32_MAX);
+  if (!priority.ok()) return {priority.status(), at(priority.message())};
+  auto attempts = ReadInt(o, "max_attempts", 1, core::kMaxMaxAttempts);
+  if (!attempts.ok()) return {attempts.status(), at(attempts.message())};
+  auto dedupe = ReadName(o, "dedupe_key");
+  if (!dedupe.ok()) return {dedupe.status(), at(dedupe.message())};
+  spec.delay_ms = delay->value_or(0);
+  spec.priority = static_cast<int32_t>(priority->value_or(0));
+  spec.max_attempts = static_cast<int32_t>(attempts->value_or(core::kDefaultMaxAttempts));
+  spec.dedupe_key = *dedupe;
+  return spec;
+}
+
+// {"leases": [string, ...]}: 1..1000 strings.
+OpResult<std::vector<std::string>> ReadLeases(const json::object& body) {
+  const json::value* v = body.if_contains("leases");
+  if (v == nullptr || !v->is_array()) {
+    return {OpStatus::kInvalidArgument, "'leases' must be an array of lease strings"};
+  }
+  const json::array& a = v->as_array();
+  if (a.empty() || a.size() > core::kMaxBatch) {
+    return {OpStatus::kInvalidArgument, "'leases' must hold 1 to 1000 leases"};
+  }
+  std::vector<std::string> leases;
+  for (const json::value& l : a) {
+    if (!l.is_string()) return {OpStatus::kInvalidArgument, "every lease must be a string"};
+    leases.emplace_back(l.as_string());
+  }
+  return leases;
+}
+
+store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<std::string> leases,
+                                                                  Respond respond) {
+  return [leases = std::move(leases),
+          respond = std::move(respond)](OpResult<std::vector<core::LeaseOutcome>> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::array results;
+    for (size_t i = 0; i < leases.size(); ++i) {
+      json::object item{{"lease", leases[i]}, {"ok", (*r)[i] == core::LeaseOutcome::kOk}};
+      if ((*r)[i] != core::LeaseOutcome::kOk) item["code"] = core::ToString((*r)[i]);
+      results.push_back(std::move(item));
+    }
+    respond(JsonReply(json::object{{"results", std::move(results)}}));
+  };
+}
+
+Response CountReply(size_t n) { return JsonReply(json::object{{"count", n}}); }
+
+}  // namespace
+
+void RegisterQueueRoutes(Router& router, Services& s) {
+  RouteOptions admin{.admin = true};
+  router.SetBodyLimit("/v1/queues/", kMaxQueueBody);
+
+  router.Add(http::verb::post, "/v1/queues/{q}/jobs", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    std::vector<core::JobSpec> specs;
+    bool batch = body->contains("jobs");
+    if (batch) {
+      const json::value& jobs = body->at("jobs");
+      if (!jobs.is_array() || jobs.as_array().empty() || jobs.as_array().size() > core::kMaxBatch) {
+        return respond(ErrorReply(OpStatus::kInvalidArgument, "'jobs' must hold 1 to 1000 jobs"));
+      }
+      for (size_t i = 0; i < jobs.as_array().size(); ++i) {
+        auto spec = ReadJob(jobs.as_array()[i], i);
+        if (!spec.ok()) return respond(ErrorReply(spec));  // all or nothing
+        specs.push_back(std::move(*spec));
+      }
+    } else {
+      auto spec = ReadJob(*body, 0);
+      if (!spec.ok()) {
+        return respond(ErrorReply(spec.status(), spec.message().substr(sizeof("jobs[0]: ") - 1)));
+      }
+      specs.push_back(std::move(*spec));
+    }
+    s.backend.Push(
+        req.params[0], std::move(specs),
+        [batch, respond = std::move(respond)](OpResult<std::vector<core::PushResult>> r) {
+          if (!r.ok()) return respond(ErrorReply(r));
+          bool any_created = false;
+          json::array ids;
+          for (const auto& p : *r) {
+            ids.push_back(json::value(std::to_string(p.id)));
+            any_created = any_created || p.created;
+          }
+          unsigned status = any_created ? 201 : 200;  // all dedupe hits: 200
+          if (batch) return respond(JsonReply(json::object{{"ids", ids}}, status));
+          respond(JsonReply(json::object{{"id", ids[0]}}, status));
+        });
+  });
+
+  router.Add(http::verb::post, "/v1/queues/{q}/fetch", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto worker = ReadName(*body, "worker");
+    if (!worker.ok()) return respond(ErrorReply(worker));
+    if (!*worker) return respond(ErrorReply(OpStatus::kInvalidArgument, "'worker' is required"));
+    auto max = ReadInt(*body, "max", 1, static_cast<int64_t>(core::kMaxBatch));
+    if (!max.ok()) return respond(ErrorReply(max));
+    auto lease = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
+    if (!lease.ok()) return respond(ErrorReply(lease));
+    auto wait = ReadInt(*body, "wait_ms", 0, kMaxWaitMs);
+    if (!wait.ok()) return respond(ErrorReply(wait));
+    s.backend.Fetch(req.params[0], std::move(**worker), static_cast<size_t>(max->value_or(1)),
+                    lease->value_or(core::kDefaultLeaseMs), wait->value_or(0),
+                    [respond = std::move(respond)](OpResult<std::vector<core::Delivery>> r) {
+                      if (!r.ok()) return respond(ErrorReply(r));
+                      // Written by hand: payloads are stored serialized and go out verbatim.
+                      fmt::memory_buffer out;
+                      auto it = std::back_inserter(out);
+                      fmt::format_to(it, R"({{"jobs":[)");
+                      bool first = true;
+                      for (const auto& d : *r) {
+                        fmt::format_to(it,
+                                       R"({}{{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
+                                       R"("lease_expires_ms":{},"priority":{}}})",
+                                       first ? "" : ",", d.id, d.payload, d.attempt, d.lease,
+                                       d.lease_expires_ms, d.priority);
+                        first = false;
+                      }
+                      fmt::format_to(it, "]}}");
+                      Response res;
+                      res.body.assign(out.data(), out.size());
+                      respond(std::move(res));
+                    });
+  });
+
+  router.Add(http::verb::post, "/v1/queues/{q}/ack", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto leases = ReadLeases(*body);
+    if (!leases.ok()) return respond(ErrorReply(leases));
+    std::vector<std::string> copy = *leases;
+    s.backend.Ack(req.params[0], std::move(*leases), AnswerOutcomes(copy, std::move(respond)));
+  });
+
+  router.Add(http::verb::post, "/v1/queues/{q}/nack", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto leases = ReadLeases(*body);
+    if (!leases.ok()) return respond(ErrorReply(leases));
+    auto delay = ReadInt(*body, "delay_ms", 0, core::kMaxDurationMs);
+    if (!delay.ok()) return respond(ErrorReply(delay));
+    auto error = ReadString(*body, "error");
+    if (!error.ok()) return respond(ErrorReply(error));
+    std::vector<std::string> copy = *leases;
+    s.backend.Nack(req.params[0], std::move(*leases), *delay, error->value_or(""),
+                   AnswerOutcomes(copy, std::move(respond)));
+  });
+
+  router.Add(http::verb::post, "/v1/queues/{q}/extend", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    auto body = ParseObject(req.body, false);
+    if (!body.ok()) return respond(ErrorReply(body));
+    auto leases = ReadLeases(*body);
+    if (!leases.ok()) return respond(ErrorReply(leases));
+    auto lease_ms = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
+    if (!lease_ms.ok()) return respond(ErrorReply(lease_ms));
+    std::vector<std::string> copy = *leases;
+    s.backend.Extend(req.params[0], std::move(*leases), lease_ms->value_or(core::kDefaultLeaseMs),
+                     AnswerOutcomes(copy, std::move(respond)));
+  });
+
+  router.Add(http::verb::get, "/v1/queues", [&s](const Request&, Respond respond) {
+    s.backend.ListQueues([respond = std::move(respond)](
+                             OpResult<std::vector<std::pair<std::string, core::QueueStats>>> r) {
+      if (!r.ok()) return respond(ErrorReply(r));
+      json::array queues;
+      for (const auto& [name, stats] : *r) queues.push_back(StatsJson(name, stats));
+      respond(JsonReply(json::object{{"queues", std::move(queues)}}));
+    });
+  });
+
+  router.Add(http::verb::get, "/v1/queues/{q}", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    s.backend.GetQueue(req.params[0], [name = req.params[0],
+                                       respond = std::move(respond)](OpResult<core::QueueStats> r) {
+      if (!r.ok()) return respond(ErrorReply(r));
+      respond(JsonReply(StatsJson(name, *r)));
+    });
+  });
+
+  router.Add(http::verb::get, "/v1/queues/{q}/inflight", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    std::optional<std::string> worker;
+    if (const std::string* w = req.Query("worker")) {
+      if (!IsValidName(*w)) {
+        return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                  "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]"));
+      }
+      worker = *w;
+    }
+    s.backend.Inflight(req.params[0], worker,
+                       [respond = std::move(respond)](OpResult<std::vector<core::InflightJob>> r) {
+                         if (!r.ok()) return respond(ErrorReply(r));
+                         json::array jobs;
+                         for (const auto& j : *r) {
+                           jobs.push_back(json::object{{"id", std::to_string(j.id)},
+                                                       {"worker", j.worker},
+                                                       {"attempt", j.attempt},
+                                                       {"lease_expires_ms", j.lease_expires_ms}});
+                         }
+                         respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
+                       });
+  });
+
+  router.Add(http::verb::post, "/v1/queues/{q}/workers/{w}/heartbeat",
+             [&s](const Request& req, Respond respond) {
+               if (!QueueParam(req, respond)) return;
+               if (!IsValidName(req.params[1])) {
+                 return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                           "worker names are 1-128 bytes of [A-Za-z0-9._:-]"));
+               }
+               auto body = ParseObject(req.body, false);
+               if (!body.ok()) return respond(ErrorReply(body));
+               auto ttl = ReadInt(*body, "ttl_ms", 1, kMaxTtlMs);
+               if (!ttl.ok()) return respond(ErrorReply(ttl));
+               if (!*ttl)
+                 return respond(ErrorReply(OpStatus::kInvalidArgument, "'ttl_ms' is required"));
+               s.backend.Heartbeat(req.params[0], req.params[1], **ttl,
+                                   [respond = std::move(respond)](OpResult<Done> r) {
+                                     if (!r.ok()) return respond(ErrorReply(r));
+                                     respond(JsonReply(json::object{{"ok", true}}));
+                                   });
+             });
+
+  router.Add(
+      http::verb::post, "/v1/queues/{q}/workers/{w}/release",
+      [&s](const Request& req, Respond respond) {
+        if (!QueueParam(req, respond)) return;
+        if (!IsValidName(req.params[1])) {
+          return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                    "worker names are 1-128 bytes of [A-Za-z0-9._:-]"));
+        }
+        s.backend.ReleaseWorker(req.params[0], req.params[1],
+                                [respond = std::move(respond)](OpResult<size_t> r) {
+                                  if (!r.ok()) return respond(ErrorReply(r));
+                                  respond(CountReply(*r));
+                                });
+      },
+      admin);
+
+  for (bool pause : {true, false}) {
+    router.Add(
+        http::verb::post, pause ? "/v1/queues/{q}/pause" : "/v1/queues/{q}/resume",
+        [&s, pause](const Request& req, Respond respond) {
+          if (!QueueParam(req, respond)) return;
+          s.backend.SetPaused(
+              req.params[0], pause,
+              [&s, name = req.params[0], respond = std::move(respond)](OpResult<Done> r) {
+                if (!r.ok()) return respond(ErrorReply(r));
+                s.backend.GetQueue(name, [name, respond](OpResult<core::QueueStats> st) {
+                  if (!st.ok()) return respond(ErrorReply(st));
+                  respond(JsonReply(StatsJson(name, *st)));
+                });
+              });
+        },
+        admin);
+  }
+
+  router.Add(http::verb::get, "/v1/queues/{q}/dead", [&s](const Request& req, Respond respond) {
+    if (!QueueParam(req, respond)) return;
+    size_t limit = 100;
+    if (const std::string* l = req.Query("limit")) {
+      size_t n = 0;
+      auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
+      if (ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 10'000) {
+        return respond(ErrorReply(OpStatus::kInvalidArgument, "'limit' must be 1 to 10000"));
+      }
+      limit = n;
+    }
+    s.backend.Dead(req.params[0], limit,
+                   [respond = std::move(respond)](OpResult<std::vector<core::DeadJob>> r) {
+                     if (!r.ok()) return respond(ErrorReply(r));
+                     json::array jobs;
+                     for (const auto& d : *r) {
+                       boost::system::error_code ec;
+                       json::value payload = json::parse(d.payload, ec);
+                       json::array history;
+                       for (const auto& h : d.history) {
+                         history.push_back(json::object{
+                             {"attempt", h.attempt}, {"error", h.error}, {"at_ms", h.at_ms}});
+                       }
+                       jobs.push_back(json::object{{"id", std::to_string(d.id)},
+                                                   {"payload", std::move(payload)},
+                                                   {"attempts", d.attempts},
+                                                   {"error", d.error},
+                                                   {"failed_at_ms", d.failed_at_ms},
+                                                   {"history", std::move(history)}});
+                     }
+                     respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
+                   });
+  });
+
+  router.Add(
+      http::verb::post, "/v1/queues/{q}/dead/requeue",
+      [&s](const Request& req, Respond respond) {
+        if (!QueueParam(req, respond)) return;
+        auto body = ParseObject(req.body, true);
+        if (!body.ok()) return respond(ErrorReply(body));
+        std::optional<std::vector<core::JobId>> ids;
+        if (const json::value* v = body->if_contains("ids")) {
+          if (!v->is_array() || v->as_array().size() > 10'000) {
+            return respond(
+                ErrorReply(OpStatus::kInvalidArgument, "'ids' must be an array of job ids"));
+          }
+          ids.emplace();
+          for (const json::value& id : v->as_array()) {
+            auto parsed = ParseJobId(id);
+            if (!parsed) {
+              return respond(
+                  ErrorReply(OpStatus::kInvalidArgument, "'ids' must be an array of job ids"));
+            }
+            ids->push_back(*parsed);
+          }
+        }
+        s.backend.RequeueDead(req.params[0], std::move(ids),
+                              [respond = std::move(respond)](OpResult<size_t> r) {
+                                if (!r.ok()) return respond(ErrorReply(r));
+                                respond(CountReply(*r));
+                              });
+      },
+      admin);
+
+  router.Add(
+      http::verb::delete_, "/v1/queues/{q}/jobs/{id}",
+      [&s](const Request& req, Respond respond) {
+        if (!QueueParam(req, respond)) return;
+        auto id = ParseJobId(json::value(req.params[1]));
+        if (!id) {
+          return respond(ErrorReply(OpStatus::kUnknownJob, "no such job"));
+        }
+        s.backend.Cancel(
+            req.params[0], *id, [respond = std::move(respond)](OpResult<core::CancelOutcome> r) {
+              if (!r.ok()) return respond(ErrorReply(r));
+              switch (*r) {
+                case core::CancelOutcome::kCancelled:
+                  return respond(CountReply(1));
+                case core::CancelOutcome::kUnknown:
+                  return respond(ErrorReply(OpStatus::kUnknownJob, "no such job"));
+                case core::CancelOutcome::kInFlight:
+                  return respond(
+                      ErrorReply(OpStatus::kConflict, "the job is in flight; ack or nack it"));
+              }
+            });
+      },
+      admin);
+}
+
+}  // namespace anteroom::server
