@@ -3,13 +3,16 @@
 // hand. One keep-alive connection per Client (reconnected when the server closed it); not
 // thread-safe: use one Client per thread.
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace anteroom {
 
@@ -43,6 +46,21 @@ class Client {
   HttpResult EndSession(std::string_view room, std::string_view session);
   HttpResult VerifyToken(std::string_view token);
   HttpResult Health();
+
+  // Queues. `options` may hold delay_ms, priority, dedupe_key, max_attempts.
+  HttpResult Push(std::string_view queue, const boost::json::value& payload,
+                  const boost::json::object& options = {});
+  // `jobs`: objects as Push takes them, each with its "payload".
+  HttpResult PushBatch(std::string_view queue, const boost::json::array& jobs);
+  HttpResult Fetch(std::string_view queue, std::string_view worker, int max = 1,
+                   int64_t lease_ms = 30'000, int64_t wait_ms = 0);
+  HttpResult Ack(std::string_view queue, const std::vector<std::string>& leases);
+  HttpResult Nack(std::string_view queue, const std::vector<std::string>& leases,
+                  std::optional<int64_t> delay_ms = {}, std::string_view error = {});
+  HttpResult Extend(std::string_view queue, const std::vector<std::string>& leases,
+                    int64_t lease_ms);
+  HttpResult QueueStats(std::string_view queue);
+  HttpResult ListQueues();
 
   // Percent-encodes one path segment.
   static std::string Segment(std::string_view text);

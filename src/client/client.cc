@@ -150,4 +150,50 @@ HttpResult Client::VerifyToken(std::string_view token) {
 }
 HttpResult Client::Health() { return Request("GET", "/healthz"); }
 
+namespace {
+std::string QueuePath(std::string_view queue, std::string_view tail = {}) {
+  return "/v1/queues/" + Client::Segment(queue) + std::string(tail);
+}
+boost::json::array LeaseArray(const std::vector<std::string>& leases) {
+  boost::json::array a;
+  for (const auto& l : leases) a.emplace_back(l);
+  return a;
+}
+}  // namespace
+
+HttpResult Client::Push(std::string_view queue, const boost::json::value& payload,
+                        const boost::json::object& options) {
+  boost::json::object job = options;
+  job["payload"] = payload;
+  return Request("POST", QueuePath(queue, "/jobs"), boost::json::serialize(job));
+}
+HttpResult Client::PushBatch(std::string_view queue, const boost::json::array& jobs) {
+  return Request("POST", QueuePath(queue, "/jobs"),
+                 boost::json::serialize(boost::json::object{{"jobs", jobs}}));
+}
+HttpResult Client::Fetch(std::string_view queue, std::string_view worker, int max, int64_t lease_ms,
+                         int64_t wait_ms) {
+  boost::json::object body{
+      {"worker", worker}, {"max", max}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
+  return Request("POST", QueuePath(queue, "/fetch"), boost::json::serialize(body));
+}
+HttpResult Client::Ack(std::string_view queue, const std::vector<std::string>& leases) {
+  return Request("POST", QueuePath(queue, "/ack"),
+                 boost::json::serialize(boost::json::object{{"leases", LeaseArray(leases)}}));
+}
+HttpResult Client::Nack(std::string_view queue, const std::vector<std::string>& leases,
+                        std::optional<int64_t> delay_ms, std::string_view error) {
+  boost::json::object body{{"leases", LeaseArray(leases)}};
+  if (delay_ms) body["delay_ms"] = *delay_ms;
+  if (!error.empty()) body["error"] = error;
+  return Request("POST", QueuePath(queue, "/nack"), boost::json::serialize(body));
+}
+HttpResult Client::Extend(std::string_view queue, const std::vector<std::string>& leases,
+                          int64_t lease_ms) {
+  boost::json::object body{{"leases", LeaseArray(leases)}, {"lease_ms", lease_ms}};
+  return Request("POST", QueuePath(queue, "/extend"), boost::json::serialize(body));
+}
+HttpResult Client::QueueStats(std::string_view queue) { return Request("GET", QueuePath(queue)); }
+HttpResult Client::ListQueues() { return Request("GET", "/v1/queues"); }
+
 }  // namespace anteroom

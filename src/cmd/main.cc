@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) flags.admin_key = key;
   anteroom::cmd::AddServeCommand(app);
   anteroom::cmd::AddRoomCommands(app, flags);
+  anteroom::cmd::AddQueueCommands(app, flags);
   anteroom::cmd::AddBenchCommands(app, flags);
   try {
     app.parse(argc, argv);
