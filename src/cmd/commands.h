@@ -16,6 +16,7 @@ struct ClientFlags {
 void AddServeCommand(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);
 void AddQueueCommands(CLI::App& app, ClientFlags& flags);
+void AddWorkCommand(CLI::App& app, ClientFlags& flags);
 void AddBenchCommands(CLI::App& app, ClientFlags& flags);
 
 }  // namespace anteroom::cmd

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   anteroom::cmd::AddServeCommand(app);
   anteroom::cmd::AddRoomCommands(app, flags);
   anteroom::cmd::AddQueueCommands(app, flags);
+  anteroom::cmd::AddWorkCommand(app, flags);
   anteroom::cmd::AddBenchCommands(app, flags);
   try {
     app.parse(argc, argv);

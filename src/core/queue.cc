@@ -112,12 +112,13 @@ void Queue::MakeDelayed(Index i, int64_t until) {
   Job& job = slab_[i];
   job.state = State::kDelayed;
   job.due = until;
+  job.order = next_order_++;  // jobs due at the same ms become ready in this order (FIFO)
   delayed_.Set(i, static_cast<uint64_t>(until));
 }
 
 void Queue::EndLease(Index i) {
   Job& job = slab_[i];
-  leases_.Remove(i);
+  if (leases_.Contains(i)) leases_.Remove(i);
   if (job.worker != kNoWorker) {
     uint32_t w = job.worker;
     workers_[w].jobs.erase(i);
@@ -175,7 +176,8 @@ void Queue::WorkerDied(uint32_t w, int64_t now) {
   heartbeats_.Remove(w);
   std::vector<Index> jobs(worker.jobs.begin(), worker.jobs.end());
   std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
-  for (Index i : jobs) Fail(i, error, now, /*expired=*/true);
+  // Each goes to the head: the last first, so together they keep the order they had.
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) Fail(*it, error, now, /*expired=*/true);
   if (jobs.empty()) ForgetWorkerIfIdle(w);
 }
 
@@ -199,12 +201,25 @@ void Queue::Advance(int64_t now_ms) {
     if (next == UINT64_MAX || static_cast<int64_t>(next) > target) break;
     int64_t when = std::max(static_cast<int64_t>(next), now_);
     now_ = when;
-    if (d == next) {
-      Index i = delayed_.Top().member;
-      delayed_.Remove(i);
-      MakeReady(i, /*at_head=*/false);
-    } else if (l == next) {
-      Fail(leases_.Top().member, "lease expired", when, /*expired=*/true);
+    if (d == next) {  // every job due at this ms, in the order it was delayed
+      std::vector<Index> due;
+      while (!delayed_.empty() && delayed_.Top().key == next) {
+        due.push_back(delayed_.Top().member);
+        delayed_.Remove(due.back());
+      }
+      std::sort(due.begin(), due.end(),
+                [&](Index a, Index b) { return slab_[a].order < slab_[b].order; });
+      for (Index i : due) MakeReady(i, /*at_head=*/false);
+    } else if (l == next) {  // every lease running out at this ms
+      std::vector<Index> lost;
+      while (!leases_.empty() && leases_.Top().key == next) {
+        lost.push_back(leases_.Top().member);
+        leases_.Remove(lost.back());
+      }
+      std::sort(lost.begin(), lost.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
+      for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
+        Fail(*it, "lease expired", when, /*expired=*/true);  // to the head, keeping their order
+      }
     } else {
       WorkerDied(heartbeats_.Top().member, when);
     }
@@ -356,7 +371,7 @@ size_t Queue::ReleaseWorker(std::string_view worker, int64_t now_ms) {
     workers_[w].alive_until = 0;
     heartbeats_.Remove(w);
   }
-  for (Index i : jobs) Fail(i, error, now_, /*expired=*/true);
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) Fail(*it, error, now_, /*expired=*/true);
   if (jobs.empty()) ForgetWorkerIfIdle(w);
   return jobs.size();
 }
