@@ -212,6 +212,7 @@ void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
                    "Requests per connection sent before reading their answers (HTTP pipelining)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  AddBenchQueueCommand(*bench, flags);
   rooms->callback([f, &flags] {
     int rc = RunBenchRooms(*f, flags);
     if (rc != 0) std::exit(rc);

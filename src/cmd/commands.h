@@ -18,5 +18,6 @@ void AddRoomCommands(CLI::App& app, ClientFlags& flags);
 void AddQueueCommands(CLI::App& app, ClientFlags& flags);
 void AddWorkCommand(CLI::App& app, ClientFlags& flags);
 void AddBenchCommands(CLI::App& app, ClientFlags& flags);
+void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags);
 
 }  // namespace anteroom::cmd
