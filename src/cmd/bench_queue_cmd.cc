@@ -24,6 +24,7 @@ struct BenchQueueFlags {
   std::string queue;
   int64_t jobs = 100'000;
   int workers = 4;
+  int producers = 1;
   int batch = 1;
   double timeout_s = 120;
 };
@@ -51,10 +52,13 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
   latencies_us.reserve(static_cast<size_t>(f.jobs));
 
   auto start = SteadyClock::now();
-  std::thread producer([&] {
+  std::atomic<int64_t> claimed{0};  // jobs handed to a producer so far
+  auto produce = [&] {
     Client client(cf.server, cf.admin_key);
-    for (int64_t sent = 0; sent < f.jobs && SteadyClock::now() < deadline;) {
-      int64_t n = std::min<int64_t>(f.batch, f.jobs - sent);
+    while (SteadyClock::now() < deadline) {
+      int64_t first = claimed.fetch_add(f.batch);
+      if (first >= f.jobs) break;
+      int64_t n = std::min<int64_t>(f.batch, f.jobs - first);
       HttpResult r;
       if (f.batch == 1) {
         r = client.Push(f.queue, boost::json::value(NowUs()));
@@ -64,13 +68,11 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
         for (int64_t i = 0; i < n; ++i) jobs.push_back(boost::json::object{{"payload", now}});
         r = client.PushBatch(f.queue, jobs);
       }
-      if (!r.ok()) {
-        ++errors;
-        continue;
-      }
-      sent += n;
+      if (!r.ok()) ++errors;  // counted; those jobs are missing and all_acked says so
     }
-  });
+  };
+  std::vector<std::thread> producers;
+  for (int p = 0; p < f.producers; ++p) producers.emplace_back(produce);
   std::vector<std::thread> workers;
   for (int w = 0; w < f.workers; ++w) {
     workers.emplace_back([&, w] {
@@ -106,7 +108,7 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
       latencies_us.insert(latencies_us.end(), mine.begin(), mine.end());
     });
   }
-  producer.join();
+  for (auto& t : producers) t.join();
   for (auto& t : workers) t.join();
   double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
 
@@ -119,10 +121,10 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
   fmt::print(
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
       "\"push_to_fetch_p99_ms\":{:.3f},\"errors\":{},\"all_acked\":{},\"workers\":{},"
-      "\"batch\":{},\"duration_s\":{:.2f}}}\n",
+      "\"producers\":{},\"batch\":{},\"duration_s\":{:.2f}}}\n",
       f.jobs, static_cast<double>(acked.load()) / secs, Percentile(latencies_us, 0.5),
       Percentile(latencies_us, 0.99), errors.load(), all_acked ? "true" : "false", f.workers,
-      f.batch, secs);
+      f.producers, f.batch, secs);
   return all_acked && errors.load() == 0 ? 0 : 1;
 }
 
@@ -138,6 +140,9 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   queue->add_option("--workers", f->workers, "Worker connections")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  queue->add_option("--producers", f->producers, "Producer connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   queue->add_option("--batch", f->batch, "Jobs per push, fetch and ack request")

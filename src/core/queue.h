@@ -107,9 +107,12 @@ class Queue {
     int64_t alive_until = 0;  // 0: no heartbeat
     std::unordered_set<Index> jobs;
   };
-  using ReadyKey = std::tuple<int32_t, int64_t, Index>;  // (-priority, order, job)
+  // (-priority, order, job); -priority in 64 bits, as -INT32_MIN does not fit in 32.
+  using ReadyKey = std::tuple<int64_t, int64_t, Index>;
 
-  ReadyKey KeyOf(Index i) const { return {-slab_[i].priority, slab_[i].order, i}; }
+  ReadyKey KeyOf(Index i) const {
+    return {-static_cast<int64_t>(slab_[i].priority), slab_[i].order, i};
+  }
   // A job in flight whose lease names this exact delivery, or the outcome to answer.
   std::optional<Index> Current(std::string_view lease, LeaseOutcome& outcome, bool& acked_before);
   Index NewJob();
