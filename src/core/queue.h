@@ -20,7 +20,9 @@
 //  - ready_ order: higher priority first, then `order` (FIFO; jobs returned after a failed
 //    delivery get an order before every other, so they lead their priority).
 //  - Deadlines (delays, leases, heartbeats) are processed in time order whenever the queue is
-//    touched or Advance() is called; expiry costs O(expired x log n).
+//    touched or Advance() is called; expiry costs O(expired x log n). Jobs that become ready
+//    at the same moment keep their relative order (delayed: push order; returned: their order
+//    before delivery).
 
 #include <cstdint>
 #include <deque>
