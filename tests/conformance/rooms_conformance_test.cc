@@ -1,23 +1,16 @@
 // The rooms conformance suite: the same tests against every backend, only through
 // store::Backend plus a way to move time forward. To add a backend, add a factory to
-// Backends() below.
+// Backends() in backend_fixture.h.
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
-#include <future>
-#include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "common/clock.h"
+#include "backend_fixture.h"
 #include "store/backend.h"
-#include "store/memory/memory_backend.h"
 
 namespace anteroom::store {
 namespace {
@@ -27,63 +20,8 @@ using core::RoomPatch;
 using core::SessionStatus;
 using core::SessionView;
 
-// One backend under test, with a clock the test controls.
-class Harness {
- public:
-  virtual ~Harness() = default;
-  virtual Backend& backend() = 0;
-  // Moves time forward and lets the backend's timer run whatever fell due.
-  virtual void AdvanceTime(int64_t ms) = 0;
-};
-
-class MemoryHarness final : public Harness {
- public:
-  MemoryHarness() : backend_(clock_, MemoryBackendOptions{.run_timer = false}) {}
-  Backend& backend() override { return backend_; }
-  void AdvanceTime(int64_t ms) override {
-    clock_.Advance(ms);
-    backend_.RunDue();
-  }
-
- private:
-  FakeClock clock_;
-  MemoryBackend backend_;
-};
-
-struct BackendFactory {
-  std::string name;
-  std::function<std::unique_ptr<Harness>()> make;
-};
-
-// Test names and failure messages show the backend's name, not the struct's bytes.
-void PrintTo(const BackendFactory& factory, std::ostream* os) { *os << factory.name; }
-
-std::vector<BackendFactory> Backends() {
-  return {
-      {"memory", [] { return std::make_unique<MemoryHarness>(); }},
-  };
-}
-
-class RoomsConformanceTest : public ::testing::TestWithParam<BackendFactory> {
+class RoomsConformanceTest : public conformance::BackendTest {
  protected:
-  void SetUp() override { harness_ = GetParam().make(); }
-
-  // Calls the callback API and waits for its single answer (it may come from another thread).
-  template <typename T, typename Call>
-  OpResult<T> Await(Call&& call) {
-    auto promise = std::make_shared<std::promise<OpResult<T>>>();
-    auto future = promise->get_future();
-    call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
-    if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-      ADD_FAILURE() << "the backend did not answer";
-      return OpResult<T>(OpStatus::kInternal, "timeout");
-    }
-    return future.get();
-  }
-
-  Backend& b() { return harness_->backend(); }
-  void AdvanceTime(int64_t ms) { harness_->AdvanceTime(ms); }
-
   OpResult<RoomInfo> Put(const std::string& room, RoomPatch patch) {
     return Await<RoomInfo>([&](auto done) { b().PutRoom(room, patch, done); });
   }
@@ -148,8 +86,6 @@ class RoomsConformanceTest : public ::testing::TestWithParam<BackendFactory> {
     EXPECT_EQ(info->active, active);
     EXPECT_EQ(info->waiting, waiting);
   }
-
-  std::unique_ptr<Harness> harness_;
 };
 
 // ---- rooms ---------------------------------------------------------------------------------
@@ -568,10 +504,8 @@ TEST_P(RoomsConformanceTest, RoomsAreIndependent) {
   EXPECT_EQ(PositionOf("two", "x"), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, RoomsConformanceTest, ::testing::ValuesIn(Backends()),
-                         [](const ::testing::TestParamInfo<BackendFactory>& info) {
-                           return info.param.name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, RoomsConformanceTest,
+                         ::testing::ValuesIn(conformance::Backends()), conformance::BackendName);
 
 }  // namespace
 }  // namespace anteroom::store

@@ -1,0 +1,93 @@
+#pragma once
+// What every conformance suite shares: the backends under test (each with a clock the test
+// controls) and a fixture that calls the callback API and waits for its answer. To add a
+// backend, add a factory to Backends() below; every suite runs against it.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/op_status.h"
+#include "store/backend.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::store::conformance {
+
+// One backend under test, with a clock the test controls.
+class Harness {
+ public:
+  virtual ~Harness() = default;
+  virtual Backend& backend() = 0;
+  // Moves time forward and lets the backend's timer run whatever fell due.
+  virtual void AdvanceTime(int64_t ms) = 0;
+  // The backend's idea of now (ms since the epoch), for absolute times in answers.
+  virtual int64_t NowMs() const = 0;
+};
+
+class MemoryHarness final : public Harness {
+ public:
+  MemoryHarness() : backend_(clock_, MemoryBackendOptions{.run_timer = false}) {}
+  Backend& backend() override { return backend_; }
+  void AdvanceTime(int64_t ms) override {
+    clock_.Advance(ms);
+    backend_.RunDue();
+  }
+  int64_t NowMs() const override { return clock_.NowMs(); }
+
+ private:
+  FakeClock clock_;
+  MemoryBackend backend_;
+};
+
+struct BackendFactory {
+  std::string name;
+  std::function<std::unique_ptr<Harness>()> make;
+};
+
+// Test names and failure messages show the backend's name, not the struct's bytes.
+inline void PrintTo(const BackendFactory& factory, std::ostream* os) { *os << factory.name; }
+
+inline std::vector<BackendFactory> Backends() {
+  return {
+      {"memory", [] { return std::make_unique<MemoryHarness>(); }},
+  };
+}
+
+inline std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& info) {
+  return info.param.name;
+}
+
+class BackendTest : public ::testing::TestWithParam<BackendFactory> {
+ protected:
+  void SetUp() override { harness_ = GetParam().make(); }
+
+  // Calls the callback API and waits for its single answer (it may come from another thread).
+  template <typename T, typename Call>
+  OpResult<T> Await(Call&& call) {
+    auto promise = std::make_shared<std::promise<OpResult<T>>>();
+    auto future = promise->get_future();
+    call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
+    if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "the backend did not answer";
+      return OpResult<T>(OpStatus::kInternal, "timeout");
+    }
+    return future.get();
+  }
+
+  Backend& b() { return harness_->backend(); }
+  void AdvanceTime(int64_t ms) { harness_->AdvanceTime(ms); }
+  int64_t NowMs() const { return harness_->NowMs(); }
+
+  std::unique_ptr<Harness> harness_;
+};
+
+}  // namespace anteroom::store::conformance
