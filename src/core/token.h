@@ -3,14 +3,13 @@
 // shared secret. Claims: room, sub (the session), iat, exp (NumericDate seconds) and adm, the
 // admission number, so that revoking one admission does not revoke a later one.
 
-#include <openssl/evp.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/op_status.h"
+#include "core/hmac.h"
 
 namespace anteroom::core {
 
@@ -35,7 +34,6 @@ class TokenSigner {
  public:
   // Throws at start-up if OpenSSL cannot set up HMAC-SHA256.
   TokenSigner(std::string secret, int64_t ttl_ms);
-  ~TokenSigner();
   TokenSigner(const TokenSigner&) = delete;
   TokenSigner& operator=(const TokenSigner&) = delete;
 
@@ -47,10 +45,8 @@ class TokenSigner {
  private:
   std::string Sign(std::string_view signing_input) const;
 
-  std::string secret_;
+  Hmac hmac_;
   int64_t ttl_ms_;
-  EVP_MAC* mac_ = nullptr;
-  EVP_MAC_CTX* keyed_ = nullptr;  // initialised with the key; duplicated per signature
 };
 
 }  // namespace anteroom::core
