@@ -1,9 +1,14 @@
 #pragma once
 // CLI wiring only: each file adds its subcommands to the app.
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
 #include <string>
+
+#include "anteroom/client.hpp"
 
 namespace anteroom::cmd {
 
@@ -12,6 +17,16 @@ struct ClientFlags {
   std::string server = "http://127.0.0.1:8080";
   std::string admin_key;  // defaults to $ANTEROOM_ADMIN_KEY
 };
+
+// Prints a client command's answer; exits 2 on a transport error, 1 on anything but 2xx.
+inline void Finish(const HttpResult& r) {
+  if (!r.error.empty()) {
+    fmt::print(stderr, "error: {}\n", r.error);
+    std::exit(2);
+  }
+  fmt::print("{}\n", r.body);
+  if (!r.ok()) std::exit(1);
+}
 
 void AddServeCommand(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);

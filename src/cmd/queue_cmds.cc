@@ -14,16 +14,6 @@ namespace anteroom::cmd {
 
 namespace {
 
-// Prints the answer; exits non-zero on anything but 2xx.
-void Finish(const HttpResult& r) {
-  if (!r.error.empty()) {
-    fmt::print(stderr, "error: {}\n", r.error);
-    std::exit(2);
-  }
-  fmt::print("{}\n", r.body);
-  if (!r.ok()) std::exit(1);
-}
-
 boost::json::value ParseOrExit(const std::string& text, const std::string& where) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(text, ec);

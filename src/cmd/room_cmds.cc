@@ -13,16 +13,6 @@ namespace anteroom::cmd {
 
 namespace {
 
-// Prints the answer; exits non-zero on anything but 2xx.
-void Finish(const HttpResult& r) {
-  if (!r.error.empty()) {
-    fmt::print(stderr, "error: {}\n", r.error);
-    std::exit(2);
-  }
-  fmt::print("{}\n", r.body);
-  if (!r.ok()) std::exit(1);
-}
-
 struct RoomFlags {
   std::string room;
   std::optional<int64_t> capacity, grace_ms, checkin_timeout_ms, idle_timeout_ms, admit_per_minute;
