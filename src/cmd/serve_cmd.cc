@@ -56,6 +56,11 @@ void Serve(const ServeFlags& flags) {
   std::string admin_key;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
 
+  unsigned threads =
+      flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
+  // The pool outlives the backend: parked long polls hold connections whose sockets belong to
+  // the pool's io_contexts, and the backend's timer may still answer them while it stops.
+  server::IoPool pool(threads);
   SystemClock clock;
   std::string secret = TokenSecret();
   store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms,
@@ -79,9 +84,6 @@ void Serve(const ServeFlags& flags) {
     });
   }
 
-  unsigned threads =
-      flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
-  server::IoPool pool(threads);
   server::HttpServer http(pool, router, flags.max_connections);
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());

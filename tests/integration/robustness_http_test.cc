@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/api_checks.h"
@@ -166,6 +167,26 @@ TEST(ServerProcessTest, StopsCleanlyOnSigterm) {
   EXPECT_FALSE(server.Alive());
   HttpResult after = Client(server.url()).Health();
   EXPECT_EQ(after.status, 0) << "nobody answers after the stop";
+}
+
+// Regression: parked long polls used to outlive the I/O threads' contexts at shutdown and
+// crash the server (SIGSEGV) when their wait ended after the contexts were gone.
+TEST(ServerProcessTest, StopsCleanlyWithLongPollsParked) {
+  ServerProcess server({"--threads", "2"}, {{"ANTEROOM_TOKEN_SECRET", kTokenSecret}});
+  ASSERT_TRUE(server.started()) << server.error();
+  std::vector<std::thread> pollers;
+  for (int i = 0; i < 8; ++i) {
+    pollers.emplace_back([&server, i] {
+      Client client(server.url());
+      // Short waits, so some end during the stop and some are still parked.
+      client.Fetch("parked", "w" + std::to_string(i), 1, 30'000, 100 + 40 * i);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  int status = server.Stop(std::chrono::seconds(5));
+  for (auto& t : pollers) t.join();
+  ASSERT_TRUE(WIFEXITED(status)) << "killed, not exited: status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(ServerProcessTest, StdoutIsOnlyTheListeningLine) {
