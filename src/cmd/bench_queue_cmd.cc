@@ -1,23 +1,32 @@
 // `anteroom bench queue`: pushes N jobs while W workers fetch and ack them, B jobs per request,
-// over the C++ client (loopback, bounded), and prints one JSON line. Each payload carries its
-// push time, so workers measure push-to-fetch latency on the same steady clock.
+// and prints one JSON line (loopback, bounded), like redis-benchmark. Connections are
+// asynchronous and may pipeline P requests each, so the generator costs little next to the
+// server it measures. Each payload carries its push time, so workers measure push-to-fetch
+// latency on the same steady clock. With --rate the producers push at a fixed pace instead of
+// as fast as they can: that measures latency on an idle queue with long-polling workers.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <boost/url/parse.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "anteroom/client.hpp"
 #include "cmd/commands.h"
+#include "cmd/pipelined_conn.h"
 
 namespace anteroom::cmd {
 
 namespace {
 
+namespace net = boost::asio;
 using SteadyClock = std::chrono::steady_clock;
 
 struct BenchQueueFlags {
@@ -26,6 +35,9 @@ struct BenchQueueFlags {
   int workers = 4;
   int producers = 1;
   int batch = 1;
+  int pipeline = 1;
+  int threads = 1;
+  double rate = 0;  // jobs per second over all producers; 0: as fast as possible
   double timeout_s = 120;
 };
 
@@ -35,82 +47,208 @@ int64_t NowUs() {
       .count();
 }
 
-double Percentile(std::vector<int64_t>& v, double p) {
+double PercentileMs(std::vector<int64_t>& v, double p) {
   if (v.empty()) return 0;
   size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
   std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
   return static_cast<double>(v[k]) / 1000.0;
 }
 
-int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
-  if (f.queue.empty()) f.queue = fmt::format("bench-{}", NowUs());
-  auto deadline =
-      SteadyClock::now() + std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
-  std::atomic<int64_t> acked{0}, errors{0};
-  std::mutex mu;
-  std::vector<int64_t> latencies_us;
-  latencies_us.reserve(static_cast<size_t>(f.jobs));
-
-  auto start = SteadyClock::now();
+// What all connections share. Counters are atomic: connections run on several threads.
+struct Run {
+  BenchQueueFlags flags;
+  std::string push_path, fetch_path, ack_path;
   std::atomic<int64_t> claimed{0};  // jobs handed to a producer so far
-  auto produce = [&] {
-    Client client(cf.server, cf.admin_key);
-    while (SteadyClock::now() < deadline) {
-      int64_t first = claimed.fetch_add(f.batch);
-      if (first >= f.jobs) break;
-      int64_t n = std::min<int64_t>(f.batch, f.jobs - first);
-      HttpResult r;
-      if (f.batch == 1) {
-        r = client.Push(f.queue, boost::json::value(NowUs()));
-      } else {
-        boost::json::array jobs;
-        int64_t now = NowUs();
-        for (int64_t i = 0; i < n; ++i) jobs.push_back(boost::json::object{{"payload", now}});
-        r = client.PushBatch(f.queue, jobs);
-      }
-      if (!r.ok()) ++errors;  // counted; those jobs are missing and all_acked says so
+  std::atomic<int64_t> acked{0};
+  std::atomic<int64_t> errors{0};
+  std::mutex mu;
+  std::condition_variable finished;
+  bool done = false;
+
+  void Finish() {
+    std::lock_guard lock(mu);
+    done = true;
+    finished.notify_all();
+  }
+  void Error(const std::string& what) {
+    if (errors.fetch_add(1) < 5) fmt::print(stderr, "bench queue: {}\n", what);
+  }
+};
+
+class Producer : public PipelinedConn {
+ public:
+  Producer(net::io_context& ioc, std::string host, Run& run, int index)
+      : PipelinedConn(ioc, std::move(host)), run_(run), timer_(ioc), index_(index) {}
+
+ protected:
+  void OnConnected() override {
+    if (run_.flags.rate > 0) {
+      // Producers take turns: producer i sends at start + (i + k * producers) * interval.
+      interval_ = std::chrono::duration<double>(run_.flags.batch / run_.flags.rate);
+      next_ = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                       interval_ * static_cast<double>(index_));
+      return Pace();
     }
-  };
-  std::vector<std::thread> producers;
-  for (int p = 0; p < f.producers; ++p) producers.emplace_back(produce);
-  std::vector<std::thread> workers;
-  for (int w = 0; w < f.workers; ++w) {
-    workers.emplace_back([&, w] {
-      Client client(cf.server, cf.admin_key);
-      std::string name = fmt::format("bench-worker-{}", w);
-      std::vector<int64_t> mine;
-      while (acked.load() < f.jobs && SteadyClock::now() < deadline) {
-        HttpResult r = client.Fetch(f.queue, name, f.batch, 30'000, 200);
-        if (!r.ok()) {
-          ++errors;
-          continue;
-        }
-        int64_t now = NowUs();
-        std::vector<std::string> leases;
-        for (const auto& job : r.json.at("jobs").as_array()) {
-          mine.push_back(now - job.at("payload").to_number<int64_t>());
-          leases.emplace_back(job.at("lease").as_string());
-        }
-        if (leases.empty()) continue;
-        HttpResult a = client.Ack(f.queue, leases);
-        if (!a.ok()) {
-          ++errors;
-          continue;
-        }
-        for (const auto& item : a.json.at("results").as_array()) {
-          if (item.at("ok").as_bool())
-            ++acked;
-          else
-            ++errors;
-        }
-      }
-      std::lock_guard lock(mu);
-      latencies_us.insert(latencies_us.end(), mine.begin(), mine.end());
+    for (int i = 0; i < run_.flags.pipeline; ++i) PushNext();
+  }
+
+  void OnAnswer(int, int status, std::string& body) override {
+    if (status != 201) run_.Error(fmt::format("push answered {}: {}", status, body));
+    if (run_.flags.rate <= 0) PushNext();
+  }
+
+  void OnFailure(const std::string& what) override { run_.Error("producer: " + what); }
+
+ private:
+  bool PushNext() {
+    int64_t first = run_.claimed.fetch_add(run_.flags.batch);
+    if (first >= run_.flags.jobs) return false;
+    int64_t n = std::min<int64_t>(run_.flags.batch, run_.flags.jobs - first);
+    body_.clear();
+    auto it = std::back_inserter(body_);
+    int64_t now = NowUs();
+    if (run_.flags.batch == 1) {
+      fmt::format_to(it, R"({{"payload":{}}})", now);
+    } else {
+      body_ += R"({"jobs":[)";
+      for (int64_t i = 0; i < n; ++i)
+        fmt::format_to(it, R"({}{{"payload":{}}})", i ? "," : "", now);
+      body_ += "]}";
+    }
+    Send("POST", run_.push_path, body_, 0);
+    return true;
+  }
+
+  void Pace() {
+    auto stride = std::chrono::duration_cast<SteadyClock::duration>(
+        interval_ * static_cast<double>(run_.flags.producers));
+    timer_.expires_at(next_);
+    next_ += stride;
+    timer_.async_wait([self = std::static_pointer_cast<Producer>(shared_from_this())](
+                          boost::system::error_code ec) {
+      if (ec) return;
+      if (self->PushNext()) self->Pace();
     });
   }
-  for (auto& t : producers) t.join();
-  for (auto& t : workers) t.join();
+
+  Run& run_;
+  net::steady_timer timer_;
+  int index_;
+  std::chrono::duration<double> interval_{};
+  SteadyClock::time_point next_;
+  std::string body_;
+};
+
+class Worker : public PipelinedConn {
+ public:
+  enum Tag { kFetch, kAck };
+  Worker(net::io_context& ioc, std::string host, Run& run, int index)
+      : PipelinedConn(ioc, std::move(host)), run_(run) {
+    fetch_body_ =
+        fmt::format(R"({{"worker":"bench-worker-{}","max":{},"lease_ms":30000,"wait_ms":200}})",
+                    index, run.flags.batch);
+  }
+  std::vector<int64_t> latencies_us;
+
+ protected:
+  // One long poll in flight at a time: pipelined long polls would wait one after the other.
+  void OnConnected() override { Send("POST", run_.fetch_path, fetch_body_, kFetch); }
+
+  void OnAnswer(int tag, int status, std::string& body) override {
+    boost::system::error_code ec;
+    boost::json::value answer;
+    if (status == 200) answer = boost::json::parse(body, ec);
+    if (status != 200 || ec) {
+      run_.Error(fmt::format("{} answered {}: {}", tag == kFetch ? "fetch" : "ack", status, body));
+      if (tag == kFetch) Send("POST", run_.fetch_path, fetch_body_, kFetch);
+      return;
+    }
+    if (tag == kFetch) {
+      int64_t now = NowUs();
+      ack_body_ = R"({"leases":[)";
+      bool any = false;
+      for (const auto& job : answer.at("jobs").as_array()) {
+        latencies_us.push_back(now - job.at("payload").to_number<int64_t>());
+        fmt::format_to(std::back_inserter(ack_body_), R"({}"{}")", any ? "," : "",
+                       std::string_view(job.at("lease").as_string()));
+        any = true;
+      }
+      ack_body_ += "]}";
+      // Like a worker that acks a finished job and asks for the next in one write.
+      if (any) Send("POST", run_.ack_path, ack_body_, kAck);
+      return Send("POST", run_.fetch_path, fetch_body_, kFetch);
+    }
+    int64_t ok = 0;
+    for (const auto& item : answer.at("results").as_array()) {
+      if (item.at("ok").as_bool())
+        ++ok;
+      else
+        run_.Error("ack refused: " + boost::json::serialize(item));
+    }
+    if (run_.acked.fetch_add(ok) + ok >= run_.flags.jobs) run_.Finish();
+  }
+
+  void OnFailure(const std::string& what) override { run_.Error("worker: " + what); }
+
+ private:
+  Run& run_;
+  std::string fetch_body_;
+  std::string ack_body_;
+};
+
+int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
+  auto url = boost::urls::parse_uri(cf.server);
+  if (!url) throw std::runtime_error("--server must be a URL like http://127.0.0.1:8080");
+  std::string host(url->host());
+  std::string port = url->has_port() ? std::string(url->port()) : "80";
+  if (f.queue.empty()) f.queue = fmt::format("bench-{}", NowUs());
+
+  Run run;
+  run.flags = f;
+  std::string base = "/v1/queues/" + Client::Segment(f.queue);
+  run.push_path = base + "/jobs";
+  run.fetch_path = base + "/fetch";
+  run.ack_path = base + "/ack";
+
+  // One io_context per client thread; connections are spread over them, so a connection's
+  // handlers never run concurrently and need no strand.
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  for (int i = 0; i < std::max(1, f.threads); ++i)
+    contexts.push_back(std::make_unique<net::io_context>(1));
+  net::ip::tcp::resolver resolver(*contexts[0]);
+  auto endpoints = resolver.resolve(host, port);
+  std::vector<std::shared_ptr<Worker>> workers;
+  std::vector<std::shared_ptr<Producer>> producers;
+  size_t next_context = 0;
+  auto context = [&]() -> net::io_context& { return *contexts[next_context++ % contexts.size()]; };
+  for (int w = 0; w < f.workers; ++w) {
+    workers.push_back(std::make_shared<Worker>(context(), host, run, w));
+    workers.back()->Connect(endpoints);
+  }
+  auto start = SteadyClock::now();
+  for (int p = 0; p < f.producers; ++p) {
+    producers.push_back(std::make_shared<Producer>(context(), host, run, p));
+    producers.back()->Connect(endpoints);
+  }
+  std::vector<std::thread> threads;
+  for (auto& ioc : contexts) {
+    threads.emplace_back([&ioc] {
+      auto guard = net::make_work_guard(*ioc);
+      ioc->run();
+    });
+  }
+  {
+    std::unique_lock lock(run.mu);
+    run.finished.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000)),
+                          [&] { return run.done; });
+  }
   double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  for (auto& ioc : contexts) ioc->stop();
+  for (auto& t : threads) t.join();
+
+  std::vector<int64_t> latencies_us;
+  for (auto& w : workers)
+    latencies_us.insert(latencies_us.end(), w->latencies_us.begin(), w->latencies_us.end());
 
   Client client(cf.server, cf.admin_key);
   HttpResult stats = client.QueueStats(f.queue);
@@ -118,14 +256,16 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
                    stats.json.at("pushed").to_number<int64_t>() == f.jobs &&
                    stats.json.at("ready").to_number<int64_t>() == 0 &&
                    stats.json.at("inflight").to_number<int64_t>() == 0;
+  // One JSON line, numbers in plain notation (Boost.JSON would print 1.2E4).
   fmt::print(
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
-      "\"push_to_fetch_p99_ms\":{:.3f},\"errors\":{},\"all_acked\":{},\"workers\":{},"
-      "\"producers\":{},\"batch\":{},\"duration_s\":{:.2f}}}\n",
-      f.jobs, static_cast<double>(acked.load()) / secs, Percentile(latencies_us, 0.5),
-      Percentile(latencies_us, 0.99), errors.load(), all_acked ? "true" : "false", f.workers,
-      f.producers, f.batch, secs);
-  return all_acked && errors.load() == 0 ? 0 : 1;
+      "\"push_to_fetch_p99_ms\":{:.3f},\"push_to_fetch_max_ms\":{:.3f},\"errors\":{},"
+      "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"pipeline\":{},"
+      "\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
+      f.jobs, static_cast<double>(run.acked.load()) / secs, PercentileMs(latencies_us, 0.5),
+      PercentileMs(latencies_us, 0.99), PercentileMs(latencies_us, 1.0), run.errors.load(),
+      all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.pipeline, f.rate, secs);
+  return all_acked && run.errors.load() == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -148,6 +288,19 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
   queue->add_option("--batch", f->batch, "Jobs per push, fetch and ack request")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  queue
+      ->add_option("--pipeline", f->pipeline,
+                   "Pushes each producer keeps in flight (HTTP pipelining)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  queue->add_option("--threads", f->threads, "Client threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  queue
+      ->add_option("--rate", f->rate,
+                   "Push at this many jobs/s in total (0: as fast as possible); for latency")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10'000'000.0));
   queue->add_option("--timeout", f->timeout_s, "Give up after this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
