@@ -52,8 +52,10 @@ class Client {
                   const boost::json::object& options = {});
   // `jobs`: objects as Push takes them, each with its "payload".
   HttpResult PushBatch(std::string_view queue, const boost::json::array& jobs);
+  // `ack`: leases of finished jobs, acked before the fetch (answer field "acked").
   HttpResult Fetch(std::string_view queue, std::string_view worker, int max = 1,
-                   int64_t lease_ms = 30'000, int64_t wait_ms = 0);
+                   int64_t lease_ms = 30'000, int64_t wait_ms = 0,
+                   const std::vector<std::string>& ack = {});
   HttpResult Ack(std::string_view queue, const std::vector<std::string>& leases);
   HttpResult Nack(std::string_view queue, const std::vector<std::string>& leases,
                   std::optional<int64_t> delay_ms = {}, std::string_view error = {});

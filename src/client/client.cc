@@ -172,9 +172,10 @@ HttpResult Client::PushBatch(std::string_view queue, const boost::json::array& j
                  boost::json::serialize(boost::json::object{{"jobs", jobs}}));
 }
 HttpResult Client::Fetch(std::string_view queue, std::string_view worker, int max, int64_t lease_ms,
-                         int64_t wait_ms) {
+                         int64_t wait_ms, const std::vector<std::string>& ack) {
   boost::json::object body{
       {"worker", worker}, {"max", max}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
+  if (!ack.empty()) body["ack"] = LeaseArray(ack);
   return Request("POST", QueuePath(queue, "/fetch"), boost::json::serialize(body));
 }
 HttpResult Client::Ack(std::string_view queue, const std::vector<std::string>& leases) {

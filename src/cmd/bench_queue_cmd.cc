@@ -37,6 +37,7 @@ struct BenchQueueFlags {
   int batch = 1;
   int pipeline = 1;
   int threads = 1;
+  bool separate_acks = false;
   double rate = 0;  // jobs per second over all producers; 0: as fast as possible
   double timeout_s = 120;
 };
@@ -139,20 +140,21 @@ class Producer : public PipelinedConn {
   std::string body_;
 };
 
+// Takes jobs and acks them. By default the ack rides on the next fetch (one request per
+// round); with --separate-acks it is its own request, sent in the same write as the fetch.
 class Worker : public PipelinedConn {
  public:
   enum Tag { kFetch, kAck };
   Worker(net::io_context& ioc, std::string host, Run& run, int index)
-      : PipelinedConn(ioc, std::move(host)), run_(run) {
-    fetch_body_ =
-        fmt::format(R"({{"worker":"bench-worker-{}","max":{},"lease_ms":30000,"wait_ms":200}})",
-                    index, run.flags.batch);
-  }
+      : PipelinedConn(ioc, std::move(host)),
+        run_(run),
+        prefix_(fmt::format(R"({{"worker":"bench-worker-{}","max":{},"lease_ms":30000)", index,
+                            run.flags.batch)) {}
   std::vector<int64_t> latencies_us;
 
  protected:
-  // One long poll in flight at a time: pipelined long polls would wait one after the other.
-  void OnConnected() override { Send("POST", run_.fetch_path, fetch_body_, kFetch); }
+  // One fetch in flight at a time: pipelined long polls would wait one after the other.
+  void OnConnected() override { LongPoll(); }
 
   void OnAnswer(int tag, int status, std::string& body) override {
     boost::system::error_code ec;
@@ -160,40 +162,60 @@ class Worker : public PipelinedConn {
     if (status == 200) answer = boost::json::parse(body, ec);
     if (status != 200 || ec) {
       run_.Error(fmt::format("{} answered {}: {}", tag == kFetch ? "fetch" : "ack", status, body));
-      if (tag == kFetch) Send("POST", run_.fetch_path, fetch_body_, kFetch);
+      if (tag == kFetch) LongPoll();
       return;
     }
-    if (tag == kFetch) {
-      int64_t now = NowUs();
-      ack_body_ = R"({"leases":[)";
-      bool any = false;
-      for (const auto& job : answer.at("jobs").as_array()) {
-        latencies_us.push_back(now - job.at("payload").to_number<int64_t>());
-        fmt::format_to(std::back_inserter(ack_body_), R"({}"{}")", any ? "," : "",
-                       std::string_view(job.at("lease").as_string()));
-        any = true;
-      }
-      ack_body_ += "]}";
-      // Like a worker that acks a finished job and asks for the next in one write.
-      if (any) Send("POST", run_.ack_path, ack_body_, kAck);
-      return Send("POST", run_.fetch_path, fetch_body_, kFetch);
+    const boost::json::object& o = answer.as_object();
+    if (const auto* results = o.if_contains(tag == kFetch ? "acked" : "results")) {
+      if (CountAcked(results->as_array())) return;
     }
-    int64_t ok = 0;
-    for (const auto& item : answer.at("results").as_array()) {
-      if (item.at("ok").as_bool())
-        ++ok;
-      else
-        run_.Error("ack refused: " + boost::json::serialize(item));
+    if (tag == kAck) return;
+    int64_t now = NowUs();
+    leases_.clear();
+    bool any = false;
+    for (const auto& job : o.at("jobs").as_array()) {
+      latencies_us.push_back(now - job.at("payload").to_number<int64_t>());
+      fmt::format_to(std::back_inserter(leases_), R"({}"{}")", any ? "," : "",
+                     std::string_view(job.at("lease").as_string()));
+      any = true;
     }
-    if (run_.acked.fetch_add(ok) + ok >= run_.flags.jobs) run_.Finish();
+    if (!any) return LongPoll();
+    if (run_.flags.separate_acks) {
+      body_ = fmt::format(R"({{"leases":[{}]}})", leases_);
+      Send("POST", run_.ack_path, body_, kAck);
+      return LongPoll();
+    }
+    // The queue had work: ask again at once, acking these; an empty answer long-polls next.
+    body_ = fmt::format(R"({},"wait_ms":0,"ack":[{}]}})", prefix_, leases_);
+    Send("POST", run_.fetch_path, body_, kFetch);
   }
 
   void OnFailure(const std::string& what) override { run_.Error("worker: " + what); }
 
  private:
+  void LongPoll() {
+    body_ = prefix_ + R"(,"wait_ms":200})";
+    Send("POST", run_.fetch_path, body_, kFetch);
+  }
+
+  // Counts ack outcomes; true when every job is acked (the run is over).
+  bool CountAcked(const boost::json::array& results) {
+    int64_t ok = 0;
+    for (const auto& item : results) {
+      if (item.at("ok").as_bool())
+        ++ok;
+      else
+        run_.Error("ack refused: " + boost::json::serialize(item));
+    }
+    if (ok == 0 || run_.acked.fetch_add(ok) + ok < run_.flags.jobs) return false;
+    run_.Finish();
+    return true;
+  }
+
   Run& run_;
-  std::string fetch_body_;
-  std::string ack_body_;
+  std::string prefix_;  // the fetch body up to its wait and ack fields
+  std::string leases_;
+  std::string body_;
 };
 
 int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
@@ -261,10 +283,11 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
       "\"push_to_fetch_p99_ms\":{:.3f},\"push_to_fetch_max_ms\":{:.3f},\"errors\":{},"
       "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"pipeline\":{},"
-      "\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
+      "\"separate_acks\":{},\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
       f.jobs, static_cast<double>(run.acked.load()) / secs, PercentileMs(latencies_us, 0.5),
       PercentileMs(latencies_us, 0.99), PercentileMs(latencies_us, 1.0), run.errors.load(),
-      all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.pipeline, f.rate, secs);
+      all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.pipeline, f.separate_acks,
+      f.rate, secs);
   return all_acked && run.errors.load() == 0 ? 0 : 1;
 }
 
@@ -296,6 +319,8 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
   queue->add_option("--threads", f->threads, "Client threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  queue->add_flag("--separate-acks", f->separate_acks,
+                  "Ack with its own request instead of on the next fetch");
   queue
       ->add_option("--rate", f->rate,
                    "Push at this many jobs/s in total (0: as fast as possible); for latency")

@@ -45,6 +45,21 @@ struct Delivery {
 enum class LeaseOutcome : uint8_t { kOk, kLeaseLost, kInvalidLease };
 const char* ToString(LeaseOutcome outcome);
 
+// A fetch, optionally acking the worker's finished jobs first: a worker loop then needs one
+// request per job (finish one, take the next), as BullMQ's moveToFinished does.
+struct FetchRequest {
+  std::string worker;
+  size_t max = 1;
+  int64_t lease_ms = kDefaultLeaseMs;
+  int64_t wait_ms = 0;           // > 0: long poll
+  std::vector<std::string> ack;  // acked before the fetch, whether or not it then waits
+};
+
+struct FetchAnswer {
+  std::vector<LeaseOutcome> acked;  // one per FetchRequest::ack, in order
+  std::vector<Delivery> jobs;
+};
+
 struct InflightJob {
   JobId id = 0;
   std::string worker;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <iterator>
 
@@ -77,16 +79,21 @@ OpResult<core::JobSpec> ReadJob(const json::value& v, size_t index) {
 }
 
 // {"leases": [string, ...]}: 1..1000 strings.
-OpResult<std::vector<std::string>> ReadLeases(const json::object& body) {
-  const json::value* v = body.if_contains("leases");
+// body[key]: an array of lease strings, 1 to 1000 (0 allowed when `may_be_empty`).
+OpResult<std::vector<std::string>> ReadLeases(const json::object& body,
+                                              std::string_view key = "leases",
+                                              bool may_be_empty = false) {
+  const json::value* v = body.if_contains(key);
   if (v == nullptr || !v->is_array()) {
-    return {OpStatus::kInvalidArgument, "'leases' must be an array of lease strings"};
+    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be an array of lease strings", key)};
   }
   const json::array& a = v->as_array();
-  if (a.empty() || a.size() > core::kMaxBatch) {
-    return {OpStatus::kInvalidArgument, "'leases' must hold 1 to 1000 leases"};
+  if ((a.empty() && !may_be_empty) || a.size() > core::kMaxBatch) {
+    return {OpStatus::kInvalidArgument,
+            fmt::format("'{}' must hold {} to 1000 leases", key, may_be_empty ? 0 : 1)};
   }
   std::vector<std::string> leases;
+  leases.reserve(a.size());
   for (const json::value& l : a) {
     if (!l.is_string()) return {OpStatus::kInvalidArgument, "every lease must be a string"};
     leases.emplace_back(l.as_string());
@@ -94,18 +101,45 @@ OpResult<std::vector<std::string>> ReadLeases(const json::object& body) {
   return leases;
 }
 
+// Appends [{"lease","ok","code"?}, ...]. Leases come from clients, so any that is not plain
+// lease text is escaped as JSON.
+void AppendOutcomes(fmt::memory_buffer& out, const std::vector<std::string>& leases,
+                    const std::vector<core::LeaseOutcome>& outcomes) {
+  auto it = std::back_inserter(out);
+  out.push_back('[');
+  for (size_t i = 0; i < leases.size() && i < outcomes.size(); ++i) {
+    if (i) out.push_back(',');
+    const std::string& lease = leases[i];
+    bool plain = std::all_of(lease.begin(), lease.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+    });
+    fmt::format_to(it, R"({{"lease":{},"ok":{})",
+                   plain ? fmt::format("\"{}\"", lease) : json::serialize(json::value(lease)),
+                   outcomes[i] == core::LeaseOutcome::kOk);
+    if (outcomes[i] != core::LeaseOutcome::kOk) {
+      fmt::format_to(it, R"(,"code":"{}")", core::ToString(outcomes[i]));
+    }
+    out.push_back('}');
+  }
+  out.push_back(']');
+}
+
+Response BufferReply(const fmt::memory_buffer& out) {
+  Response res;
+  res.body.assign(out.data(), out.size());
+  return res;
+}
+
 store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<std::string> leases,
                                                                   Respond respond) {
   return [leases = std::move(leases),
           respond = std::move(respond)](OpResult<std::vector<core::LeaseOutcome>> r) {
     if (!r.ok()) return respond(ErrorReply(r));
-    json::array results;
-    for (size_t i = 0; i < leases.size(); ++i) {
-      json::object item{{"lease", leases[i]}, {"ok", (*r)[i] == core::LeaseOutcome::kOk}};
-      if ((*r)[i] != core::LeaseOutcome::kOk) item["code"] = core::ToString((*r)[i]);
-      results.push_back(std::move(item));
-    }
-    respond(JsonReply(json::object{{"results", std::move(results)}}));
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), R"({{"results":)");
+    AppendOutcomes(out, leases, *r);
+    out.push_back('}');
+    respond(BufferReply(out));
   };
 }
 
@@ -169,16 +203,29 @@ void RegisterQueueRoutes(Router& router, Services& s) {
     if (!lease.ok()) return respond(ErrorReply(lease));
     auto wait = ReadInt(*body, "wait_ms", 0, kMaxWaitMs);
     if (!wait.ok()) return respond(ErrorReply(wait));
-    s.backend.Fetch(req.params[0], std::move(**worker), static_cast<size_t>(max->value_or(1)),
-                    lease->value_or(core::kDefaultLeaseMs), wait->value_or(0),
-                    [respond = std::move(respond)](OpResult<std::vector<core::Delivery>> r) {
+    core::FetchRequest request{.worker = std::move(**worker),
+                               .max = static_cast<size_t>(max->value_or(1)),
+                               .lease_ms = lease->value_or(core::kDefaultLeaseMs),
+                               .wait_ms = wait->value_or(0),
+                               .ack = {}};
+    bool acking = body->contains("ack");
+    if (acking) {
+      auto ack = ReadLeases(*body, "ack", /*may_be_empty=*/true);
+      if (!ack.ok()) return respond(ErrorReply(ack));
+      request.ack = std::move(*ack);
+    }
+    std::vector<std::string> acked_leases;
+    if (acking) acked_leases = request.ack;
+    s.backend.Fetch(req.params[0], std::move(request),
+                    [acking, leases = std::move(acked_leases),
+                     respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
                       if (!r.ok()) return respond(ErrorReply(r));
                       // Written by hand: payloads are stored serialized and go out verbatim.
                       fmt::memory_buffer out;
                       auto it = std::back_inserter(out);
                       fmt::format_to(it, R"({{"jobs":[)");
                       bool first = true;
-                      for (const auto& d : *r) {
+                      for (const auto& d : r->jobs) {
                         fmt::format_to(it,
                                        R"({}{{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
                                        R"("lease_expires_ms":{},"priority":{}}})",
@@ -186,10 +233,13 @@ void RegisterQueueRoutes(Router& router, Services& s) {
                                        d.lease_expires_ms, d.priority);
                         first = false;
                       }
-                      fmt::format_to(it, "]}}");
-                      Response res;
-                      res.body.assign(out.data(), out.size());
-                      respond(std::move(res));
+                      out.push_back(']');
+                      if (acking) {
+                        fmt::format_to(it, R"(,"acked":)");
+                        AppendOutcomes(out, leases, r->acked);
+                      }
+                      out.push_back('}');
+                      respond(BufferReply(out));
                     });
   });
 

@@ -49,10 +49,11 @@ class Backend {
   // All or nothing: every job is accepted or none is.
   virtual void Push(std::string queue, std::vector<core::JobSpec> jobs,
                     Completion<std::vector<core::PushResult>> done) = 0;
-  // Answers at once when a job is ready; otherwise waits up to wait_ms for one (long poll),
-  // long pollers of a queue being served in the order they started waiting.
-  virtual void Fetch(std::string queue, std::string worker, size_t max, int64_t lease_ms,
-                     int64_t wait_ms, Completion<std::vector<core::Delivery>> done) = 0;
+  // Acks request.ack, then answers at once when a job is ready; otherwise waits up to
+  // request.wait_ms for one (long poll), long pollers of a queue being served in the order
+  // they started waiting.
+  virtual void Fetch(std::string queue, core::FetchRequest request,
+                     Completion<core::FetchAnswer> done) = 0;
   virtual void Ack(std::string queue, std::vector<std::string> leases,
                    Completion<std::vector<core::LeaseOutcome>> done) = 0;
   virtual void Nack(std::string queue, std::vector<std::string> leases,

@@ -94,8 +94,14 @@ class QueuesConformanceTest : public conformance::BackendTest {
   }
   OpResult<Deliveries> Fetch(const std::string& q, const std::string& worker, size_t max = 1,
                              int64_t lease_ms = 30'000, int64_t wait_ms = 0) {
-    return Await<Deliveries>(
-        [&](auto done) { b().Fetch(q, worker, max, lease_ms, wait_ms, done); });
+    return Await<Deliveries>([&](auto done) {
+      b().Fetch(q,
+                {.worker = worker, .max = max, .lease_ms = lease_ms, .wait_ms = wait_ms, .ack = {}},
+                [done](OpResult<core::FetchAnswer> r) {
+                  if (!r.ok()) return done(OpResult<Deliveries>(r.status(), r.message()));
+                  done(std::move(r->jobs));
+                });
+    });
   }
   // A fetch that must succeed; its deliveries.
   Deliveries Take(const std::string& q, const std::string& worker, size_t max = 1,
@@ -117,8 +123,13 @@ class QueuesConformanceTest : public conformance::BackendTest {
                           int64_t lease_ms, int64_t wait_ms) {
     auto promise = std::make_shared<std::promise<OpResult<Deliveries>>>();
     PendingFetch pending(promise->get_future());
-    b().Fetch(q, worker, max, lease_ms, wait_ms,
-              [promise](OpResult<Deliveries> r) { promise->set_value(std::move(r)); });
+    b().Fetch(q,
+              {.worker = worker, .max = max, .lease_ms = lease_ms, .wait_ms = wait_ms, .ack = {}},
+              [promise](OpResult<core::FetchAnswer> r) {
+                if (!r.ok())
+                  return promise->set_value(OpResult<Deliveries>(r.status(), r.message()));
+                promise->set_value(std::move(r->jobs));
+              });
     return pending;
   }
   Outcomes Ack(const std::string& q, std::vector<std::string> leases) {
@@ -475,6 +486,69 @@ TEST_P(QueuesConformanceTest, AckOutcomes) {
   EXPECT_EQ(Ack("q", {d[1].lease}), Outcomes{kOk});
   ExpectCounts("q", 0, 0, 0, 0);
   EXPECT_EQ(Stats("q").acked, 2);
+}
+
+TEST_P(QueuesConformanceTest, FetchAcksItsLeasesFirstWithPerItemOutcomes) {
+  ASSERT_TRUE(Push("q", {Job("a"), Job("b"), Job("c")}).ok());
+  Delivery a = TakeOne("q", "w");
+  std::string forged = a.lease;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  auto r = Await<core::FetchAnswer>([&](auto done) {
+    b().Fetch("q",
+              {.worker = "w",
+               .max = 1,
+               .lease_ms = 30'000,
+               .wait_ms = 0,
+               .ack = {a.lease, forged, a.lease}},
+              done);
+  });
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->acked, (Outcomes{kOk, kInvalid, kOk})) << "a repeated ack is ok, once";
+  EXPECT_EQ(Payloads(r->jobs), (std::vector<std::string>{"b"}));
+  QueueStats s = Stats("q");
+  EXPECT_EQ(s.acked, 1);
+  ExpectCounts("q", 1, 0, 1, 0);
+  // Acking the last job while taking nothing more: the fetch still answers its outcomes.
+  ASSERT_EQ(r->jobs.size(), 1u);
+  auto last = Await<core::FetchAnswer>([&](auto done) {
+    b().Fetch(
+        "q", {.worker = "w", .max = 5, .lease_ms = 30'000, .wait_ms = 0, .ack = {r->jobs[0].lease}},
+        done);
+  });
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->acked, Outcomes{kOk});
+  EXPECT_EQ(Payloads(last->jobs), (std::vector<std::string>{"c"}));
+  EXPECT_EQ(Stats("q").acked, 2);
+}
+
+TEST_P(QueuesConformanceTest, AFetchThatWaitsHasAckedBeforeItWaits) {
+  PushOne("q", "a");
+  Delivery a = TakeOne("q", "w");
+  auto promise = std::make_shared<std::promise<OpResult<core::FetchAnswer>>>();
+  auto future = promise->get_future();
+  b().Fetch("q", {.worker = "w", .max = 1, .lease_ms = 30'000, .wait_ms = 10'000, .ack = {a.lease}},
+            [promise](OpResult<core::FetchAnswer> r) { promise->set_value(std::move(r)); });
+  EXPECT_EQ(future.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  QueueStats s = Stats("q");
+  EXPECT_EQ(s.acked, 1) << "the ack does not wait for the long poll";
+  ExpectCounts("q", 0, 0, 0, 0);
+  PushOne("q", "b");
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto r = future.get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->acked, Outcomes{kOk});
+  EXPECT_EQ(Payloads(r->jobs), (std::vector<std::string>{"b"}));
+}
+
+TEST_P(QueuesConformanceTest, FetchAckOnAQueueNobodyPushedToIsInvalid) {
+  auto r = Await<core::FetchAnswer>([&](auto done) {
+    b().Fetch("nobody",
+              {.worker = "w", .max = 1, .lease_ms = 30'000, .wait_ms = 0, .ack = {"1.1.AAAA"}},
+              done);
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->acked, Outcomes{kInvalid});
+  EXPECT_TRUE(r->jobs.empty());
 }
 
 TEST_P(QueuesConformanceTest, ALeaseOfAnotherQueueIsRefused) {

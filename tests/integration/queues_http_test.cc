@@ -421,6 +421,34 @@ TEST_F(QueuesHttpTest, AckAnswersPerItemResults) {
   EXPECT_EQ(IntField(Stats("q"), "acked"), 2);
 }
 
+TEST_F(QueuesHttpTest, FetchWithAckAcksFirstAndAnswersTheOutcomes) {
+  MustPush("q", "a");
+  MustPush("q", "b");
+  json::array first = MustFetch("q", "w");
+  ASSERT_EQ(first.size(), 1u);
+  std::string la = LeaseOf(first[0]);
+  std::string odd = "quote\"and\\backslash";  // echoed back as valid JSON
+  HttpResult r = client().Fetch("q", "w", 1, 30'000, 0, {la, odd, la});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Keys(r.json), (std::set<std::string>{"jobs", "acked"})) << r.body;
+  HttpResult as_results = r;
+  as_results.json = json::object{{"results", r.json.at("acked")}};
+  EXPECT_TRUE(HasResults(as_results, {la, odd, la}, {"", "invalid_lease", ""}));
+  const json::array& jobs = r.json.at("jobs").as_array();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(json::serialize(jobs[0].at("payload")), "\"b\"");
+  json::value s = Stats("q");
+  EXPECT_EQ(IntField(s, "acked"), 1);
+  ExpectCounts("q", 0, 0, 1, 0);
+  // An empty ack list is allowed and answers an empty "acked".
+  HttpResult empty = Post(Path("q", "/fetch"), R"({"worker":"w","ack":[]})");
+  ASSERT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(json::serialize(empty.json.at("acked")), "[]");
+  // Without "ack" the answer has no "acked".
+  EXPECT_EQ(Keys(Post(Path("q", "/fetch"), R"({"worker":"w"})").json),
+            std::set<std::string>{"jobs"});
+}
+
 TEST_F(QueuesHttpTest, StaleLeasesAreLost) {
   std::string id = MustPush("q", "job");
   json::array first = MustFetch("q", "w1");
@@ -788,6 +816,18 @@ TEST_F(QueueBadInputTest, FetchOutOfRangeOrWrongTypes) {
   ExpectBadFetch(R"({"worker":"a b"})");
   ExpectBadFetch(R"({"worker":")" + std::string(kMaxNameBytes + 1, 'w') + "\"}");
   ExpectRefused("POST", Path("q", "/fetch"), "{", 400, "invalid_json");
+}
+
+TEST_F(QueueBadInputTest, FetchAckMustBeUpTo1000Strings) {
+  ExpectBadFetch(R"({"worker":"w","ack":")" + lease_ + "\"}");
+  ExpectBadFetch(R"({"worker":"w","ack":[")" + lease_ + R"(",5]})");
+  ExpectBadFetch(R"({"worker":"w","ack":null})");
+  json::array many;
+  many.push_back(json::value(lease_));
+  for (int i = 0; i < 1000; ++i) many.push_back(json::value("x"));
+  ExpectBadFetch(json::serialize(json::object{{"worker", "w"}, {"ack", many}}));
+  // A bad fetch field next to a good ack: nothing is acked either.
+  ExpectBadFetch(R"({"worker":"w","max":0,"ack":[")" + lease_ + R"("]})");
 }
 
 TEST_F(QueueBadInputTest, LeaseListsMustBe1To1000Strings) {

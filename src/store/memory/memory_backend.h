@@ -51,8 +51,8 @@ class MemoryBackend final : public Backend {
 
   void Push(std::string queue, std::vector<core::JobSpec> jobs,
             Completion<std::vector<core::PushResult>> done) override;
-  void Fetch(std::string queue, std::string worker, size_t max, int64_t lease_ms, int64_t wait_ms,
-             Completion<std::vector<core::Delivery>> done) override;
+  void Fetch(std::string queue, core::FetchRequest request,
+             Completion<core::FetchAnswer> done) override;
   void Ack(std::string queue, std::vector<std::string> leases,
            Completion<std::vector<core::LeaseOutcome>> done) override;
   void Nack(std::string queue, std::vector<std::string> leases, std::optional<int64_t> delay_ms,

@@ -1,5 +1,7 @@
 // Queues in the memory backend: core::Queue under a mutex, plus the long polls waiting on it.
 #include <algorithm>
+#include <list>
+#include <map>
 #include <optional>
 
 #include "store/memory/memory_backend.h"
@@ -10,17 +12,40 @@ struct MemoryBackend::QueueSlot final : Slot {
   QueueSlot(std::string n, const core::Hmac& key, int64_t now)
       : name(std::move(n)), queue(name, key, now, std::hash<std::string>{}(name) ^ now) {}
 
+  struct Waiter;
+  using Waiters = std::list<Waiter>;
   struct Waiter {
-    std::string worker;
-    size_t max;
-    int64_t lease_ms;
-    int64_t deadline;
-    Completion<std::vector<core::Delivery>> done;
+    core::FetchRequest request;
+    std::vector<core::LeaseOutcome> acked;  // done before it started waiting
+    std::multimap<int64_t, Waiters::iterator>::iterator by_deadline;
+    Completion<core::FetchAnswer> done;
   };
+
+  // Long polls in the order they started waiting (served in that order), and the same
+  // waiters by deadline, so the next deadline and the timed-out ones cost O(log n).
+  Waiters waiters;
+  std::multimap<int64_t, Waiters::iterator> deadlines;
+
+  void Park(core::FetchRequest request, std::vector<core::LeaseOutcome> acked, int64_t deadline,
+            Completion<core::FetchAnswer> done) {
+    auto it = waiters.insert(waiters.end(),
+                             Waiter{std::move(request), std::move(acked), {}, std::move(done)});
+    it->by_deadline = deadlines.emplace(deadline, it);
+  }
+
+  // Removes a waiter; its completion is to be called with `jobs` after the locks are released.
+  void Reply(Waiters::iterator it, std::vector<core::Delivery> jobs, Deferred& after) {
+    deadlines.erase(it->by_deadline);
+    after.push_back([done = std::move(it->done),
+                     answer = core::FetchAnswer{std::move(it->acked), std::move(jobs)}]() mutable {
+      done(std::move(answer));
+    });
+    waiters.erase(it);
+  }
 
   int64_t NextDeadline() const override {
     int64_t next = queue.NextDeadline();
-    for (const Waiter& w : waiters) next = std::min(next, w.deadline);
+    if (!deadlines.empty()) next = std::min(next, deadlines.begin()->first);
     return next;
   }
 
@@ -28,30 +53,21 @@ struct MemoryBackend::QueueSlot final : Slot {
     queue.Advance(now);
     Serve(now, after);
     // Long polls past their deadline answer an empty list.
-    for (auto it = waiters.begin(); it != waiters.end();) {
-      if (it->deadline > now) {
-        ++it;
-        continue;
-      }
-      after.push_back([done = std::move(it->done)] { done(std::vector<core::Delivery>{}); });
-      it = waiters.erase(it);
+    while (!deadlines.empty() && deadlines.begin()->first <= now) {
+      Reply(deadlines.begin()->second, {}, after);
     }
   }
 
   // Hands ready jobs to long polls, oldest waiter first.
   void Serve(int64_t now, Deferred& after) {
     while (!waiters.empty() && queue.CanDeliver()) {
-      Waiter w = std::move(waiters.front());
-      waiters.pop_front();
-      auto jobs = queue.Fetch(w.worker, w.max, w.lease_ms, now);
-      after.push_back(
-          [done = std::move(w.done), jobs = std::move(jobs)]() mutable { done(std::move(jobs)); });
+      const core::FetchRequest& r = waiters.front().request;
+      Reply(waiters.begin(), queue.Fetch(r.worker, r.max, r.lease_ms, now), after);
     }
   }
 
   std::string name;
   core::Queue queue;
-  std::deque<Waiter> waiters;
   bool listed = false;  // pushed to at least once: shown by ListQueues
 };
 
@@ -102,17 +118,25 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
   });
 }
 
-void MemoryBackend::Fetch(std::string queue, std::string worker, size_t max, int64_t lease_ms,
-                          int64_t wait_ms, Completion<std::vector<core::Delivery>> done) {
-  using Jobs = std::vector<core::Delivery>;
-  OnQueue<Jobs>(queue, wait_ms > 0, done, [&](QueueSlot* q, int64_t now) -> Answer<Jobs> {
-    if (q == nullptr) return Answer<Jobs>(Jobs{});
-    // Ready jobs exist only when nobody is waiting (Serve runs after every change).
-    Jobs jobs = q->queue.Fetch(worker, max, lease_ms, now);
-    if (!jobs.empty() || wait_ms == 0) return Answer<Jobs>(std::move(jobs));
-    q->waiters.push_back({worker, max, lease_ms, now + wait_ms, done});
-    return std::nullopt;  // answered by Serve or at the deadline
-  });
+void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
+                          Completion<core::FetchAnswer> done) {
+  OnQueue<core::FetchAnswer>(
+      queue, request.wait_ms > 0, done,
+      [&](QueueSlot* q, int64_t now) -> Answer<core::FetchAnswer> {
+        core::FetchAnswer answer;
+        for (const auto& lease : request.ack) {
+          answer.acked.push_back(q ? q->queue.Ack(lease, now) : core::LeaseOutcome::kInvalidLease);
+        }
+        if (q == nullptr) return Answer<core::FetchAnswer>(std::move(answer));
+        // Ready jobs exist only when nobody is waiting (Serve runs after every change).
+        answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
+        if (!answer.jobs.empty() || request.wait_ms == 0) {
+          return Answer<core::FetchAnswer>(std::move(answer));
+        }
+        int64_t deadline = now + request.wait_ms;
+        q->Park(std::move(request), std::move(answer.acked), deadline, done);
+        return std::nullopt;  // answered by Serve or at the deadline
+      });
 }
 
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
