@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -156,14 +157,34 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
   return {false, signalled, tail.empty() ? why : why + ": " + tail};
 }
 
+// Logs the outcome of acking job `id`, from an ack answer's item.
+void LogAck(const std::string& id, const boost::json::value* item) {
+  bool ok = item && item->is_object() && item->as_object().if_contains("ok") &&
+            item->at("ok") == true;
+  if (ok) return spdlog::info("job {}: acked", id);
+  spdlog::warn("job {}: done, but the server did not take the ack: {}", id,
+               item ? boost::json::serialize(*item) : "no answer");
+}
+
 void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
   Client client(cf.server, cf.admin_key);
+  // The last finished job's ack rides on the next fetch: one request per job.
+  std::optional<std::pair<std::string, std::string>> to_ack;  // lease, job id
   while (g_signals.load() == 0) {
-    HttpResult r = client.Fetch(f.queue, f.worker, 1, f.lease_ms, f.wait_ms);
+    std::vector<std::string> ack;
+    if (to_ack) ack.push_back(to_ack->first);
+    HttpResult r = client.Fetch(f.queue, f.worker, 1, f.lease_ms, f.wait_ms, ack);
     if (!r.ok() || !r.json.is_object()) {
       spdlog::warn("loop {}: fetch failed: {} {}", index, r.error, r.body);
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      continue;
+      continue;  // acks are idempotent: the pending one is simply sent again
+    }
+    if (to_ack) {
+      const auto* acked = r.json.as_object().if_contains("acked");
+      LogAck(to_ack->second, acked && acked->is_array() && !acked->as_array().empty()
+                                 ? &acked->as_array()[0]
+                                 : nullptr);
+      to_ack.reset();
     }
     for (const auto& job : r.json.at("jobs").as_array()) {
       std::string lease(job.at("lease").as_string());
@@ -181,12 +202,25 @@ void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
         client.Extend(f.queue, {lease}, f.lease_ms);
         extended = SteadyClock::now();
       });
-      HttpResult answer = out.ok          ? client.Ack(f.queue, {lease})
-                          : out.abandoned ? client.Nack(f.queue, {lease}, 0, "worker shut down")
-                                          : client.Nack(f.queue, {lease}, {}, out.error);
-      spdlog::info("job {}: {}{}", id, out.ok ? "acked" : "nacked",
+      if (out.ok) {
+        to_ack.emplace(std::move(lease), std::move(id));
+        continue;
+      }
+      HttpResult answer = out.abandoned ? client.Nack(f.queue, {lease}, 0, "worker shut down")
+                                        : client.Nack(f.queue, {lease}, {}, out.error);
+      spdlog::info("job {}: nacked{}", id,
                    answer.ok() ? "" : " (the server did not take it: " + answer.body + ")");
     }
+  }
+  if (to_ack) {  // stopping: the last ack goes on its own
+    HttpResult r = client.Ack(f.queue, {to_ack->first});
+    const boost::json::value* item = nullptr;
+    if (r.ok() && r.json.is_object()) {
+      const auto* results = r.json.as_object().if_contains("results");
+      if (results && results->is_array() && !results->as_array().empty())
+        item = &results->as_array()[0];
+    }
+    LogAck(to_ack->second, item);
   }
 }
 
