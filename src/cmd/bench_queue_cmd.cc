@@ -142,6 +142,9 @@ class Producer : public PipelinedConn {
 
 // Takes jobs and acks them. By default the ack rides on the next fetch (one request per
 // round); with --separate-acks it is its own request, sent in the same write as the fetch.
+// While the queue has work a worker keeps --pipeline fetches in flight (wait_ms 0); when one
+// comes back empty and no other is out, it long-polls: pipelined long polls would wait one
+// after the other.
 class Worker : public PipelinedConn {
  public:
   enum Tag { kFetch, kAck };
@@ -153,16 +156,16 @@ class Worker : public PipelinedConn {
   std::vector<int64_t> latencies_us;
 
  protected:
-  // One fetch in flight at a time: pipelined long polls would wait one after the other.
   void OnConnected() override { LongPoll(); }
 
   void OnAnswer(int tag, int status, std::string& body) override {
+    if (tag == kFetch) --fetches_;
     boost::system::error_code ec;
     boost::json::value answer;
     if (status == 200) answer = boost::json::parse(body, ec);
     if (status != 200 || ec) {
       run_.Error(fmt::format("{} answered {}: {}", tag == kFetch ? "fetch" : "ack", status, body));
-      if (tag == kFetch) LongPoll();
+      if (fetches_ == 0) LongPoll();
       return;
     }
     const boost::json::object& o = answer.as_object();
@@ -179,15 +182,21 @@ class Worker : public PipelinedConn {
                      std::string_view(job.at("lease").as_string()));
       any = true;
     }
-    if (!any) return LongPoll();
+    if (!any) {
+      if (fetches_ == 0) LongPoll();
+      return;
+    }
     if (run_.flags.separate_acks) {
       body_ = fmt::format(R"({{"leases":[{}]}})", leases_);
       Send("POST", run_.ack_path, body_, kAck);
-      return LongPoll();
+      body_ = prefix_ + R"(,"wait_ms":0})";
+    } else {
+      body_ = fmt::format(R"({},"wait_ms":0,"ack":[{}]}})", prefix_, leases_);
     }
-    // The queue had work: ask again at once, acking these; an empty answer long-polls next.
-    body_ = fmt::format(R"({},"wait_ms":0,"ack":[{}]}})", prefix_, leases_);
-    Send("POST", run_.fetch_path, body_, kFetch);
+    SendFetch();
+    // The queue has work: keep the pipeline full.
+    body_ = prefix_ + R"(,"wait_ms":0})";
+    while (fetches_ < run_.flags.pipeline) SendFetch();
   }
 
   void OnFailure(const std::string& what) override { run_.Error("worker: " + what); }
@@ -195,7 +204,11 @@ class Worker : public PipelinedConn {
  private:
   void LongPoll() {
     body_ = prefix_ + R"(,"wait_ms":200})";
+    SendFetch();
+  }
+  void SendFetch() {
     Send("POST", run_.fetch_path, body_, kFetch);
+    ++fetches_;
   }
 
   // Counts ack outcomes; true when every job is acked (the run is over).
@@ -216,6 +229,7 @@ class Worker : public PipelinedConn {
   std::string prefix_;  // the fetch body up to its wait and ack fields
   std::string leases_;
   std::string body_;
+  int fetches_ = 0;  // fetch requests in flight
 };
 
 int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
@@ -313,7 +327,7 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
       ->check(CLI::Range(1, 1000));
   queue
       ->add_option("--pipeline", f->pipeline,
-                   "Pushes each producer keeps in flight (HTTP pipelining)")
+                   "Requests each connection keeps in flight (HTTP pipelining)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   queue->add_option("--threads", f->threads, "Client threads")

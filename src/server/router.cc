@@ -6,6 +6,10 @@
 
 namespace anteroom::server {
 
+namespace {
+bool IsCapture(const std::string& segment) { return segment.size() > 1 && segment[0] == '{'; }
+}  // namespace
+
 const std::string* Request::Query(std::string_view key) const {
   for (const auto& [k, v] : query) {
     if (k == key) return &v;
@@ -54,6 +58,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
     return;
   }
   std::vector<std::string> path;
+  path.reserve(8);
   for (auto segment : url->segments()) path.push_back(std::string(segment));
   for (auto param : url->params()) {
     request.query.emplace_back(std::string(param.key), std::string(param.value));
@@ -62,15 +67,10 @@ void Router::Dispatch(Request& request, Respond respond) const {
   std::string allowed;
   for (const Route& route : routes_) {
     if (route.segments.size() != path.size()) continue;
-    std::vector<std::string> captured;
     bool match = true;
     for (size_t i = 0; i < path.size() && match; ++i) {
       const std::string& want = route.segments[i];
-      if (want.size() > 1 && want.front() == '{') {
-        captured.push_back(path[i]);
-      } else {
-        match = want == path[i];
-      }
+      match = IsCapture(want) || want == path[i];
     }
     if (!match) continue;
     if (route.method != request.method) {
@@ -83,7 +83,10 @@ void Router::Dispatch(Request& request, Respond respond) const {
           ErrorReply(OpStatus::kUnauthorized, "this route needs the admin key as a Bearer token"));
       return;
     }
-    request.params = std::move(captured);
+    request.params.clear();
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));
+    }
     route.handler(request, std::move(respond));
     return;
   }
