@@ -40,30 +40,8 @@ OUT="${OUT:-$(mktemp -d /tmp/anteroom-bench.XXXXXX)}"
 mkdir -p "$OUT"
 echo "== results in $OUT"
 
-as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
-need() {  # need COMMAND DEBIAN-PACKAGE...
-  local cmd="$1"; shift
-  command -v "$cmd" >/dev/null 2>&1 && return 0
-  echo "== installing $* (for $cmd)"
-  as_root apt-get install -y "$@" >/dev/null
-}
-
-# ---- processes we start, stopped by PID on every exit path -----------------------------------
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-  done
-  PIDS=()
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
 
 # ---- 1. build ----------------------------------------------------------------------------------
 if [[ $BUILD -eq 1 ]]; then
@@ -97,25 +75,6 @@ timeout 1200 "$ENGINE_BENCH" --benchmark_out="$OUT/engine.json" --benchmark_out_
   | tee "$OUT/engine.txt"
 
 # ---- 3. HTTP -------------------------------------------------------------------------------------
-start_server() {  # start_server LOG: sets SERVER_URL, records the PID
-  local log="$1"
-  ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
-    "$BIN" serve --listen 127.0.0.1:0 --threads 2 --log-level warn >"$log" 2>&1 &
-  PIDS+=("$!")
-  SERVER_URL=""
-  for _ in $(seq 100); do
-    SERVER_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -1 || true)"
-    [[ -n "$SERVER_URL" ]] && return 0
-    sleep 0.1
-  done
-  echo "bench.sh: the server did not start:" >&2
-  cat "$log" >&2
-  exit 1
-}
-
-server_cpu_ticks() {  # user + system clock ticks of the last server started
-  awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat"
-}
 run_wrk() {  # run_wrk CONNECTIONS SESSIONS ROOM NAME: wrk with check.lua, plus server CPU per check
   local conns="$1" sessions="$2" room="$3" name="$4" t0 t1
   t0="$(server_cpu_ticks)"
@@ -159,12 +118,7 @@ if [[ $PEERS -eq 1 ]]; then
   echo "== peers (Redis waiting room), copied from /work/shared/peers"
   need redis-server redis-server redis-tools
   need redis-benchmark redis-tools
-  need node nodejs
-  need npm npm
-  PEER_DIR="$(mktemp -d /tmp/anteroom-peers.XXXXXX)"
-  cp -r /work/shared/peers/. "$PEER_DIR/"
-  (cd "$PEER_DIR" && { timeout 600 npm ci --no-audit --no-fund --loglevel=error 2>/dev/null ||
-                       timeout 600 npm install --no-audit --no-fund --loglevel=error; })
+  prepare_peers
   (cd "$PEER_DIR" && timeout 500 node bench-waitroom.js) | tee "$OUT/peer-waitroom.txt"
   (cd "$PEER_DIR" && timeout 400 node bench-waitroom-lua.js) | tee "$OUT/peer-waitroom-lua.txt"
   cp "$PEER_DIR"/results/*.json "$OUT/" 2>/dev/null || true

@@ -34,7 +34,8 @@ struct BenchQueueFlags {
   int64_t jobs = 100'000;
   int workers = 4;
   int producers = 1;
-  int batch = 1;
+  int batch = 1;       // jobs per fetch and ack
+  int push_batch = 0;  // jobs per push; 0: as --batch
   int pipeline = 1;
   int threads = 1;
   bool separate_acks = false;
@@ -85,7 +86,7 @@ class Producer : public PipelinedConn {
   void OnConnected() override {
     if (run_.flags.rate > 0) {
       // Producers take turns: producer i sends at start + (i + k * producers) * interval.
-      interval_ = std::chrono::duration<double>(run_.flags.batch / run_.flags.rate);
+      interval_ = std::chrono::duration<double>(run_.flags.push_batch / run_.flags.rate);
       next_ = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                        interval_ * static_cast<double>(index_));
       return Pace();
@@ -102,13 +103,13 @@ class Producer : public PipelinedConn {
 
  private:
   bool PushNext() {
-    int64_t first = run_.claimed.fetch_add(run_.flags.batch);
+    int64_t first = run_.claimed.fetch_add(run_.flags.push_batch);
     if (first >= run_.flags.jobs) return false;
-    int64_t n = std::min<int64_t>(run_.flags.batch, run_.flags.jobs - first);
+    int64_t n = std::min<int64_t>(run_.flags.push_batch, run_.flags.jobs - first);
     body_.clear();
     auto it = std::back_inserter(body_);
     int64_t now = NowUs();
-    if (run_.flags.batch == 1) {
+    if (run_.flags.push_batch == 1) {
       fmt::format_to(it, R"({{"payload":{}}})", now);
     } else {
       body_ += R"({"jobs":[)";
@@ -238,6 +239,7 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
   std::string host(url->host());
   std::string port = url->has_port() ? std::string(url->port()) : "80";
   if (f.queue.empty()) f.queue = fmt::format("bench-{}", NowUs());
+  if (f.push_batch == 0) f.push_batch = f.batch;
 
   Run run;
   run.flags = f;
@@ -296,12 +298,13 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
   fmt::print(
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
       "\"push_to_fetch_p99_ms\":{:.3f},\"push_to_fetch_max_ms\":{:.3f},\"errors\":{},"
-      "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"pipeline\":{},"
+      "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"push_batch\":{},"
+      "\"pipeline\":{},"
       "\"separate_acks\":{},\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
       f.jobs, static_cast<double>(run.acked.load()) / secs, PercentileMs(latencies_us, 0.5),
       PercentileMs(latencies_us, 0.99), PercentileMs(latencies_us, 1.0), run.errors.load(),
-      all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.pipeline, f.separate_acks,
-      f.rate, secs);
+      all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.push_batch, f.pipeline,
+      f.separate_acks, f.rate, secs);
   return all_acked && run.errors.load() == 0 ? 0 : 1;
 }
 
@@ -321,6 +324,10 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
       ->check(CLI::Range(1, 1000));
   queue->add_option("--producers", f->producers, "Producer connections")
       ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  queue
+      ->add_option("--push-batch", f->push_batch,
+                   "Jobs per push request (default: --batch), e.g. BullMQ's addBulk shape")
       ->check(CLI::Range(1, 1000));
   queue->add_option("--batch", f->batch, "Jobs per push, fetch and ack request")
       ->capture_default_str()

@@ -1,0 +1,78 @@
+# Shared by scripts/bench.sh and scripts/bench-queues.sh (sourced, not run): installing what a
+# step needs, starting `anteroom serve` on a free loopback port, and stopping every process
+# started here by its PID on every exit path. Needs BIN (the anteroom binary) before
+# start_server.
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+need() {  # need COMMAND DEBIAN-PACKAGE...
+  local cmd="$1"; shift
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  echo "== installing $* (for $cmd)"
+  as_root apt-get install -y "$@" >/dev/null
+}
+
+# ---- processes we start, stopped by PID on every exit path -----------------------------------
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_server() {  # start_server LOG: sets SERVER_URL, records the PID
+  local log="$1"
+  ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
+    "$BIN" serve --listen 127.0.0.1:0 --threads 2 --log-level warn >"$log" 2>&1 &
+  PIDS+=("$!")
+  SERVER_URL=""
+  for _ in $(seq 100); do
+    SERVER_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -1 || true)"
+    [[ -n "$SERVER_URL" ]] && return 0
+    sleep 0.1
+  done
+  echo "bench.sh: the server did not start:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+server_cpu_ticks() {  # user + system clock ticks of the last server started
+  awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat"
+}
+
+# ---- peers ----------------------------------------------------------------------------------------
+prepare_peers() {  # a writable copy of /work/shared/peers with its npm packages: sets PEER_DIR
+  need node nodejs
+  need npm npm
+  PEER_DIR="$(mktemp -d /tmp/anteroom-peers.XXXXXX)"
+  cp -r /work/shared/peers/. "$PEER_DIR/"
+  (cd "$PEER_DIR" && { timeout 600 npm ci --no-audit --no-fund --loglevel=error 2>/dev/null ||
+                       timeout 600 npm install --no-audit --no-fund --loglevel=error; })
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_redis() {  # start_redis LOG: Debian's redis-server on a free loopback port; sets REDIS_PORT
+  need redis-server redis-server redis-tools
+  REDIS_PORT="$(free_port)"
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+    --daemonize no >"$1" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 100); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "the redis-server did not start:" >&2
+  cat "$1" >&2
+  exit 1
+}
