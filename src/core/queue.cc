@@ -1,5 +1,7 @@
 #include "core/queue.h"
 
+#include <openssl/crypto.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,14 +38,26 @@ const char* ToString(LeaseOutcome outcome) {
 }
 
 Queue::Queue(std::string name, const Hmac& lease_key, int64_t now_ms, uint64_t seed)
-    : name_(std::move(name)), lease_key_(lease_key), now_(now_ms), rng_(seed) {}
+    : name_(std::move(name)), lease_mac_(lease_key), now_(now_ms), rng_(seed) {}
 
 // ---- leases --------------------------------------------------------------------------------
 
+// The tag of a lease: base64url of the first kLeaseTagBytes of HMAC(name "/" id "." delivery).
+// Empty on an OpenSSL failure, which then matches no lease.
+std::string Queue::LeaseTag(std::string_view signed_part) const {
+  unsigned char mac[HmacContext::kSize];
+  if (!lease_mac_.Mac({name_, "/", signed_part}, mac)) return {};
+  return Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
+}
+
 std::string Queue::LeaseFor(JobId id, uint64_t delivery) const {
-  std::string signed_part = fmt::format("{}.{}", id, delivery);
-  std::string mac = lease_key_.Mac(name_ + '/' + signed_part);
-  return signed_part + '.' + Base64UrlEncode(std::string_view(mac).substr(0, kLeaseTagBytes));
+  char buf[48];
+  auto end = fmt::format_to_n(buf, sizeof buf, "{}.{}", id, delivery).out;
+  std::string_view signed_part(buf, static_cast<size_t>(end - buf));
+  std::string lease;
+  lease.reserve(signed_part.size() + 1 + 16);
+  lease.append(signed_part).append(1, '.').append(LeaseTag(signed_part));
+  return lease;
 }
 
 std::optional<Queue::Index> Queue::Current(std::string_view lease, LeaseOutcome& outcome,
@@ -59,7 +73,13 @@ std::optional<Queue::Index> Queue::Current(std::string_view lease, LeaseOutcome&
       !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
     return std::nullopt;
   }
-  if (LeaseFor(id, delivery) != lease) return std::nullopt;  // forged or damaged
+  // Forged or damaged? Compared in constant time, so timing tells nothing about the tag.
+  std::string tag = LeaseTag(lease.substr(0, dot2));
+  std::string_view given = lease.substr(dot2 + 1);
+  if (tag.empty() || given.size() != tag.size() ||
+      CRYPTO_memcmp(given.data(), tag.data(), tag.size()) != 0) {
+    return std::nullopt;
+  }
   outcome = LeaseOutcome::kLeaseLost;
   auto it = by_id_.find(id);
   if (it != by_id_.end()) {

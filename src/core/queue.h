@@ -83,6 +83,7 @@ class Queue {
 
   // The lease string of a delivery: "<id>.<delivery>.<tag>".
   std::string LeaseFor(JobId id, uint64_t delivery) const;
+  std::string LeaseTag(std::string_view signed_part) const;
 
  private:
   enum class State : uint8_t { kReady, kDelayed, kInflight, kDead };
@@ -130,7 +131,7 @@ class Queue {
   void ForgetOldAcks(int64_t now);
 
   std::string name_;
-  const Hmac& lease_key_;
+  mutable HmacContext lease_mac_;  // the queue is used under one lock: exclusive
   int64_t now_;
   std::mt19937_64 rng_;
 
