@@ -6,7 +6,7 @@
 #  1. builds anteroom (the release preset, or DIR),
 #  2. starts `anteroom serve --listen 127.0.0.1:0 --threads 2` and runs `anteroom bench queue`
 #     (push + fetch + ack end to end over HTTP, client and server on the same cores):
-#       unbatched      1 job per request, HTTP pipelining 16 (1 producer, 4 workers)
+#       unbatched      1 job per request, HTTP pipelining 8 (4 producers, 4 workers)
 #       unbatched-p1   1 job per request, one request in flight per connection (4 + 16)
 #       batched        100 jobs per request (2 producers, 4 workers, pipelining 2)
 #       bullmq-shape   BullMQ's e2e workload: pushes of 100, workers take 1 job at a time
@@ -70,10 +70,10 @@ BIN="$ROOT/$BUILD_DIR/anteroom"
 
 # ---- anteroom ------------------------------------------------------------------------------------
 declare -A WORKLOADS=(
-  [unbatched]="--jobs 200000 --producers 1 --workers 4 --batch 1 --pipeline 16"
+  [unbatched]="--jobs 300000 --producers 4 --workers 4 --batch 1 --pipeline 8"
   [unbatched-p1]="--jobs 100000 --producers 4 --workers 16 --batch 1 --pipeline 1"
   [batched]="--jobs 2000000 --producers 2 --workers 4 --batch 100 --pipeline 2"
-  [bullmq-shape]="--jobs 100000 --producers 1 --workers 4 --push-batch 100 --batch 1 --pipeline 16"
+  [bullmq-shape]="--jobs 200000 --producers 1 --workers 4 --push-batch 100 --batch 1 --pipeline 8"
   [latency]="--jobs 10000 --producers 1 --workers 4 --batch 1 --rate 2000"
 )
 echo "== anteroom serve --threads 2; anteroom bench queue, ${REPS} runs each"

@@ -195,9 +195,10 @@ class Worker : public PipelinedConn {
       body_ = fmt::format(R"({},"wait_ms":0,"ack":[{}]}})", prefix_, leases_);
     }
     SendFetch();
-    // The queue has work: keep the pipeline full.
+    // The queue has work: one more fetch in flight, up to --pipeline. Empty answers shrink the
+    // pipeline again, so a worker faster than its producers does not flood the server.
     body_ = prefix_ + R"(,"wait_ms":0})";
-    while (fetches_ < run_.flags.pipeline) SendFetch();
+    if (fetches_ < run_.flags.pipeline) SendFetch();
   }
 
   void OnFailure(const std::string& what) override { run_.Error("worker: " + what); }

@@ -38,23 +38,4 @@ std::string Hmac::Mac(std::string_view data) const {
   return std::string(reinterpret_cast<const char*>(out.data()), len);
 }
 
-HmacContext::HmacContext(const Hmac& key) : ctx_(EVP_MAC_CTX_dup(key.keyed_)) {
-  if (ctx_ == nullptr) throw std::runtime_error("OpenSSL: cannot copy the HMAC context");
-}
-
-HmacContext::~HmacContext() { EVP_MAC_CTX_free(ctx_); }
-
-bool HmacContext::Mac(std::initializer_list<std::string_view> parts, unsigned char (&out)[kSize]) {
-  // A null key re-initialises HMAC with the key it already holds (OpenSSL 3).
-  if (EVP_MAC_init(ctx_, nullptr, 0, nullptr) != 1) return false;
-  for (std::string_view part : parts) {
-    if (EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(part.data()), part.size()) !=
-        1) {
-      return false;
-    }
-  }
-  size_t len = 0;
-  return EVP_MAC_final(ctx_, out, &len, kSize) == 1 && len == kSize;
-}
-
 }  // namespace anteroom::core

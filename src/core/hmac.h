@@ -4,7 +4,6 @@
 
 #include <openssl/evp.h>
 
-#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -22,27 +21,8 @@ class Hmac {
   std::string Mac(std::string_view data) const;
 
  private:
-  friend class HmacContext;
   EVP_MAC* mac_ = nullptr;
   EVP_MAC_CTX* keyed_ = nullptr;
-};
-
-// The same MAC for one thread (or one lock holder) at a time: it re-keys one context instead
-// of copying one per call, so a MAC costs no allocation (lease tags are made and checked for
-// every job delivered and acked).
-class HmacContext {
- public:
-  static constexpr size_t kSize = 32;
-  explicit HmacContext(const Hmac& key);
-  ~HmacContext();
-  HmacContext(const HmacContext&) = delete;
-  HmacContext& operator=(const HmacContext&) = delete;
-
-  // MAC of the concatenation of `parts` into `out`; false on an OpenSSL failure.
-  bool Mac(std::initializer_list<std::string_view> parts, unsigned char (&out)[kSize]);
-
- private:
-  EVP_MAC_CTX* ctx_ = nullptr;
 };
 
 }  // namespace anteroom::core

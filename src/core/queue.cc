@@ -42,11 +42,12 @@ Queue::Queue(std::string name, const Hmac& lease_key, int64_t now_ms, uint64_t s
 
 // ---- leases --------------------------------------------------------------------------------
 
-// The tag of a lease: base64url of the first kLeaseTagBytes of HMAC(name "/" id "." delivery).
+// The tag of a lease: base64url of the first kLeaseTagBytes of the MAC of
+// name "/" id "." delivery.
 // Empty on an OpenSSL failure, which then matches no lease.
 std::string Queue::LeaseTag(std::string_view signed_part) const {
-  unsigned char mac[HmacContext::kSize];
-  if (!lease_mac_.Mac({name_, "/", signed_part}, mac)) return {};
+  unsigned char mac[LeaseMac::kSize];
+  if (!lease_mac_.Tag({name_, "/", signed_part}, mac)) return {};
   return Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
 }
 

@@ -38,6 +38,7 @@
 
 #include "core/deadline_heap.h"
 #include "core/hmac.h"
+#include "core/lease_mac.h"
 #include "core/queue_types.h"
 
 namespace anteroom::core {
@@ -131,7 +132,7 @@ class Queue {
   void ForgetOldAcks(int64_t now);
 
   std::string name_;
-  mutable HmacContext lease_mac_;  // the queue is used under one lock: exclusive
+  mutable LeaseMac lease_mac_;  // the queue is used under one lock: exclusive
   int64_t now_;
   std::mt19937_64 rng_;
 
