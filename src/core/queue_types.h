@@ -56,7 +56,8 @@ struct FetchRequest {
 };
 
 struct FetchAnswer {
-  std::vector<LeaseOutcome> acked;  // one per FetchRequest::ack, in order
+  std::vector<LeaseOutcome> acked;        // one per FetchRequest::ack, in order
+  std::vector<std::string> acked_leases;  // FetchRequest::ack handed back, for the answer
   std::vector<Delivery> jobs;
 };
 

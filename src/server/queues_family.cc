@@ -2,6 +2,7 @@
 // letters, stats. Payloads are stored as their serialized JSON and written back verbatim.
 #include <boost/json.hpp>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -103,31 +104,29 @@ OpResult<std::vector<std::string>> ReadLeases(const json::object& body,
 
 // Appends [{"lease","ok","code"?}, ...]. Leases come from clients, so any that is not plain
 // lease text is escaped as JSON.
-void AppendOutcomes(fmt::memory_buffer& out, const std::vector<std::string>& leases,
+void AppendOutcomes(std::string& out, const std::vector<std::string>& leases,
                     const std::vector<core::LeaseOutcome>& outcomes) {
   auto it = std::back_inserter(out);
-  out.push_back('[');
+  out += '[';
   for (size_t i = 0; i < leases.size() && i < outcomes.size(); ++i) {
-    if (i) out.push_back(',');
+    if (i) out += ',';
     const std::string& lease = leases[i];
     bool plain = std::all_of(lease.begin(), lease.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
     });
-    fmt::format_to(it, R"({{"lease":{},"ok":{})",
-                   plain ? fmt::format("\"{}\"", lease) : json::serialize(json::value(lease)),
-                   outcomes[i] == core::LeaseOutcome::kOk);
-    if (outcomes[i] != core::LeaseOutcome::kOk) {
-      fmt::format_to(it, R"(,"code":"{}")", core::ToString(outcomes[i]));
+    out += R"({"lease":)";
+    if (plain) {
+      out.append(1, '"').append(lease).append(1, '"');
+    } else {
+      out += json::serialize(json::value(lease));
     }
-    out.push_back('}');
+    if (outcomes[i] == core::LeaseOutcome::kOk) {
+      out += R"(,"ok":true})";
+    } else {
+      fmt::format_to(it, FMT_COMPILE(R"(,"ok":false,"code":"{}"}})"), core::ToString(outcomes[i]));
+    }
   }
-  out.push_back(']');
-}
-
-Response BufferReply(const fmt::memory_buffer& out) {
-  Response res;
-  res.body.assign(out.data(), out.size());
-  return res;
+  out += ']';
 }
 
 store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<std::string> leases,
@@ -135,11 +134,12 @@ store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<st
   return [leases = std::move(leases),
           respond = std::move(respond)](OpResult<std::vector<core::LeaseOutcome>> r) {
     if (!r.ok()) return respond(ErrorReply(r));
-    fmt::memory_buffer out;
-    fmt::format_to(std::back_inserter(out), R"({{"results":)");
-    AppendOutcomes(out, leases, *r);
-    out.push_back('}');
-    respond(BufferReply(out));
+    Response res;
+    res.body.reserve(32 + leases.size() * 48);
+    res.body = R"({"results":)";
+    AppendOutcomes(res.body, leases, *r);
+    res.body += '}';
+    respond(std::move(res));
   };
 }
 
@@ -184,21 +184,22 @@ void RegisterQueueRoutes(Router& router, Services& s) {
           if (!r.ok()) return respond(ErrorReply(r));
           if (r->empty()) return respond(ErrorReply(OpStatus::kInternal, "push answered nothing"));
           bool any_created = false;
-          fmt::memory_buffer out;
+          Response res;
+          std::string& out = res.body;
+          out.reserve(16 + r->size() * 24);
           auto it = std::back_inserter(out);
           if (batch) {
-            fmt::format_to(it, R"({{"ids":[)");
+            out += R"({"ids":[)";
             for (size_t i = 0; i < r->size(); ++i) {
-              fmt::format_to(it, R"({}"{}")", i ? "," : "", (*r)[i].id);
+              fmt::format_to(it, FMT_COMPILE(R"({}"{}")"), i ? "," : "", (*r)[i].id);
               any_created = any_created || (*r)[i].created;
             }
-            out.push_back(']');
+            out += ']';
           } else {
-            fmt::format_to(it, R"({{"id":"{}")", (*r)[0].id);
+            fmt::format_to(it, FMT_COMPILE(R"({{"id":"{}")"), (*r)[0].id);
             any_created = (*r)[0].created;
           }
-          out.push_back('}');
-          Response res = BufferReply(out);
+          out += '}';
           res.status = any_created ? 201 : 200;  // all dedupe hits: 200
           respond(std::move(res));
         });
@@ -231,32 +232,32 @@ void RegisterQueueRoutes(Router& router, Services& s) {
       if (!ack.ok()) return respond(ErrorReply(ack));
       request.ack = std::move(*ack);
     }
-    std::vector<std::string> acked_leases;
-    if (acking) acked_leases = request.ack;
     s.backend.Fetch(req.params[0], std::move(request),
-                    [acking, leases = std::move(acked_leases),
-                     respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
+                    [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
                       if (!r.ok()) return respond(ErrorReply(r));
                       // Written by hand: payloads are stored serialized and go out verbatim.
-                      fmt::memory_buffer out;
+                      Response res;
+                      std::string& out = res.body;
+                      out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
                       auto it = std::back_inserter(out);
-                      fmt::format_to(it, R"({{"jobs":[)");
+                      out += R"({"jobs":[)";
                       bool first = true;
                       for (const auto& d : r->jobs) {
-                        fmt::format_to(it,
-                                       R"({}{{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
-                                       R"("lease_expires_ms":{},"priority":{}}})",
-                                       first ? "" : ",", d.id, d.payload, d.attempt, d.lease,
-                                       d.lease_expires_ms, d.priority);
+                        if (!first) out += ',';
+                        fmt::format_to(
+                            it,
+                            FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
+                                        R"("lease_expires_ms":{},"priority":{}}})"),
+                            d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
                         first = false;
                       }
-                      out.push_back(']');
+                      out += ']';
                       if (acking) {
-                        fmt::format_to(it, R"(,"acked":)");
-                        AppendOutcomes(out, leases, r->acked);
+                        out += R"(,"acked":)";
+                        AppendOutcomes(out, r->acked_leases, r->acked);
                       }
-                      out.push_back('}');
-                      respond(BufferReply(out));
+                      out += '}';
+                      respond(std::move(res));
                     });
   });
 

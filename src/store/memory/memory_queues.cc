@@ -36,10 +36,10 @@ struct MemoryBackend::QueueSlot final : Slot {
   // Removes a waiter; its completion is to be called with `jobs` after the locks are released.
   void Reply(Waiters::iterator it, std::vector<core::Delivery> jobs, Deferred& after) {
     deadlines.erase(it->by_deadline);
-    after.push_back([done = std::move(it->done),
-                     answer = core::FetchAnswer{std::move(it->acked), std::move(jobs)}]() mutable {
-      done(std::move(answer));
-    });
+    after.push_back(
+        [done = std::move(it->done),
+         answer = core::FetchAnswer{std::move(it->acked), std::move(it->request.ack),
+                                    std::move(jobs)}]() mutable { done(std::move(answer)); });
     waiters.erase(it);
   }
 
@@ -127,10 +127,14 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
         for (const auto& lease : request.ack) {
           answer.acked.push_back(q ? q->queue.Ack(lease, now) : core::LeaseOutcome::kInvalidLease);
         }
-        if (q == nullptr) return Answer<core::FetchAnswer>(std::move(answer));
+        if (q == nullptr) {
+          answer.acked_leases = std::move(request.ack);
+          return Answer<core::FetchAnswer>(std::move(answer));
+        }
         // Ready jobs exist only when nobody is waiting (Serve runs after every change).
         answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
         if (!answer.jobs.empty() || request.wait_ms == 0) {
+          answer.acked_leases = std::move(request.ack);
           return Answer<core::FetchAnswer>(std::move(answer));
         }
         int64_t deadline = now + request.wait_ms;
