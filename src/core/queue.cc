@@ -126,7 +126,12 @@ void Queue::MakeReady(Index i, bool at_head) {
   Job& job = slab_[i];
   job.state = State::kReady;
   job.order = at_head ? head_order_-- : next_order_++;
-  ready_.insert(KeyOf(i));
+  job.ticket = next_ticket_++;
+  if (at_head) {
+    ready_.PushFront(i, job.priority, job.ticket);
+  } else {
+    ready_.PushBack(i, job.priority, job.ticket);
+  }
 }
 
 void Queue::MakeDelayed(Index i, int64_t until) {
@@ -298,9 +303,11 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
   if (paused_ || ready_.empty() || max == 0) return out;
   uint32_t w = WorkerFor(worker);
   while (out.size() < max && !ready_.empty()) {
-    Index i = std::get<2>(*ready_.begin());
-    ready_.erase(ready_.begin());
+    Index i = ready_.TakeFirst([this](Index j, uint64_t ticket) {
+      return slab_[j].state == State::kReady && slab_[j].ticket == ticket;
+    });
     Job& job = slab_[i];
+    job.ticket = 0;
     job.state = State::kInflight;
     job.attempt += 1;
     job.delivery = next_delivery_++;
@@ -467,7 +474,8 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
     case State::kInflight:
       return CancelOutcome::kInFlight;
     case State::kReady:
-      ready_.erase(KeyOf(i));
+      job.ticket = 0;  // its entry in ready_ is dropped when reached
+      ready_.Forget();
       break;
     case State::kDelayed:
       delayed_.Remove(i);

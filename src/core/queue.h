@@ -24,6 +24,8 @@
 //    at the same moment keep their relative order (delayed: push order; returned: their order
 //    before delivery).
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -40,6 +42,7 @@
 #include "core/hmac.h"
 #include "core/lease_mac.h"
 #include "core/queue_types.h"
+#include "core/ready_line.h"
 
 namespace anteroom::core {
 
@@ -97,6 +100,7 @@ class Queue {
     std::optional<std::string> dedupe_key;
     int64_t due = 0;        // delayed: ready at; inflight: lease expires at
     int64_t order = 0;      // FIFO position within its priority
+    uint64_t ticket = 0;    // its live entry in ready_ (0: none)
     uint64_t delivery = 0;  // the current (or last) delivery's number
     int64_t failed_at = 0;
     int32_t priority = 0;
@@ -138,8 +142,9 @@ class Queue {
 
   std::vector<Job> slab_;
   std::vector<Index> free_;
-  std::unordered_map<JobId, Index> by_id_;
-  std::set<ReadyKey> ready_;
+  boost::unordered_flat_map<JobId, Index> by_id_;  // open addressing: no node per job
+  ReadyLine ready_;
+  uint64_t next_ticket_ = 1;
   DeadlineHeap delayed_;                      // key: ready-at ms
   DeadlineHeap leases_;                       // key: lease expiry ms
   std::set<std::pair<int64_t, JobId>> dead_;  // (failed at, id)
@@ -151,7 +156,7 @@ class Queue {
   DeadlineHeap heartbeats_;  // key: alive-until ms, per worker
 
   // Deliveries acked recently, so a repeated ack answers ok rather than lease_lost.
-  std::unordered_map<JobId, uint64_t> acked_;
+  boost::unordered_flat_map<JobId, uint64_t> acked_;
   std::deque<std::pair<int64_t, JobId>> acked_order_;
 
   JobId next_id_ = 1;
