@@ -10,6 +10,8 @@
 #       unbatched-p1   1 job per request, one request in flight per connection (4 + 16)
 #       batched        100 jobs per request (2 producers, 4 workers, pipelining 2)
 #       bullmq-shape   BullMQ's e2e workload: pushes of 100, workers take 1 job at a time
+#       beanstalkd-shape  bench-beanstalkd.js's: 1 producer pipelining 64 single-job pushes,
+#                      4 workers with one request in flight each (fetch carrying the last ack)
 #       latency        push to fetch on an idle queue: 2000 jobs/s paced, 4 long-polling workers
 #     each --reps times (default 3; the median is reported), plus server CPU per job,
 #  3. with --peers: on the same machine, in the same run, BullMQ end to end (bench-bullmq-e2e.js
@@ -74,13 +76,14 @@ declare -A WORKLOADS=(
   [unbatched-p1]="--jobs 100000 --producers 4 --workers 16 --batch 1 --pipeline 1"
   [batched]="--jobs 2000000 --producers 2 --workers 4 --batch 100 --pipeline 2"
   [bullmq-shape]="--jobs 200000 --producers 1 --workers 4 --push-batch 100 --batch 1 --pipeline 8"
+  [beanstalkd-shape]="--jobs 200000 --producers 1 --pipeline 64 --workers 4 --worker-pipeline 1 --batch 1"
   [latency]="--jobs 10000 --producers 1 --workers 4 --batch 1 --rate 2000"
 )
 echo "== anteroom serve --threads 2; anteroom bench queue, ${REPS} runs each"
 start_server "$OUT/serve.log"
 echo "server: $SERVER_URL"
 HZ="$(getconf CLK_TCK)"
-for name in unbatched unbatched-p1 batched bullmq-shape latency; do
+for name in unbatched unbatched-p1 batched bullmq-shape beanstalkd-shape latency; do
   for rep in $(seq "$REPS"); do
     t0="$(server_cpu_ticks)"
     # shellcheck disable=SC2086
@@ -132,13 +135,13 @@ def med(name, key):
     return statistics.median(xs) if xs else None
 print("\n== summary (targets of issue 3)")
 for name, target in (("unbatched", 50e3), ("unbatched-p1", 50e3), ("batched", 500e3),
-                     ("bullmq-shape", None)):
+                     ("bullmq-shape", None), ("beanstalkd-shape", None)):
     rate = med(name, "jobs_per_s")
     if rate is None:
         continue
     ok = all(r.get("all_acked") and r.get("errors") == 0 for r in runs[name])
     verdict = "" if target is None else f" (target >= {target/1e3:.0f}k: {'met' if rate >= target else 'MISSED'})"
-    print(f"{name:13s} {rate:9.0f} jobs/s{verdict}, push->fetch p99 {med(name, 'push_to_fetch_p99_ms'):.2f} ms, "
+    print(f"{name:16s} {rate:9.0f} jobs/s{verdict}, push->fetch p99 {med(name, 'push_to_fetch_p99_ms'):.2f} ms, "
           f"server CPU {med(name, 'server_cpu_us_per_job'):.1f} us/job, all acked: {'yes' if ok else 'NO'}")
 p50, p99 = med("latency", "push_to_fetch_p50_ms"), med("latency", "push_to_fetch_p99_ms")
 if p99 is not None:
@@ -155,7 +158,8 @@ for path in glob.glob(os.path.join(out, "beanstalkd-*.json")):
     for mode, r in res.items():
         comb, cons = r["combined"]["median"], r["consume"]["median"]
         print(f"beanstalkd[{mode}] put-then-drain {comb:.0f} jobs/s (reserve+delete x4 {cons:.0f}/s); "
-              f"anteroom unbatched x{med('unbatched', 'jobs_per_s') / comb:.2f}, "
+              f"anteroom beanstalkd-shape x{med('beanstalkd-shape', 'jobs_per_s') / comb:.2f}, "
+              f"unbatched x{med('unbatched', 'jobs_per_s') / comb:.2f}, "
               f"unbatched-p1 x{med('unbatched-p1', 'jobs_per_s') / comb:.2f}")
 PY
 echo "== done; raw results in $OUT"

@@ -38,6 +38,7 @@ struct BenchQueueFlags {
   int batch = 1;       // jobs per fetch and ack
   int push_batch = 0;  // jobs per push; 0: as --batch
   int pipeline = 1;
+  int worker_pipeline = 0;  // fetches a worker keeps in flight; 0: as --pipeline
   int threads = 1;
   bool separate_acks = false;
   double rate = 0;  // jobs per second over all producers; 0: as fast as possible
@@ -195,6 +196,10 @@ class Worker : public PipelinedConn {
       body_ = fmt::format(R"({{"leases":[{}]}})", leases_);
       Send("POST", run_.ack_path, body_, kAck);
       body_ = prefix_ + R"(,"wait_ms":0})";
+    } else if (fetches_ == 0 && run_.claimed.load() < run_.flags.jobs) {
+      // Nothing else in flight and more jobs to come: the ack rides on a long poll, one request
+      // per job at low load. (Once every job is pushed, waiting would only delay the last ack.)
+      body_ = fmt::format(R"({},"wait_ms":200,"ack":[{}]}})", prefix_, leases_);
     } else {
       body_ = fmt::format(R"({},"wait_ms":0,"ack":[{}]}})", prefix_, leases_);
     }
@@ -202,7 +207,7 @@ class Worker : public PipelinedConn {
     // The queue has work: one more fetch in flight, up to --pipeline. Empty answers shrink the
     // pipeline again, so a worker faster than its producers does not flood the server.
     body_ = prefix_ + R"(,"wait_ms":0})";
-    if (fetches_ < run_.flags.pipeline) SendFetch();
+    if (fetches_ < run_.flags.worker_pipeline) SendFetch();
   }
 
   void OnFailure(const std::string& what) override { run_.Error("worker: " + what); }
@@ -246,6 +251,7 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
   std::string port = url->has_port() ? std::string(url->port()) : "80";
   if (f.queue.empty()) f.queue = fmt::format("bench-{}", NowUs());
   if (f.push_batch == 0) f.push_batch = f.batch;
+  if (f.worker_pipeline == 0) f.worker_pipeline = f.pipeline;
 
   Run run;
   run.flags = f;
@@ -305,12 +311,12 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
       "\"push_to_fetch_p99_ms\":{:.3f},\"push_to_fetch_max_ms\":{:.3f},\"errors\":{},"
       "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"push_batch\":{},"
-      "\"pipeline\":{},"
+      "\"pipeline\":{},\"worker_pipeline\":{},"
       "\"separate_acks\":{},\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
       f.jobs, static_cast<double>(run.acked.load()) / secs, PercentileMs(latencies_us, 0.5),
       PercentileMs(latencies_us, 0.99), PercentileMs(latencies_us, 1.0), run.errors.load(),
       all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.push_batch, f.pipeline,
-      f.separate_acks, f.rate, secs);
+      f.worker_pipeline, f.separate_acks, f.rate, secs);
   return all_acked && run.errors.load() == 0 ? 0 : 1;
 }
 
@@ -342,6 +348,11 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
       ->add_option("--pipeline", f->pipeline,
                    "Requests each connection keeps in flight (HTTP pipelining)")
       ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  queue
+      ->add_option("--worker-pipeline", f->worker_pipeline,
+                   "Fetches each worker keeps in flight while the queue has work (default: "
+                   "--pipeline)")
       ->check(CLI::Range(1, 1000));
   queue->add_option("--threads", f->threads, "Client threads")
       ->capture_default_str()

@@ -49,8 +49,9 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
   auto p = std::make_shared<PushFlags>();
   CLI::App* push = app.add_subcommand("push", "Push a job (JSON payload), or many from a file");
   push->add_option("queue", p->queue, "Queue name")->required();
-  push->add_option("payload", p->payload, "The job's payload as JSON");
-  push->add_option("--file", p->file, "Newline-delimited JSON payloads, one job each ('-': stdin)");
+  CLI::Option* payload = push->add_option("payload", p->payload, "The job's payload as JSON");
+  push->add_option("--file", p->file, "Newline-delimited JSON payloads, one job each ('-': stdin)")
+      ->excludes(payload);
   push->add_option("--delay-ms", p->delay_ms, "Ready after this many ms");
   push->add_option("--priority", p->priority, "Higher first (default 0)");
   push->add_option("--max-attempts", p->max_attempts, "Deliveries before dead-lettering");

@@ -72,7 +72,12 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  sigset_t defaults;  // the worker ignores SIGPIPE; the command gets the usual behaviour back
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -240,6 +245,9 @@ int RunWork(WorkFlags f, const ClientFlags& cf) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A command that exits without reading all of a large payload must cost a failed write
+  // (EPIPE), not the worker's life.
+  signal(SIGPIPE, SIG_IGN);
   spdlog::info("worker {} on queue {}: {} loop(s) running '{}'", f.worker, f.queue, f.concurrency,
                fmt::join(f.command, " "));
 

@@ -25,6 +25,7 @@
 //    before delivery).
 
 #include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -112,8 +113,8 @@ class Queue {
   };
   struct Worker {
     std::string name;
-    int64_t alive_until = 0;  // 0: no heartbeat
-    std::unordered_set<Index> jobs;
+    int64_t alive_until = 0;                // 0: no heartbeat
+    boost::unordered_flat_set<Index> jobs;  // in flight
   };
   // (-priority, order, job); -priority in 64 bits, as -INT32_MIN does not fit in 32.
   using ReadyKey = std::tuple<int64_t, int64_t, Index>;
