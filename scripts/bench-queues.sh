@@ -2,9 +2,12 @@
 # Queue benchmarks of issue 3 (results and how to read them: docs/benchmarks.md).
 #
 #   scripts/bench-queues.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
+#                           [--server-threads N]
 #
 #  1. builds anteroom (the release preset, or DIR),
-#  2. starts `anteroom serve --listen 127.0.0.1:0 --threads 2` and runs `anteroom bench queue`
+#  2. starts `anteroom serve --listen 127.0.0.1:0 --threads N` (default 1: the load generator
+#     needs the other core; with 2, both I/O threads contend for the one queue's lock) and runs
+#     `anteroom bench queue`
 #     (push + fetch + ack end to end over HTTP, client and server on the same cores):
 #       unbatched      1 job per request, HTTP pipelining 8 (4 producers, 4 workers)
 #       unbatched-p1   1 job per request, one request in flight per connection (4 + 16)
@@ -29,6 +32,7 @@ BUILD=1
 BUILD_DIR="build/release"
 OUT=""
 REPS=3
+SERVER_THREADS=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --peers) PEERS=1 ;;
@@ -36,7 +40,8 @@ while [[ $# -gt 0 ]]; do
     --build-dir) BUILD_DIR="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     --reps) REPS="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --server-threads) SERVER_THREADS="$2"; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench-queues.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -79,8 +84,9 @@ declare -A WORKLOADS=(
   [beanstalkd-shape]="--jobs 200000 --producers 1 --pipeline 64 --workers 4 --worker-pipeline 1 --batch 1"
   [latency]="--jobs 10000 --producers 1 --workers 4 --batch 1 --rate 2000"
 )
-echo "== anteroom serve --threads 2; anteroom bench queue, ${REPS} runs each"
-start_server "$OUT/serve.log"
+echo "== anteroom serve --threads $SERVER_THREADS; anteroom bench queue, ${REPS} runs each"
+echo "server threads: $SERVER_THREADS" >>"$OUT/machine.txt"
+start_server "$OUT/serve.log" "$SERVER_THREADS"
 echo "server: $SERVER_URL"
 HZ="$(getconf CLK_TCK)"
 for name in unbatched unbatched-p1 batched bullmq-shape beanstalkd-shape latency; do

@@ -28,10 +28,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-start_server() {  # start_server LOG: sets SERVER_URL, records the PID
-  local log="$1"
+start_server() {  # start_server LOG [THREADS]: sets SERVER_URL, records the PID
+  local log="$1" threads="${2:-2}"
   ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
-    "$BIN" serve --listen 127.0.0.1:0 --threads 2 --log-level warn >"$log" 2>&1 &
+    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" --log-level warn >"$log" 2>&1 &
   PIDS+=("$!")
   SERVER_URL=""
   for _ in $(seq 100); do
