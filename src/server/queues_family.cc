@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <iterator>
 
@@ -111,8 +110,9 @@ void AppendOutcomes(std::string& out, const std::vector<std::string>& leases,
   for (size_t i = 0; i < leases.size() && i < outcomes.size(); ++i) {
     if (i) out += ',';
     const std::string& lease = leases[i];
-    bool plain = std::all_of(lease.begin(), lease.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+    bool plain = std::all_of(lease.begin(), lease.end(), [](char c) {  // ASCII, no locale
+      return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+             c == '.' || c == '-' || c == '_';
     });
     out += R"({"lease":)";
     if (plain) {
