@@ -7,18 +7,14 @@
 //    extends the lease while the command runs, runs --concurrency jobs at once, and on a signal
 //    stops fetching and finishes (first signal) or hands back (second signal) its jobs.
 //
-// Worker processes are forked and exec'd here, stopped by their PID and reaped. This process is
-// the subreaper of what it starts while a test runs, so a command left behind by a worker ends
-// up as its child and is killed (by PID) and reaped in TearDown. Every wait is bounded. The
-// commands talk to the test through files in a per-test temporary directory, named by
-// environment variables (LOG, DONE, HOLD, PIDF).
-#include <fcntl.h>
+// Worker processes (support/worker_process.h) are forked and exec'd, stopped by their PID and
+// reaped. This process is the subreaper of what it starts while a test runs, so a command left
+// behind by a worker ends up as its child and is killed (by PID) and reaped in TearDown. Every
+// wait is bounded. The commands talk to the test through files in a per-test temporary
+// directory, named by environment variables (LOG, DONE, HOLD, PIDF).
 #include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -46,8 +42,8 @@
 #include "support/api_checks.h"
 #include "support/server_fixture.h"
 #include "support/server_process.h"
-
-extern char** environ;
+#include "support/temp_dir.h"
+#include "support/worker_process.h"
 
 namespace anteroom::testing {
 namespace {
@@ -69,13 +65,6 @@ constexpr milliseconds kSoon = seconds(10);
 // the worker's leases, which some tests would see).
 constexpr char kHeartbeatMs[] = "3000";
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // The non-empty lines of a file (none if it does not exist).
 std::vector<std::string> Lines(const fs::path& path) {
   std::vector<std::string> out;
@@ -85,10 +74,6 @@ std::vector<std::string> Lines(const fs::path& path) {
     if (!line.empty()) out.push_back(line);
   }
   return out;
-}
-
-std::string Tail(const std::string& text, size_t bytes = 3000) {
-  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
 }
 
 json::value ParseOrNull(std::string_view text) {
@@ -104,135 +89,6 @@ std::string Describe(const CliResult& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
          "\nstdout: " + Tail(r.out) + "\nstderr: " + Tail(r.err);
 }
-
-// A fresh directory under the temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "anteroom-qcli-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// The PIDs whose parent is this process, from /proc (zombies included).
-std::vector<pid_t> ChildPids() {
-  std::vector<pid_t> out;
-  pid_t self = getpid();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = ReadFile(entry.path() / "stat");
-    size_t close_paren = stat.rfind(')');  // the command name may hold anything
-    if (close_paren == std::string::npos) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(stat.c_str() + close_paren + 1, " %c %d", &state, &ppid) != 2) continue;
-    if (ppid == self) out.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  return out;
-}
-
-// One `anteroom work` process; stdout and stderr go to `output`; ANTEROOM_* is cleared from the
-// inherited environment and `extra_env` added (the command inherits both). Stopped by its PID.
-class WorkerProcess {
- public:
-  WorkerProcess(std::vector<std::string> args, const EnvVars& extra_env, fs::path output)
-      : output_(std::move(output)) {
-    args.insert(args.begin(), BinaryPath());
-    std::vector<std::string> env;
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      if (std::strncmp(*e, "ANTEROOM_", 9) == 0) continue;
-      env.emplace_back(*e);
-    }
-    for (const auto& [name, value] : extra_env) env.push_back(name + "=" + value);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    int out_fd = open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0) {
-      error_ = "open " + output_.string() + ": " + std::strerror(errno);
-      return;
-    }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      // Async-signal-safe calls only. Never outlive the test process.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      int null_fd = open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-      dup2(out_fd, STDOUT_FILENO);
-      dup2(out_fd, STDERR_FILENO);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    if (pid < 0) error_ = std::string("fork: ") + std::strerror(errno);
-    close(out_fd);
-    pid_ = pid;
-  }
-  ~WorkerProcess() { Kill(); }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  const std::string& error() const { return error_; }
-  pid_t pid() const { return pid_; }
-  // What the worker wrote (its logs), for failure messages.
-  std::string Output() const { return "\nworker output:\n" + Tail(ReadFile(output_)); }
-
-  // True while it has not exited (reaps it if it has).
-  bool Alive() {
-    if (pid_ <= 0 || reaped_) return false;
-    pid_t r = waitpid(pid_, &status_, WNOHANG);
-    if (r == pid_) reaped_ = true;
-    return r == 0;
-  }
-
-  void Signal(int sig) {
-    if (Alive()) kill(pid_, sig);
-  }
-
-  // Waits up to `timeout` for it to exit; its wait status, or nullopt if it is still running.
-  std::optional<int> WaitExit(milliseconds timeout) {
-    auto deadline = SteadyClock::now() + timeout;
-    while (Alive()) {
-      if (SteadyClock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return status_;
-  }
-
-  // SIGKILL and reap (if it is still running).
-  void Kill() {
-    if (!Alive()) return;
-    kill(pid_, SIGKILL);
-    while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
-    }
-    reaped_ = true;
-  }
-
- private:
-  fs::path output_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = -1;
-  std::string error_;
-};
 
 std::string DescribeStatus(const std::optional<int>& status) {
   if (!status) return "still running";
@@ -251,23 +107,21 @@ class QueueCliTest : public ServerTest {
     ServerTest::SetUp();
     if (HasFatalFailure()) return;
     ASSERT_FALSE(dir_.path().empty()) << "mkdtemp: " << std::strerror(errno);
-    subreaper_ = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
-    ASSERT_TRUE(subreaper_) << "prctl(PR_SET_CHILD_SUBREAPER): " << std::strerror(errno);
+    reaper_ = std::make_unique<OrphanReaper>();
+    ASSERT_TRUE(reaper_->enabled()) << "prctl(PR_SET_CHILD_SUBREAPER): " << std::strerror(errno);
+    reaper_->Keep(server().pid());
   }
 
   void TearDown() override {
     for (auto& w : workers_) w->Kill();
     workers_.clear();
-    // Anything else still our child is a command a worker left behind: kill it by its PID.
-    pid_t server_pid = server_ ? server_->pid() : -1;
-    for (pid_t pid : ChildPids()) {
-      if (pid == server_pid) continue;
-      if (waitpid(pid, nullptr, WNOHANG) == pid) continue;  // had exited
-      ADD_FAILURE() << "a process the test started is still running: PID " << pid;
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
+    if (reaper_) {
+      // Anything else still our child is a command a worker left behind: killed by its PID.
+      for (pid_t pid : reaper_->KillRunning()) {
+        ADD_FAILURE() << "a process the test started is still running: PID " << pid;
+      }
+      reaper_.reset();
     }
-    if (subreaper_) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     ServerTest::TearDown();
   }
 
@@ -338,8 +192,8 @@ class QueueCliTest : public ServerTest {
     return StrField(r.json, "id").value_or("");
   }
 
-  TempDir dir_;
-  bool subreaper_ = false;
+  TempDir dir_{"anteroom-qcli"};
+  std::unique_ptr<OrphanReaper> reaper_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
 };
 
@@ -424,7 +278,8 @@ TEST_F(QueueCliTest, PushOptionsPriorityDelayMaxAttemptsDedupe) {
 
 TEST_F(QueueCliTest, PushErrorsExitNonZeroAndPushNothing) {
   // A payload and --file together: which one was meant is unclear, so neither is pushed.
-  std::string file = (std::filesystem::temp_directory_path() / "anteroom-qcli-both.ndjson").string();
+  std::string file =
+      (std::filesystem::temp_directory_path() / "anteroom-qcli-both.ndjson").string();
   { std::ofstream(file) << "{\"n\":1}\n"; }
   CliResult both = Cli({"push", "q", R"({"a":1})", "--file", file});
   std::filesystem::remove(file);

@@ -18,14 +18,9 @@
 //  - crash-w1: lease 3 s, heartbeat ttl 120 s: the jobs must come back when the lease runs out.
 // (Not shorter: a live worker that misses its ttl on a loaded machine loses its leases, which
 // the test survives, but then it could no longer check what the victim held when killed.)
-#include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -40,21 +35,20 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "anteroom/client.hpp"
 #include "support/api_checks.h"
 #include "support/server_fixture.h"
 #include "support/server_process.h"
-
-extern char** environ;
+#include "support/temp_dir.h"
+#include "support/worker_process.h"
 
 namespace anteroom::testing {
 namespace {
@@ -99,20 +93,9 @@ int64_t MsSince(SteadyClock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start).count();
 }
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 size_t CountLines(const fs::path& path) {
   std::string text = ReadFile(path);
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-std::string Tail(const std::string& text, size_t bytes = 3000) {
-  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
 }
 
 // The n of a log line {"n":N}; nullopt for anything else.
@@ -122,188 +105,6 @@ std::optional<int64_t> JobNumber(const std::string& line) {
   if (ec || !v.is_object() || v.as_object().size() != 1) return std::nullopt;
   return IntField(v, "n");
 }
-
-// A fresh directory under the temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "anteroom-crash-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// The PIDs whose parent is this process, from /proc (zombies included).
-std::vector<pid_t> ChildPids() {
-  std::vector<pid_t> out;
-  pid_t self = getpid();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = ReadFile(entry.path() / "stat");
-    size_t close_paren = stat.rfind(')');  // the command name may hold anything
-    if (close_paren == std::string::npos) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(stat.c_str() + close_paren + 1, " %c %d", &state, &ppid) != 2) continue;
-    if (ppid == self) out.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  return out;
-}
-
-// Makes this process the subreaper of everything it starts, so the commands a SIGKILLed worker
-// leaves behind become its children: they can be counted, reaped and, if they linger, killed
-// by PID. Restores the old setting when done.
-class OrphanReaper {
- public:
-  OrphanReaper() { enabled_ = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
-  ~OrphanReaper() {
-    std::vector<pid_t> left;
-    Reap(milliseconds(0), &left);
-    for (pid_t pid : left) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    if (enabled_) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-  }
-  OrphanReaper(const OrphanReaper&) = delete;
-  OrphanReaper& operator=(const OrphanReaper&) = delete;
-
-  bool enabled() const { return enabled_; }
-  void Keep(pid_t pid) { keep_.insert(pid); }
-  void Forget(pid_t pid) { keep_.erase(pid); }
-
-  // Reaps children that are not kept, waiting up to `timeout` for them to exit. Answers how
-  // many were reaped; those still running at the deadline are put in `left`.
-  size_t Reap(milliseconds timeout, std::vector<pid_t>* left) {
-    size_t reaped = 0;
-    auto deadline = SteadyClock::now() + timeout;
-    while (true) {
-      std::vector<pid_t> running;
-      for (pid_t pid : ChildPids()) {
-        if (keep_.count(pid) != 0) continue;
-        int status = 0;
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-          ++reaped;
-        } else if (r == 0) {
-          running.push_back(pid);
-        }
-      }
-      if (running.empty() || SteadyClock::now() >= deadline) {
-        if (left != nullptr) *left = running;
-        return reaped;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-  }
-
- private:
-  bool enabled_ = false;
-  std::set<pid_t> keep_;
-};
-
-// One `anteroom work` process: stdout and stderr go to `output`; ANTEROOM_* is cleared from the
-// inherited environment and `extra_env` added (the command inherits both). Stopped by its PID.
-class WorkerProcess {
- public:
-  WorkerProcess(std::vector<std::string> args, const EnvVars& extra_env, const fs::path& output) {
-    args.insert(args.begin(), BinaryPath());
-    std::vector<std::string> env;
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      if (std::strncmp(*e, "ANTEROOM_", 9) == 0) continue;
-      env.emplace_back(*e);
-    }
-    for (const auto& [name, value] : extra_env) env.push_back(name + "=" + value);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    int out_fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0) {
-      error_ = "open " + output.string() + ": " + std::strerror(errno);
-      return;
-    }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      // Async-signal-safe calls only. Never outlive the test process (the signal comes when the
-      // forking thread exits: this is the test's main thread).
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      int null_fd = open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-      dup2(out_fd, STDOUT_FILENO);
-      dup2(out_fd, STDERR_FILENO);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    if (pid < 0) error_ = std::string("fork: ") + std::strerror(errno);
-    close(out_fd);
-    pid_ = pid;
-  }
-  ~WorkerProcess() {
-    if (!reaped_ && pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  const std::string& error() const { return error_; }
-  pid_t pid() const { return pid_; }
-
-  // True while it has not exited (reaps it if it has).
-  bool Alive() {
-    if (pid_ <= 0 || reaped_) return false;
-    pid_t r = waitpid(pid_, &status_, WNOHANG);
-    if (r == pid_) reaped_ = true;
-    return r == 0;
-  }
-
-  // SIGKILL and reap; answers the wait status.
-  int Kill() {
-    if (!Alive()) return status_;
-    kill(pid_, SIGKILL);
-    while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
-    }
-    reaped_ = true;
-    return status_;
-  }
-
-  // SIGTERM, up to `grace` to exit, then SIGKILL; answers the wait status.
-  int Stop(milliseconds grace) {
-    if (!Alive()) return status_;
-    kill(pid_, SIGTERM);
-    auto deadline = SteadyClock::now() + grace;
-    while (SteadyClock::now() < deadline) {
-      if (!Alive()) return status_;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return Kill();
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = -1;
-  std::string error_;
-};
 
 struct WorkerSpec {
   std::string name;
@@ -354,7 +155,7 @@ TEST_F(WorkerCrashTest, TwoWorkersKilledMidJobLoseNothingAndEveryJobIsAckedOnce)
   OrphanReaper reaper;
   ASSERT_TRUE(reaper.enabled()) << "prctl(PR_SET_CHILD_SUBREAPER): " << std::strerror(errno);
   reaper.Keep(server().pid());
-  TempDir dir;
+  TempDir dir("anteroom-crash");
   ASSERT_FALSE(dir.path().empty()) << "mkdtemp: " << std::strerror(errno);
 
   // 10k jobs, {"n": i}; the ids answered (in order) map a job back to its n.

@@ -50,35 +50,6 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// fork + execve of the binary with stdout (and stderr, unless err_fd < 0) redirected. Between
-// fork and exec the child only makes async-signal-safe calls. Returns the PID or -1.
-pid_t Spawn(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
-            std::string* error) {
-  args.insert(args.begin(), BinaryPath());
-  std::vector<std::string> env = ChildEnvironment(extra_env);
-  std::vector<char*> argv = CStrings(args);
-  std::vector<char*> envp = CStrings(env);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid == 0) {
-    // Never outlive the test process, even if it crashes before stopping us. (The signal
-    // comes when the forking thread exits: spawn from a thread that outlives the child.)
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    dup2(out_fd, STDOUT_FILENO);
-    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 int ExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -109,6 +80,34 @@ int KillAndReap(pid_t pid, std::chrono::milliseconds grace, bool term_first) {
 
 const char* BinaryPath() { return ANTEROOM_BINARY; }
 
+// Between fork and exec the child only makes async-signal-safe calls.
+pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
+                  std::string* error) {
+  args.insert(args.begin(), BinaryPath());
+  std::vector<std::string> env = ChildEnvironment(extra_env);
+  std::vector<char*> argv = CStrings(args);
+  std::vector<char*> envp = CStrings(env);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    // Never outlive the test process, even if it crashes before stopping us. (The signal
+    // comes when the forking thread exits: spawn from a thread that outlives the child.)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 // ---- ServerProcess -----------------------------------------------------------------------
 
 ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_env,
@@ -127,7 +126,7 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
   }
   std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = Spawn(std::move(args), extra_env, out[1], err[1], &error_);
+  pid_ = SpawnBinary(std::move(args), extra_env, out[1], err[1], &error_);
   close(out[1]);
   close(err[1]);
   if (pid_ < 0) {
@@ -263,7 +262,7 @@ CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
     return result;
   }
   std::string error;
-  pid_t pid = Spawn(args, extra_env, out[1], err[1], &error);
+  pid_t pid = SpawnBinary(args, extra_env, out[1], err[1], &error);
   close(out[1]);
   close(err[1]);
   if (pid < 0) {

@@ -23,6 +23,15 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 // The built binary (ANTEROOM_BINARY, set by tests/CMakeLists.txt).
 const char* BinaryPath();
 
+// fork + execve of `anteroom ARGS...` with ANTEROOM_* cleared from the inherited environment
+// (so a developer's shell cannot change what a test sees) and EXTRA_ENV added; stdin is
+// /dev/null, stdout goes to out_fd and stderr to err_fd (inherited when err_fd < 0). The child
+// gets SIGKILL when the forking thread exits, so it never outlives the test: spawn from a thread
+// that outlives the child. Answers the PID, or -1 with *error set. Shared by ServerProcess,
+// RunCli and WorkerProcess, so every child is started the same way.
+pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
+                  std::string* error);
+
 // `anteroom serve --listen 127.0.0.1:0 EXTRA_ARGS...` with ANTEROOM_* variables cleared from the
 // inherited environment and EXTRA_ENV added. The constructor waits (bounded) for the line
 // "anteroom listening on http://127.0.0.1:PORT"; check started() (and error()) before use.
