@@ -53,27 +53,11 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then
-  echo "== build ($BUILD_DIR)"
-  if [[ "$BUILD_DIR" == "build/release" ]]; then
-    cmake --preset release >/dev/null
-    cmake --build --preset release --target anteroom
-  else
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DANTEROOM_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD_DIR" --target anteroom
-  fi
-fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
 [[ -x "$BIN" ]] || { echo "bench-queues.sh: build $BUILD_DIR first" >&2; exit 1; }
 
-{
-  echo "date: $(date -Is)"
-  dirty="$(git diff --quiet 2>/dev/null || echo ' +uncommitted changes')"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)${dirty}"
-  echo "cpus: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} | tee "$OUT/machine.txt"
+record_machine
 
 # ---- anteroom ------------------------------------------------------------------------------------
 declare -A WORKLOADS=(

@@ -44,28 +44,12 @@ echo "== results in $OUT"
 source "$ROOT/scripts/lib/bench-common.sh"
 
 # ---- 1. build ----------------------------------------------------------------------------------
-if [[ $BUILD -eq 1 ]]; then
-  echo "== build ($BUILD_DIR)"
-  if [[ "$BUILD_DIR" == "build/release" ]]; then
-    cmake --preset release >/dev/null
-    cmake --build --preset release --target anteroom engine_bench
-  else
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DANTEROOM_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD_DIR" --target anteroom engine_bench
-  fi
-fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom engine_bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
 ENGINE_BENCH="$ROOT/$BUILD_DIR/bench/engine_bench"
 [[ -x "$BIN" && -x "$ENGINE_BENCH" ]] || { echo "bench.sh: build $BUILD_DIR first" >&2; exit 1; }
 
-{
-  echo "date: $(date -Is)"
-  dirty="$(git diff --quiet 2>/dev/null || echo ' +uncommitted changes')"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)${dirty}"
-  echo "cpus: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} | tee "$OUT/machine.txt"
+record_machine
 
 # ---- 2. engine -----------------------------------------------------------------------------------
 echo "== engine_bench"

@@ -76,3 +76,27 @@ start_redis() {  # start_redis LOG: Debian's redis-server on a free loopback por
   cat "$1" >&2
   exit 1
 }
+
+# ---- build and the run's record --------------------------------------------------------------
+build_targets() {  # build_targets DIR TARGET...: the release preset for build/release, else DIR
+  local dir="$1"; shift
+  echo "== build ($dir)"
+  if [[ "$dir" == "build/release" ]]; then
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target "$@"
+  else
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DANTEROOM_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$dir" --target "$@"
+  fi
+}
+
+record_machine() {  # the date, commit, CPUs and load, to stdout and $OUT/machine.txt
+  {
+    echo "date: $(date -Is)"
+    dirty="$(git diff --quiet 2>/dev/null || echo ' +uncommitted changes')"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)${dirty}"
+    echo "cpus: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+    echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  } | tee "$OUT/machine.txt"
+}
