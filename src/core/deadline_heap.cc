@@ -25,9 +25,9 @@ void DeadlineHeap::Remove(Member m) {
   Entry last = heap_.back();
   heap_.pop_back();
   if (i == heap_.size()) return;
-  uint64_t old = heap_[i].key;
+  Entry old = heap_[i];
   Place(i, last);
-  if (last.key < old)
+  if (Before(last, old))
     SiftUp(i);
   else
     SiftDown(i);
@@ -37,7 +37,7 @@ void DeadlineHeap::SiftUp(size_t i) {
   Entry e = heap_[i];
   while (i > 0) {
     size_t parent = (i - 1) / 2;
-    if (heap_[parent].key <= e.key) break;
+    if (!Before(e, heap_[parent])) break;
     Place(i, heap_[parent]);
     i = parent;
   }
@@ -50,8 +50,8 @@ void DeadlineHeap::SiftDown(size_t i) {
   while (true) {
     size_t child = 2 * i + 1;
     if (child >= n) break;
-    if (child + 1 < n && heap_[child + 1].key < heap_[child].key) ++child;
-    if (e.key <= heap_[child].key) break;
+    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    if (!Before(heap_[child], e)) break;
     Place(i, heap_[child]);
     i = child;
   }

@@ -1,6 +1,10 @@
 #pragma once
 // A binary min-heap of one deadline key per member, indexed so that a member's key can be
 // raised, lowered or removed in O(log n). Members are small dense integers (slab indices).
+//
+// Entries are ordered by (key, member), a total order: the top is the same whatever the order
+// of the calls that built the heap, so a room or queue restored from a snapshot expires its
+// sessions and jobs in exactly the order the original would have (log replay depends on it).
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +25,8 @@ class DeadlineHeap {
   const Entry& Top() const { return heap_.front(); }
   bool Contains(Member m) const { return m < pos_.size() && pos_[m] != kAbsent; }
   uint64_t KeyOf(Member m) const { return heap_[pos_[m]].key; }
+  // Every entry, in heap order (for snapshots).
+  const std::vector<Entry>& entries() const { return heap_; }
 
   // Inserts, or moves an existing member to `key`.
   void Set(Member m, uint64_t key);
@@ -31,6 +37,9 @@ class DeadlineHeap {
 
  private:
   static constexpr uint32_t kAbsent = UINT32_MAX;
+  static bool Before(const Entry& a, const Entry& b) {
+    return a.key < b.key || (a.key == b.key && a.member < b.member);
+  }
   void SiftUp(size_t i);
   void SiftDown(size_t i);
   void Place(size_t i, const Entry& e) {

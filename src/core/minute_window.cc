@@ -36,4 +36,19 @@ int64_t MinuteWindow::NextBelow(int64_t now_ms, int64_t limit) const {
   return (sec + 1) * 1000;  // unreachable for limit >= 1
 }
 
+void MinuteWindow::Save(ByteWriter& out) const {
+  for (const Bucket& b : buckets_) {
+    out.Put(b.second);
+    out.Put(b.count);
+  }
+}
+
+void MinuteWindow::Load(ByteReader& in) {
+  for (Bucket& b : buckets_) {
+    b.second = in.Get<int64_t>();
+    b.count = in.Get<int64_t>();
+  }
+  cached_second_ = INT64_MIN;
+}
+
 }  // namespace anteroom::core

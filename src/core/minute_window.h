@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/bytes.h"
+
 namespace anteroom::core {
 
 class MinuteWindow {
@@ -19,6 +21,10 @@ class MinuteWindow {
   int64_t Count(int64_t now_ms) const;
   // The earliest time >= now_ms at which Count() < limit (limit >= 1).
   int64_t NextBelow(int64_t now_ms, int64_t limit) const;
+
+  // Snapshots: the buckets as they are.
+  void Save(ByteWriter& out) const;
+  void Load(ByteReader& in);
 
  private:
   struct Bucket {

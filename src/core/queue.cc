@@ -61,17 +61,13 @@ std::string Queue::LeaseFor(JobId id, uint64_t delivery) const {
   return lease;
 }
 
-std::optional<Queue::Index> Queue::Current(std::string_view lease, LeaseOutcome& outcome,
-                                           bool& acked_before) {
-  outcome = LeaseOutcome::kInvalidLease;
-  acked_before = false;
+std::optional<LeaseRef> Queue::ParseLease(std::string_view lease) const {
   size_t dot1 = lease.find('.');
   size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
   if (dot2 == std::string_view::npos) return std::nullopt;
-  uint64_t id = 0;
-  uint64_t delivery = 0;
-  if (!ParseU64(lease.substr(0, dot1), id) ||
-      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
+  LeaseRef ref;
+  if (!ParseU64(lease.substr(0, dot1), ref.id) ||
+      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), ref.delivery)) {
     return std::nullopt;
   }
   // Forged or damaged? Compared in constant time, so timing tells nothing about the tag.
@@ -81,18 +77,24 @@ std::optional<Queue::Index> Queue::Current(std::string_view lease, LeaseOutcome&
       CRYPTO_memcmp(given.data(), tag.data(), tag.size()) != 0) {
     return std::nullopt;
   }
+  return ref;
+}
+
+std::optional<Queue::Index> Queue::Current(LeaseRef lease, LeaseOutcome& outcome,
+                                           bool& acked_before) {
+  acked_before = false;
   outcome = LeaseOutcome::kLeaseLost;
-  auto it = by_id_.find(id);
+  auto it = by_id_.find(lease.id);
   if (it != by_id_.end()) {
     const Job& job = slab_[it->second];
-    if (job.state == State::kInflight && job.delivery == delivery) {
+    if (job.state == State::kInflight && job.delivery == lease.delivery) {
       outcome = LeaseOutcome::kOk;
       return it->second;
     }
     return std::nullopt;
   }
-  auto acked = acked_.find(id);
-  if (acked != acked_.end() && acked->second == delivery) {
+  auto acked = acked_.find(lease.id);
+  if (acked != acked_.end() && acked->second == lease.delivery) {
     outcome = LeaseOutcome::kOk;
     acked_before = true;
   }
@@ -322,6 +324,34 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
 }
 
 LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {
+  std::optional<LeaseRef> ref = ParseLease(lease);
+  if (!ref) {
+    Advance(now_ms);
+    return LeaseOutcome::kInvalidLease;
+  }
+  return Ack(*ref, now_ms);
+}
+
+LeaseOutcome Queue::Nack(std::string_view lease, std::optional<int64_t> delay_ms,
+                         std::string_view error, int64_t now_ms) {
+  std::optional<LeaseRef> ref = ParseLease(lease);
+  if (!ref) {
+    Advance(now_ms);
+    return LeaseOutcome::kInvalidLease;
+  }
+  return Nack(*ref, delay_ms, error, now_ms);
+}
+
+LeaseOutcome Queue::Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms) {
+  std::optional<LeaseRef> ref = ParseLease(lease);
+  if (!ref) {
+    Advance(now_ms);
+    return LeaseOutcome::kInvalidLease;
+  }
+  return Extend(*ref, lease_ms, now_ms);
+}
+
+LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms) {
   Advance(now_ms);
   LeaseOutcome outcome;
   bool acked_before;
@@ -336,8 +366,8 @@ LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {
   return LeaseOutcome::kOk;
 }
 
-LeaseOutcome Queue::Nack(std::string_view lease, std::optional<int64_t> delay_ms,
-                         std::string_view error, int64_t now_ms) {
+LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
+                         int64_t now_ms) {
   Advance(now_ms);
   LeaseOutcome outcome;
   bool acked_before;
@@ -368,7 +398,7 @@ LeaseOutcome Queue::Nack(std::string_view lease, std::optional<int64_t> delay_ms
   return LeaseOutcome::kOk;
 }
 
-LeaseOutcome Queue::Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms) {
+LeaseOutcome Queue::Extend(LeaseRef lease, int64_t lease_ms, int64_t now_ms) {
   Advance(now_ms);
   LeaseOutcome outcome;
   bool acked_before;

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -39,6 +40,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/bytes.h"
 #include "core/deadline_heap.h"
 #include "core/hmac.h"
 #include "core/lease_mac.h"
@@ -46,6 +48,13 @@
 #include "core/ready_line.h"
 
 namespace anteroom::core {
+
+// A lease with a genuine tag: the job and the delivery it names. The log records these rather
+// than lease strings, so replaying it needs no key and costs no MAC.
+struct LeaseRef {
+  JobId id = 0;
+  uint64_t delivery = 0;
+};
 
 class Queue {
  public:
@@ -60,9 +69,16 @@ class Queue {
   // Up to `max` ready jobs in delivery order, leased to `worker`; none while paused.
   std::vector<Delivery> Fetch(std::string_view worker, size_t max, int64_t lease_ms,
                               int64_t now_ms);
+  // nullopt for a forged or malformed lease (kInvalidLease); no state is read or changed.
+  std::optional<LeaseRef> ParseLease(std::string_view lease) const;
   // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing.
-  LeaseOutcome Ack(std::string_view lease, int64_t now_ms);
+  LeaseOutcome Ack(LeaseRef lease, int64_t now_ms);
   // delay_ms absent: exponential backoff (1 s x 2^(attempt-1), at most 1 h, +-20% jitter).
+  LeaseOutcome Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
+                    int64_t now_ms);
+  LeaseOutcome Extend(LeaseRef lease, int64_t lease_ms, int64_t now_ms);
+  // The same, from the lease string (an invalid one answers kInvalidLease).
+  LeaseOutcome Ack(std::string_view lease, int64_t now_ms);
   LeaseOutcome Nack(std::string_view lease, std::optional<int64_t> delay_ms, std::string_view error,
                     int64_t now_ms);
   LeaseOutcome Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms);
@@ -85,6 +101,12 @@ class Queue {
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
   int64_t NextDeadline() const;
+
+  // Snapshots (queue_snapshot.cc): the whole state, so that a restored queue answers, expires
+  // and draws backoff jitter exactly as this one would have. Restore fills a queue just
+  // constructed; false when the bytes do not decode (the queue is then unusable).
+  void Save(ByteWriter& out) const;
+  bool Restore(ByteReader& in);
 
   // The lease string of a delivery: "<id>.<delivery>.<tag>".
   std::string LeaseFor(JobId id, uint64_t delivery) const;
@@ -123,7 +145,7 @@ class Queue {
     return {-static_cast<int64_t>(slab_[i].priority), slab_[i].order, i};
   }
   // A job in flight whose lease names this exact delivery, or the outcome to answer.
-  std::optional<Index> Current(std::string_view lease, LeaseOutcome& outcome, bool& acked_before);
+  std::optional<Index> Current(LeaseRef lease, LeaseOutcome& outcome, bool& acked_before);
   Index NewJob();
   void FreeJob(Index i);
   void MakeReady(Index i, bool at_head);

@@ -31,6 +31,14 @@ class ReadyLine {
   void Forget() { --size_; }
 
   size_t size() const { return size_; }
+
+  // Every entry, live or not, in delivery order: f(index, priority, ticket) (for snapshots).
+  template <typename F>
+  void ForEach(const F& f) const {
+    for (const auto& [priority, line] : levels_) {
+      for (const Entry& e : line) f(e.index, priority, e.ticket);
+    }
+  }
   bool empty() const { return size_ == 0; }
 
   // Takes the first live job. `live(i, ticket)` tells whether an entry is still current.

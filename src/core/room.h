@@ -22,11 +22,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/op_status.h"
 #include "core/deadline_heap.h"
 #include "core/id_hash.h"
@@ -68,6 +70,12 @@ class Room {
   const RoomCounters& counters() const { return counters_; }
   size_t sessions() const { return index_.size(); }
   size_t MemoryBytes() const;
+
+  // Snapshots (room_snapshot.cc): the whole state, so that a restored room answers and expires
+  // exactly as this one would have. Restore fills a room just constructed (any config); false
+  // when the bytes do not decode (the room is then unusable).
+  void Save(ByteWriter& out) const;
+  bool Restore(ByteReader& in);
 
  private:
   struct Session {

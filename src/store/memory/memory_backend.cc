@@ -4,20 +4,16 @@
 #include <chrono>
 #include <optional>
 
+#include "store/memory/change_record.h"
+#include "store/memory/memory_slots.h"
+
 namespace anteroom::store {
 
 namespace {
 constexpr int64_t kMaxTimerSleepMs = 1000;
 }
 
-struct MemoryBackend::RoomSlot final : Slot {
-  RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now)
-      : name(std::move(n)), room(config, ttl, now) {}
-  int64_t NextDeadline() const override { return room.NextDeadline(); }
-  void RunDue(int64_t now, Deferred&) override { room.Advance(now); }
-  std::string name;
-  core::Room room;
-};
+thread_local std::string MemoryBackend::scratch_;
 
 MemoryBackend::MemoryBackend(const Clock& clock, MemoryBackendOptions options)
     : clock_(clock), options_(std::move(options)), lease_key_(options_.lease_secret) {
@@ -56,10 +52,24 @@ void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
   if (earliest) schedule_cv_.notify_one();
 }
 
+std::optional<std::string> MemoryBackend::Refusal(Access access) const {
+  if (access == Access::kRead || journal_ == nullptr || journal_->Writable()) return std::nullopt;
+  return "changes are refused for now: " + journal_->Problem() + " (reads still work)";
+}
+
+void MemoryBackend::Log(Slot& slot, const std::string& record) {
+  slot.last_lsn = journal_->Append(record);
+}
+
 template <typename T, typename Fn>
-void MemoryBackend::OnRoom(const std::string& name, const Completion<T>& done, Fn&& fn) {
+void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T> done, Fn&& fn) {
+  if (auto refusal = Refusal(access)) {
+    return done(OpResult<T>(OpStatus::kUnavailable, std::move(*refusal)));
+  }
   std::optional<OpResult<T>> result;
+  uint64_t lsn = 0;
   {
+    std::shared_lock world(world_);
     std::shared_lock rooms_lock(rooms_mu_);
     auto it = rooms_.find(name);
     if (it == rooms_.end()) {
@@ -68,40 +78,57 @@ void MemoryBackend::OnRoom(const std::string& name, const Completion<T>& done, F
       std::lock_guard room_lock(it->second->mu);
       result.emplace(fn(*it->second, clock_.NowMs()));
       Schedule(it->second);
+      lsn = it->second->last_lsn;
     }
   }
-  done(std::move(*result));  // outside every lock: completions may take their time
+  // outside every lock: completions may take their time
+  Answer(lsn, access, std::move(done), std::move(*result), {});
 }
 
 void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
                             Completion<core::RoomInfo> done) {
+  if (auto refusal = Refusal(Access::kChange)) {
+    return done(OpResult<core::RoomInfo>(OpStatus::kUnavailable, std::move(*refusal)));
+  }
   std::optional<OpResult<core::RoomInfo>> result;
+  uint64_t lsn = 0;
   {
+    std::shared_lock world(world_);
     std::unique_lock rooms_lock(rooms_mu_);
+    int64_t now = clock_.NowMs();
     auto it = rooms_.find(room);
+    std::shared_ptr<RoomSlot> slot;
     if (it == rooms_.end()) {
       if (!patch.capacity) {
         result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
       } else {
         core::RoomConfig config;
         patch.ApplyTo(config);
-        auto slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, clock_.NowMs());
-        std::lock_guard room_lock(slot->mu);
+        slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, now);
         rooms_.emplace(room, slot);
-        result.emplace(Info(*slot));
       }
     } else {
-      std::lock_guard room_lock(it->second->mu);
-      it->second->room.Reconfigure(patch, clock_.NowMs());
-      Schedule(it->second);
-      result.emplace(Info(*it->second));
+      slot = it->second;
+      std::lock_guard room_lock(slot->mu);
+      slot->room.Reconfigure(patch, now);
+      Schedule(slot);
+    }
+    if (slot) {
+      std::lock_guard room_lock(slot->mu);
+      if (Logging()) {
+        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom, now, room);
+        PutRoomPatch(w, patch);
+        Log(*slot, scratch_);
+      }
+      result.emplace(Info(*slot));
+      lsn = slot->last_lsn;
     }
   }
-  done(std::move(*result));
+  Answer(lsn, Access::kChange, std::move(done), std::move(*result), {});
 }
 
 void MemoryBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
-  OnRoom<core::RoomInfo>(room, done, [](RoomSlot& slot, int64_t now) {
+  OnRoom<core::RoomInfo>(room, Access::kRead, std::move(done), [](RoomSlot& slot, int64_t now) {
     slot.room.Advance(now);
     return OpResult<core::RoomInfo>(Info(slot));
   });
@@ -109,7 +136,9 @@ void MemoryBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
 
 void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   std::vector<core::RoomInfo> rooms;
+  uint64_t lsn = 0;
   {
+    std::shared_lock world(world_);
     std::shared_lock rooms_lock(rooms_mu_);
     rooms.reserve(rooms_.size());
     for (auto& [name, slot] : rooms_) {
@@ -117,59 +146,102 @@ void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
       slot->room.Advance(clock_.NowMs());
       Schedule(slot);
       rooms.push_back(Info(*slot));
+      lsn = std::max(lsn, slot->last_lsn);
     }
   }
   std::sort(rooms.begin(), rooms.end(),
             [](const auto& a, const auto& b) { return a.room < b.room; });
-  done(std::move(rooms));
+  Answer<std::vector<core::RoomInfo>>(lsn, Access::kRead, std::move(done), std::move(rooms), {});
 }
 
 void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done) {
+  if (auto refusal = Refusal(Access::kChange)) {
+    return done(OpResult<core::RoomInfo>(OpStatus::kUnavailable, std::move(*refusal)));
+  }
   std::optional<OpResult<core::RoomInfo>> result;
+  uint64_t lsn = 0;
   {
+    std::shared_lock world(world_);
     std::unique_lock rooms_lock(rooms_mu_);
     auto it = rooms_.find(room);
     if (it == rooms_.end()) {
       result.emplace(OpStatus::kUnknownRoom, "no room named '" + room + "'");
     } else {
       std::lock_guard room_lock(it->second->mu);
-      it->second->room.Advance(clock_.NowMs());
+      int64_t now = clock_.NowMs();
+      it->second->room.Advance(now);
       result.emplace(Info(*it->second));
+      if (Logging()) {
+        BeginChange(scratch_, ChangeKind::kDeleteRoom, now, room);
+        Log(*it->second, scratch_);
+      }
+      lsn = it->second->last_lsn;
     }
     if (it != rooms_.end()) rooms_.erase(it);  // the timer's weak_ptr lets go with it
   }
-  done(std::move(*result));
+  Answer(lsn, Access::kChange, std::move(done), std::move(*result), {});
 }
 
 void MemoryBackend::Check(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, done, [&](RoomSlot& slot, int64_t now) {
-    return OpResult<core::SessionView>(slot.room.Check(session, now));
-  });
+  OnRoom<core::SessionView>(
+      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        core::SessionView view = slot.room.Check(session, now);
+        if (Logging()) {
+          ByteWriter w = BeginChange(scratch_, ChangeKind::kCheck, now, slot.name);
+          w.PutString(session);
+          Log(slot, scratch_);
+        }
+        return OpResult<core::SessionView>(std::move(view));
+      });
+}
+
+// Touch, leave and evict change nothing but time when the session is unknown: only their
+// successes are recorded.
+template <typename Apply>
+OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, ChangeKind kind,
+                                                         int64_t now, const std::string& session,
+                                                         int extra, Apply&& apply) {
+  OpResult<core::SessionView> result = apply();
+  if (result.ok() && Logging()) {
+    ByteWriter w = BeginChange(scratch_, kind, now, slot.name);
+    w.PutString(session);
+    if (extra >= 0) w.PutBool(extra != 0);
+    Log(slot, scratch_);
+  }
+  return result;
 }
 
 void MemoryBackend::Touch(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(
-      room, done, [&](RoomSlot& slot, int64_t now) { return slot.room.Touch(session, now); });
+  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
+                            [&](RoomSlot& slot, int64_t now) {
+                              return SessionChange(slot, ChangeKind::kTouch, now, session, -1,
+                                                   [&] { return slot.room.Touch(session, now); });
+                            });
 }
 
 void MemoryBackend::Leave(std::string room, std::string session, bool final,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, done, [&](RoomSlot& slot, int64_t now) {
-    return slot.room.Leave(session, final, now);
-  });
+  OnRoom<core::SessionView>(
+      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        return SessionChange(slot, ChangeKind::kLeave, now, session, final ? 1 : 0,
+                             [&] { return slot.room.Leave(session, final, now); });
+      });
 }
 
 void MemoryBackend::EndSession(std::string room, std::string session,
                                Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(
-      room, done, [&](RoomSlot& slot, int64_t now) { return slot.room.Evict(session, now); });
+  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
+                            [&](RoomSlot& slot, int64_t now) {
+                              return SessionChange(slot, ChangeKind::kEvict, now, session, -1,
+                                                   [&] { return slot.room.Evict(session, now); });
+                            });
 }
 
 void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t admission,
                               Completion<bool> done) {
-  OnRoom<bool>(room, done, [&](RoomSlot& slot, int64_t now) {
+  OnRoom<bool>(room, Access::kRead, std::move(done), [&](RoomSlot& slot, int64_t now) {
     return OpResult<bool>(slot.room.IsRevoked(session, admission, now));
   });
 }
@@ -185,15 +257,20 @@ void MemoryBackend::RunDue() {
     }
   }
   Deferred after;
+  uint64_t lsn = 0;
   for (auto& weak : due) {
     auto slot = weak.lock();
     if (!slot) continue;  // deleted
+    std::shared_lock world(world_);
     std::lock_guard slot_lock(slot->mu);
     slot->RunDue(clock_.NowMs(), after);
     slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
     Schedule(slot);
+    lsn = std::max(lsn, slot->last_lsn);
   }
-  for (auto& fn : after) fn();
+  if (after.empty()) return;
+  Answer<Done>(
+      lsn, Access::kChange, [](OpResult<Done>) {}, Done{}, std::move(after));
 }
 
 void MemoryBackend::TimerLoop() {

@@ -4,6 +4,12 @@
 // reach the head of the line and expired leases return their jobs within a tick of their
 // deadline. Idle rooms and queues cost nothing: only those with a pending deadline are in the
 // schedule. Rooms live in memory_backend.cc, queues in memory_queues.cc.
+//
+// Durability (memory_state.cc): with a Journal attached, every call into the core that may
+// change state is recorded (change_record.h) under the object's lock, and the answers of that
+// object wait until its records are safe. Replay() applies such records; SaveState/LoadState
+// write and read a snapshot of everything. Lock order: world_ (shared) -> rooms_mu_/queues_mu_
+// -> a slot's mu -> the journal's own lock.
 
 #include <condition_variable>
 #include <deque>
@@ -17,11 +23,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/clock.h"
 #include "core/hmac.h"
 #include "core/queue.h"
 #include "core/room.h"
 #include "store/backend.h"
+#include "store/memory/change_record.h"
+#include "store/memory/journal.h"
+#include "store/memory/pause_lock.h"
 
 namespace anteroom::store {
 
@@ -75,9 +85,31 @@ class MemoryBackend final : public Backend {
   // Processes every deadline due now. The timer thread calls it; so may tests.
   void RunDue();
 
+  // ---- durability (memory_state.cc)
+
+  // From now on every change is recorded in `journal` (which must outlive the backend's use).
+  void AttachJournal(Journal* journal);
+  // Held exclusively, no state changes or is read: the moment to fork a snapshot writer.
+  PauseLock& world() { return world_; }
+  // Writes every room and queue. Call with world() held exclusively, or in a forked child.
+  void SaveState(ByteWriter& out) const;
+  // Replaces the state with a snapshot's; false if it does not decode. Before serving only.
+  bool LoadState(ByteReader& in);
+  // Applies one change record; an error (with what is wrong) if it does not decode or does not
+  // apply. Before serving only.
+  OpResult<Done> Replay(std::string_view record);
+  // After LoadState/Replay: puts every pending deadline in the timer's schedule.
+  void ScheduleAll();
+
+  struct Summary {
+    size_t rooms = 0, sessions = 0, queues = 0, jobs = 0;
+  };
+  Summary Summarize();
+
  private:
-  // Work to run after every lock is released: completions may take their time.
-  using Deferred = std::vector<std::function<void()>>;
+  // Work to run after every lock is released: completions may take their time. The argument
+  // says whether the changes it reports are safe (false: they could not be written).
+  using Deferred = std::vector<std::function<void(bool)>>;
 
   // What the timer schedules: a room or a queue, guarded by its own mutex.
   struct Slot {
@@ -87,6 +119,7 @@ class MemoryBackend final : public Backend {
     virtual void RunDue(int64_t now, Deferred& after) = 0;
     std::mutex mu;
     int64_t scheduled = INT64_MAX;  // earliest wake-up already in the schedule (guarded by mu)
+    uint64_t last_lsn = 0;          // its latest change record (guarded by mu)
   };
   struct RoomSlot;
   struct QueueSlot;
@@ -96,14 +129,40 @@ class MemoryBackend final : public Backend {
     bool operator>(const Wakeup& o) const { return when > o.when; }
   };
 
+  enum class Access { kRead, kChange };
+
   // Runs fn(slot, now) under the room's lock and answers its result, or unknown_room.
   template <typename T, typename Fn>
-  void OnRoom(const std::string& name, const Completion<T>& done, Fn&& fn);
+  void OnRoom(const std::string& name, Access access, Completion<T> done, Fn&& fn);
   // Runs fn(slot, now, after) under the queue's lock (creating the queue if `create`),
   // then serves long polls, reschedules, and answers outside the lock.
   template <typename T, typename Fn>
-  void OnQueue(const std::string& name, bool create, const Completion<T>& done, Fn&& fn);
+  void OnQueue(const std::string& name, Access access, bool create, Completion<T> done, Fn&& fn);
   std::shared_ptr<QueueSlot> FindQueue(const std::string& name, bool create);
+  // 503 when the journal cannot take changes (checked before a change is made).
+  std::optional<std::string> Refusal(Access access) const;
+  // Answers `result` (and runs `after`) once the slot's records up to `lsn` are safe.
+  template <typename T>
+  void Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result, Deferred after);
+  // Records a change of `slot` (under its lock). The record is built only with a journal.
+  bool Logging() const { return journal_ != nullptr; }
+  void Log(Slot& slot, const std::string& record);
+  static thread_local std::string scratch_;
+  void LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now);
+  void LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
+                 const std::vector<core::LeaseRef>& refs,
+                 const std::function<void(ByteWriter&)>& rest);
+  std::vector<core::LeaseOutcome> AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
+                                            int64_t now);
+  template <typename Apply>
+  std::vector<core::LeaseOutcome> EachLease(QueueSlot* q, const std::vector<std::string>& leases,
+                                            std::vector<core::LeaseRef>& applied, Apply&& apply);
+  OpResult<Done> ReplayRoom(ChangeKind kind, int64_t now, const std::string& name, ByteReader& r);
+  OpResult<Done> ReplayQueue(ChangeKind kind, int64_t now, const std::string& name, ByteReader& r);
+  template <typename Apply>
+  OpResult<core::SessionView> SessionChange(RoomSlot& slot, ChangeKind kind, int64_t now,
+                                            const std::string& session, int extra, Apply&& apply);
+  static uint64_t SeedFor(std::string_view queue);
   static core::RoomInfo Info(const RoomSlot& slot);
   // Call with slot.mu held, after any change.
   void Schedule(const std::shared_ptr<Slot>& slot);
@@ -112,6 +171,8 @@ class MemoryBackend final : public Backend {
   const Clock& clock_;
   MemoryBackendOptions options_;
   core::Hmac lease_key_;
+  Journal* journal_ = nullptr;
+  PauseLock world_;
 
   std::shared_mutex rooms_mu_;
   std::unordered_map<std::string, std::shared_ptr<RoomSlot>> rooms_;

@@ -4,72 +4,34 @@
 #include <map>
 #include <optional>
 
-#include "store/memory/memory_backend.h"
+#include "store/memory/memory_slots.h"
 
 namespace anteroom::store {
 
-struct MemoryBackend::QueueSlot final : Slot {
-  QueueSlot(std::string n, const core::Hmac& key, int64_t now)
-      : name(std::move(n)), queue(name, key, now, std::hash<std::string>{}(name) ^ now) {}
+uint64_t MemoryBackend::SeedFor(std::string_view queue) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: the same seed on every run, for replay
+  for (char c : queue) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
 
-  struct Waiter;
-  using Waiters = std::list<Waiter>;
-  struct Waiter {
-    core::FetchRequest request;
-    std::vector<core::LeaseOutcome> acked;  // done before it started waiting
-    std::multimap<int64_t, Waiters::iterator>::iterator by_deadline;
-    Completion<core::FetchAnswer> done;
-  };
+void MemoryBackend::LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now) {
+  if (!Logging()) return;
+  ByteWriter w = BeginChange(scratch_, ChangeKind::kFetch, now, q.name);
+  w.PutString(r.worker);
+  w.Put<uint64_t>(r.max);
+  w.Put(r.lease_ms);
+  Log(q, scratch_);
+}
 
-  // Long polls in the order they started waiting (served in that order), and the same
-  // waiters by deadline, so the next deadline and the timed-out ones cost O(log n).
-  Waiters waiters;
-  std::multimap<int64_t, Waiters::iterator> deadlines;
-
-  void Park(core::FetchRequest request, std::vector<core::LeaseOutcome> acked, int64_t deadline,
-            Completion<core::FetchAnswer> done) {
-    auto it = waiters.insert(waiters.end(),
-                             Waiter{std::move(request), std::move(acked), {}, std::move(done)});
-    it->by_deadline = deadlines.emplace(deadline, it);
-  }
-
-  // Removes a waiter; its completion is to be called with `jobs` after the locks are released.
-  void Reply(Waiters::iterator it, std::vector<core::Delivery> jobs, Deferred& after) {
-    deadlines.erase(it->by_deadline);
-    after.push_back(
-        [done = std::move(it->done),
-         answer = core::FetchAnswer{std::move(it->acked), std::move(it->request.ack),
-                                    std::move(jobs)}]() mutable { done(std::move(answer)); });
-    waiters.erase(it);
-  }
-
-  int64_t NextDeadline() const override {
-    int64_t next = queue.NextDeadline();
-    if (!deadlines.empty()) next = std::min(next, deadlines.begin()->first);
-    return next;
-  }
-
-  void RunDue(int64_t now, Deferred& after) override {
-    queue.Advance(now);
-    Serve(now, after);
-    // Long polls past their deadline answer an empty list.
-    while (!deadlines.empty() && deadlines.begin()->first <= now) {
-      Reply(deadlines.begin()->second, {}, after);
-    }
-  }
-
-  // Hands ready jobs to long polls, oldest waiter first.
-  void Serve(int64_t now, Deferred& after) {
-    while (!waiters.empty() && queue.CanDeliver()) {
-      const core::FetchRequest& r = waiters.front().request;
-      Reply(waiters.begin(), queue.Fetch(r.worker, r.max, r.lease_ms, now), after);
-    }
-  }
-
-  std::string name;
-  core::Queue queue;
-  bool listed = false;  // pushed to at least once: shown by ListQueues
-};
+void MemoryBackend::LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
+                              const std::vector<core::LeaseRef>& refs,
+                              const std::function<void(ByteWriter&)>& rest) {
+  if (!Logging() || refs.empty()) return;
+  ByteWriter w = BeginChange(scratch_, kind, now, q.name);
+  PutLeases(w, refs);
+  if (rest) rest(w);
+  Log(q, scratch_);
+}
 
 std::shared_ptr<MemoryBackend::QueueSlot> MemoryBackend::FindQueue(const std::string& name,
                                                                    bool create) {
@@ -81,185 +43,299 @@ std::shared_ptr<MemoryBackend::QueueSlot> MemoryBackend::FindQueue(const std::st
   if (!create) return nullptr;
   std::unique_lock lock(queues_mu_);
   auto& slot = queues_[name];
-  if (!slot) slot = std::make_shared<QueueSlot>(name, lease_key_, clock_.NowMs());
+  if (!slot) slot = std::make_shared<QueueSlot>(*this, name, clock_.NowMs());
   return slot;
 }
 
 template <typename T, typename Fn>
-void MemoryBackend::OnQueue(const std::string& name, bool create, const Completion<T>& done,
+void MemoryBackend::OnQueue(const std::string& name, Access access, bool create, Completion<T> done,
                             Fn&& fn) {
-  std::shared_ptr<QueueSlot> slot = FindQueue(name, create);
+  if (auto refusal = Refusal(access)) {
+    return done(OpResult<T>(OpStatus::kUnavailable, std::move(*refusal)));
+  }
   std::optional<OpResult<T>> result;
   Deferred after;
-  if (slot) {
-    std::lock_guard lock(slot->mu);
-    int64_t now = clock_.NowMs();
-    result = fn(slot.get(), now);
-    slot->Serve(now, after);
-    Schedule(slot);
-  } else {
-    result = fn(nullptr, clock_.NowMs());  // a queue nobody pushed to: the empty answer
+  uint64_t lsn = 0;
+  {
+    std::shared_lock world(world_);
+    std::shared_ptr<QueueSlot> slot = FindQueue(name, create);
+    if (slot) {
+      std::lock_guard lock(slot->mu);
+      int64_t now = clock_.NowMs();
+      result = fn(slot.get(), now, done);
+      slot->Serve(now, after);
+      Schedule(slot);
+      lsn = slot->last_lsn;
+    } else {
+      result = fn(nullptr, clock_.NowMs(), done);  // a queue nobody pushed to: the empty answer
+    }
   }
-  if (result) done(std::move(*result));
-  for (auto& f : after) f();
+  if (result) {
+    Answer(lsn, access, std::move(done), std::move(*result), std::move(after));
+  } else if (!after.empty()) {  // parked: answered later, but others may have been served
+    Answer<Done>(
+        lsn, access, [](OpResult<Done>) {}, Done{}, std::move(after));
+  }
 }
 
 namespace {
 template <typename T>
-using Answer = std::optional<OpResult<T>>;
+using Answered = std::optional<OpResult<T>>;
 using Outcomes = std::vector<core::LeaseOutcome>;
 }  // namespace
 
 void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                          Completion<std::vector<core::PushResult>> done) {
-  OnQueue<std::vector<core::PushResult>>(queue, true, done, [&](QueueSlot* q, int64_t now) {
-    q->listed = true;
-    return Answer<std::vector<core::PushResult>>(q->queue.Push(jobs, now));
-  });
+  using Results = std::vector<core::PushResult>;
+  OnQueue<Results>(queue, Access::kChange, true, std::move(done),
+                   [&](QueueSlot* q, int64_t now, auto&) {
+                     q->listed = true;
+                     Results results = q->queue.Push(jobs, now);
+                     if (Logging()) {
+                       ByteWriter w = BeginChange(scratch_, ChangeKind::kPush, now, q->name);
+                       PutJobs(w, jobs);
+                       Log(*q, scratch_);
+                     }
+                     return Answered<Results>(std::move(results));
+                   });
+}
+
+// Acks `leases` on q (nullptr: a queue nobody pushed to), recording the genuine ones.
+Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
+                                  int64_t now) {
+  Outcomes out;
+  out.reserve(leases.size());
+  std::vector<core::LeaseRef> refs;
+  for (const auto& lease : leases) {
+    // Without the queue no lease can be current.
+    std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
+    if (!ref) {
+      out.push_back(core::LeaseOutcome::kInvalidLease);
+      continue;
+    }
+    out.push_back(q->queue.Ack(*ref, now));
+    if (out.back() == core::LeaseOutcome::kOk) refs.push_back(*ref);
+  }
+  if (q) LogLeases(*q, ChangeKind::kAck, now, refs, nullptr);
+  return out;
 }
 
 void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
                           Completion<core::FetchAnswer> done) {
   OnQueue<core::FetchAnswer>(
-      queue, request.wait_ms > 0, done,
-      [&](QueueSlot* q, int64_t now) -> Answer<core::FetchAnswer> {
+      queue, Access::kChange, request.wait_ms > 0, std::move(done),
+      [&](QueueSlot* q, int64_t now,
+          Completion<core::FetchAnswer>& done_ref) -> Answered<core::FetchAnswer> {
         core::FetchAnswer answer;
-        for (const auto& lease : request.ack) {
-          answer.acked.push_back(q ? q->queue.Ack(lease, now) : core::LeaseOutcome::kInvalidLease);
-        }
+        answer.acked = AckLeases(q, request.ack, now);
         if (q == nullptr) {
           answer.acked_leases = std::move(request.ack);
-          return Answer<core::FetchAnswer>(std::move(answer));
+          return Answered<core::FetchAnswer>(std::move(answer));
         }
         // Ready jobs exist only when nobody is waiting (Serve runs after every change).
         answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
+        if (!answer.jobs.empty()) LogFetch(*q, request, now);
         if (!answer.jobs.empty() || request.wait_ms == 0) {
           answer.acked_leases = std::move(request.ack);
-          return Answer<core::FetchAnswer>(std::move(answer));
+          return Answered<core::FetchAnswer>(std::move(answer));
         }
         int64_t deadline = now + request.wait_ms;
-        q->Park(std::move(request), std::move(answer.acked), deadline, done);
-        return std::nullopt;  // answered by Serve or at the deadline
+        // A parked fetch is answered by Serve; its acks must be safe by then, and they are:
+        // every later record of this queue has a higher sequence number.
+        q->Park(std::move(request), std::move(answer.acked), deadline, std::move(done_ref));
+        return std::nullopt;
       });
 }
 
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
                         Completion<Outcomes> done) {
-  OnQueue<Outcomes>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    Outcomes out;
-    for (const auto& lease : leases) {
-      // Without the queue no lease can be current; the tag still tells forged from stale.
-      out.push_back(q ? q->queue.Ack(lease, now) : core::LeaseOutcome::kInvalidLease);
+  OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
+                    [&](QueueSlot* q, int64_t now, auto&) {
+                      return Answered<Outcomes>(AckLeases(q, leases, now));
+                    });
+}
+
+// Applies `apply(ref)` to each genuine lease of q and records those that answered ok.
+template <typename Apply>
+Outcomes MemoryBackend::EachLease(QueueSlot* q, const std::vector<std::string>& leases,
+                                  std::vector<core::LeaseRef>& applied, Apply&& apply) {
+  Outcomes out;
+  out.reserve(leases.size());
+  for (const auto& lease : leases) {
+    std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
+    if (!ref) {
+      out.push_back(core::LeaseOutcome::kInvalidLease);
+      continue;
     }
-    return Answer<Outcomes>(std::move(out));
-  });
+    out.push_back(apply(*ref));
+    if (out.back() == core::LeaseOutcome::kOk) applied.push_back(*ref);
+  }
+  return out;
 }
 
 void MemoryBackend::Nack(std::string queue, std::vector<std::string> leases,
                          std::optional<int64_t> delay_ms, std::string error,
                          Completion<Outcomes> done) {
-  OnQueue<Outcomes>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    Outcomes out;
-    for (const auto& lease : leases) {
-      out.push_back(q ? q->queue.Nack(lease, delay_ms, error, now)
-                      : core::LeaseOutcome::kInvalidLease);
-    }
-    return Answer<Outcomes>(std::move(out));
-  });
+  OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
+                    [&](QueueSlot* q, int64_t now, auto&) {
+                      std::vector<core::LeaseRef> applied;
+                      Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
+                        return q->queue.Nack(ref, delay_ms, error, now);
+                      });
+                      if (q) {
+                        LogLeases(*q, ChangeKind::kNack, now, applied, [&](ByteWriter& w) {
+                          PutOptional(w, delay_ms);
+                          w.PutString(error);
+                        });
+                      }
+                      return Answered<Outcomes>(std::move(out));
+                    });
 }
 
 void MemoryBackend::Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
                            Completion<Outcomes> done) {
-  OnQueue<Outcomes>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    Outcomes out;
-    for (const auto& lease : leases) {
-      out.push_back(q ? q->queue.Extend(lease, lease_ms, now) : core::LeaseOutcome::kInvalidLease);
-    }
-    return Answer<Outcomes>(std::move(out));
-  });
+  OnQueue<Outcomes>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::vector<core::LeaseRef> applied;
+        Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
+          return q->queue.Extend(ref, lease_ms, now);
+        });
+        if (q) {
+          LogLeases(*q, ChangeKind::kExtend, now, applied, [&](ByteWriter& w) { w.Put(lease_ms); });
+        }
+        return Answered<Outcomes>(std::move(out));
+      });
 }
 
 void MemoryBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
                               Completion<Done> done) {
-  OnQueue<Done>(queue, true, done, [&](QueueSlot* q, int64_t now) {
-    q->queue.Heartbeat(worker, ttl_ms, now);
-    return Answer<Done>(Done{});
-  });
+  OnQueue<Done>(queue, Access::kChange, true, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  q->queue.Heartbeat(worker, ttl_ms, now);
+                  if (Logging()) {
+                    ByteWriter w = BeginChange(scratch_, ChangeKind::kHeartbeat, now, q->name);
+                    w.PutString(worker);
+                    w.Put(ttl_ms);
+                    Log(*q, scratch_);
+                  }
+                  return Answered<Done>(Done{});
+                });
 }
 
 void MemoryBackend::ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) {
-  OnQueue<size_t>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    return Answer<size_t>(q ? q->queue.ReleaseWorker(worker, now) : 0);
-  });
+  OnQueue<size_t>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        if (q == nullptr) return Answered<size_t>(size_t{0});
+        size_t released = q->queue.ReleaseWorker(worker, now);
+        if (Logging()) {
+          ByteWriter w = BeginChange(scratch_, ChangeKind::kReleaseWorker, now, q->name);
+          w.PutString(worker);
+          Log(*q, scratch_);
+        }
+        return Answered<size_t>(released);
+      });
 }
 
 void MemoryBackend::GetQueue(std::string queue, Completion<core::QueueStats> done) {
-  OnQueue<core::QueueStats>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    return Answer<core::QueueStats>(q ? q->queue.Stats(now) : core::QueueStats{});
-  });
+  OnQueue<core::QueueStats>(
+      queue, Access::kRead, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        return Answered<core::QueueStats>(q ? q->queue.Stats(now) : core::QueueStats{});
+      });
 }
 
 void MemoryBackend::ListQueues(
     Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) {
-  std::vector<std::shared_ptr<QueueSlot>> slots;
-  {
-    std::shared_lock lock(queues_mu_);
-    for (auto& [name, slot] : queues_) slots.push_back(slot);
-  }
-  std::vector<std::pair<std::string, core::QueueStats>> out;
+  using List = std::vector<std::pair<std::string, core::QueueStats>>;
+  List out;
   Deferred after;
-  for (auto& slot : slots) {
-    std::lock_guard lock(slot->mu);
-    if (!slot->listed) continue;
-    int64_t now = clock_.NowMs();
-    out.emplace_back(slot->name, slot->queue.Stats(now));
-    slot->Serve(now, after);
-    Schedule(slot);
+  uint64_t lsn = 0;
+  {
+    std::shared_lock world(world_);
+    std::vector<std::shared_ptr<QueueSlot>> slots;
+    {
+      std::shared_lock lock(queues_mu_);
+      for (auto& [name, slot] : queues_) slots.push_back(slot);
+    }
+    for (auto& slot : slots) {
+      std::lock_guard lock(slot->mu);
+      if (!slot->listed) continue;
+      int64_t now = clock_.NowMs();
+      out.emplace_back(slot->name, slot->queue.Stats(now));
+      slot->Serve(now, after);
+      Schedule(slot);
+      lsn = std::max(lsn, slot->last_lsn);
+    }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  done(std::move(out));
-  for (auto& f : after) f();
+  Answer<List>(lsn, Access::kRead, std::move(done), std::move(out), std::move(after));
 }
 
 void MemoryBackend::Inflight(std::string queue, std::optional<std::string> worker,
                              Completion<std::vector<core::InflightJob>> done) {
   using Jobs = std::vector<core::InflightJob>;
-  OnQueue<Jobs>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    if (q == nullptr) return Answer<Jobs>(Jobs{});
-    std::optional<std::string_view> w;
-    if (worker) w = *worker;
-    return Answer<Jobs>(q->queue.Inflight(w, now));
-  });
+  OnQueue<Jobs>(queue, Access::kRead, false, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  if (q == nullptr) return Answered<Jobs>(Jobs{});
+                  std::optional<std::string_view> w;
+                  if (worker) w = *worker;
+                  return Answered<Jobs>(q->queue.Inflight(w, now));
+                });
 }
 
 void MemoryBackend::Dead(std::string queue, size_t limit,
                          Completion<std::vector<core::DeadJob>> done) {
   using Jobs = std::vector<core::DeadJob>;
-  OnQueue<Jobs>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    return Answer<Jobs>(q ? q->queue.Dead(limit, now) : Jobs{});
-  });
+  OnQueue<Jobs>(queue, Access::kRead, false, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  return Answered<Jobs>(q ? q->queue.Dead(limit, now) : Jobs{});
+                });
 }
 
 void MemoryBackend::RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
                                 Completion<size_t> done) {
-  OnQueue<size_t>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    return Answer<size_t>(q ? q->queue.RequeueDead(ids, now) : 0);
-  });
+  OnQueue<size_t>(queue, Access::kChange, false, std::move(done),
+                  [&](QueueSlot* q, int64_t now, auto&) {
+                    if (q == nullptr) return Answered<size_t>(size_t{0});
+                    size_t count = q->queue.RequeueDead(ids, now);
+                    if (count > 0 && Logging()) {
+                      ByteWriter w = BeginChange(scratch_, ChangeKind::kRequeueDead, now, q->name);
+                      w.PutBool(!ids.has_value());
+                      std::vector<core::JobId> none;
+                      const auto& list = ids ? *ids : none;
+                      w.Put<uint32_t>(static_cast<uint32_t>(list.size()));
+                      for (core::JobId id : list) w.Put(id);
+                      Log(*q, scratch_);
+                    }
+                    return Answered<size_t>(count);
+                  });
 }
 
 void MemoryBackend::Cancel(std::string queue, core::JobId id,
                            Completion<core::CancelOutcome> done) {
-  OnQueue<core::CancelOutcome>(queue, false, done, [&](QueueSlot* q, int64_t now) {
-    return Answer<core::CancelOutcome>(q ? q->queue.Cancel(id, now)
-                                         : core::CancelOutcome::kUnknown);
-  });
+  OnQueue<core::CancelOutcome>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        if (q == nullptr) return Answered<core::CancelOutcome>(core::CancelOutcome::kUnknown);
+        core::CancelOutcome outcome = q->queue.Cancel(id, now);
+        if (outcome == core::CancelOutcome::kCancelled && Logging()) {
+          ByteWriter w = BeginChange(scratch_, ChangeKind::kCancel, now, q->name);
+          w.Put(id);
+          Log(*q, scratch_);
+        }
+        return Answered<core::CancelOutcome>(outcome);
+      });
 }
 
 void MemoryBackend::SetPaused(std::string queue, bool paused, Completion<Done> done) {
-  OnQueue<Done>(queue, true, done, [&](QueueSlot* q, int64_t now) {
-    q->queue.SetPaused(paused, now);
-    return Answer<Done>(Done{});
-  });
+  OnQueue<Done>(queue, Access::kChange, true, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  q->queue.SetPaused(paused, now);
+                  if (Logging()) {
+                    ByteWriter w = BeginChange(scratch_, ChangeKind::kSetPaused, now, q->name);
+                    w.PutBool(paused);
+                    Log(*q, scratch_);
+                  }
+                  return Answered<Done>(Done{});
+                });
 }
 
 }  // namespace anteroom::store

@@ -1,0 +1,208 @@
+// Queue snapshots: the state of core::Queue written field by field, and read back into a queue
+// that behaves exactly like the original (same slab indices, delivery order, counters and
+// random-number state). Indexes that follow from the jobs (ids, dedupe keys, deadline heaps,
+// dead list, workers' job sets) are rebuilt rather than stored.
+#include <sstream>
+
+#include "core/queue.h"
+
+namespace anteroom::core {
+
+namespace {
+constexpr uint32_t kQueueFormat = 1;
+}
+
+void Queue::Save(ByteWriter& out) const {
+  out.Put(kQueueFormat);
+  out.Put(now_);
+  std::ostringstream rng;
+  rng << rng_;
+  out.PutString(rng.str());
+
+  out.Put<uint64_t>(slab_.size());
+  for (const Job& job : slab_) {
+    out.Put(job.id);
+    if (job.id == 0) continue;  // a free slot
+    out.PutString(job.payload);
+    out.PutBool(job.dedupe_key.has_value());
+    if (job.dedupe_key) out.PutString(*job.dedupe_key);
+    out.Put(job.due);
+    out.Put(job.order);
+    out.Put(job.ticket);
+    out.Put(job.delivery);
+    out.Put(job.failed_at);
+    out.Put(job.priority);
+    out.Put(job.max_attempts);
+    out.Put(job.attempt);
+    out.Put(job.state);
+    out.Put(job.worker);
+    out.Put<uint32_t>(static_cast<uint32_t>(job.history.size()));
+    for (const FailedAttempt& f : job.history) {
+      out.Put(f.attempt);
+      out.PutString(f.error);
+      out.Put(f.at_ms);
+    }
+  }
+  out.Put<uint64_t>(free_.size());
+  for (Index i : free_) out.Put(i);
+
+  // Live ready entries only, in delivery order (stale ones would be skipped anyway).
+  std::vector<Index> ready;
+  ready.reserve(ready_.size());
+  ready_.ForEach([&](Index i, int32_t, uint64_t ticket) {
+    if (slab_[i].state == State::kReady && slab_[i].ticket == ticket) ready.push_back(i);
+  });
+  out.Put<uint64_t>(ready.size());
+  for (Index i : ready) out.Put(i);
+  out.Put(next_ticket_);
+
+  out.Put<uint64_t>(workers_.size());
+  for (const Worker& w : workers_) {
+    out.PutString(w.name);
+    out.Put(w.alive_until);
+  }
+  out.Put<uint64_t>(free_workers_.size());
+  for (uint32_t w : free_workers_) out.Put(w);
+
+  out.Put<uint64_t>(acked_order_.size());
+  for (const auto& [until, id] : acked_order_) {
+    out.Put(until);
+    out.Put(id);
+    auto it = acked_.find(id);
+    out.Put<uint64_t>(it == acked_.end() ? 0 : it->second);
+  }
+  out.Put(next_id_);
+  out.Put(next_delivery_);
+  out.Put(next_order_);
+  out.Put(head_order_);
+  out.PutBool(paused_);
+  out.Put(pushed_);
+  out.Put(acked_count_);
+  out.Put(nacked_);
+  out.Put(expired_);
+  out.Put(cancelled_);
+}
+
+bool Queue::Restore(ByteReader& in) {
+  if (in.Get<uint32_t>() != kQueueFormat) return false;
+  Queue& q = *this;
+  q.now_ = in.Get<int64_t>();
+  std::istringstream rng(std::string(in.GetView()));
+  rng >> q.rng_;
+  if (in.failed() || rng.fail()) return false;
+
+  uint64_t n = in.GetCount(sizeof(JobId));
+  q.slab_.resize(n);
+  for (Index i = 0; i < n && !in.failed(); ++i) {
+    Job& job = q.slab_[i];
+    job.id = in.Get<JobId>();
+    if (job.id == 0) continue;
+    job.payload = in.GetString();
+    if (in.GetBool()) job.dedupe_key = in.GetString();
+    job.due = in.Get<int64_t>();
+    job.order = in.Get<int64_t>();
+    job.ticket = in.Get<uint64_t>();
+    job.delivery = in.Get<uint64_t>();
+    job.failed_at = in.Get<int64_t>();
+    job.priority = in.Get<int32_t>();
+    job.max_attempts = in.Get<int32_t>();
+    job.attempt = in.Get<int32_t>();
+    job.state = in.Get<State>();
+    job.worker = in.Get<uint32_t>();
+    uint32_t history = in.Get<uint32_t>();
+    if (history > in.remaining() / 16) in.Fail();
+    for (uint32_t k = 0; k < history && !in.failed(); ++k) {
+      FailedAttempt f;
+      f.attempt = in.Get<int32_t>();
+      f.error = in.GetString();
+      f.at_ms = in.Get<int64_t>();
+      job.history.push_back(std::move(f));
+    }
+    if (job.state > State::kDead || !q.by_id_.emplace(job.id, i).second) in.Fail();
+  }
+  uint64_t free_count = in.GetCount(sizeof(Index));
+  for (uint64_t k = 0; k < free_count && !in.failed(); ++k) {
+    Index i = in.Get<Index>();
+    if (i >= n || q.slab_[i].id != 0) in.Fail();
+    q.free_.push_back(i);
+  }
+  uint64_t ready = in.GetCount(sizeof(Index));
+  for (uint64_t k = 0; k < ready && !in.failed(); ++k) {
+    Index i = in.Get<Index>();
+    if (i >= n || q.slab_[i].id == 0 || q.slab_[i].state != State::kReady) {
+      in.Fail();
+    } else {
+      q.ready_.PushBack(i, q.slab_[i].priority, q.slab_[i].ticket);
+    }
+  }
+  q.next_ticket_ = in.Get<uint64_t>();
+
+  uint64_t workers = in.GetCount(4 + 8);
+  q.workers_.resize(workers);
+  for (Worker& w : q.workers_) {
+    w.name = in.GetString();
+    w.alive_until = in.Get<int64_t>();
+  }
+  uint64_t free_workers = in.GetCount(4);
+  std::vector<bool> is_free(workers, false);
+  for (uint64_t k = 0; k < free_workers && !in.failed(); ++k) {
+    uint32_t w = in.Get<uint32_t>();
+    if (w >= workers || is_free[w]) {
+      in.Fail();
+    } else {
+      is_free[w] = true;
+      q.free_workers_.push_back(w);
+    }
+  }
+  if (in.failed()) return false;
+  for (uint32_t w = 0; w < workers; ++w) {
+    if (is_free[w]) continue;
+    q.worker_index_.emplace(q.workers_[w].name, w);
+    if (q.workers_[w].alive_until != 0) {
+      q.heartbeats_.Set(w, static_cast<uint64_t>(q.workers_[w].alive_until));
+    }
+  }
+  // The indexes that follow from the jobs.
+  for (Index i = 0; i < n; ++i) {
+    Job& job = q.slab_[i];
+    if (job.id == 0) continue;
+    if (job.dedupe_key) q.dedupe_.emplace(*job.dedupe_key, job.id);
+    switch (job.state) {
+      case State::kReady:
+        break;
+      case State::kDelayed:
+        q.delayed_.Set(i, static_cast<uint64_t>(job.due));
+        break;
+      case State::kInflight:
+        if (job.worker >= workers || is_free[job.worker]) return false;
+        q.leases_.Set(i, static_cast<uint64_t>(job.due));
+        q.workers_[job.worker].jobs.insert(i);
+        break;
+      case State::kDead:
+        q.dead_.emplace(job.failed_at, job.id);
+        break;
+    }
+  }
+
+  uint64_t acked = in.GetCount(24);
+  for (uint64_t k = 0; k < acked && !in.failed(); ++k) {
+    int64_t until = in.Get<int64_t>();
+    JobId id = in.Get<JobId>();
+    uint64_t delivery = in.Get<uint64_t>();
+    q.acked_order_.emplace_back(until, id);
+    q.acked_[id] = delivery;
+  }
+  q.next_id_ = in.Get<JobId>();
+  q.next_delivery_ = in.Get<uint64_t>();
+  q.next_order_ = in.Get<int64_t>();
+  q.head_order_ = in.Get<int64_t>();
+  q.paused_ = in.GetBool();
+  q.pushed_ = in.Get<int64_t>();
+  q.acked_count_ = in.Get<int64_t>();
+  q.nacked_ = in.Get<int64_t>();
+  q.expired_ = in.Get<int64_t>();
+  q.cancelled_ = in.Get<int64_t>();
+  return !in.failed();
+}
+
+}  // namespace anteroom::core

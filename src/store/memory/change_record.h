@@ -1,0 +1,70 @@
+#pragma once
+// The change records of the memory backend's write-ahead log: one per call into core::Room or
+// core::Queue that may change state, with the time the call was made. Replaying them in order,
+// with their times, through the same core calls rebuilds the same state, because the rules are
+// deterministic given the calls and their times (deadlines are processed at their own times,
+// heaps order ties by member, backoff jitter comes from the queue's own seeded generator).
+// Expiry is not recorded: it follows from the times.
+//
+// Layout (inside a log record, which frames and checksums it; see store/log/record_format.h):
+//   u8 kind | i64 now_ms | str name | body by kind (below)
+// Integers are little-endian fixed width; str is u32 length + bytes. Adding a kind is
+// backwards compatible; changing a body needs a new kind number (old logs must still replay).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/bytes.h"
+#include "core/queue.h"
+#include "core/room_types.h"
+
+namespace anteroom::store {
+
+enum class ChangeKind : uint8_t {
+  // rooms
+  kPutRoom = 1,     // RoomPatch: creates the room or changes it
+  kDeleteRoom = 2,  // -
+  kCheck = 3,       // str session
+  kTouch = 4,       // str session
+  kLeave = 5,       // str session, u8 final
+  kEvict = 6,       // str session
+  // queues
+  kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
+                        //             i32 max_attempts)
+  kFetch = 17,          // str worker, u64 max, i64 lease_ms
+  kAck = 18,            // u32 n, n x (u64 id, u64 delivery)
+  kNack = 19,           // leases as kAck, opt-i64 delay_ms, str error
+  kExtend = 20,         // leases as kAck, i64 lease_ms
+  kHeartbeat = 21,      // str worker, i64 ttl_ms
+  kReleaseWorker = 22,  // str worker
+  kRequeueDead = 23,    // u8 all, u32 n, n x u64 id
+  kCancel = 24,         // u64 id
+  kSetPaused = 25,      // u8 paused
+};
+
+inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
+
+// Starts a record in `out` (cleared first) and answers a writer for its body.
+inline ByteWriter BeginChange(std::string& out, ChangeKind kind, int64_t now_ms,
+                              std::string_view name) {
+  out.clear();
+  ByteWriter w(out);
+  w.Put(kind);
+  w.Put(now_ms);
+  w.PutString(name);
+  return w;
+}
+
+void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
+core::RoomPatch GetRoomPatch(ByteReader& r);
+void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs);
+std::vector<core::JobSpec> GetJobs(ByteReader& r);
+void PutLeases(ByteWriter& w, const std::vector<core::LeaseRef>& leases);
+std::vector<core::LeaseRef> GetLeases(ByteReader& r);
+void PutOptional(ByteWriter& w, const std::optional<int64_t>& v);
+std::optional<int64_t> GetOptional(ByteReader& r);
+
+}  // namespace anteroom::store

@@ -1,0 +1,115 @@
+#pragma once
+// The two kinds of slot the memory backend schedules: a room and a queue (with its long polls).
+// Private to src/store/memory/.
+
+#include <list>
+#include <map>
+
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::store {
+
+struct MemoryBackend::RoomSlot final : Slot {
+  RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now)
+      : name(std::move(n)), room(config, ttl, now) {}
+  int64_t NextDeadline() const override { return room.NextDeadline(); }
+  void RunDue(int64_t now, Deferred&) override { room.Advance(now); }
+  std::string name;
+  core::Room room;
+};
+
+struct MemoryBackend::QueueSlot final : Slot {
+  QueueSlot(MemoryBackend& b, std::string n, int64_t now)
+      : backend(b), name(std::move(n)), queue(name, b.lease_key_, now, SeedFor(name)) {}
+
+  struct Waiter;
+  using Waiters = std::list<Waiter>;
+  struct Waiter {
+    core::FetchRequest request;
+    std::vector<core::LeaseOutcome> acked;  // done before it started waiting
+    std::multimap<int64_t, Waiters::iterator>::iterator by_deadline;
+    Completion<core::FetchAnswer> done;
+  };
+
+  // Long polls in the order they started waiting (served in that order), and the same
+  // waiters by deadline, so the next deadline and the timed-out ones cost O(log n).
+  Waiters waiters;
+  std::multimap<int64_t, Waiters::iterator> deadlines;
+
+  void Park(core::FetchRequest request, std::vector<core::LeaseOutcome> acked, int64_t deadline,
+            Completion<core::FetchAnswer> done) {
+    auto it = waiters.insert(waiters.end(),
+                             Waiter{std::move(request), std::move(acked), {}, std::move(done)});
+    it->by_deadline = deadlines.emplace(deadline, it);
+  }
+
+  // Removes a waiter; its completion is to be called with `jobs` after the locks are released
+  // (and, with a journal, once the deliveries are safe).
+  void Reply(Waiters::iterator it, std::vector<core::Delivery> jobs, Deferred& after) {
+    deadlines.erase(it->by_deadline);
+    after.push_back([done = std::move(it->done),
+                     answer = core::FetchAnswer{std::move(it->acked), std::move(it->request.ack),
+                                                std::move(jobs)}](bool safe) mutable {
+      if (safe) return done(std::move(answer));
+      done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable,
+                                       "the delivery could not be saved; fetch again later"));
+    });
+    waiters.erase(it);
+  }
+
+  int64_t NextDeadline() const override {
+    int64_t next = queue.NextDeadline();
+    if (!deadlines.empty()) next = std::min(next, deadlines.begin()->first);
+    return next;
+  }
+
+  void RunDue(int64_t now, Deferred& after) override {
+    queue.Advance(now);
+    Serve(now, after);
+    // Long polls past their deadline answer an empty list.
+    while (!deadlines.empty() && deadlines.begin()->first <= now) {
+      Reply(deadlines.begin()->second, {}, after);
+    }
+  }
+
+  // Hands ready jobs to long polls, oldest waiter first (not while changes are refused).
+  void Serve(int64_t now, Deferred& after) {
+    if (waiters.empty() || !queue.CanDeliver() || backend.Refusal(Access::kChange)) return;
+    while (!waiters.empty() && queue.CanDeliver()) {
+      const core::FetchRequest& r = waiters.front().request;
+      std::vector<core::Delivery> jobs = queue.Fetch(r.worker, r.max, r.lease_ms, now);
+      backend.LogFetch(*this, r, now);
+      Reply(waiters.begin(), std::move(jobs), after);
+    }
+  }
+
+  MemoryBackend& backend;
+  std::string name;
+  core::Queue queue;
+  bool listed = false;  // pushed to at least once: shown by ListQueues
+};
+
+// Shared by the room and queue files.
+template <typename T>
+void MemoryBackend::Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result,
+                           Deferred after) {
+  if (journal_ == nullptr || lsn <= journal_->DurableLsn() ||
+      (access == Access::kRead && !journal_->Writable())) {
+    done(std::move(result));
+    for (auto& fn : after) fn(true);
+    return;
+  }
+  journal_->WhenDurable(lsn, [this, done = std::move(done), result = std::move(result),
+                              after = std::move(after)](bool safe) mutable {
+    if (safe) {
+      done(std::move(result));
+    } else {
+      done(OpResult<T>(OpStatus::kUnavailable,
+                       "the change could not be saved: " + journal_->Problem() +
+                           "; it takes effect only if the disk recovers, so retry later"));
+    }
+    for (auto& fn : after) fn(safe);
+  });
+}
+
+}  // namespace anteroom::store

@@ -1,0 +1,226 @@
+// Durability hooks of the memory backend: snapshots of every room and queue, and the replay of
+// change records (change_record.h) through the same core calls that made them.
+#include <fmt/format.h>
+
+#include "store/memory/memory_slots.h"
+
+namespace anteroom::store {
+
+namespace {
+constexpr uint32_t kStateFormat = 1;
+
+OpResult<Done> Diverged(std::string what) {
+  return {OpStatus::kInternal, "change does not apply: " + std::move(what)};
+}
+}  // namespace
+
+void MemoryBackend::AttachJournal(Journal* journal) {
+  std::unique_lock world(world_);
+  journal_ = journal;
+}
+
+// Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
+// Queue). Room and Queue write their own versioned layouts (core/*_snapshot.cc).
+void MemoryBackend::SaveState(ByteWriter& out) const {
+  out.Put(kStateFormat);
+  out.Put<uint64_t>(rooms_.size());
+  for (const auto& [name, slot] : rooms_) {
+    out.PutString(name);
+    slot->room.Save(out);
+  }
+  out.Put<uint64_t>(queues_.size());
+  for (const auto& [name, slot] : queues_) {
+    out.PutString(name);
+    out.PutBool(slot->listed);
+    slot->queue.Save(out);
+  }
+}
+
+bool MemoryBackend::LoadState(ByteReader& in) {
+  std::unique_lock world(world_);
+  if (in.Get<uint32_t>() != kStateFormat) return false;
+  rooms_.clear();
+  queues_.clear();
+  uint64_t rooms = in.GetCount(8);
+  for (uint64_t k = 0; k < rooms && !in.failed(); ++k) {
+    std::string name = in.GetString();
+    auto slot = std::make_shared<RoomSlot>(name, core::RoomConfig{}, options_.token_ttl_ms, 0);
+    if (!slot->room.Restore(in)) return false;
+    rooms_[name] = std::move(slot);
+  }
+  uint64_t queues = in.GetCount(8);
+  for (uint64_t k = 0; k < queues && !in.failed(); ++k) {
+    std::string name = in.GetString();
+    auto slot = std::make_shared<QueueSlot>(*this, name, 0);
+    slot->listed = in.GetBool();
+    if (!slot->queue.Restore(in)) return false;
+    queues_[name] = std::move(slot);
+  }
+  return in.done();
+}
+
+void MemoryBackend::ScheduleAll() {
+  std::shared_lock world(world_);
+  for (auto& [name, slot] : rooms_) {
+    std::lock_guard lock(slot->mu);
+    slot->scheduled = INT64_MAX;
+    Schedule(slot);
+  }
+  for (auto& [name, slot] : queues_) {
+    std::lock_guard lock(slot->mu);
+    slot->scheduled = INT64_MAX;
+    Schedule(slot);
+  }
+}
+
+MemoryBackend::Summary MemoryBackend::Summarize() {
+  std::shared_lock world(world_);
+  Summary s;
+  s.rooms = rooms_.size();
+  for (auto& [name, slot] : rooms_) {
+    std::lock_guard lock(slot->mu);
+    s.sessions += slot->room.sessions();
+  }
+  s.queues = queues_.size();
+  for (auto& [name, slot] : queues_) {
+    std::lock_guard lock(slot->mu);
+    core::QueueStats st = slot->queue.Stats(INT64_MIN);
+    s.jobs += static_cast<size_t>(st.ready + st.delayed + st.inflight + st.dead);
+  }
+  return s;
+}
+
+OpResult<Done> MemoryBackend::Replay(std::string_view record) {
+  ByteReader r(record);
+  auto kind = r.Get<ChangeKind>();
+  int64_t now = r.Get<int64_t>();
+  std::string name = r.GetString();
+  if (r.failed()) return {OpStatus::kInternal, "change record too short"};
+  OpResult<Done> result =
+      IsRoomChange(kind) ? ReplayRoom(kind, now, name, r) : ReplayQueue(kind, now, name, r);
+  if (result.ok() && !r.done()) {
+    return {OpStatus::kInternal,
+            fmt::format("change record of kind {} does not decode", static_cast<int>(kind))};
+  }
+  return result;
+}
+
+OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std::string& name,
+                                         ByteReader& r) {
+  auto it = rooms_.find(name);
+  if (kind == ChangeKind::kPutRoom) {
+    core::RoomPatch patch = GetRoomPatch(r);
+    if (r.failed()) return Diverged("room patch does not decode");
+    if (it != rooms_.end()) {
+      it->second->room.Reconfigure(patch, now);
+    } else if (patch.capacity) {
+      core::RoomConfig config;
+      patch.ApplyTo(config);
+      rooms_[name] = std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now);
+    } else {
+      return Diverged("room '" + name + "' created without a capacity");
+    }
+    return Done{};
+  }
+  if (it == rooms_.end()) return Diverged("no room named '" + name + "'");
+  core::Room& room = it->second->room;
+  switch (kind) {
+    case ChangeKind::kDeleteRoom:
+      rooms_.erase(it);
+      return Done{};
+    case ChangeKind::kCheck:
+      room.Check(r.GetView(), now);
+      return Done{};
+    case ChangeKind::kTouch:
+    case ChangeKind::kLeave:
+    case ChangeKind::kEvict: {
+      std::string session = r.GetString();
+      OpResult<core::SessionView> v = kind == ChangeKind::kTouch ? room.Touch(session, now)
+                                      : kind == ChangeKind::kLeave
+                                          ? room.Leave(session, r.GetBool(), now)
+                                          : room.Evict(session, now);
+      if (!v.ok()) return Diverged("session '" + session + "': " + v.message());
+      return Done{};
+    }
+    default:
+      return Diverged(fmt::format("unknown room change kind {}", static_cast<int>(kind)));
+  }
+}
+
+OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const std::string& name,
+                                          ByteReader& r) {
+  auto& slot = queues_[name];
+  if (!slot) slot = std::make_shared<QueueSlot>(*this, name, now);
+  core::Queue& q = slot->queue;
+  auto each_ok = [&](const std::vector<core::LeaseRef>& refs, auto&& apply) -> OpResult<Done> {
+    for (const auto& ref : refs) {
+      if (apply(ref) != core::LeaseOutcome::kOk) {
+        return Diverged(fmt::format("queue '{}': lease of job {} delivery {} is not current", name,
+                                    ref.id, ref.delivery));
+      }
+    }
+    return Done{};
+  };
+  switch (kind) {
+    case ChangeKind::kPush:
+      slot->listed = true;
+      q.Push(GetJobs(r), now);
+      return Done{};
+    case ChangeKind::kFetch: {
+      std::string worker = r.GetString();
+      auto max = r.Get<uint64_t>();
+      auto lease_ms = r.Get<int64_t>();
+      if (q.Fetch(worker, max, lease_ms, now).empty()) {
+        return Diverged("queue '" + name + "': a recorded fetch found no job");
+      }
+      return Done{};
+    }
+    case ChangeKind::kAck:
+      return each_ok(GetLeases(r), [&](core::LeaseRef ref) { return q.Ack(ref, now); });
+    case ChangeKind::kNack: {
+      auto refs = GetLeases(r);
+      auto delay = GetOptional(r);
+      std::string error = r.GetString();
+      return each_ok(refs, [&](core::LeaseRef ref) { return q.Nack(ref, delay, error, now); });
+    }
+    case ChangeKind::kExtend: {
+      auto refs = GetLeases(r);
+      auto lease_ms = r.Get<int64_t>();
+      return each_ok(refs, [&](core::LeaseRef ref) { return q.Extend(ref, lease_ms, now); });
+    }
+    case ChangeKind::kHeartbeat: {
+      std::string worker = r.GetString();
+      q.Heartbeat(worker, r.Get<int64_t>(), now);
+      return Done{};
+    }
+    case ChangeKind::kReleaseWorker:
+      q.ReleaseWorker(r.GetView(), now);
+      return Done{};
+    case ChangeKind::kRequeueDead: {
+      bool all = r.GetBool();
+      uint32_t n = r.Get<uint32_t>();
+      if (n > r.remaining() / 8) return Diverged("requeue list does not decode");
+      std::vector<core::JobId> ids(n);
+      for (auto& id : ids) id = r.Get<core::JobId>();
+      std::optional<std::vector<core::JobId>> chosen;
+      if (!all) chosen = std::move(ids);
+      if (q.RequeueDead(chosen, now) == 0)
+        return Diverged("queue '" + name + "': nothing to requeue");
+      return Done{};
+    }
+    case ChangeKind::kCancel: {
+      auto id = r.Get<core::JobId>();
+      if (q.Cancel(id, now) != core::CancelOutcome::kCancelled) {
+        return Diverged(fmt::format("queue '{}': job {} cannot be cancelled", name, id));
+      }
+      return Done{};
+    }
+    case ChangeKind::kSetPaused:
+      q.SetPaused(r.GetBool(), now);
+      return Done{};
+    default:
+      return Diverged(fmt::format("unknown queue change kind {}", static_cast<int>(kind)));
+  }
+}
+
+}  // namespace anteroom::store
