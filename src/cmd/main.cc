@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   anteroom::cmd::ClientFlags flags;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) flags.admin_key = key;
   anteroom::cmd::AddServeCommand(app);
+  anteroom::cmd::AddCheckDataCommand(app);
   anteroom::cmd::AddRoomCommands(app, flags);
   anteroom::cmd::AddQueueCommands(app, flags);
   anteroom::cmd::AddWorkCommand(app, flags);

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "core/token.h"
 #include "server/families.h"
 #include "server/http_server.h"
+#include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::cmd {
@@ -30,7 +33,17 @@ struct ServeFlags {
   int64_t token_ttl_ms = 600'000;
   std::string log_level = "info";
   size_t max_connections = 100'000;
+  std::string data = "anteroom-data";
+  std::string fsync = "everysec";
+  bool memory_only = false;
+  uint64_t compact_min_mb = 64;
 };
+
+store::log::FsyncPolicy ParsePolicy(const std::string& name) {
+  if (name == "always") return store::log::FsyncPolicy::kAlways;
+  if (name == "no") return store::log::FsyncPolicy::kNo;
+  return store::log::FsyncPolicy::kEverySec;
+}
 
 std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
   size_t colon = listen.rfind(':');
@@ -42,8 +55,14 @@ std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
   return {host, static_cast<uint16_t>(port)};
 }
 
-std::string TokenSecret() {
+std::string TokenSecret(const ServeFlags& flags) {
   if (const char* secret = std::getenv("ANTEROOM_TOKEN_SECRET"); secret && *secret) return secret;
+  // With a data directory the secret lives there, so tokens and leases outlive restarts.
+  if (!flags.memory_only) {
+    spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in {}/secret",
+                 flags.data);
+    return store::log::LoadOrCreateSecret(flags.data);
+  }
   spdlog::warn(
       "ANTEROOM_TOKEN_SECRET is not set: using a random secret; tokens will not verify after a "
       "restart or on other processes");
@@ -62,10 +81,28 @@ void Serve(const ServeFlags& flags) {
   // the pool's io_contexts, and the backend's timer may still answer them while it stops.
   server::IoPool pool(threads);
   SystemClock clock;
-  std::string secret = TokenSecret();
+  // The directory is locked before anything in it (the secret) is read.
+  std::optional<store::log::DirLock> lock;
+  if (!flags.memory_only) lock.emplace(flags.data);
+  std::string secret = TokenSecret(flags);
   store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms,
                                        .lease_secret = "anteroom/leases/" + secret,
                                        .run_timer = true});
+  std::optional<store::log::EmbeddedStore> store;
+  if (!flags.memory_only) {
+    lock.reset();  // EmbeddedStore takes it again for its lifetime
+    store.emplace(backend, store::log::EmbeddedOptions{
+                               .dir = flags.data,
+                               .fsync = ParsePolicy(flags.fsync),
+                               .compact_min_bytes = flags.compact_min_mb << 20,
+                           });
+    const auto& r = store->recovery();
+    spdlog::info(
+        "data directory {}: recovered snapshot {} ({} bytes) and {} records from {} segments in "
+        "{:.3f} s; fsync {}",
+        flags.data, r.snapshot, r.snapshot_bytes, r.records, r.segments.size(), r.seconds,
+        flags.fsync);
+  }
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::Services services{backend, signer, clock};
@@ -79,17 +116,20 @@ void Serve(const ServeFlags& flags) {
     }
     core::RoomPatch patch;
     patch.capacity = std::stoll(demo.substr(colon + 1));
-    backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) {
-      if (!r.ok()) throw std::runtime_error("--demo-room: " + r.message());
-    });
+    std::promise<OpResult<core::RoomInfo>> created;
+    backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
+    if (auto r = created.get_future().get(); !r.ok()) {
+      throw std::runtime_error("--demo-room: " + r.message());
+    }
   }
 
   server::HttpServer http(pool, router, flags.max_connections);
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
-  spdlog::info("serving on {}:{} with {} threads, embedded in-memory backend", host, bound.port(),
-               threads);
+  spdlog::info("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
+               flags.memory_only ? "state in memory only (lost at exit)"
+                                 : "embedded durable backend in " + flags.data);
 
   boost::asio::signal_set signals(pool.Main(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
@@ -118,6 +158,21 @@ void AddServeCommand(CLI::App& app) {
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
+  serve->add_option("--data", flags->data, "Data directory: every change is logged there")
+      ->capture_default_str();
+  serve
+      ->add_option("--fsync", flags->fsync,
+                   "always: answer once synced to disk; everysec: once written to the kernel, "
+                   "synced every second; no: let the kernel sync (docs/durability.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"always", "everysec", "no"}));
+  serve->add_flag("--memory-only", flags->memory_only,
+                  "Keep state in memory only: nothing survives a restart");
+  serve
+      ->add_option("--compact-min-mb", flags->compact_min_mb,
+                   "Snapshot when the log since the last one exceeds this and twice the snapshot")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   serve->callback([flags] { Serve(*flags); });
 }
 

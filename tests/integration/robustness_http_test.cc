@@ -203,8 +203,9 @@ TEST(ServerProcessTest, StdoutIsOnlyTheListeningLine) {
 }
 
 TEST(ServerProcessTest, AMissingTokenSecretIsLoggedAndARandomOneUsed) {
-  ServerProcess a;  // no ANTEROOM_TOKEN_SECRET
-  ServerProcess b;
+  // No ANTEROOM_TOKEN_SECRET and no data directory to keep one in.
+  ServerProcess a({"--memory-only"});
+  ServerProcess b({"--memory-only"});
   ASSERT_TRUE(a.started()) << a.error();
   ASSERT_TRUE(b.started()) << b.error();
   EXPECT_TRUE(WaitFor([&] { return a.Errors().find("ANTEROOM_TOKEN_SECRET") != std::string::npos; },

@@ -125,6 +125,13 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
     return;
   }
   std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0"};
+  bool named = std::any_of(extra_args.begin(), extra_args.end(), [](const std::string& a) {
+    return a == "--data" || a.rfind("--data=", 0) == 0 || a == "--memory-only";
+  });
+  if (!named) {
+    data_dir_ = std::make_unique<TempDir>("anteroom-serve");
+    args.insert(args.end(), {"--data", data_dir_->path().string()});
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = SpawnBinary(std::move(args), extra_env, out[1], err[1], &error_);
   close(out[1]);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "support/temp_dir.h"
 
 namespace anteroom::testing {
 
@@ -33,7 +36,9 @@ pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int o
                   std::string* error);
 
 // `anteroom serve --listen 127.0.0.1:0 EXTRA_ARGS...` with ANTEROOM_* variables cleared from the
-// inherited environment and EXTRA_ENV added. The constructor waits (bounded) for the line
+// inherited environment and EXTRA_ENV added. Unless EXTRA_ARGS name --data or --memory-only,
+// the server gets a fresh data directory of its own (removed with the object), so every test
+// runs the durable backend. The constructor waits (bounded) for the line
 // "anteroom listening on http://127.0.0.1:PORT"; check started() (and error()) before use.
 class ServerProcess {
  public:
@@ -62,6 +67,8 @@ class ServerProcess {
 
  private:
   void Drain(int out_fd, int err_fd);
+
+  std::unique_ptr<TempDir> data_dir_;  // when the caller named none
 
   pid_t pid_ = -1;
   bool started_ = false;

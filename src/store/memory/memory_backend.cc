@@ -20,7 +20,9 @@ MemoryBackend::MemoryBackend(const Clock& clock, MemoryBackendOptions options)
   if (options_.run_timer) timer_ = std::thread([this] { TimerLoop(); });
 }
 
-MemoryBackend::~MemoryBackend() {
+MemoryBackend::~MemoryBackend() { StopTimer(); }
+
+void MemoryBackend::StopTimer() {
   {
     std::lock_guard lock(schedule_mu_);
     stopping_ = true;
@@ -53,12 +55,13 @@ void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
 }
 
 std::optional<std::string> MemoryBackend::Refusal(Access access) const {
-  if (access == Access::kRead || journal_ == nullptr || journal_->Writable()) return std::nullopt;
-  return "changes are refused for now: " + journal_->Problem() + " (reads still work)";
+  Journal* journal = journal_.load(std::memory_order_acquire);
+  if (access == Access::kRead || journal == nullptr || journal->Writable()) return std::nullopt;
+  return "changes are refused for now: " + journal->Problem() + " (reads still work)";
 }
 
 void MemoryBackend::Log(Slot& slot, const std::string& record) {
-  slot.last_lsn = journal_->Append(record);
+  slot.last_lsn = journal_.load(std::memory_order_relaxed)->Append(record);
 }
 
 template <typename T, typename Fn>

@@ -11,6 +11,7 @@
 // write and read a snapshot of everything. Lock order: world_ (shared) -> rooms_mu_/queues_mu_
 // -> a slot's mu -> the journal's own lock.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -84,6 +85,8 @@ class MemoryBackend final : public Backend {
 
   // Processes every deadline due now. The timer thread calls it; so may tests.
   void RunDue();
+  // Stops the timer thread (idempotent): before a journal the backend uses goes away.
+  void StopTimer();
 
   // ---- durability (memory_state.cc)
 
@@ -145,7 +148,8 @@ class MemoryBackend final : public Backend {
   template <typename T>
   void Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result, Deferred after);
   // Records a change of `slot` (under its lock). The record is built only with a journal.
-  bool Logging() const { return journal_ != nullptr; }
+  // Called under the world lock, which AttachJournal takes exclusively.
+  bool Logging() const { return journal_.load(std::memory_order_relaxed) != nullptr; }
   void Log(Slot& slot, const std::string& record);
   static thread_local std::string scratch_;
   void LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now);
@@ -171,7 +175,7 @@ class MemoryBackend final : public Backend {
   const Clock& clock_;
   MemoryBackendOptions options_;
   core::Hmac lease_key_;
-  Journal* journal_ = nullptr;
+  std::atomic<Journal*> journal_{nullptr};
   PauseLock world_;
 
   std::shared_mutex rooms_mu_;

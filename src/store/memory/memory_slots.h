@@ -93,19 +93,20 @@ struct MemoryBackend::QueueSlot final : Slot {
 template <typename T>
 void MemoryBackend::Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result,
                            Deferred after) {
-  if (journal_ == nullptr || lsn <= journal_->DurableLsn() ||
-      (access == Access::kRead && !journal_->Writable())) {
+  Journal* journal = journal_.load(std::memory_order_acquire);
+  if (journal == nullptr || lsn <= journal->DurableLsn() ||
+      (access == Access::kRead && !journal->Writable())) {
     done(std::move(result));
     for (auto& fn : after) fn(true);
     return;
   }
-  journal_->WhenDurable(lsn, [this, done = std::move(done), result = std::move(result),
-                              after = std::move(after)](bool safe) mutable {
+  journal->WhenDurable(lsn, [journal, done = std::move(done), result = std::move(result),
+                             after = std::move(after)](bool safe) mutable {
     if (safe) {
       done(std::move(result));
     } else {
       done(OpResult<T>(OpStatus::kUnavailable,
-                       "the change could not be saved: " + journal_->Problem() +
+                       "the change could not be saved: " + journal->Problem() +
                            "; it takes effect only if the disk recovers, so retry later"));
     }
     for (auto& fn : after) fn(safe);

@@ -16,7 +16,7 @@ OpResult<Done> Diverged(std::string what) {
 
 void MemoryBackend::AttachJournal(Journal* journal) {
   std::unique_lock world(world_);
-  journal_ = journal;
+  journal_.store(journal, std::memory_order_release);
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,

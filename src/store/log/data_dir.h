@@ -1,0 +1,47 @@
+#pragma once
+// The data directory of the embedded backend:
+//
+//   LOCK                   flock()ed by the one process using the directory (holds its pid)
+//   secret                 the token and lease secret, when ANTEROOM_TOKEN_SECRET is not set
+//   snap-NNNNNNNNNNNNNNNN.snap   a snapshot: the state before segment N
+//   log-NNNNNNNNNNNNNNNN.log     log segment N: changes after snapshot N (or from the start)
+//
+// Recovery loads the newest snapshot S (if any) and replays segments S, S+1, ... in order; they
+// must be contiguous. Without a snapshot, segments must start at 1: a log that starts later
+// means its snapshot is missing, and start-up refuses. Files older than the newest snapshot are
+// leftovers of a compaction that was cut short, and are deleted.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anteroom::store::log {
+
+std::string SegmentName(uint64_t segment);
+std::string SnapshotName(uint64_t snapshot);
+
+struct DirListing {
+  std::vector<uint64_t> segments;        // ascending
+  std::vector<uint64_t> snapshots;       // ascending
+  std::vector<std::string> temporaries;  // *.tmp: snapshots never finished
+};
+DirListing ListDir(const std::string& dir);
+
+// Holds the directory's lock for its lifetime. Throws (at start-up) if the directory cannot be
+// created or another process holds the lock (naming its pid).
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// The secret kept in the directory (created with mode 0600 on first use).
+std::string LoadOrCreateSecret(const std::string& dir);
+
+}  // namespace anteroom::store::log

@@ -1,0 +1,252 @@
+#include "store/log/embedded_store.h"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <stdexcept>
+
+#include "store/log/file_io.h"
+#include "store/log/record_format.h"
+#include "store/log/snapshot_file.h"
+
+namespace anteroom::store::log {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+[[noreturn]] void Damaged(const std::string& path, size_t offset, const std::string& what) {
+  throw std::runtime_error(fmt::format("{}: offset {}: {}", path, offset, what));
+}
+
+void RemoveFile(const std::string& path, RecoveryReport& report, const char* why) {
+  if (::unlink(path.c_str()) == 0) report.warnings.push_back(fmt::format("{}: {}", path, why));
+}
+
+// Replays one segment; answers false if it ended in a torn tail that was (or would be) cut.
+void ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBackend& backend,
+                   bool repair, RecoveryReport& report) {
+  std::string path = dir + "/" + SegmentName(segment);
+  std::string data;
+  int error = 0;
+  if (!ReadFile(path, data, error)) {
+    throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
+  }
+  ScanResult scan =
+      Scan(data, FileKind::kLog, [&](std::string_view record, size_t, std::string& why) {
+        OpResult<Done> applied = backend.Replay(record);
+        if (!applied.ok()) why = applied.message();
+        return applied.ok();
+      });
+  report.records += scan.records;
+  report.log_bytes += scan.valid_bytes;
+  report.segments.push_back(segment);
+  if (scan.end == ScanResult::End::kClean && scan.sequence != segment) {
+    Damaged(path, 16, fmt::format("segment number {} does not match its name", scan.sequence));
+  }
+  if (scan.end == ScanResult::End::kDamaged) Damaged(path, scan.bad_offset, scan.problem);
+  if (scan.end == ScanResult::End::kTornTail) {
+    if (!last) {
+      Damaged(path, scan.bad_offset, scan.problem + " (and later segments exist)");
+    }
+    std::string warning = fmt::format("{}: offset {}: torn tail ({}): {} bytes {}", path,
+                                      scan.bad_offset, scan.problem, data.size() - scan.valid_bytes,
+                                      repair ? "truncated" : "would be truncated at start");
+    if (repair) {
+      if (scan.valid_bytes < kFileHeaderBytes) {
+        ::unlink(path.c_str());  // not even a header: the crash came as it was created
+      } else if (::truncate(path.c_str(), static_cast<off_t>(scan.valid_bytes)) != 0) {
+        throw std::runtime_error(fmt::format("{}: cannot truncate: {}", path, ErrnoText(errno)));
+      }
+    }
+    report.warnings.push_back(std::move(warning));
+  }
+}
+
+}  // namespace
+
+uint64_t Recover(const std::string& dir, MemoryBackend& backend, bool repair,
+                 RecoveryReport& report) {
+  auto start = SteadyClock::now();
+  DirListing files = ListDir(dir);
+  if (repair) {
+    for (const auto& tmp : files.temporaries) {
+      RemoveFile(dir + "/" + tmp, report, "unfinished snapshot removed");
+    }
+  }
+  uint64_t first = 1;
+  if (!files.snapshots.empty()) {
+    uint64_t snap = files.snapshots.back();
+    std::string path = dir + "/" + SnapshotName(snap);
+    std::string state, error;
+    if (!ReadSnapshotFile(path, snap, state, error)) {
+      throw std::runtime_error(fmt::format("{}: {}", path, error));
+    }
+    ByteReader in(state);
+    if (!backend.LoadState(in)) {
+      Damaged(path, kFileHeaderBytes, "the snapshot's state does not decode");
+    }
+    report.snapshot = snap;
+    report.snapshot_bytes = state.size();
+    first = snap;
+  }
+  std::vector<uint64_t> replay;
+  for (uint64_t seg : files.segments) {
+    if (seg < first) {
+      if (repair) RemoveFile(dir + "/" + SegmentName(seg), report, "replaced by a snapshot");
+    } else {
+      replay.push_back(seg);
+    }
+  }
+  if (!replay.empty() && replay.front() != first) {
+    if (report.snapshot == 0) {
+      throw std::runtime_error(fmt::format(
+          "{}/{}: missing: the log starts at segment {}, so the state before it must come "
+          "from that snapshot",
+          dir, SnapshotName(replay.front()), replay.front()));
+    }
+    throw std::runtime_error(fmt::format("{}/{}: missing: snapshot {} is followed by it", dir,
+                                         SegmentName(first), first));
+  }
+  for (size_t i = 0; i < replay.size(); ++i) {
+    if (i > 0 && replay[i] != replay[i - 1] + 1) {
+      throw std::runtime_error(fmt::format("{}/{}: missing: segments {} and {} exist", dir,
+                                           SegmentName(replay[i - 1] + 1), replay[i - 1],
+                                           replay[i]));
+    }
+    ReplaySegment(dir, replay[i], i + 1 == replay.size(), backend, repair, report);
+  }
+  report.seconds = SecondsSince(start);
+  return replay.empty() ? first : replay.back() + 1;
+}
+
+EmbeddedStore::EmbeddedStore(MemoryBackend& backend, EmbeddedOptions options)
+    : backend_(backend), options_(std::move(options)), lock_(options_.dir) {
+  uint64_t next = Recover(options_.dir, backend_, /*repair=*/true, report_);
+  for (const auto& w : report_.warnings) spdlog::warn("recovery: {}", w);
+  snapshot_ = report_.snapshot;
+  snapshot_bytes_ = report_.snapshot_bytes;
+  journal_ = std::make_unique<LogJournal>(options_.dir, options_.fsync, next);
+  backend_.ScheduleAll();
+  backend_.AttachJournal(journal_.get());
+  if (options_.compact_in_background) loop_ = std::thread([this] { CompactionLoop(); });
+}
+
+EmbeddedStore::~EmbeddedStore() {
+  backend_.StopTimer();  // nothing may reach the journal once it is gone
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  if (!journal_->SyncAll(std::chrono::seconds(5))) {
+    spdlog::error("log: could not sync the last changes before stopping: {}", journal_->Problem());
+  }
+  backend_.AttachJournal(nullptr);
+}
+
+EmbeddedStore::CompactionStats EmbeddedStore::compaction_stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+void EmbeddedStore::CompactionLoop() {
+  std::unique_lock lock(loop_mu_);
+  auto retry_at = SteadyClock::now();
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+    if (stopping_) break;
+    uint64_t threshold = std::max(options_.compact_min_bytes, 2 * snapshot_bytes_);
+    if (SteadyClock::now() < retry_at || !journal_->Writable() ||
+        journal_->BytesSince(snapshot_ ? snapshot_ : 1) < threshold) {
+      continue;
+    }
+    lock.unlock();
+    std::string error;
+    bool ok = Compact(error);
+    lock.lock();
+    if (!ok) {
+      spdlog::error("compaction: {}; trying again in 10 s", error);
+      retry_at = SteadyClock::now() + std::chrono::seconds(10);
+    }
+  }
+}
+
+bool EmbeddedStore::Compact(std::string& error) {
+  std::lock_guard one_at_a_time(compact_mu_);
+  auto start = SteadyClock::now();
+  uint64_t segment;
+  pid_t pid;
+  double pause_ms;
+  {
+    std::unique_lock world(backend_.world());  // no change half made while we fork
+    auto paused = SteadyClock::now();
+    segment = journal_->Rotate();
+    pid = ::fork();
+    pause_ms = SecondsSince(paused) * 1000;
+  }
+  if (pid == 0) {
+    // The child: the state as it was at the cut. Only this thread exists here; it takes no lock
+    // and closes every inherited descriptor (sockets must not outlive the parent's close).
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);
+    std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
+    int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { backend_.SaveState(out); });
+    ::_exit(rc == 0 ? 0 : (rc & 0x7f) + 1);
+  }
+  if (pid < 0) {
+    error = "fork: " + ErrnoText(errno);
+    return false;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
+  std::string final_path = options_.dir + "/" + SnapshotName(segment);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::unlink(tmp.c_str());
+    error = WIFEXITED(status) ? "writing " + tmp + ": " + ErrnoText(WEXITSTATUS(status) - 1)
+                              : "the snapshot writer died";
+    return false;
+  }
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0 || SyncDir(options_.dir) != 0) {
+    error = "publishing " + final_path + ": " + ErrnoText(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  struct stat st;
+  uint64_t bytes = ::stat(final_path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  // Everything before the new snapshot is now redundant.
+  DirListing files = ListDir(options_.dir);
+  for (uint64_t s : files.snapshots) {
+    if (s < segment) ::unlink((options_.dir + "/" + SnapshotName(s)).c_str());
+  }
+  for (uint64_t s : files.segments) {
+    if (s < segment) ::unlink((options_.dir + "/" + SegmentName(s)).c_str());
+  }
+  SyncDir(options_.dir);
+  snapshot_ = segment;
+  snapshot_bytes_ = bytes;
+  std::lock_guard lock(stats_mu_);
+  ++stats_.compactions;
+  stats_.last_pause_ms = pause_ms;
+  stats_.last_seconds = SecondsSince(start);
+  stats_.last_snapshot_bytes = bytes;
+  spdlog::info("compaction: snapshot {} ({} bytes) in {:.3f} s, paused {:.2f} ms", segment, bytes,
+               stats_.last_seconds, pause_ms);
+  return true;
+}
+
+}  // namespace anteroom::store::log

@@ -1,0 +1,99 @@
+#pragma once
+// The embedded, durable backend: the memory backend's state made recoverable by a data
+// directory (data_dir.h) holding a write-ahead log (journal.h) and snapshots (snapshot_file.h).
+//
+// Start-up recovers the newest snapshot and replays the log after it, with each change's own
+// time, so deadlines that passed while the server was down are then processed by the timer as
+// if it had been running. A torn tail at the end of the last segment is truncated (warning);
+// damage anywhere else refuses start-up with "FILE: offset N: ...".
+//
+// Compaction (Redis-style): when the log since the last snapshot outgrows
+// max(compact_min_bytes, 2 x the last snapshot), the backend is paused for the instant of
+// fork(); the log rotates to a new segment at that cut; the child writes the state as it was at
+// the cut to a snapshot, and the parent, once it is whole and synced, deletes what it replaces.
+// Requests never wait for the snapshot itself, only for the fork.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/log/data_dir.h"
+#include "store/log/journal.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::store::log {
+
+struct EmbeddedOptions {
+  std::string dir = "anteroom-data";
+  FsyncPolicy fsync = FsyncPolicy::kEverySec;
+  uint64_t compact_min_bytes = 64ull << 20;
+  bool compact_in_background = true;  // tests may call Compact() themselves
+};
+
+struct RecoveryReport {
+  uint64_t snapshot = 0;  // 0: none
+  size_t snapshot_bytes = 0;
+  std::vector<uint64_t> segments;
+  size_t records = 0;
+  size_t log_bytes = 0;
+  std::vector<std::string> warnings;  // torn tails truncated, leftovers removed
+  double seconds = 0;
+};
+
+// Recovers `dir` into `backend` (which must be empty and not serving). With `repair`, torn
+// tails are truncated and leftovers deleted; without (check-data), nothing is changed. Throws
+// std::runtime_error naming the file and offset on damage. Answers the next segment number.
+uint64_t Recover(const std::string& dir, MemoryBackend& backend, bool repair,
+                 RecoveryReport& report);
+
+class EmbeddedStore {
+ public:
+  // Locks the directory, recovers it into `backend`, attaches the log and starts compaction.
+  // Throws at start-up (locked directory, damage, unwritable directory).
+  EmbeddedStore(MemoryBackend& backend, EmbeddedOptions options);
+  // Stops compaction, syncs the log and detaches it.
+  ~EmbeddedStore();
+  EmbeddedStore(const EmbeddedStore&) = delete;
+  EmbeddedStore& operator=(const EmbeddedStore&) = delete;
+
+  const RecoveryReport& recovery() const { return report_; }
+  LogJournal& journal() { return *journal_; }
+  // Writes a snapshot now; false with the reason in `error`.
+  bool Compact(std::string& error);
+  struct CompactionStats {
+    uint64_t compactions = 0;
+    double last_pause_ms = 0;  // world paused for the fork
+    double last_seconds = 0;   // the whole compaction
+    uint64_t last_snapshot_bytes = 0;
+  };
+  CompactionStats compaction_stats() const;
+
+ private:
+  void CompactionLoop();
+
+  MemoryBackend& backend_;
+  EmbeddedOptions options_;
+  DirLock lock_;
+  RecoveryReport report_;
+  std::unique_ptr<LogJournal> journal_;
+
+  std::mutex compact_mu_;  // one compaction at a time
+  mutable std::mutex stats_mu_;
+  CompactionStats stats_;
+  uint64_t snapshot_ = 0;  // the newest snapshot's number (0: none)
+  uint64_t snapshot_bytes_ = 0;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace anteroom::store::log

@@ -1,0 +1,124 @@
+#pragma once
+// The write-ahead log of the embedded backend: change records appended in memory by request
+// threads, written to segment files by one flusher thread, synced as the fsync policy says.
+//
+// Group commit: the flusher takes everything appended since its last write in one write() (and,
+// with `always`, one fdatasync()), then releases every answer waiting on those records. Request
+// threads never block on the disk; while one sync runs, the next batch gathers.
+//
+// What "durable" means per policy (the answers wait for it; docs/durability.md):
+//   always:   written and fdatasync'ed: survives a crash of the machine.
+//   everysec: written to the kernel (survives kill -9 of the process); synced within about 1 s.
+//   no:       written to the kernel; synced when the kernel decides (and at rotation and stop).
+//
+// Disk trouble (ENOSPC, EIO, ...): the journal becomes unwritable, answers waiting on unwritten
+// records get fn(false), and the backend refuses new changes (503) before making them. Unwritten
+// bytes stay in memory and the flusher retries every 100 ms, continuing exactly where the file
+// ends, so nothing already written is touched; when a retry succeeds, changes are accepted again.
+// A file left with a partial record by a crash in that state has a torn tail, which recovery
+// truncates.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "store/memory/journal.h"
+
+namespace anteroom::store::log {
+
+enum class FsyncPolicy { kAlways, kEverySec, kNo };
+const char* ToString(FsyncPolicy policy);
+
+struct JournalStats {
+  uint64_t appended_bytes = 0;
+  uint64_t written_bytes = 0;
+  uint64_t writes = 0;
+  uint64_t syncs = 0;
+  uint64_t segment = 0;
+};
+
+class LogJournal final : public Journal {
+ public:
+  // Creates segment `segment` in `dir` and starts the flusher. Throws at start-up on failure.
+  LogJournal(std::string dir, FsyncPolicy policy, uint64_t segment);
+  // Writes and syncs what it can, then stops the flusher.
+  ~LogJournal() override;
+  LogJournal(const LogJournal&) = delete;
+  LogJournal& operator=(const LogJournal&) = delete;
+
+  uint64_t Append(std::string_view record) override;
+  uint64_t DurableLsn() const override { return durable_lsn_.load(std::memory_order_acquire); }
+  void WhenDurable(uint64_t lsn, std::function<void(bool)> fn) override;
+  bool Writable() const override { return writable_.load(std::memory_order_acquire); }
+  std::string Problem() const override;
+
+  // Records appended from now on go to a new segment; answers its number. The caller holds the
+  // backend's world lock exclusively, so the cut falls between whole changes.
+  uint64_t Rotate();
+  // The segment records are now appended to.
+  uint64_t CurrentSegment() const;
+  // Waits (up to `timeout`) until everything appended so far is written and synced, whatever
+  // the policy; false if it could not be.
+  bool SyncAll(std::chrono::milliseconds timeout);
+  // Bytes appended since the segment `segment` began (for the compaction trigger).
+  uint64_t BytesSince(uint64_t segment) const;
+  JournalStats Stats() const;
+
+ private:
+  struct Boundary {
+    uint64_t lsn;  // records from this lsn on go to `segment`
+    uint64_t segment;
+  };
+  struct Waiter {
+    uint64_t lsn;
+    std::function<void(bool)> fn;
+  };
+
+  void FlusherLoop();
+  // Flusher only: writes out_ (switching segments at boundaries); 0 or an errno.
+  int WriteOut(uint64_t batch_end_lsn, std::vector<Boundary>& boundaries);
+  int OpenSegment(uint64_t segment);
+  void SetProblem(int error, const char* what);
+  void Release(uint64_t durable, bool ok);
+
+  const std::string dir_;
+  const FsyncPolicy policy_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;    // the flusher waits for records
+  std::condition_variable synced_cv_;  // SyncAll waits for the flusher
+  std::string pending_;                // appended, not yet taken by the flusher
+  uint64_t appended_lsn_ = 0;          // the lsn at the end of pending_
+  std::deque<Boundary> boundaries_;    // rotations not yet reached by the flusher
+  std::vector<Waiter> waiters_;
+  std::vector<std::pair<uint64_t, uint64_t>> segment_starts_;  // (segment, first lsn)
+  uint64_t current_segment_ = 0;                               // where Append goes
+  uint64_t synced_lsn_ = 0;                                    // written and synced
+  uint64_t sync_requests_ = 0;  // SyncAll asks for a sync whatever the policy
+  bool flusher_waiting_ = false;
+  bool stopping_ = false;
+  std::string problem_;
+  std::atomic<uint64_t> durable_lsn_{0};
+  std::atomic<bool> writable_{true};
+
+  // Flusher-owned.
+  int fd_ = -1;
+  uint64_t fd_segment_ = 0;
+  std::string out_;             // taken from pending_, not yet written (kept across failures)
+  uint64_t out_start_lsn_ = 0;  // the lsn of out_[0]
+  bool unsynced_ = false;
+  std::chrono::steady_clock::time_point last_sync_;
+  JournalStats stats_;  // guarded by mu_ for readers
+
+  std::thread flusher_;
+};
+
+}  // namespace anteroom::store::log

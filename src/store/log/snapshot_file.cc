@@ -1,0 +1,94 @@
+#include "store/log/snapshot_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "store/log/file_io.h"
+#include "store/log/record_format.h"
+
+namespace anteroom::store::log {
+
+namespace {
+constexpr size_t kChunkBytes = 1 << 20;
+constexpr std::string_view kEndMarker = "anteroom-snapshot-end";
+}  // namespace
+
+int WriteSnapshotFile(const std::string& path, uint64_t sequence,
+                      const std::function<void(ByteWriter&)>& save) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int rc = 0;
+  uint64_t total = 0;
+  std::string framed = FileHeader(FileKind::kSnapshot, sequence);
+  auto write_framed = [&] {
+    size_t written;
+    if (rc == 0) rc = WriteAll(fd, framed, written);
+    framed.clear();
+  };
+  write_framed();
+  std::string buffer;
+  buffer.reserve(kChunkBytes + 4096);
+  ByteWriter out(buffer);
+  out.SetSpill(kChunkBytes, [&](std::string& chunk) {
+    total += chunk.size();
+    AppendRecord(framed, chunk);
+    chunk.clear();
+    write_framed();
+  });
+  save(out);
+  out.Flush();
+  std::string end(kEndMarker);
+  end.append(reinterpret_cast<const char*>(&total), sizeof total);
+  AppendRecord(framed, end);
+  write_framed();
+  if (rc == 0) rc = SyncData(fd);
+  ::close(fd);
+  return rc;
+}
+
+bool ReadSnapshotFile(const std::string& path, uint64_t sequence, std::string& state,
+                      std::string& error) {
+  std::string data;
+  int io_error = 0;
+  if (!ReadFile(path, data, io_error)) {
+    error = ErrnoText(io_error);
+    return false;
+  }
+  state.clear();
+  bool ended = false;
+  uint64_t announced = 0;
+  ScanResult scan =
+      Scan(data, FileKind::kSnapshot, [&](std::string_view payload, size_t, std::string& why) {
+        if (ended) {
+          why = "data after the end record";
+          return false;
+        }
+        if (payload.size() == kEndMarker.size() + 8 &&
+            payload.substr(0, kEndMarker.size()) == kEndMarker) {
+          std::memcpy(&announced, payload.data() + kEndMarker.size(), 8);
+          ended = true;
+          return true;
+        }
+        state.append(payload);
+        return true;
+      });
+  if (scan.end != ScanResult::End::kClean) {
+    error = fmt::format("offset {}: {}", scan.bad_offset, scan.problem);
+    return false;
+  }
+  if (scan.sequence != sequence) {
+    error = fmt::format("offset 16: snapshot number {} does not match its name", scan.sequence);
+    return false;
+  }
+  if (!ended || announced != state.size()) {
+    error = fmt::format("offset {}: the snapshot is incomplete (no end record)", data.size());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace anteroom::store::log
