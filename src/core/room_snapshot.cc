@@ -42,8 +42,11 @@ void Room::Save(ByteWriter& out) const {
   }
   out.Put<uint64_t>(free_.size());
   for (Index i : free_) out.Put(i);
-  out.Put<uint64_t>(deadlines_.size());
-  for (const auto& e : deadlines_.entries()) {
+  // Sorted, so equal rooms write equal bytes (the heap's layout depends on its history).
+  std::vector<DeadlineHeap::Entry> heap = deadlines_.entries();
+  std::sort(heap.begin(), heap.end(), [](const auto& a, const auto& b) { return a.member < b.member; });
+  out.Put<uint64_t>(heap.size());
+  for (const auto& e : heap) {
     out.Put(e.member);
     out.Put(e.key);
   }
@@ -64,8 +67,11 @@ void Room::Save(ByteWriter& out) const {
   out.Put(counters_.admitted_total);
   out.Put(counters_.dropped_total);
   out.Put(counters_.released_total);
-  out.Put<uint64_t>(revoked_.size());
-  for (const auto& [id, r] : revoked_) {
+  std::vector<std::pair<std::string_view, Revoked>> revoked(revoked_.begin(), revoked_.end());
+  std::sort(revoked.begin(), revoked.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.Put<uint64_t>(revoked.size());
+  for (const auto& [id, r] : revoked) {
     out.PutString(id);
     out.Put(r.admission);
     out.Put(r.until);

@@ -5,12 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +23,7 @@
 #include "common/clock.h"
 #include "common/op_status.h"
 #include "store/backend.h"
+#include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::store::conformance {
@@ -48,6 +54,40 @@ class MemoryHarness final : public Harness {
   MemoryBackend backend_;
 };
 
+// The embedded durable backend: the memory backend with its log in a fresh directory, answers
+// waiting for the log as in production (fsync `always`: from the flusher's thread).
+class DurableHarness final : public Harness {
+ public:
+  explicit DurableHarness(log::FsyncPolicy policy)
+      : dir_(MakeDir()),
+        backend_(clock_, MemoryBackendOptions{.run_timer = false}),
+        store_(std::in_place, backend_,
+               log::EmbeddedOptions{.dir = dir_, .fsync = policy, .compact_in_background = false}) {
+  }
+  ~DurableHarness() override {
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  Backend& backend() override { return backend_; }
+  void AdvanceTime(int64_t ms) override {
+    clock_.Advance(ms);
+    backend_.RunDue();
+  }
+  int64_t NowMs() const override { return clock_.NowMs(); }
+
+ private:
+  static std::string MakeDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "anteroom-conf-XXXXXX").string();
+    if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return templ;
+  }
+  std::string dir_;
+  FakeClock clock_;
+  MemoryBackend backend_;
+  std::optional<log::EmbeddedStore> store_;
+};
+
 struct BackendFactory {
   std::string name;
   std::function<std::unique_ptr<Harness>()> make;
@@ -59,6 +99,9 @@ inline void PrintTo(const BackendFactory& factory, std::ostream* os) { *os << fa
 inline std::vector<BackendFactory> Backends() {
   return {
       {"memory", [] { return std::make_unique<MemoryHarness>(); }},
+      {"log_always", [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kAlways); }},
+      {"log_everysec",
+       [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kEverySec); }},
   };
 }
 

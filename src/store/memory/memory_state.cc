@@ -21,15 +21,20 @@ void MemoryBackend::AttachJournal(Journal* journal) {
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
 // Queue). Room and Queue write their own versioned layouts (core/*_snapshot.cc).
+// Sorted by name, so equal states write equal bytes (tests compare them).
 void MemoryBackend::SaveState(ByteWriter& out) const {
   out.Put(kStateFormat);
-  out.Put<uint64_t>(rooms_.size());
-  for (const auto& [name, slot] : rooms_) {
+  std::map<std::string_view, const RoomSlot*> rooms;
+  for (const auto& [name, slot] : rooms_) rooms.emplace(name, slot.get());
+  out.Put<uint64_t>(rooms.size());
+  for (const auto& [name, slot] : rooms) {
     out.PutString(name);
     slot->room.Save(out);
   }
-  out.Put<uint64_t>(queues_.size());
-  for (const auto& [name, slot] : queues_) {
+  std::map<std::string_view, const QueueSlot*> queues;
+  for (const auto& [name, slot] : queues_) queues.emplace(name, slot.get());
+  out.Put<uint64_t>(queues.size());
+  for (const auto& [name, slot] : queues) {
     out.PutString(name);
     out.PutBool(slot->listed);
     slot->queue.Save(out);
