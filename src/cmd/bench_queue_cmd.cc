@@ -64,6 +64,7 @@ struct Run {
   std::string push_path, fetch_path, ack_path;
   std::atomic<int64_t> claimed{0};  // jobs handed to a producer so far
   std::atomic<int64_t> acked{0};
+  std::atomic<int64_t> pushed{0};  // jobs whose push answered 201
   std::atomic<int64_t> errors{0};
   std::mutex mu;
   std::condition_variable finished;
@@ -97,7 +98,13 @@ class Producer : public PipelinedConn {
   }
 
   void OnAnswer(int, int status, std::string& body) override {
-    if (status != 201) run_.Error(fmt::format("push answered {}: {}", status, body));
+    if (status != 201) {
+      run_.Error(fmt::format("push answered {}: {}", status, body));
+    } else if (run_.pushed.fetch_add(run_.flags.push_batch) + run_.flags.push_batch >=
+                   run_.flags.jobs &&
+               run_.flags.workers == 0) {
+      return run_.Finish();  // push only: done when every push was answered
+    }
     if (run_.flags.rate <= 0) PushNext();
   }
 
@@ -302,10 +309,13 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
 
   Client client(cf.server, cf.admin_key);
   HttpResult stats = client.QueueStats(f.queue);
-  bool all_acked = stats.ok() && stats.json.at("acked").to_number<int64_t>() == f.jobs &&
+  // Push only (--workers 0): every job pushed and still ready.
+  int64_t expect_acked = f.workers == 0 ? 0 : f.jobs;
+  bool all_acked = stats.ok() && stats.json.at("acked").to_number<int64_t>() == expect_acked &&
                    stats.json.at("pushed").to_number<int64_t>() == f.jobs &&
-                   stats.json.at("ready").to_number<int64_t>() == 0 &&
+                   stats.json.at("ready").to_number<int64_t>() == f.jobs - expect_acked &&
                    stats.json.at("inflight").to_number<int64_t>() == 0;
+  int64_t done_jobs = f.workers == 0 ? std::min(run.pushed.load(), f.jobs) : run.acked.load();
   // One JSON line, numbers in plain notation (Boost.JSON would print 1.2E4).
   fmt::print(
       "{{\"jobs\":{},\"jobs_per_s\":{:.0f},\"push_to_fetch_p50_ms\":{:.3f},"
@@ -313,7 +323,7 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
       "\"all_acked\":{},\"workers\":{},\"producers\":{},\"batch\":{},\"push_batch\":{},"
       "\"pipeline\":{},\"worker_pipeline\":{},"
       "\"separate_acks\":{},\"rate\":{:.0f},\"duration_s\":{:.2f}}}\n",
-      f.jobs, static_cast<double>(run.acked.load()) / secs, PercentileMs(latencies_us, 0.5),
+      f.jobs, static_cast<double>(done_jobs) / secs, PercentileMs(latencies_us, 0.5),
       PercentileMs(latencies_us, 0.99), PercentileMs(latencies_us, 1.0), run.errors.load(),
       all_acked ? "true" : "false", f.workers, f.producers, f.batch, f.push_batch, f.pipeline,
       f.worker_pipeline, f.separate_acks, f.rate, secs);
@@ -331,9 +341,9 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
   queue->add_option("--jobs", f->jobs, "Jobs to push")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
-  queue->add_option("--workers", f->workers, "Worker connections")
+  queue->add_option("--workers", f->workers, "Worker connections (0: push only)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(0, 1000));
   queue->add_option("--producers", f->producers, "Producer connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

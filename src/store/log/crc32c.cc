@@ -12,12 +12,6 @@ namespace anteroom::store::log {
 
 namespace {
 
-uint32_t Portable(std::string_view data, uint32_t crc) {
-  boost::crc_optimal<32, 0x1EDC6F41, 0, 0, true, true> c(~crc);
-  c.process_bytes(data.data(), data.size());
-  return ~c.checksum() ^ 0;  // crc_optimal with init ~crc and no final xor: undo to chain
-}
-
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t Hardware(std::string_view data, uint32_t crc) {
   uint64_t c = ~crc;
@@ -46,11 +40,21 @@ bool HasSse42() {
 
 }  // namespace
 
+uint32_t Crc32cPortable(std::string_view data, uint32_t crc) {
+  // Started from ~crc with no final xor, then inverted: so calls chain like the hardware path.
+  // Boost keeps a reflected algorithm's register unreflected: hand it the register reversed.
+  uint32_t reg = ~crc, reversed = 0;
+  for (int bit = 0; bit < 32; ++bit) reversed |= ((reg >> bit) & 1u) << (31 - bit);
+  boost::crc_optimal<32, 0x1EDC6F41, 0, 0, true, true> c(reversed);
+  c.process_bytes(data.data(), data.size());
+  return ~c.checksum();
+}
+
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
 #if defined(__x86_64__)
   if (HasSse42()) return Hardware(data, crc);
 #endif
-  return Portable(data, crc);
+  return Crc32cPortable(data, crc);
 }
 
 }  // namespace anteroom::store::log
