@@ -13,6 +13,7 @@ need() {  # need COMMAND DEBIAN-PACKAGE...
 
 # ---- processes we start, stopped by PID on every exit path -----------------------------------
 PIDS=()
+DATA_DIRS=()
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do
@@ -24,14 +25,29 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   PIDS=()
+  local dir
+  for dir in "${DATA_DIRS[@]}"; do rm -rf "$dir"; done
+  DATA_DIRS=()
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-start_server() {  # start_server LOG [THREADS]: sets SERVER_URL, records the PID
+# start_server LOG [THREADS [SERVE-FLAGS...]]: sets SERVER_URL and SERVER_DATA, records the PID.
+# Unless the flags say --memory-only or --data, the server gets a fresh data directory (the
+# default, durable backend with fsync everysec), removed by cleanup.
+start_server() {
   local log="$1" threads="${2:-2}"
+  shift 2 || shift $#
+  local extra=("$@")
+  SERVER_DATA=""
+  if [[ " ${extra[*]} " != *" --memory-only "* && " ${extra[*]} " != *" --data "* ]]; then
+    SERVER_DATA="$(mktemp -d /tmp/anteroom-bench-data.XXXXXX)"
+    DATA_DIRS+=("$SERVER_DATA")
+    extra+=(--data "$SERVER_DATA")
+  fi
   ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
-    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" --log-level warn >"$log" 2>&1 &
+    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" --log-level warn "${extra[@]}" \
+    >"$log" 2>&1 &
   PIDS+=("$!")
   SERVER_URL=""
   for _ in $(seq 100); do

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "store/log/file_io.h"
 #include "store/log/record_format.h"
@@ -52,17 +54,18 @@ int WriteSnapshotFile(const std::string& path, uint64_t sequence,
 
 bool ReadSnapshotFile(const std::string& path, uint64_t sequence, std::string& state,
                       std::string& error) {
-  std::string data;
+  // The file is read into `state` itself and the payloads are then moved together in place:
+  // one buffer, no second copy of a state that may be hundreds of megabytes.
   int io_error = 0;
-  if (!ReadFile(path, data, io_error)) {
+  if (!ReadFile(path, state, io_error)) {
     error = ErrnoText(io_error);
     return false;
   }
-  state.clear();
+  std::vector<std::pair<size_t, size_t>> chunks;  // (offset in the file, length)
   bool ended = false;
   uint64_t announced = 0;
   ScanResult scan =
-      Scan(data, FileKind::kSnapshot, [&](std::string_view payload, size_t, std::string& why) {
+      Scan(state, FileKind::kSnapshot, [&](std::string_view payload, size_t, std::string& why) {
         if (ended) {
           why = "data after the end record";
           return false;
@@ -73,9 +76,10 @@ bool ReadSnapshotFile(const std::string& path, uint64_t sequence, std::string& s
           ended = true;
           return true;
         }
-        state.append(payload);
+        chunks.emplace_back(payload.data() - state.data(), payload.size());
         return true;
       });
+  size_t file_size = state.size();
   if (scan.end != ScanResult::End::kClean) {
     error = fmt::format("offset {}: {}", scan.bad_offset, scan.problem);
     return false;
@@ -84,8 +88,14 @@ bool ReadSnapshotFile(const std::string& path, uint64_t sequence, std::string& s
     error = fmt::format("offset 16: snapshot number {} does not match its name", scan.sequence);
     return false;
   }
-  if (!ended || announced != state.size()) {
-    error = fmt::format("offset {}: the snapshot is incomplete (no end record)", data.size());
+  size_t size = 0;
+  for (const auto& [offset, length] : chunks) {
+    std::memmove(state.data() + size, state.data() + offset, length);
+    size += length;
+  }
+  state.resize(size);
+  if (!ended || announced != size) {
+    error = fmt::format("offset {}: the snapshot is incomplete (no end record)", file_size);
     return false;
   }
   return true;

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Durability benchmarks of issue 4 (results and how to read them: docs/benchmarks.md).
+#
+#   scripts/bench-durability.sh [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
+#                               [--skip-restart] [--skip-compaction]
+#
+#  1. builds anteroom and restart_bench,
+#  2. throughput under each policy, in the same run, as a ratio to --memory-only:
+#     `anteroom serve --threads 1` with --memory-only, --fsync no, everysec, always, and
+#       queue-unbatched  push+fetch+ack, 1 job per request, pipelining 8 (4 producers, 4 workers)
+#       queue-batched    100 jobs per request (2 producers, 4 workers, pipelining 2)
+#       push-64          64 producers, one push of 1 job in flight each, no workers (group commit)
+#       rooms            `anteroom bench rooms`: 64 connections checking in, pipelining 4
+#     each --reps times (default 3; medians),
+#  3. p99 latency while compaction runs: a server holding 1M queued jobs with --compact-min-mb 1
+#     (a snapshot of ~150 MB after every MiB of log) against the same with compaction off, under
+#     `bench rooms` with one request in flight per connection,
+#  4. restart time against state size: bench/restart_bench (recovery from the log alone and
+#     from a snapshot, 100k jobs + 10k waiting sessions and 1M jobs + 100k waiting sessions).
+#
+# Loopback only; every step is bounded by `timeout`; every process started here is stopped by
+# its PID; data directories are temporary and removed. Raw outputs go to --out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+
+BUILD=1
+BUILD_DIR="build/release"
+OUT=""
+REPS=3
+RESTART=1
+COMPACTION=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --no-build) BUILD=0 ;;
+    --build-dir) BUILD_DIR="$2"; shift ;;
+    --out) OUT="$2"; shift ;;
+    --reps) REPS="$2"; shift ;;
+    --skip-restart) RESTART=0 ;;
+    --skip-compaction) COMPACTION=0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "bench-durability.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+OUT="${OUT:-$(mktemp -d /tmp/anteroom-bench-durability.XXXXXX)}"
+mkdir -p "$OUT"
+echo "== results in $OUT"
+
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
+
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom restart_bench; fi
+BIN="$ROOT/$BUILD_DIR/anteroom"
+[[ -x "$BIN" ]] || { echo "bench-durability.sh: build $BUILD_DIR first" >&2; exit 1; }
+record_machine
+
+# ---- throughput per policy -----------------------------------------------------------------------
+declare -A QUEUE=(
+  [queue-unbatched]="--jobs 200000 --producers 4 --workers 4 --batch 1 --pipeline 8"
+  [queue-batched]="--jobs 1000000 --producers 2 --workers 4 --batch 100 --pipeline 2"
+  [push-64]="--jobs 200000 --producers 64 --workers 0 --batch 1 --pipeline 1"
+)
+ROOMS="--sessions 20000 --capacity 1000 --connections 64 --pipeline 4 --duration 5"
+for rep in $(seq "$REPS"); do
+  for mode in memory no everysec always; do
+    if [[ $mode == memory ]]; then flags=(--memory-only); else flags=(--fsync "$mode"); fi
+    start_server "$OUT/serve-$mode.log" 1 "${flags[@]}"
+    for name in queue-unbatched queue-batched push-64; do
+      # shellcheck disable=SC2086
+      line="$(timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue "$name" \
+        ${QUEUE[$name]} --timeout 240 || true)"
+      echo "{\"mode\":\"$mode\",\"workload\":\"$name\",\"result\":${line:-null}}" |
+        tee -a "$OUT/throughput.jsonl"
+    done
+    # shellcheck disable=SC2086
+    line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room bench $ROOMS || true)"
+    echo "{\"mode\":\"$mode\",\"workload\":\"rooms\",\"result\":${line:-null}}" |
+      tee -a "$OUT/throughput.jsonl"
+    cleanup
+  done
+done
+
+# ---- p99 while compaction runs ----------------------------------------------------------------------
+if [[ $COMPACTION -eq 1 ]]; then
+  for compact in off on; do
+    if [[ $compact == on ]]; then min=1; else min=1048576; fi
+    start_server "$OUT/serve-compact-$compact.log" 1 --fsync everysec --compact-min-mb "$min" \
+      --log-level info
+    timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue preload --jobs 1000000 \
+      --producers 2 --workers 0 --batch 1000 --pipeline 2 --timeout 240 >/dev/null || true
+    line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room compact --sessions 20000 \
+      --capacity 1000 --connections 32 --pipeline 1 --duration 10 || true)"
+    snaps="$(grep -c 'compaction: snapshot' "$OUT/serve-compact-$compact.log" || true)"
+    pause="$(grep -o 'paused [0-9.]* ms' "$OUT/serve-compact-$compact.log" | awk '{print $2}' |
+      sort -n | tail -1)"
+    echo "{\"compaction\":\"$compact\",\"snapshots\":${snaps:-0},\"max_pause_ms\":${pause:-0},\"result\":${line:-null}}" |
+      tee -a "$OUT/compaction.jsonl"
+    cleanup
+  done
+fi
+
+# ---- restart time ---------------------------------------------------------------------------------
+if [[ $RESTART -eq 1 ]]; then
+  ANTEROOM_BENCH_DIR="$(mktemp -d /tmp/anteroom-restart.XXXXXX)"
+  DATA_DIRS+=("$ANTEROOM_BENCH_DIR")
+  ANTEROOM_BENCH_DIR="$ANTEROOM_BENCH_DIR" timeout 900 "$ROOT/$BUILD_DIR/bench/restart_bench" \
+    --benchmark_format=json --benchmark_out="$OUT/restart.json" | tee "$OUT/restart.txt"
+fi
+
+# ---- summary ---------------------------------------------------------------------------------------
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+python3 - "$OUT" <<'PY'
+import json, os, statistics, sys
+out = sys.argv[1]
+def lines(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return [json.loads(l) for l in f if l.strip().startswith("{")]
+    except OSError:
+        return []
+rate = {}
+for j in lines("throughput.jsonl"):
+    r = j.get("result") or {}
+    v = r.get("jobs_per_s", r.get("checks_per_s"))
+    if v:
+        rate.setdefault((j["workload"], j["mode"]), []).append((v, r.get("p99_ms", r.get("push_to_fetch_p99_ms"))))
+print("\n== throughput (median of runs; ratio to --memory-only in the same run)")
+print(f"{'workload':16s} {'memory':>10s} {'no':>16s} {'everysec':>16s} {'always':>16s}")
+for w in ("queue-unbatched", "queue-batched", "push-64", "rooms"):
+    base = rate.get((w, "memory"))
+    if not base:
+        continue
+    b = statistics.median(x[0] for x in base)
+    cells = [f"{b:10.0f}"]
+    for m in ("no", "everysec", "always"):
+        xs = rate.get((w, m))
+        if not xs:
+            cells.append(f"{'-':>16s}")
+            continue
+        v = statistics.median(x[0] for x in xs)
+        cells.append(f"{v:9.0f} x{v / b:4.2f}")
+    print(f"{w:16s} " + " ".join(cells))
+for j in lines("compaction.jsonl"):
+    r = j.get("result") or {}
+    print(f"compaction {j['compaction']:3s}: {j['snapshots']} snapshots (longest fork pause "
+          f"{j['max_pause_ms']} ms); rooms checks {r.get('checks_per_s')}/s, p50 {r.get('p50_ms')} ms, "
+          f"p99 {r.get('p99_ms')} ms, max {r.get('max_ms')} ms")
+try:
+    res = json.load(open(os.path.join(out, "restart.json")))["benchmarks"]
+    for b in res:
+        print(f"restart {b['name']}: {b['real_time']:.0f} ms (log {b.get('log_MB', 0):.1f} MB, "
+              f"snapshot {b.get('snapshot_MB', 0):.1f} MB)")
+except (OSError, KeyError, ValueError):
+    pass
+PY
+echo "== done; raw results in $OUT"
