@@ -35,8 +35,8 @@ void RemoveFile(const std::string& path, RecoveryReport& report, const char* why
   if (::unlink(path.c_str()) == 0) report.warnings.push_back(fmt::format("{}: {}", path, why));
 }
 
-// Replays one segment; answers false if it ended in a torn tail that was (or would be) cut.
-void ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBackend& backend,
+// Replays one segment; answers false when it was removed (a torn header: nothing in it).
+bool ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBackend& backend,
                    bool repair, RecoveryReport& report) {
   std::string path = dir + "/" + SegmentName(segment);
   std::string data;
@@ -61,18 +61,25 @@ void ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBa
     if (!last) {
       Damaged(path, scan.bad_offset, scan.problem + " (and later segments exist)");
     }
-    std::string warning = fmt::format("{}: offset {}: torn tail ({}): {} bytes {}", path,
-                                      scan.bad_offset, scan.problem, data.size() - scan.valid_bytes,
-                                      repair ? "truncated" : "would be truncated at start");
-    if (repair) {
-      if (scan.valid_bytes < kFileHeaderBytes) {
-        ::unlink(path.c_str());  // not even a header: the crash came as it was created
-      } else if (::truncate(path.c_str(), static_cast<off_t>(scan.valid_bytes)) != 0) {
-        throw std::runtime_error(fmt::format("{}: cannot truncate: {}", path, ErrnoText(errno)));
+    // Not even a whole header: the crash came as the segment was being created.
+    bool remove = scan.valid_bytes < kFileHeaderBytes;
+    const char* action = remove ? (repair ? "the segment was removed" : "would be removed at start")
+                                : (repair ? "truncated" : "would be truncated at start");
+    report.warnings.push_back(fmt::format("{}: offset {}: torn tail ({}): {} bytes {}", path,
+                                          scan.bad_offset, scan.problem,
+                                          data.size() - scan.valid_bytes, action));
+    if (repair && remove) {
+      if (::unlink(path.c_str()) != 0) {
+        throw std::runtime_error(fmt::format("{}: cannot remove: {}", path, ErrnoText(errno)));
       }
+      report.segments.pop_back();
+      return false;
     }
-    report.warnings.push_back(std::move(warning));
+    if (repair && ::truncate(path.c_str(), static_cast<off_t>(scan.valid_bytes)) != 0) {
+      throw std::runtime_error(fmt::format("{}: cannot truncate: {}", path, ErrnoText(errno)));
+    }
   }
+  return true;
 }
 
 }  // namespace
@@ -126,7 +133,10 @@ uint64_t Recover(const std::string& dir, MemoryBackend& backend, bool repair,
                                            SegmentName(replay[i - 1] + 1), replay[i - 1],
                                            replay[i]));
     }
-    ReplaySegment(dir, replay[i], i + 1 == replay.size(), backend, repair, report);
+    if (!ReplaySegment(dir, replay[i], i + 1 == replay.size(), backend, repair, report)) {
+      report.seconds = SecondsSince(start);
+      return replay[i];  // removed: the next segment takes its number, keeping them contiguous
+    }
   }
   report.seconds = SecondsSince(start);
   return replay.empty() ? first : replay.back() + 1;

@@ -141,7 +141,7 @@ JournalStats LogJournal::Stats() const {
 bool LogJournal::SyncAll(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   uint64_t target = appended_lsn_;
-  ++sync_requests_;
+  sync_target_ = std::max(sync_target_, target);
   flusher_waiting_ = false;
   work_cv_.notify_one();
   return synced_cv_.wait_for(lock, timeout, [&] { return synced_lsn_ >= target; });
@@ -214,8 +214,9 @@ void LogJournal::FlusherLoop() {
     {
       std::unique_lock lock(mu_);
       auto due = [&] {
-        return stopping_ || !pending_.empty() || !boundaries_.empty() || sync_requests_ > 0 ||
-               failed || (policy_ == FsyncPolicy::kEverySec && unsynced_);
+        return stopping_ || !pending_.empty() || !boundaries_.empty() ||
+               sync_target_ > synced_lsn_ || failed ||
+               (policy_ == FsyncPolicy::kEverySec && unsynced_);
       };
       if (!due()) {
         flusher_waiting_ = true;
@@ -227,7 +228,7 @@ void LogJournal::FlusherLoop() {
         std::this_thread::sleep_for(kRetryAfterFailure);
         lock.lock();
       } else if (policy_ == FsyncPolicy::kEverySec && unsynced_ && pending_.empty() && !stopping_ &&
-                 sync_requests_ == 0 && boundaries_.empty()) {
+                 sync_target_ <= synced_lsn_ && boundaries_.empty()) {
         // Nothing to write: sleep until the next second's sync, unless records arrive.
         flusher_waiting_ = true;
         work_cv_.wait_until(lock, last_sync_ + kEverySec,
@@ -240,13 +241,12 @@ void LogJournal::FlusherLoop() {
       boundaries.insert(boundaries.end(), boundaries_.begin(), boundaries_.end());
       boundaries_.clear();
       stopping = stopping_;
-      sync_requested = sync_requests_ > 0;
+      sync_requested = sync_target_ > synced_lsn_;
     }
     if (out_.empty() && boundaries.empty() && !unsynced_ && !failed) {
       if (sync_requested) {
         std::lock_guard lock(mu_);
         synced_lsn_ = std::max(synced_lsn_, batch_end);
-        sync_requests_ = 0;
         synced_cv_.notify_all();
       }
       if (stopping) return;
@@ -292,7 +292,6 @@ void LogJournal::FlusherLoop() {
     if (!unsynced_) {
       std::lock_guard lock(mu_);
       synced_lsn_ = std::max(synced_lsn_, out_start_lsn_);
-      if (sync_requested) sync_requests_ = 0;
       synced_cv_.notify_all();
     }
     if (stopping && out_.empty()) return;

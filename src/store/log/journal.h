@@ -102,7 +102,7 @@ class LogJournal final : public Journal {
   std::vector<std::pair<uint64_t, uint64_t>> segment_starts_;  // (segment, first lsn)
   uint64_t current_segment_ = 0;                               // where Append goes
   uint64_t synced_lsn_ = 0;                                    // written and synced
-  uint64_t sync_requests_ = 0;  // SyncAll asks for a sync whatever the policy
+  uint64_t sync_target_ = 0;  // SyncAll wants everything up to here synced, whatever the policy
   bool flusher_waiting_ = false;
   bool stopping_ = false;
   std::string problem_;
