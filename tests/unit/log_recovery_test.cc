@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -931,6 +932,38 @@ TEST_F(LogStoreRecoveryTest, LeftoversOfAnInterruptedCompactionAreRemoved) {
   EXPECT_TRUE(Contains(r.report.warnings[1], Segment(1) + ": replaced by a snapshot"))
       << r.report.warnings[1];
   EXPECT_EQ(StateOf(r.engine->backend()), StateOf(original_.backend()));
+}
+
+}  // namespace
+}  // namespace anteroom::store::log
+
+namespace anteroom::store::log {
+namespace {
+
+// The log written before a restart counts towards the next compaction: a server that restarts
+// before writing --compact-min-mb itself must still compact (found by the crash test).
+TEST(LogCompactionTriggerTest, LogFromEarlierRunsCountsTowardsTheNextCompaction) {
+  ScratchDir dir;
+  EmbeddedOptions options{.dir = dir.path(),
+                          .fsync = FsyncPolicy::kNo,
+                          .compact_min_bytes = 6'000,
+                          .compact_in_background = true};
+  for (int run = 0; run < 3; ++run) {
+    Engine e;
+    EmbeddedStore store(e.backend(), options);
+    // ~2.5 kB of log per run: under the threshold alone, over it from the third run on.
+    for (int i = 0; i < 10; ++i) e.Push("q", {Job(std::string(200, 'a' + run))});
+    if (run < 2) continue;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (store.compaction_stats().compactions == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(store.compaction_stats().compactions, 1u);
+  }
+  DirListing files = ListDir(dir.path());
+  ASSERT_EQ(files.snapshots.size(), 1u);
+  EXPECT_EQ(files.segments.front(), files.snapshots.front());  // older segments deleted
 }
 
 }  // namespace

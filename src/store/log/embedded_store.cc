@@ -148,6 +148,7 @@ EmbeddedStore::EmbeddedStore(MemoryBackend& backend, EmbeddedOptions options)
   for (const auto& w : report_.warnings) spdlog::warn("recovery: {}", w);
   snapshot_ = report_.snapshot;
   snapshot_bytes_ = report_.snapshot_bytes;
+  inherited_log_bytes_ = report_.log_bytes;
   journal_ = std::make_unique<LogJournal>(options_.dir, options_.fsync, next);
   backend_.ScheduleAll();
   backend_.AttachJournal(journal_.get());
@@ -181,7 +182,7 @@ void EmbeddedStore::CompactionLoop() {
     if (stopping_) break;
     uint64_t threshold = std::max(options_.compact_min_bytes, 2 * snapshot_bytes_);
     if (SteadyClock::now() < retry_at || !journal_->Writable() ||
-        journal_->BytesSince(snapshot_ ? snapshot_ : 1) < threshold) {
+        inherited_log_bytes_ + journal_->BytesSince(snapshot_ ? snapshot_ : 1) < threshold) {
       continue;
     }
     lock.unlock();
@@ -249,6 +250,7 @@ bool EmbeddedStore::Compact(std::string& error) {
   SyncDir(options_.dir);
   snapshot_ = segment;
   snapshot_bytes_ = bytes;
+  inherited_log_bytes_ = 0;
   std::lock_guard lock(stats_mu_);
   ++stats_.compactions;
   stats_.last_pause_ms = pause_ms;

@@ -89,6 +89,9 @@ class EmbeddedStore {
   CompactionStats stats_;
   uint64_t snapshot_ = 0;  // the newest snapshot's number (0: none)
   uint64_t snapshot_bytes_ = 0;
+  // Log since the snapshot written by earlier runs (replayed at start): it counts towards the
+  // next compaction too, or a server that restarts often would never compact.
+  uint64_t inherited_log_bytes_ = 0;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
