@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Durability benchmarks of issue 4 (results and how to read them: docs/benchmarks.md).
 #
-#   scripts/bench-durability.sh [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
+#   scripts/bench-durability.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
 #                               [--skip-restart] [--skip-compaction]
 #
 #  1. builds anteroom and restart_bench,
@@ -16,7 +16,11 @@
 #     (a snapshot of ~150 MB after every MiB of log) against the same with compaction off, under
 #     `bench rooms` with one request in flight per connection,
 #  4. restart time against state size: bench/restart_bench (recovery from the log alone and
-#     from a snapshot, 100k jobs + 10k waiting sessions and 1M jobs + 100k waiting sessions).
+#     from a snapshot, 100k jobs + 10k waiting sessions and 1M jobs + 100k waiting sessions),
+#  5. with --peers, durable peers in the same run: beanstalkd in memory, with its binlog (fsync
+#     every 50 ms) and with fsync on every write (-f0), against anteroom's beanstalkd-shape
+#     workload; BullMQ end to end on Debian's redis-server with appendfsync everysec and always,
+#     against anteroom's bullmq-shape workload; anteroom under everysec and always.
 #
 # Loopback only; every step is bounded by `timeout`; every process started here is stopped by
 # its PID; data directories are temporary and removed. Raw outputs go to --out.
@@ -30,6 +34,7 @@ OUT=""
 REPS=3
 RESTART=1
 COMPACTION=1
+PEERS=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -38,7 +43,8 @@ while [[ $# -gt 0 ]]; do
     --reps) REPS="$2"; shift ;;
     --skip-restart) RESTART=0 ;;
     --skip-compaction) COMPACTION=0 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --peers) PEERS=1 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench-durability.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -108,6 +114,52 @@ if [[ $RESTART -eq 1 ]]; then
     --benchmark_format=json --benchmark_out="$OUT/restart.json" | tee "$OUT/restart.txt"
 fi
 
+# ---- durable peers ----------------------------------------------------------------------------------
+if [[ $PEERS -eq 1 ]]; then
+  echo "== peers, copied from /work/shared/peers"
+  need beanstalkd beanstalkd
+  need redis-server redis-server redis-tools
+  prepare_peers
+  declare -A SHAPES=(
+    [beanstalkd-shape]="--jobs 200000 --producers 1 --pipeline 64 --workers 4 --worker-pipeline 1 --batch 1"
+    [bullmq-shape]="--jobs 200000 --producers 1 --workers 4 --push-batch 100 --batch 1 --pipeline 8"
+  )
+  for rep in $(seq "$REPS"); do
+    for mode in everysec always; do
+      start_server "$OUT/serve-peer-$mode.log" 1 --fsync "$mode"
+      for name in beanstalkd-shape bullmq-shape; do
+        # shellcheck disable=SC2086
+        line="$(timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue "$name" \
+          ${SHAPES[$name]} --timeout 240 || true)"
+        echo "{\"mode\":\"$mode\",\"workload\":\"$name\",\"result\":${line:-null}}" |
+          tee -a "$OUT/peer-shapes.jsonl"
+      done
+      cleanup
+    done
+    for fsync in everysec always; do
+      aof="$(mktemp -d /tmp/anteroom-redis-aof.XXXXXX)"
+      DATA_DIRS+=("$aof")
+      REDIS_PORT="$(free_port)"
+      redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly yes \
+        --appendfsync "$fsync" --dir "$aof" --daemonize no >"$OUT/redis-$fsync.log" 2>&1 &
+      PIDS+=("$!")
+      for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+      (cd "$PEER_DIR" && timeout 200 node bench-bullmq-e2e.js --port "$REDIS_PORT" --n 100000 \
+        --limit-ms 150000 || true) |
+        python3 -c 'import json,sys
+for l in sys.stdin:
+    l = l.strip()
+    if l.startswith("{"):
+        j = json.loads(l); j["appendfsync"] = sys.argv[1]; print(json.dumps(j))' "$fsync" |
+        tee -a "$OUT/bullmq-aof.jsonl"
+      cleanup
+    done
+  done
+  (cd "$PEER_DIR" && timeout 600 node bench-beanstalkd.js mem binlog fsync0) | tee "$OUT/beanstalkd.txt"
+  cp "$PEER_DIR"/results/beanstalkd-*.json "$OUT/" 2>/dev/null || true
+  rm -rf "$PEER_DIR"
+fi
+
 # ---- summary ---------------------------------------------------------------------------------------
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 python3 - "$OUT" <<'PY'
@@ -146,6 +198,30 @@ for j in lines("compaction.jsonl"):
     print(f"compaction {j['compaction']:3s}: {j['snapshots']} snapshots (longest fork pause "
           f"{j['max_pause_ms']} ms); rooms checks {r.get('checks_per_s')}/s, p50 {r.get('p50_ms')} ms, "
           f"p99 {r.get('p99_ms')} ms, max {r.get('max_ms')} ms")
+shape = {}
+for j in lines("peer-shapes.jsonl"):
+    r = j.get("result") or {}
+    if r.get("jobs_per_s"):
+        shape.setdefault((j["workload"], j["mode"]), []).append(r["jobs_per_s"])
+def sm(w, m):
+    xs = shape.get((w, m))
+    return statistics.median(xs) if xs else None
+for fsync in ("everysec", "always"):
+    xs = [j["rate"] for j in lines("bullmq-aof.jsonl") if j.get("ok") and j.get("appendfsync") == fsync]
+    a = sm("bullmq-shape", fsync)
+    if xs and a:
+        b = statistics.median(xs)
+        print(f"BullMQ e2e on Redis appendfsync {fsync}: {b:.0f} jobs/s; anteroom --fsync {fsync} "
+              f"bullmq-shape {a:.0f} jobs/s: x{a / b:.2f}")
+import glob
+for path in glob.glob(os.path.join(out, "beanstalkd-*.json")):
+    res = json.load(open(path))["results"]
+    for mode, r in res.items():
+        comb = r["combined"]["median"]
+        ours = sm("beanstalkd-shape", "always" if mode == "fsync0" else "everysec")
+        if ours:
+            print(f"beanstalkd[{mode}] put-then-drain {comb:.0f} jobs/s; anteroom beanstalkd-shape "
+                  f"--fsync {'always' if mode == 'fsync0' else 'everysec'} {ours:.0f} jobs/s: x{ours / comb:.2f}")
 try:
     res = json.load(open(os.path.join(out, "restart.json")))["benchmarks"]
     for b in res:

@@ -7,5 +7,5 @@ bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target anteroom
 LISTEN="${ANTEROOM_LISTEN:-127.0.0.1:8080}"
-echo "anteroom: serving http://${LISTEN} (demo room 'demo', capacity 3); Ctrl-C stops it"
+echo "anteroom: serving http://${LISTEN} (demo room 'demo', capacity 3; state kept in ./anteroom-data); Ctrl-C stops it"
 exec ./build/release/anteroom serve --listen "$LISTEN" --demo-room demo:3 "$@"
