@@ -2,7 +2,7 @@
 # Durability benchmarks of issue 4 (results and how to read them: docs/benchmarks.md).
 #
 #   scripts/bench-durability.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
-#                               [--skip-restart] [--skip-compaction]
+#                               [--skip-throughput] [--skip-restart] [--skip-compaction]
 #
 #  1. builds anteroom and restart_bench,
 #  2. throughput under each policy, in the same run, as a ratio to --memory-only:
@@ -34,6 +34,7 @@ OUT=""
 REPS=3
 RESTART=1
 COMPACTION=1
+THROUGHPUT=1
 PEERS=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -43,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --reps) REPS="$2"; shift ;;
     --skip-restart) RESTART=0 ;;
     --skip-compaction) COMPACTION=0 ;;
+    --skip-throughput) THROUGHPUT=0 ;;
     --peers) PEERS=1 ;;
     -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench-durability.sh: unknown argument $1" >&2; exit 2 ;;
@@ -68,7 +70,7 @@ declare -A QUEUE=(
   [push-64]="--jobs 200000 --producers 64 --workers 0 --batch 1 --pipeline 1"
 )
 ROOMS="--sessions 20000 --capacity 1000 --connections 64 --pipeline 4 --duration 5"
-for rep in $(seq "$REPS"); do
+for rep in $(seq "$((THROUGHPUT ? REPS : 0))"); do
   for mode in memory no everysec always; do
     if [[ $mode == memory ]]; then flags=(--memory-only); else flags=(--fsync "$mode"); fi
     start_server "$OUT/serve-$mode.log" 1 "${flags[@]}"
@@ -98,8 +100,8 @@ if [[ $COMPACTION -eq 1 ]]; then
     line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room compact --sessions 20000 \
       --capacity 1000 --connections 32 --pipeline 1 --duration 10 || true)"
     snaps="$(grep -c 'compaction: snapshot' "$OUT/serve-compact-$compact.log" || true)"
-    pause="$(grep -o 'paused [0-9.]* ms' "$OUT/serve-compact-$compact.log" | awk '{print $2}' |
-      sort -n | tail -1)"
+    pause="$( (grep -o 'paused [0-9.]* ms' "$OUT/serve-compact-$compact.log" || true) | awk '{print $2}' |
+      sort -n | tail -1 || true)"
     echo "{\"compaction\":\"$compact\",\"snapshots\":${snaps:-0},\"max_pause_ms\":${pause:-0},\"result\":${line:-null}}" |
       tee -a "$OUT/compaction.jsonl"
     cleanup

@@ -45,9 +45,9 @@ start_server() {
     DATA_DIRS+=("$SERVER_DATA")
     extra+=(--data "$SERVER_DATA")
   fi
+  if [[ " ${extra[*]} " != *" --log-level "* ]]; then extra+=(--log-level warn); fi
   ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
-    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" --log-level warn "${extra[@]}" \
-    >"$log" 2>&1 &
+    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" "${extra[@]}" >"$log" 2>&1 &
   PIDS+=("$!")
   SERVER_URL=""
   for _ in $(seq 100); do

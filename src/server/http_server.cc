@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <memory>
 #include <optional>
 
 namespace anteroom::server {
@@ -30,6 +32,9 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);  // no request on a kep
 constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stops reading
 constexpr auto kSweepEvery = std::chrono::seconds(10);
 constexpr size_t kMaxBatch = 256 * 1024;  // answers queued for one write to pipelined requests
+// Pipelined requests handled at once per connection. Their answers may complete out of order
+// (a change waits for the log, a read does not) and are written in request order.
+constexpr size_t kMaxInFlight = 64;
 constexpr size_t kHeaderLimit = 16 * 1024;
 constexpr size_t kHardBodyLimit = 64 * 1024 * 1024;
 
@@ -52,6 +57,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase : uint8_t { kReading, kHandling, kWriting };
+  // One request handled or answered, not yet written out.
+  struct Slot {
+    unsigned version;
+    bool keep_alive;
+    std::optional<Response> response;
+    bool close;
+  };
+
 
   // Timeouts by a coarse sweep rather than a timer reset per request: a request then costs
   // no timer work at all. A request being handled is never timed out here.
@@ -78,7 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kHardBodyLimit);
-    EnterPhase(Phase::kReading);
+    reading_ = true;
+    UpdatePhase();
     http::async_read_header(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
@@ -86,6 +100,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnHeader(beast::error_code ec) {
     if (ec) return ReadFailed(ec);
+    reading_ = false;
     auto& header = parser_->get();
     size_t limit = router_.BodyLimitFor(header.target());
     parser_->body_limit(limit);
@@ -102,10 +117,15 @@ class Session : public std::enable_shared_from_this<Session> {
                              "the body is larger than " + std::to_string(limit) + " bytes"),
                   /*close=*/true);
     }
-    if (beast::iequals(header[http::field::expect], "100-continue")) {
+    // The interim answer only when nothing else is on its way out (it must not overtake earlier
+    // answers); otherwise the client sends the body after its own short wait, as RFC 9110 lets.
+    if (beast::iequals(header[http::field::expect], "100-continue") && !writing_ &&
+        slots_.empty() && out_.empty()) {
+      writing_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                        [self = shared_from_this()](beast::error_code wec, size_t) {
+                         self->writing_ = false;
                          if (wec) return self->Close();
                          self->ReadBody();
                        });
@@ -115,12 +135,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
+    reading_ = true;
     http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
   }
 
   void ReadFailed(beast::error_code ec) {
+    reading_ = false;
     if (ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::operation_aborted || ec == net::error::bad_descriptor ||
         ec == net::error::connection_reset) {
@@ -138,51 +160,122 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRequest(beast::error_code ec) {
     if (ec) return ReadFailed(ec);
+    reading_ = false;
     auto message = parser_->release();
-    keep_alive_ = message.keep_alive();
-    version_ = message.version();
-    request_ = Request{};
-    request_.method = message.method();
-    request_.target = std::string(message.target());
-    request_.body = std::move(message.body());
-    request_.authorization = std::string(message[http::field::authorization]);
+    // Each request lives until its answer: the next may be handled before this one answers.
+    auto request = std::make_shared<Request>();
+    request->method = message.method();
+    request->target = std::string(message.target());
+    request->body = std::move(message.body());
+    request->authorization = std::string(message[http::field::authorization]);
+    uint64_t seq = first_seq_ + slots_.size();
+    slots_.push_back({message.version(), message.keep_alive(), std::nullopt, false});
+    if (!message.keep_alive()) stop_reading_ = true;  // its answer closes the connection
+    UpdatePhase();
     // The handler may answer from another thread: come back to this connection's thread.
-    EnterPhase(Phase::kHandling);
-    router_.Dispatch(request_, [self = shared_from_this()](Response response) {
-      net::dispatch(self->socket_.get_executor(),
-                    [self, r = std::move(response)]() mutable { self->Send(std::move(r), false); });
+    router_.Dispatch(*request, [self = shared_from_this(), request, seq](Response response) {
+      net::dispatch(self->socket_.get_executor(), [self, seq, r = std::move(response)]() mutable {
+        self->Answered(seq, std::move(r), false);
+      });
     });
+    Continue();
   }
 
-  // One preformatted buffer per answer: cheaper than a header container and serializer.
-  //
-  // Pipelined requests already in the read buffer are answered together: the answer is queued
-  // and the next request parsed at once, and one write carries them all when the buffer runs
-  // dry (or kMaxBatch bytes are queued).
+  // An answer that needs no handler (malformed request, over a limit): after the others.
   void Send(Response response, bool close) {
-    close = close || response.close || !keep_alive_;
+    stop_reading_ = true;
+    slots_.push_back({version_of_last(), false, std::nullopt, false});
+    Answered(first_seq_ + slots_.size() - 1, std::move(response), close);
+  }
+
+  unsigned version_of_last() const {
+    return slots_.empty() ? last_version_ : slots_.back().version;
+  }
+
+  // Files an answer; the answers now complete at the head go into out_, in request order.
+  void Answered(uint64_t seq, Response response, bool close) {
+    if (closed_ || seq < first_seq_ || seq - first_seq_ >= slots_.size()) return;
+    Slot& slot = slots_[seq - first_seq_];
+    slot.response = std::move(response);
+    slot.close = close || slot.response->close || !slot.keep_alive;
+    while (!slots_.empty() && slots_.front().response && !closing_) {
+      Format(slots_.front());
+      if (slots_.front().close) closing_ = true;  // later answers are dropped with the line
+      last_version_ = slots_.front().version;
+      slots_.pop_front();
+      ++first_seq_;
+    }
+    if (closing_) slots_.clear();
+    // While handlers run inline (the memory backend), more buffered requests are parsed before
+    // anything is written; the write happens when the buffer runs dry.
+    if (!in_continue_) Continue();
+  }
+
+  void Format(const Slot& slot) {
+    const Response& response = *slot.response;
     auto it = std::back_inserter(out_);
     fmt::format_to(it, "HTTP/1.{} {} {}\r\nServer: anteroom\r\nContent-Type: {}\r\n",
-                   version_ == 10 ? 0 : 1, response.status,
+                   slot.version == 10 ? 0 : 1, response.status,
                    http::obsolete_reason(static_cast<http::status>(response.status)),
                    response.content_type);
     for (const auto& [name, value] : response.headers)
       fmt::format_to(it, "{}: {}\r\n", name, value);
-    if (close) {
+    if (slot.close) {
       out_ += "Connection: close\r\n";
-    } else if (version_ == 10) {
+    } else if (slot.version == 10) {
       out_ += "Connection: keep-alive\r\n";
     }
     fmt::format_to(it, "Content-Length: {}\r\n\r\n", response.body.size());
     out_ += response.body;
-    if (!close && out_.size() < kMaxBatch && NextRequestBuffered()) return ReadHeader();
-    EnterPhase(Phase::kWriting);
-    net::async_write(socket_, net::buffer(out_),
-                     [self = shared_from_this(), close](beast::error_code ec, size_t) {
-                       self->out_.clear();
-                       if (ec || close) return self->Close();
-                       self->ReadHeader();
+  }
+
+  // What next: parse a request already buffered, write the queued answers, or read more.
+  //
+  // Pipelined requests already in the read buffer are handled together, their answers queued,
+  // and one write carries those ready when the buffer runs dry (or kMaxBatch bytes are
+  // queued). The socket is read again once every answer has been written, as before pipelining.
+  void Continue() {
+    if (closed_ || in_continue_) return;
+    in_continue_ = true;
+    while (true) {
+      if (!closing_ && !stop_reading_ && !reading_ && slots_.size() < kMaxInFlight &&
+          out_.size() < kMaxBatch && NextRequestBuffered()) {
+        ReadHeader();  // completes at once from the buffer (or reads the rest of a body)
+        break;
+      }
+      // Not while a buffered request is being parsed: its answer may join this write.
+      if (!writing_ && !out_.empty() && !reading_) {
+        StartWrite();
+        break;
+      }
+      if (!writing_ && out_.empty() && slots_.empty()) {
+        if (closing_ || stop_reading_) {
+          Close();
+        } else if (!reading_) {
+          ReadHeader();
+        }
+      }
+      break;
+    }
+    in_continue_ = false;
+    UpdatePhase();
+  }
+
+  void StartWrite() {
+    writing_ = true;
+    writing_buffer_.swap(out_);
+    UpdatePhase();
+    net::async_write(socket_, net::buffer(writing_buffer_),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       self->writing_buffer_.clear();
+                       if (ec) return self->Close();
+                       self->Continue();
                      });
+  }
+
+  void UpdatePhase() {
+    EnterPhase(writing_ ? Phase::kWriting : !slots_.empty() ? Phase::kHandling : Phase::kReading);
   }
 
   // True when a whole request header already waits in the read buffer: parsing it needs no
@@ -194,6 +287,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    if (closed_) return;
+    closed_ = true;
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
@@ -206,12 +301,19 @@ class Session : public std::enable_shared_from_this<Session> {
   const Router& router_;
   std::shared_ptr<std::atomic<size_t>> open_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  Request request_;
-  std::string out_;  // answers queued or being written; one write in flight per connection
+  std::deque<Slot> slots_;  // requests in order, from first_seq_ on
+  uint64_t first_seq_ = 0;
+  unsigned last_version_ = 11;
+  std::string out_;             // answers queued for the next write
+  std::string writing_buffer_;  // the write in flight (one per connection)
   Phase phase_ = Phase::kReading;
   SteadyClock::time_point phase_since_ = SteadyClock::now();
-  bool keep_alive_ = true;
-  unsigned version_ = 11;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool stop_reading_ = false;  // a request that closes the connection, or a broken stream
+  bool closing_ = false;       // an answer that closes the connection is queued
+  bool closed_ = false;
+  bool in_continue_ = false;
 };
 
 }  // namespace
