@@ -12,9 +12,9 @@
 #       push-64          64 producers, one push of 1 job in flight each, no workers (group commit)
 #       rooms            `anteroom bench rooms`: 64 connections checking in, pipelining 4
 #     each --reps times (default 3; medians),
-#  3. p99 latency while compaction runs: a server holding 1M queued jobs with --compact-min-mb 1
-#     (a snapshot of ~150 MB after every MiB of log) against the same with compaction off, under
-#     `bench rooms` with one request in flight per connection,
+#  3. p99 latency while compaction runs: a server holding 1M queued jobs, sent SIGUSR1 (snapshot
+#     now) every 2 s during `bench rooms` (one request in flight per connection), against the same
+#     without compaction,
 #  4. restart time against state size: bench/restart_bench (recovery from the log alone and
 #     from a snapshot, 100k jobs + 10k waiting sessions and 1M jobs + 100k waiting sessions),
 #  5. with --peers, durable peers in the same run: beanstalkd in memory, with its binlog (fsync
@@ -97,8 +97,14 @@ if [[ $COMPACTION -eq 1 ]]; then
       --log-level info
     timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue preload --jobs 1000000 \
       --producers 2 --workers 0 --batch 1000 --pipeline 2 --timeout 240 >/dev/null || true
+    # With compaction on, SIGUSR1 asks for a snapshot (~150 MB) every 2 s during the measurement.
+    if [[ $compact == on ]]; then
+      (for _ in 1 2 3 4; do sleep 2; kill -USR1 "${PIDS[-1]}" 2>/dev/null || true; done) &
+      KICKER=$!
+    fi
     line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room compact --sessions 20000 \
       --capacity 1000 --connections 32 --pipeline 1 --duration 10 || true)"
+    if [[ $compact == on ]]; then wait "$KICKER" || true; fi
     snaps="$(grep -c 'compaction: snapshot' "$OUT/serve-compact-$compact.log" || true)"
     pause="$( (grep -o 'paused [0-9.]* ms' "$OUT/serve-compact-$compact.log" || true) | awk '{print $2}' |
       sort -n | tail -1 || true)"

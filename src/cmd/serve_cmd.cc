@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -131,9 +132,23 @@ void Serve(const ServeFlags& flags) {
                flags.memory_only ? "state in memory only (lost at exit)"
                                  : "embedded durable backend in " + flags.data);
 
+  // SIGUSR1: write a snapshot now (as Redis's BGSAVE), e.g. before a backup.
+  boost::asio::signal_set usr1(pool.Main(), SIGUSR1);
+  std::function<void()> arm_usr1 = [&] {
+    usr1.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (store) {
+        spdlog::info("SIGUSR1: compacting now");
+        store->RequestCompaction();
+      }
+      arm_usr1();
+    });
+  };
+  arm_usr1();
   boost::asio::signal_set signals(pool.Main(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
+    usr1.cancel();
     pool.Stop();
   });
   pool.Run();

@@ -174,17 +174,26 @@ EmbeddedStore::CompactionStats EmbeddedStore::compaction_stats() const {
   return stats_;
 }
 
+void EmbeddedStore::RequestCompaction() {
+  {
+    std::lock_guard lock(loop_mu_);
+    requested_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
 void EmbeddedStore::CompactionLoop() {
   std::unique_lock lock(loop_mu_);
   auto retry_at = SteadyClock::now();
   while (!stopping_) {
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(200),
+                      [&] { return stopping_ || requested_; });
     if (stopping_) break;
     uint64_t threshold = std::max(options_.compact_min_bytes, 2 * snapshot_bytes_);
-    if (SteadyClock::now() < retry_at || !journal_->Writable() ||
-        inherited_log_bytes_ + journal_->BytesSince(snapshot_ ? snapshot_ : 1) < threshold) {
-      continue;
-    }
+    bool due = requested_ ||
+               inherited_log_bytes_ + journal_->BytesSince(snapshot_ ? snapshot_ : 1) >= threshold;
+    if (!due || SteadyClock::now() < retry_at || !journal_->Writable()) continue;
+    requested_ = false;
     lock.unlock();
     std::string error;
     bool ok = Compact(error);

@@ -67,6 +67,8 @@ class EmbeddedStore {
   LogJournal& journal() { return *journal_; }
   // Writes a snapshot now; false with the reason in `error`.
   bool Compact(std::string& error);
+  // Asks the background thread to compact soon, whatever the log's size (SIGUSR1 in serve).
+  void RequestCompaction();
   struct CompactionStats {
     uint64_t compactions = 0;
     double last_pause_ms = 0;  // world paused for the fork
@@ -96,6 +98,7 @@ class EmbeddedStore {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   bool stopping_ = false;
+  bool requested_ = false;
   std::thread loop_;
 };
 
