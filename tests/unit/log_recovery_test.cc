@@ -26,6 +26,7 @@
 #include "common/bytes.h"
 #include "common/clock.h"
 #include "common/op_status.h"
+#include "scratch_dir.h"
 #include "store/log/data_dir.h"
 #include "store/log/embedded_store.h"
 #include "store/log/file_io.h"
@@ -38,26 +39,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class ScratchDir {
+class ScratchDir : public anteroom::testing::ScratchDir {
  public:
-  ScratchDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "anteroom-recovery-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
+  ScratchDir() : anteroom::testing::ScratchDir("anteroom-recovery-test") {}
 };
 
 std::string ReadAll(const std::string& path) {
