@@ -39,7 +39,7 @@ class Harness {
   virtual int64_t NowMs() const = 0;
 };
 
-class MemoryHarness final : public Harness {
+class MemoryHarness : public Harness {
  public:
   MemoryHarness() : backend_(clock_, MemoryBackendOptions{.run_timer = false}) {}
   Backend& backend() override { return backend_; }
@@ -49,18 +49,17 @@ class MemoryHarness final : public Harness {
   }
   int64_t NowMs() const override { return clock_.NowMs(); }
 
- private:
+ protected:
   FakeClock clock_;
   MemoryBackend backend_;
 };
 
 // The embedded durable backend: the memory backend with its log in a fresh directory, answers
 // waiting for the log as in production (fsync `always`: from the flusher's thread).
-class DurableHarness final : public Harness {
+class DurableHarness final : public MemoryHarness {
  public:
   explicit DurableHarness(log::FsyncPolicy policy)
       : dir_(MakeDir()),
-        backend_(clock_, MemoryBackendOptions{.run_timer = false}),
         store_(std::in_place, backend_,
                log::EmbeddedOptions{.dir = dir_, .fsync = policy, .compact_in_background = false}) {
   }
@@ -69,12 +68,6 @@ class DurableHarness final : public Harness {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  Backend& backend() override { return backend_; }
-  void AdvanceTime(int64_t ms) override {
-    clock_.Advance(ms);
-    backend_.RunDue();
-  }
-  int64_t NowMs() const override { return clock_.NowMs(); }
 
  private:
   static std::string MakeDir() {
@@ -83,8 +76,6 @@ class DurableHarness final : public Harness {
     return templ;
   }
   std::string dir_;
-  FakeClock clock_;
-  MemoryBackend backend_;
   std::optional<log::EmbeddedStore> store_;
 };
 

@@ -101,23 +101,22 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
     int64_t now = clock_.NowMs();
     auto it = rooms_.find(room);
     std::shared_ptr<RoomSlot> slot;
-    if (it == rooms_.end()) {
-      if (!patch.capacity) {
-        result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
-      } else {
-        core::RoomConfig config;
-        patch.ApplyTo(config);
-        slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, now);
-        rooms_.emplace(room, slot);
-      }
-    } else {
+    if (it != rooms_.end()) {
       slot = it->second;
-      std::lock_guard room_lock(slot->mu);
-      slot->room.Reconfigure(patch, now);
-      Schedule(slot);
+    } else if (patch.capacity) {
+      core::RoomConfig config;
+      patch.ApplyTo(config);
+      slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, now);
+      rooms_.emplace(room, slot);
+    } else {
+      result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
     }
     if (slot) {
       std::lock_guard room_lock(slot->mu);
+      if (it != rooms_.end()) {
+        slot->room.Reconfigure(patch, now);
+        Schedule(slot);
+      }
       if (Logging()) {
         ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom, now, room);
         PutRoomPatch(w, patch);
@@ -204,12 +203,12 @@ void MemoryBackend::Check(std::string room, std::string session,
 template <typename Apply>
 OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, ChangeKind kind,
                                                          int64_t now, const std::string& session,
-                                                         int extra, Apply&& apply) {
+                                                         std::optional<bool> final, Apply&& apply) {
   OpResult<core::SessionView> result = apply();
   if (result.ok() && Logging()) {
     ByteWriter w = BeginChange(scratch_, kind, now, slot.name);
     w.PutString(session);
-    if (extra >= 0) w.PutBool(extra != 0);
+    if (final) w.PutBool(*final);
     Log(slot, scratch_);
   }
   return result;
@@ -217,29 +216,29 @@ OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, ChangeK
 
 void MemoryBackend::Touch(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
-                            [&](RoomSlot& slot, int64_t now) {
-                              return SessionChange(slot, ChangeKind::kTouch, now, session, -1,
-                                                   [&] { return slot.room.Touch(session, now); });
-                            });
+  OnRoom<core::SessionView>(
+      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        return SessionChange(slot, ChangeKind::kTouch, now, session, std::nullopt,
+                             [&] { return slot.room.Touch(session, now); });
+      });
 }
 
 void MemoryBackend::Leave(std::string room, std::string session, bool final,
                           Completion<core::SessionView> done) {
   OnRoom<core::SessionView>(
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-        return SessionChange(slot, ChangeKind::kLeave, now, session, final ? 1 : 0,
+        return SessionChange(slot, ChangeKind::kLeave, now, session, final,
                              [&] { return slot.room.Leave(session, final, now); });
       });
 }
 
 void MemoryBackend::EndSession(std::string room, std::string session,
                                Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
-                            [&](RoomSlot& slot, int64_t now) {
-                              return SessionChange(slot, ChangeKind::kEvict, now, session, -1,
-                                                   [&] { return slot.room.Evict(session, now); });
-                            });
+  OnRoom<core::SessionView>(
+      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        return SessionChange(slot, ChangeKind::kEvict, now, session, std::nullopt,
+                             [&] { return slot.room.Evict(session, now); });
+      });
 }
 
 void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t admission,

@@ -153,9 +153,10 @@ class MemoryBackend final : public Backend {
   void Log(Slot& slot, const std::string& record);
   static thread_local std::string scratch_;
   void LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now);
+  // `rest(writer)` adds what follows the leases in the record.
+  template <typename Rest>
   void LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
-                 const std::vector<core::LeaseRef>& refs,
-                 const std::function<void(ByteWriter&)>& rest);
+                 const std::vector<core::LeaseRef>& refs, Rest&& rest);
   std::vector<core::LeaseOutcome> AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
                                             int64_t now);
   template <typename Apply>
@@ -165,7 +166,8 @@ class MemoryBackend final : public Backend {
   OpResult<Done> ReplayQueue(ChangeKind kind, int64_t now, const std::string& name, ByteReader& r);
   template <typename Apply>
   OpResult<core::SessionView> SessionChange(RoomSlot& slot, ChangeKind kind, int64_t now,
-                                            const std::string& session, int extra, Apply&& apply);
+                                            const std::string& session, std::optional<bool> final,
+                                            Apply&& apply);
   static uint64_t SeedFor(std::string_view queue);
   static core::RoomInfo Info(const RoomSlot& slot);
   // Call with slot.mu held, after any change.

@@ -23,13 +23,13 @@ void MemoryBackend::LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t 
   Log(q, scratch_);
 }
 
+template <typename Rest>
 void MemoryBackend::LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
-                              const std::vector<core::LeaseRef>& refs,
-                              const std::function<void(ByteWriter&)>& rest) {
+                              const std::vector<core::LeaseRef>& refs, Rest&& rest) {
   if (!Logging() || refs.empty()) return;
   ByteWriter w = BeginChange(scratch_, kind, now, q.name);
   PutLeases(w, refs);
-  if (rest) rest(w);
+  rest(w);
   Log(q, scratch_);
 }
 
@@ -100,23 +100,31 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                    });
 }
 
-// Acks `leases` on q (nullptr: a queue nobody pushed to), recording the genuine ones.
-Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
-                                  int64_t now) {
+// Applies `apply(ref)` to each genuine lease of q and records those that answered ok.
+template <typename Apply>
+Outcomes MemoryBackend::EachLease(QueueSlot* q, const std::vector<std::string>& leases,
+                                  std::vector<core::LeaseRef>& applied, Apply&& apply) {
   Outcomes out;
   out.reserve(leases.size());
-  std::vector<core::LeaseRef> refs;
   for (const auto& lease : leases) {
-    // Without the queue no lease can be current.
     std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
     if (!ref) {
       out.push_back(core::LeaseOutcome::kInvalidLease);
       continue;
     }
-    out.push_back(q->queue.Ack(*ref, now));
-    if (out.back() == core::LeaseOutcome::kOk) refs.push_back(*ref);
+    out.push_back(apply(*ref));
+    if (out.back() == core::LeaseOutcome::kOk) applied.push_back(*ref);
   }
-  if (q) LogLeases(*q, ChangeKind::kAck, now, refs, nullptr);
+  return out;
+}
+
+// Acks `leases` on q (nullptr: a queue nobody pushed to), recording the genuine ones.
+Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
+                                  int64_t now) {
+  std::vector<core::LeaseRef> acked;
+  Outcomes out =
+      EachLease(q, leases, acked, [&](core::LeaseRef ref) { return q->queue.Ack(ref, now); });
+  if (q) LogLeases(*q, ChangeKind::kAck, now, acked, [](ByteWriter&) {});
   return out;
 }
 
@@ -153,24 +161,6 @@ void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
                     [&](QueueSlot* q, int64_t now, auto&) {
                       return Answered<Outcomes>(AckLeases(q, leases, now));
                     });
-}
-
-// Applies `apply(ref)` to each genuine lease of q and records those that answered ok.
-template <typename Apply>
-Outcomes MemoryBackend::EachLease(QueueSlot* q, const std::vector<std::string>& leases,
-                                  std::vector<core::LeaseRef>& applied, Apply&& apply) {
-  Outcomes out;
-  out.reserve(leases.size());
-  for (const auto& lease : leases) {
-    std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
-    if (!ref) {
-      out.push_back(core::LeaseOutcome::kInvalidLease);
-      continue;
-    }
-    out.push_back(apply(*ref));
-    if (out.back() == core::LeaseOutcome::kOk) applied.push_back(*ref);
-  }
-  return out;
 }
 
 void MemoryBackend::Nack(std::string queue, std::vector<std::string> leases,
