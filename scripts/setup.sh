@@ -8,6 +8,7 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhiredis-dev redis-server redis-tools
 )
 
 missing=()

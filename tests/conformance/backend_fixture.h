@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -22,9 +23,11 @@
 
 #include "common/clock.h"
 #include "common/op_status.h"
+#include "redis_servers.h"
 #include "store/backend.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
+#include "store/redis/redis_backend.h"
 
 namespace anteroom::store::conformance {
 
@@ -79,6 +82,32 @@ class DurableHarness final : public MemoryHarness {
   std::optional<log::EmbeddedStore> store_;
 };
 
+// The Redis backend on a real redis-server (or a 3-master cluster), with the test's clock
+// passed to the scripts as their time and the sweeper run by AdvanceTime. Each harness has a
+// key prefix of its own.
+class RedisHarness final : public Harness {
+ public:
+  explicit RedisHarness(const std::string& url)
+      : backend_(
+            clock_,
+            redis::RedisBackendOptions{
+                .url = url, .key_prefix = NextPrefix(), .redis_time = false, .run_timer = false}) {}
+  Backend& backend() override { return backend_; }
+  void AdvanceTime(int64_t ms) override {
+    clock_.Advance(ms);
+    backend_.RunDue();
+  }
+  int64_t NowMs() const override { return clock_.NowMs(); }
+
+ private:
+  static std::string NextPrefix() {
+    static std::atomic<int> n{0};
+    return "t" + std::to_string(getpid()) + "." + std::to_string(n++) + ":";
+  }
+  FakeClock clock_;
+  redis::RedisBackend backend_;
+};
+
 struct BackendFactory {
   std::string name;
   std::function<std::unique_ptr<Harness>()> make;
@@ -93,6 +122,9 @@ inline std::vector<BackendFactory> Backends() {
       {"log_always", [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kAlways); }},
       {"log_everysec",
        [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kEverySec); }},
+      {"redis", [] { return std::make_unique<RedisHarness>(RedisServers::Get().Single()); }},
+      {"redis_cluster",
+       [] { return std::make_unique<RedisHarness>(RedisServers::Get().Cluster()); }},
   };
 }
 

@@ -1,0 +1,223 @@
+#include "store/redis/client.h"
+
+#include <openssl/sha.h>
+
+#include <boost/crc.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+namespace anteroom::store::redis {
+
+namespace {
+constexpr int kMaxRedirects = 8;
+constexpr int kMaxRetries = 40;  // TRYAGAIN / CLUSTERDOWN, 25 ms apart: about a second
+
+std::string Sha1Hex(std::string_view text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  std::string hex;
+  for (unsigned char c : digest) hex += fmt::format("{:02x}", c);
+  return hex;
+}
+}  // namespace
+
+uint16_t KeySlot(std::string_view key) {
+  size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  boost::crc_optimal<16, 0x1021, 0, 0, false, false> crc;  // CRC16-XMODEM, as Redis Cluster
+  crc.process_bytes(key.data(), key.size());
+  return static_cast<uint16_t>(crc.checksum() & 16383);
+}
+
+Script::Script(std::string text) : source(std::move(text)), sha(Sha1Hex(source)) {}
+
+struct Client::Request {
+  uint16_t slot = 0;
+  bool routed = false;  // false: any server
+  std::vector<std::string> args;
+  const Script* script = nullptr;  // args[0] is EVALSHA, args[1] the sha
+  Callback cb;
+  int redirects = 0;
+  int retries = 0;
+};
+
+Client::Client(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms)
+    : io_(io), url_(std::move(url)) {
+  conn_options_ = {url_.user, url_.password, url_.db, timeout_ms};
+  any_ = NodeFor(url_.seeds.front());
+  if (!url_.cluster) slots_.fill(any_);
+}
+
+Client::~Client() { Close(); }
+
+void Client::Close() {
+  closed_ = true;
+  for (auto& [key, conn] : nodes_) conn->Close();
+}
+
+std::shared_ptr<Connection> Client::NodeFor(const Endpoint& e) {
+  auto& conn = nodes_[{e.host, e.port}];
+  if (!conn) {
+    conn = std::make_shared<Connection>(io_, e, conn_options_);
+    conn->Start();
+  }
+  return conn;
+}
+
+std::vector<std::shared_ptr<Connection>> Client::Masters() {
+  std::vector<std::shared_ptr<Connection>> out;
+  for (const auto& conn : slots_) {
+    if (conn && std::find(out.begin(), out.end(), conn) == out.end()) out.push_back(conn);
+  }
+  if (out.empty()) out.push_back(any_);
+  return out;
+}
+
+std::shared_ptr<Connection> Client::NewSubscriber() {
+  auto conn = std::make_shared<Connection>(io_, any_->endpoint(), conn_options_);
+  conn->Start();
+  return conn;
+}
+
+void Client::Start(std::function<void(std::string)> done) {
+  if (!url_.cluster) {
+    // One PING proves the server answers (and takes the password).
+    Call("", {"PING"}, [done](Reply r) { done(r.failed() ? r.str : ""); });
+    return;
+  }
+  RefreshSlots(std::move(done));
+}
+
+// CLUSTER SLOTS from a known node (seeds first, then any node seen), replacing the map.
+void Client::RefreshSlots(std::function<void(std::string)> done) {
+  if (closed_ || (refreshing_ && !done)) return;
+  refreshing_ = true;
+  std::vector<Endpoint> candidates = url_.seeds;
+  for (auto& [key, conn] : nodes_) candidates.push_back(conn->endpoint());
+  Endpoint from = candidates[next_seed_++ % candidates.size()];
+  NodeFor(from)->Command({"CLUSTER", "SLOTS"}, [this, done](Reply r) {
+    refreshing_ = false;
+    if (r.failed() || r.type != Reply::Type::kArray || r.elements.empty()) {
+      std::string why = r.failed() ? r.str : "CLUSTER SLOTS answered no slots";
+      if (!closed_) spdlog::warn("redis cluster: cannot read the slot map: {}", why);
+      if (done) done(why);
+      return;
+    }
+    for (const Reply& range : r.elements) {
+      if (range.elements.size() < 3) continue;
+      int64_t first = range.at(0).AsInt(), last = range.at(1).AsInt();
+      const Reply& master = range.at(2);
+      Endpoint e{master.at(0).str, static_cast<uint16_t>(master.at(1).AsInt())};
+      if (e.host.empty()) e.host = url_.seeds.front().host;  // "" means: the node asked
+      auto conn = NodeFor(e);
+      for (int64_t s = std::max<int64_t>(first, 0); s <= std::min<int64_t>(last, 16383); ++s) {
+        slots_[static_cast<size_t>(s)] = conn;
+      }
+    }
+    if (done) done("");
+  });
+}
+
+void Client::Call(std::string_view key, std::vector<std::string> args, Callback cb) {
+  auto req = std::make_shared<Request>();
+  req->routed = !key.empty();
+  if (req->routed) req->slot = KeySlot(key);
+  req->args = std::move(args);
+  req->cb = std::move(cb);
+  Dispatch(std::move(req), nullptr, false);
+}
+
+void Client::Eval(const Script& script, std::vector<std::string> keys,
+                  std::vector<std::string> argv, Callback cb) {
+  auto req = std::make_shared<Request>();
+  req->routed = !keys.empty();
+  if (req->routed) req->slot = KeySlot(keys.front());
+  req->script = &script;
+  req->args.reserve(3 + keys.size() + argv.size());
+  req->args.push_back("EVALSHA");
+  req->args.push_back(script.sha);
+  req->args.push_back(std::to_string(keys.size()));
+  for (auto& k : keys) req->args.push_back(std::move(k));
+  for (auto& a : argv) req->args.push_back(std::move(a));
+  req->cb = std::move(cb);
+  Dispatch(std::move(req), nullptr, false);
+}
+
+void Client::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking) {
+  if (!conn) conn = req->routed ? slots_[req->slot] : any_;
+  if (!conn) {  // a slot nobody owns (yet): the map may be stale
+    RefreshSlots();
+    if (++req->retries > kMaxRetries) {
+      return req->cb(Reply::Transport("redis cluster: no node serves this slot"));
+    }
+    return RetryLater(std::move(req), 25);
+  }
+  if (asking) conn->Command({"ASKING"}, [](Reply) {});
+  std::vector<std::string_view> args(req->args.begin(), req->args.end());
+  conn->Command(args, [this, req](Reply r) { OnReply(req, std::move(r)); });
+}
+
+void Client::RetryLater(std::shared_ptr<Request> req, int ms) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(ms));
+  timer->async_wait([this, timer, req](const boost::system::error_code& ec) mutable {
+    if (ec) return req->cb(Reply::Transport("stopped"));
+    Dispatch(std::move(req), nullptr, false);
+  });
+}
+
+bool Client::ParseRedirect(const std::string& error, uint16_t& slot, Endpoint& to) const {
+  // "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381"
+  size_t sp1 = error.find(' ');
+  size_t sp2 = sp1 == std::string::npos ? sp1 : error.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return false;
+  unsigned s = 0;
+  auto [end, ec] = std::from_chars(error.data() + sp1 + 1, error.data() + sp2, s);
+  if (ec != std::errc() || s > 16383) return false;
+  slot = static_cast<uint16_t>(s);
+  std::string addr = error.substr(sp2 + 1);
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) return false;
+  to.host = addr.substr(0, colon);
+  if (to.host.empty()) to.host = url_.seeds.front().host;
+  unsigned port = 0;
+  std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), port);
+  to.port = static_cast<uint16_t>(port);
+  return port != 0;
+}
+
+void Client::OnReply(std::shared_ptr<Request> req, Reply reply) {
+  if (reply.type == Reply::Type::kError) {
+    uint16_t slot;
+    Endpoint to;
+    if (reply.IsError("NOSCRIPT") && req->script && req->args[0] == "EVALSHA") {
+      req->args[0] = "EVAL";  // the server lost its script cache (restart, failover): send it
+      req->args[1] = req->script->source;
+      return Dispatch(std::move(req), nullptr, false);
+    }
+    if ((reply.IsError("MOVED") || reply.IsError("ASK")) && ++req->redirects <= kMaxRedirects &&
+        ParseRedirect(reply.str, slot, to)) {
+      auto conn = NodeFor(to);
+      if (reply.IsError("ASK")) return Dispatch(std::move(req), conn, true);
+      slots_[slot] = conn;
+      RefreshSlots();  // one slot moved: others may have too
+      return Dispatch(std::move(req), nullptr, false);
+    }
+    if ((reply.IsError("TRYAGAIN") || reply.IsError("CLUSTERDOWN")) &&
+        ++req->retries <= kMaxRetries) {
+      return RetryLater(std::move(req), 25);
+    }
+  } else if (reply.type == Reply::Type::kTransport && url_.cluster) {
+    RefreshSlots();  // the node may have failed over
+  }
+  req->cb(std::move(reply));
+}
+
+}  // namespace anteroom::store::redis

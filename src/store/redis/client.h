@@ -1,0 +1,74 @@
+#pragma once
+// Routes commands to the right Redis: one server, or the master owning a key's slot in a
+// Redis Cluster (CRC16 of the hash tag), following MOVED (and refreshing the slot map) and
+// ASK (ASKING, then the command, on the importing node), retrying TRYAGAIN and CLUSTERDOWN
+// briefly. Scripts are called by SHA and sent whole once when a server answers NOSCRIPT.
+// One connection per server, pipelined. All calls on the io_context's thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/redis/connection.h"
+#include "store/redis/redis_url.h"
+
+namespace anteroom::store::redis {
+
+// The slot of a key: CRC16 of its hash tag ({...}) or of the whole key.
+uint16_t KeySlot(std::string_view key);
+
+struct Script {
+  std::string source;
+  std::string sha;  // SHA-1 hex of source
+  explicit Script(std::string text);
+};
+
+class Client {
+ public:
+  using Callback = Connection::Callback;
+
+  Client(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms);
+  ~Client();
+
+  // Learns the slot map (cluster) or connects; `done` gets "" or what went wrong.
+  void Start(std::function<void(std::string)> done);
+  // A command about `key` (routing only; "" = any server).
+  void Call(std::string_view key, std::vector<std::string> args, Callback cb);
+  // EVALSHA script over `keys` (all in one slot) and `argv`.
+  void Eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> argv,
+            Callback cb);
+  // A connection of its own to some server, for SUBSCRIBE (messages are cluster-wide).
+  std::shared_ptr<Connection> NewSubscriber();
+  // Every master (one server outside a cluster), e.g. to run SCRIPT LOAD everywhere.
+  std::vector<std::shared_ptr<Connection>> Masters();
+  void Close();
+  bool closed() const { return closed_; }
+
+ private:
+  struct Request;
+  std::shared_ptr<Connection> NodeFor(const Endpoint& e);
+  void Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking);
+  void OnReply(std::shared_ptr<Request> req, Reply reply);
+  void RetryLater(std::shared_ptr<Request> req, int ms);
+  void RefreshSlots(std::function<void(std::string)> done = nullptr);
+  bool ParseRedirect(const std::string& error, uint16_t& slot, Endpoint& to) const;
+
+  boost::asio::io_context& io_;
+  RedisUrl url_;
+  ConnectionOptions conn_options_;
+  std::map<std::pair<std::string, uint16_t>, std::shared_ptr<Connection>> nodes_;
+  std::array<std::shared_ptr<Connection>, 16384> slots_{};
+  std::shared_ptr<Connection> any_;  // the single server, or a seed
+  bool refreshing_ = false;
+  bool closed_ = false;
+  size_t next_seed_ = 0;
+};
+
+}  // namespace anteroom::store::redis

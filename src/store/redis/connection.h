@@ -1,0 +1,106 @@
+#pragma once
+// One pipelined connection to one Redis server, driven by an Asio io_context: commands are
+// written as they come and their replies matched in order (RESP parsed by hiredis's reader).
+// All calls must be made on the io_context's thread.
+//
+// Failures never hang a caller: when the connection drops, or the oldest command has waited
+// longer than `timeout_ms`, every command in flight is answered with a transport failure, and
+// the connection comes back by itself with exponential backoff (100 ms up to 2 s). While it
+// is down, commands fail at once rather than queue behind an outage.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/redis/redis_url.h"
+#include "store/redis/reply.h"
+
+struct redisReader;
+
+namespace anteroom::store::redis {
+
+struct ConnectionOptions {
+  std::string user;
+  std::string password;
+  int db = 0;
+  int64_t timeout_ms = 3000;
+};
+
+// RESP encoding of one command (hiredis's formatter).
+std::string FormatCommand(const std::vector<std::string_view>& args);
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Callback = std::function<void(Reply)>;
+  // Pub/Sub messages ("message", channel, payload) go here instead of to a command.
+  using MessageHandler = std::function<void(const std::string& channel, const std::string& msg)>;
+  // Called after every (re)connection, before queued commands are written: to resubscribe.
+  using UpHandler = std::function<void()>;
+
+  Connection(boost::asio::io_context& io, Endpoint endpoint, ConnectionOptions options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void Start();  // connects now (later commands would also start it)
+  void Send(std::string resp, Callback cb);
+  void Command(const std::vector<std::string_view>& args, Callback cb) {
+    Send(FormatCommand(args), std::move(cb));
+  }
+  void Close();  // fails what is in flight; no reconnection
+
+  void OnMessage(MessageHandler handler) { on_message_ = std::move(handler); }
+  void OnUp(UpHandler handler) { on_up_ = std::move(handler); }
+  bool up() const { return state_ == State::kUp; }
+  const Endpoint& endpoint() const { return endpoint_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  enum class State { kDown, kConnecting, kUp, kClosed };
+  struct Pending {
+    Callback cb;
+    std::chrono::steady_clock::time_point sent;
+  };
+
+  void Connect();
+  void Handshake();
+  void Fail(const std::string& why);
+  void Flush();
+  void Read();
+  void Dispatch(Reply reply);
+  void ArmWatchdog();
+
+  boost::asio::io_context& io_;
+  Endpoint endpoint_;
+  ConnectionOptions options_;
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer watchdog_;
+  bool watchdog_armed_ = false;
+  State state_ = State::kDown;
+  bool retry_pending_ = false;
+  std::chrono::milliseconds backoff_{100};
+  uint64_t generation_ = 0;  // bumped on every failure: stale handlers see it changed
+  std::string problem_ = "not connected yet";
+
+  std::deque<Pending> pending_;
+  std::string out_;      // queued, not yet being written
+  std::string writing_;  // being written
+  bool write_busy_ = false;
+  std::vector<char> in_;
+  redisReader* reader_ = nullptr;
+
+  MessageHandler on_message_;
+  UpHandler on_up_;
+};
+
+}  // namespace anteroom::store::redis

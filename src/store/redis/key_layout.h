@@ -1,0 +1,44 @@
+#pragma once
+// Names of the Redis keys of a room or a queue (docs/design.md has the whole layout). Every
+// key of one room or queue shares the hash tag {r:NAME} or {q:NAME}: one slot, so each
+// operation is one script on one node.
+
+#include <string>
+#include <vector>
+
+namespace anteroom::store::redis {
+
+class KeyLayout {
+ public:
+  explicit KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  // KEYS of room.lua, in its order.
+  std::vector<std::string> Room(const std::string& room) const {
+    std::string base = prefix_ + "{r:" + room + "}:";
+    return {base + "m", base + "l", base + "s", base + "d", base + "v", base + "x"};
+  }
+  // KEYS of queue.lua, in its order.
+  std::vector<std::string> Queue(const std::string& queue) const {
+    std::string base = prefix_ + "{q:" + queue + "}:";
+    std::vector<std::string> keys;
+    keys.reserve(15);
+    for (const char* k :
+         {"m", "j", "p", "h", "r", "d", "l", "x", "u", "a", "ax", "w", "hb", "wj", "poll"}) {
+      keys.push_back(base + k);
+    }
+    return keys;
+  }
+  std::string RoomMeta(const std::string& room) const { return prefix_ + "{r:" + room + "}:m"; }
+  std::string QueueMeta(const std::string& queue) const { return prefix_ + "{q:" + queue + "}:m"; }
+  // Rooms and queues by the time they next need the sweeper (members "r:NAME", "q:NAME").
+  std::string Registry() const { return prefix_ + "registry"; }
+  // Pub/Sub channel: a queue's name, published when long polls there should look again.
+  std::string WakeChannel() const { return prefix_ + "wake"; }
+  // The token secret shared by every process on this Redis.
+  std::string Secret() const { return prefix_ + "secret"; }
+
+ private:
+  std::string prefix_;
+};
+
+}  // namespace anteroom::store::redis

@@ -1,0 +1,360 @@
+-- One waiting room, as one atomic script (src/store/redis/lua/room.lua).
+-- The same rules as src/core/room.cc, over Redis structures; docs/design.md lists the keys.
+--
+-- KEYS: 1 meta (hash)  2 line (zset: session -> arrival ticket; ZRANK = exact position)
+--       3 sessions (hash: session -> "st:last_seen:since:admission:claimed")
+--       4 deadlines (zset: session -> when*2+kind; lazily re-keyed, never later than due)
+--       5 revoked (hash: session -> admission)  6 revoked expiry (zset: session -> until)
+-- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
+-- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
+-- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
+-- unless the rate cap forbids it; the line is admitted in arrival order.
+
+local NEVER = 9007199254740991
+local KIND_DROPOUT, KIND_OTHER = 0, 1
+local M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local op = ARGV[1]
+local ttl = tonumber(ARGV[3])
+
+local function now_ms()
+  if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function s(x) return string.format('%d', x) end
+local function key(when, kind) return when * 2 + kind end
+
+-- ---- the room's scalar state, read once and written back once --------------------------------
+local R = {}
+local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
+                'admitted', 'dropped', 'released', 'hint'}
+local function load()
+  local v = redis.call('HMGET', M, unpack(FIELDS))
+  if not v[1] then return false end
+  for i, f in ipairs(FIELDS) do R[f] = tonumber(v[i]) end
+  local w = redis.call('HMGET', M, 'aw', 'fw')
+  R.aw, R.fw = w[1] or '', w[2] or ''
+  return true
+end
+local function save()
+  local args = {}
+  for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = s(R[f]) end
+  args[#args + 1] = 'aw'; args[#args + 1] = R.aw
+  args[#args + 1] = 'fw'; args[#args + 1] = R.fw
+  redis.call('HSET', M, unpack(args))
+end
+
+-- ---- minute windows: "second:count,..." over the last 60 whole seconds -----------------------
+local function second_of(ms) return math.floor(ms / 1000) end
+local function win_count(w, now)
+  local sec, total = second_of(now), 0
+  for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
+    bs = tonumber(bs)
+    if bs > sec - 60 and bs <= sec then total = total + tonumber(bc) end
+  end
+  return total
+end
+local function win_add(w, now)
+  local sec, out, added = second_of(now), {}, false
+  for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
+    local b = tonumber(bs)
+    if b > sec - 60 then
+      if b == sec then bc = s(tonumber(bc) + 1); added = true end
+      out[#out + 1] = bs .. ':' .. bc
+    end
+  end
+  if not added then out[#out + 1] = s(sec) .. ':1' end
+  return table.concat(out, ',')
+end
+-- The earliest time >= now at which the count falls below limit.
+local function win_next_below(w, now, limit)
+  local count = win_count(w, now)
+  if count < limit then return now end
+  local sec = second_of(now)
+  for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do  -- ascending seconds
+    local b = tonumber(bs)
+    if b > sec - 60 and b <= sec then
+      count = count - tonumber(bc)
+      if count < limit then return (b + 60) * 1000 end
+    end
+  end
+  return (sec + 1) * 1000
+end
+
+-- ---- sessions -------------------------------------------------------------------------------
+local function get(id)
+  local v = redis.call('HGET', S, id)
+  if not v then return nil end
+  local st, ls, since, adm, cl = string.match(v, '^(%a):(%-?%d+):(%-?%d+):(%d+):(%d)$')
+  return {id = id, st = st, last_seen = tonumber(ls), since = tonumber(since),
+          admission = tonumber(adm), claimed = cl == '1'}
+end
+local function put(x)
+  redis.call('HSET', S, x.id, x.st .. ':' .. s(x.last_seen) .. ':' .. s(x.since) .. ':' ..
+             s(x.admission) .. ':' .. (x.claimed and '1' or '0'))
+end
+local function due_key(x)
+  if x.st == 'w' then return key(x.last_seen + R.cto, KIND_DROPOUT) end
+  if x.st == 'a' then
+    local t = NEVER
+    if R.idle >= 0 then t = x.last_seen + R.idle end
+    if not x.claimed then t = math.min(t, x.since + R.cto) end
+    if t == NEVER then return nil end
+    return key(t, KIND_OTHER)
+  end
+  if x.st == 'g' then return key(x.since, KIND_OTHER) end
+  return nil
+end
+local function set_deadline(x)
+  local k = due_key(x)
+  if k then redis.call('ZADD', D, k, x.id) else redis.call('ZREM', D, x.id) end
+end
+-- Lowers the heap key if the true deadline moved earlier (a later one is re-keyed lazily).
+local function reschedule(x)
+  local k = due_key(x)
+  local cur = redis.call('ZSCORE', D, x.id)
+  if k and (not cur or k < tonumber(cur)) then redis.call('ZADD', D, k, x.id) end
+  if not k and cur then redis.call('ZREM', D, x.id) end
+end
+local function free(id)
+  redis.call('HDEL', S, id)
+  redis.call('ZREM', D, id)
+end
+local function revoke(x, now)
+  redis.call('HSET', V, x.id, s(x.admission))
+  redis.call('ZADD', X, now + ttl, x.id)
+end
+local function release(x, now, dropped)
+  R.holders = R.holders - 1
+  R.released = R.released + 1
+  if dropped then R.dropped = R.dropped + 1 end
+  R.fw = win_add(R.fw, now)
+  revoke(x, now)
+  free(x.id)
+end
+local function drop_waiting(id)
+  redis.call('ZREM', L, id)
+  free(id)
+end
+local function admit(id, now)
+  local x = get(id)
+  redis.call('ZREM', L, id)
+  x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
+  R.adm = R.adm + 1
+  x.admission = R.adm
+  R.holders = R.holders + 1
+  R.admitted = R.admitted + 1
+  R.aw = win_add(R.aw, now)
+  put(x)
+  set_deadline(x)
+end
+local function fill(now)
+  while R.holders < R.cap do
+    if R.apm >= 0 and win_count(R.aw, now) >= R.apm then return end
+    local first = redis.call('ZRANGE', L, 0, 0)[1]
+    if not first then return end
+    admit(first, now)
+  end
+end
+local function rate_open_key(now)
+  if R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then return NEVER end
+  return key(win_next_below(R.aw, now, R.apm), KIND_OTHER)
+end
+
+-- ---- time -----------------------------------------------------------------------------------
+local function process_due(x, when)
+  if x.st == 'w' then
+    R.dropped = R.dropped + 1
+    drop_waiting(x.id)
+  elseif x.st == 'a' then
+    if not x.claimed and x.since + R.cto <= when then
+      release(x, when, true)
+    else  -- idle: as if it had left at this moment
+      x.st, x.since = 'g', when + R.grace
+      put(x)
+      set_deadline(x)
+    end
+  elseif x.st == 'g' then
+    release(x, when, false)
+  end
+end
+
+local function forget_old_revocations(now)
+  local old = redis.call('ZRANGEBYSCORE', X, '-inf', now, 'LIMIT', 0, 256)
+  for _, id in ipairs(old) do redis.call('HDEL', V, id) end
+  if #old > 0 then redis.call('ZREM', X, unpack(old)) end
+end
+
+local function advance(now)
+  local target = math.max(now, R.now)
+  while true do
+    local top = redis.call('ZRANGE', D, 0, 0, 'WITHSCORES')
+    local heap_key = top[1] and tonumber(top[2]) or NEVER
+    local rate_key = rate_open_key(R.now)
+    local k = math.min(heap_key, rate_key)
+    if k == NEVER or math.floor(k / 2) > target then break end
+    local when = math.max(math.floor(k / 2), R.now)
+    local again = false
+    if heap_key <= rate_key then
+      local x = get(top[1])
+      local due = x and due_key(x)
+      if due ~= heap_key then  -- a lazy key: the session was seen since
+        if due then redis.call('ZADD', D, due, top[1]) else redis.call('ZREM', D, top[1]) end
+        again = true
+      else
+        R.now = when
+        process_due(x, when)
+      end
+    end
+    if not again then
+      R.now = when
+      fill(when)
+    end
+  end
+  R.now = target
+  forget_old_revocations(R.now)
+end
+
+local function next_deadline()
+  local top = redis.call('ZRANGE', D, 0, 0, 'WITHSCORES')
+  local k = math.min(top[1] and tonumber(top[2]) or NEVER, rate_open_key(R.now))
+  if k == NEVER then return NEVER end
+  return math.floor(k / 2)
+end
+-- The backend keeps a registry of when each room next needs the sweeper. `hint` is the
+-- deadline last reported; a script answers a lower one so the registry is lowered too.
+local function to_register(force)
+  local n = next_deadline()
+  if force or n < R.hint then
+    R.hint = math.min(n, R.hint)
+    if force then R.hint = n end
+    return n
+  end
+  return -1
+end
+
+-- ---- answers --------------------------------------------------------------------------------
+local function eta(position, now)
+  local freed = win_count(R.fw, now)
+  if freed == 0 then return -1 end
+  local e = math.ceil(position * 60000 / freed)
+  if R.apm >= 0 then e = math.max(e, math.ceil(position * 60000 / R.apm)) end
+  return e
+end
+local function waiting() return redis.call('ZCARD', L) end
+-- {status, position, waiting, active, capacity, eta (-1: unknown), admission}
+local function view(x)
+  if not x then return {'gone', 0, waiting(), R.holders, R.cap, -1, 0} end
+  if x.st == 'w' then
+    local pos = redis.call('ZRANK', L, x.id) + 1
+    return {'waiting', pos, waiting(), R.holders, R.cap, eta(pos, R.now), 0}
+  end
+  local st = x.st == 'a' and 'active' or 'grace'
+  return {st, 0, waiting(), R.holders, R.cap, 0, x.admission}
+end
+local function info()
+  return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
+          R.released}
+end
+-- Every answer: {'ok', register, payload...}
+local function answer(register, ...)
+  save()
+  return {'ok', register, ...}
+end
+
+-- ---- operations -----------------------------------------------------------------------------
+local now = now_ms()
+
+if op == 'put' then
+  -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
+  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8]}
+  local exists = load()
+  if not exists then
+    if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
+    R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
+         adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, aw = '', fw = ''}
+  else
+    advance(now)
+  end
+  for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+  if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
+    local all = redis.call('HGETALL', S)
+    for i = 1, #all, 2 do set_deadline(get(all[i])) end
+  end
+  fill(R.now)
+  return answer(to_register(true), info())
+end
+
+if not load() then return {'unknown_room'} end
+
+if op == 'get' then
+  advance(now)
+  return answer(to_register(false), info())
+elseif op == 'advance' then  -- the sweeper: answers the next deadline (and records it)
+  advance(now)
+  return answer(to_register(true))
+elseif op == 'delete' then
+  advance(now)
+  local out = info()
+  redis.call('DEL', M, L, S, D, V, X)
+  return {'ok', -1, out}
+elseif op == 'check' then
+  local id = ARGV[4]
+  advance(now)
+  local x = get(id)
+  if not x then
+    R.seq = R.seq + 1
+    redis.call('ZADD', L, R.seq, id)
+    x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
+    put(x)
+    set_deadline(x)
+    fill(R.now)
+    x = get(id)
+  end
+  x.last_seen = R.now
+  if x.st == 'g' or (x.st == 'a' and not x.claimed) then
+    x.st, x.claimed = 'a', true
+    put(x)
+    reschedule(x)
+  else
+    put(x)
+  end
+  return answer(to_register(false), view(x))
+elseif op == 'touch' or op == 'leave' or op == 'evict' then
+  local id = ARGV[4]
+  advance(now)
+  local x = get(id)
+  if not x then
+    local reg = to_register(false)
+    save()
+    return {'unknown_session', reg}
+  end
+  if op == 'touch' then
+    x.last_seen = R.now
+    if x.st == 'g' then x.st = 'a' end
+    put(x)
+    reschedule(x)
+    return answer(to_register(false), view(x))
+  end
+  if op == 'leave' and x.st ~= 'w' and ARGV[5] ~= '1' then
+    if x.st == 'a' then
+      x.st, x.since = 'g', R.now + R.grace
+      put(x)
+      reschedule(x)
+    end
+    return answer(to_register(false), view(x))
+  end
+  if x.st == 'w' then
+    drop_waiting(id)
+  else
+    release(x, R.now, false)
+    fill(R.now)
+  end
+  return answer(to_register(false), view(nil))
+elseif op == 'revoked' then
+  local id, adm = ARGV[4], tonumber(ARGV[5])
+  advance(now)
+  local r = redis.call('HGET', V, id)
+  return answer(to_register(false), (r and adm <= tonumber(r)) and 1 or 0)
+end
+return {'invalid_argument', 'unknown room operation ' .. tostring(op)}

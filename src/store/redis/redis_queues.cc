@@ -1,0 +1,453 @@
+// Queues in the Redis backend: queue.lua per operation, leases signed here, and the long
+// polls parked in this process.
+#include <openssl/crypto.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/base64url.h"
+#include "store/redis/polls.h"
+#include "store/redis/redis_backend.h"
+
+namespace anteroom::store::redis {
+
+namespace {
+constexpr size_t kLeaseTagBytes = 12;
+using Outcomes = std::vector<core::LeaseOutcome>;
+
+bool ParseU64(std::string_view text, uint64_t& out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+template <typename T>
+OpResult<T> Fail(const OpResult<Reply>& r) {
+  return {r.status(), r.message()};
+}
+
+core::QueueStats ToStats(const Reply& a) {
+  core::QueueStats s;
+  s.ready = a.at(0).AsInt();
+  s.delayed = a.at(1).AsInt();
+  s.inflight = a.at(2).AsInt();
+  s.dead = a.at(3).AsInt();
+  s.pushed = a.at(4).AsInt();
+  s.acked = a.at(5).AsInt();
+  s.nacked = a.at(6).AsInt();
+  s.expired = a.at(7).AsInt();
+  s.cancelled = a.at(8).AsInt();
+  s.workers = a.at(9).AsInt();
+  s.paused = a.at(10).AsInt() != 0;
+  return s;
+}
+}  // namespace
+
+// ---- leases --------------------------------------------------------------------------------
+
+// As core::Queue: base64url of the first 12 bytes of the MAC of name "/" id "." delivery.
+std::string RedisBackend::LeaseFor(const std::string& queue, core::JobId id, uint64_t delivery) {
+  std::string signed_part = fmt::format("{}.{}", id, delivery);
+  unsigned char mac[core::LeaseMac::kSize];
+  std::string tag;
+  if (lease_mac_.Tag({queue, "/", signed_part}, mac)) {
+    tag = Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
+  }
+  return signed_part + "." + tag;
+}
+
+bool RedisBackend::ParseLease(const std::string& queue, std::string_view lease, core::JobId& id,
+                              uint64_t& delivery) {
+  size_t dot1 = lease.find('.');
+  size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos) return false;
+  if (!ParseU64(lease.substr(0, dot1), id) ||
+      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
+    return false;
+  }
+  std::string expected = LeaseFor(queue, id, delivery);
+  std::string_view tag = std::string_view(expected).substr(dot2 + 1);
+  std::string_view given = lease.substr(dot2 + 1);
+  return !tag.empty() && given.size() == tag.size() &&
+         CRYPTO_memcmp(given.data(), tag.data(), tag.size()) == 0;
+}
+
+std::vector<std::string> RedisBackend::LeaseArgs(const std::string& queue,
+                                                 const std::vector<std::string>& leases,
+                                                 std::vector<int>& slots, bool triples) {
+  std::vector<std::string> args;
+  int valid = 0;
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  for (const std::string& lease : leases) {
+    core::JobId id;
+    uint64_t delivery;
+    if (!ParseLease(queue, lease, id, delivery)) {
+      slots.push_back(-1);
+      continue;
+    }
+    slots.push_back(valid++);
+    args.push_back(std::to_string(id));
+    args.push_back(std::to_string(delivery));
+    if (triples) args.push_back(fmt::format("{:.6f}", jitter(rng_)));
+  }
+  return args;
+}
+
+Outcomes RedisBackend::MergeOutcomes(const std::vector<int>& slots, const Reply& outcomes) {
+  Outcomes out;
+  out.reserve(slots.size());
+  for (int slot : slots) {
+    int64_t code = slot < 0 ? 2 : outcomes.at(static_cast<size_t>(slot)).AsInt();
+    out.push_back(code == 0   ? core::LeaseOutcome::kOk
+                  : code == 1 ? core::LeaseOutcome::kLeaseLost
+                              : core::LeaseOutcome::kInvalidLease);
+  }
+  return out;
+}
+
+std::vector<core::Delivery> RedisBackend::Deliveries(const std::string& queue, const Reply& jobs) {
+  std::vector<core::Delivery> out;
+  out.reserve(jobs.elements.size());
+  for (const Reply& j : jobs.elements) {
+    core::Delivery d;
+    d.id = static_cast<core::JobId>(j.at(0).AsInt());
+    d.payload = j.at(1).str;
+    d.attempt = static_cast<int32_t>(j.at(2).AsInt());
+    d.lease = LeaseFor(queue, d.id, static_cast<uint64_t>(j.at(3).AsInt()));
+    d.lease_expires_ms = j.at(4).AsInt();
+    d.priority = static_cast<int32_t>(j.at(5).AsInt());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// ---- operations ----------------------------------------------------------------------------
+
+void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
+                        Completion<std::vector<core::PushResult>> done) {
+  Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)] {
+    std::vector<std::string> argv{"push", std::to_string(jobs.size())};
+    argv.reserve(2 + jobs.size() * 5);
+    for (const core::JobSpec& j : jobs) {
+      argv.push_back(j.payload);
+      argv.push_back(std::to_string(j.delay_ms));
+      argv.push_back(std::to_string(j.priority));
+      argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
+      argv.push_back(std::to_string(j.max_attempts));
+    }
+    QueueScript(queue, std::move(argv), [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
+      const Reply& flat = r->at(3);
+      std::vector<core::PushResult> out;
+      for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
+        out.push_back({static_cast<core::JobId>(flat.elements[i].AsInt()),
+                       flat.elements[i + 1].AsInt() == 1});
+      }
+      done(std::move(out));
+    });
+  });
+}
+
+void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
+                         Completion<core::FetchAnswer> done) {
+  int64_t started = clock_.NowMs();  // a long poll's deadline counts from the call
+  Post([this, queue = std::move(queue), request = std::move(request), started,
+        done = std::move(done)]() mutable {
+    std::vector<int> slots;
+    std::vector<std::string> acks = LeaseArgs(queue, request.ack, slots, false);
+    std::vector<std::string> argv{"fetch",
+                                  request.worker,
+                                  std::to_string(request.max),
+                                  std::to_string(request.lease_ms),
+                                  std::to_string(request.wait_ms),
+                                  std::to_string(acks.size() / 2)};
+    argv.insert(argv.end(), acks.begin(), acks.end());
+    QueueScript(queue, std::move(argv),
+                [this, queue, request = std::move(request), slots = std::move(slots), started,
+                 done = std::move(done)](OpResult<Reply> r) mutable {
+                  if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
+                  core::FetchAnswer answer;
+                  answer.acked = MergeOutcomes(slots, r->at(3).at(0));
+                  answer.jobs = Deliveries(queue, r->at(3).at(1));
+                  answer.acked_leases = std::move(request.ack);
+                  request.ack.clear();
+                  if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
+                  int64_t deadline = started + request.wait_ms;
+                  Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
+                });
+  });
+}
+
+void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
+                           std::vector<std::string> tail, bool jitter, Completion<Outcomes> done) {
+  Post([this, op, queue = std::move(queue), leases = std::move(leases), tail = std::move(tail),
+        jitter, done = std::move(done)] {
+    std::vector<int> slots;
+    std::vector<std::string> args = LeaseArgs(queue, leases, slots, true);
+    (void)jitter;
+    std::vector<std::string> argv{op, std::to_string(args.size() / 3)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    QueueScript(queue, std::move(argv), [slots = std::move(slots), done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<Outcomes>(r));
+      done(MergeOutcomes(slots, r->at(3)));
+    });
+  });
+}
+
+void RedisBackend::Ack(std::string queue, std::vector<std::string> leases,
+                       Completion<Outcomes> done) {
+  LeaseOp("ack", std::move(queue), std::move(leases), {}, false, std::move(done));
+}
+
+void RedisBackend::Nack(std::string queue, std::vector<std::string> leases,
+                        std::optional<int64_t> delay_ms, std::string error,
+                        Completion<Outcomes> done) {
+  LeaseOp("nack", std::move(queue), std::move(leases),
+          {delay_ms ? std::to_string(*delay_ms) : "", std::move(error)}, true, std::move(done));
+}
+
+void RedisBackend::Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
+                          Completion<Outcomes> done) {
+  LeaseOp("extend", std::move(queue), std::move(leases), {std::to_string(lease_ms)}, false,
+          std::move(done));
+}
+
+void RedisBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
+                             Completion<Done> done) {
+  Post([this, queue = std::move(queue), worker = std::move(worker), ttl_ms,
+        done = std::move(done)] {
+    QueueScript(queue, {"heartbeat", worker, std::to_string(ttl_ms)}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<Done>(r));
+      done(Done{});
+    });
+  });
+}
+
+void RedisBackend::ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) {
+  Post([this, queue = std::move(queue), worker = std::move(worker), done = std::move(done)] {
+    QueueScript(queue, {"release", worker}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<size_t>(r));
+      done(static_cast<size_t>(r->at(3).AsInt()));
+    });
+  });
+}
+
+void RedisBackend::GetQueue(std::string queue, Completion<core::QueueStats> done) {
+  Post([this, queue = std::move(queue), done = std::move(done)] {
+    QueueScript(queue, {"stats"}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::QueueStats>(r));
+      done(ToStats(r->at(3)));
+    });
+  });
+}
+
+void RedisBackend::ListQueues(
+    Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) {
+  using List = std::vector<std::pair<std::string, core::QueueStats>>;
+  Post([this, done = std::move(done)] {
+    client_->Call(keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [this, done](Reply r) {
+      if (r.failed()) {
+        return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
+      }
+      struct Gather {
+        List queues;
+        size_t left = 0;
+        std::optional<std::string> failure;
+      };
+      auto g = std::make_shared<Gather>();
+      std::vector<std::string> names;
+      for (const Reply& m : r.elements) {
+        if (m.str.starts_with("q:")) names.push_back(m.str.substr(2));
+      }
+      g->left = names.size();
+      auto finish = [g, done] {
+        if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
+        std::sort(g->queues.begin(), g->queues.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        done(std::move(g->queues));
+      };
+      if (names.empty()) return finish();
+      for (const std::string& name : names) {
+        QueueScript(name, {"stats"}, [g, name, finish](OpResult<Reply> rr) {
+          if (!rr.ok()) {
+            g->failure = rr.message();
+          } else if (rr->at(3).at(11).AsInt() == 1) {  // pushed to at least once
+            g->queues.emplace_back(name, ToStats(rr->at(3)));
+          }
+          if (--g->left == 0) finish();
+        });
+      }
+    });
+  });
+}
+
+void RedisBackend::Inflight(std::string queue, std::optional<std::string> worker,
+                            Completion<std::vector<core::InflightJob>> done) {
+  Post([this, queue = std::move(queue), worker = std::move(worker), done = std::move(done)] {
+    QueueScript(queue, {"inflight", worker.value_or("")}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<std::vector<core::InflightJob>>(r));
+      std::vector<core::InflightJob> out;
+      for (const Reply& j : r->at(3).elements) {
+        out.push_back({static_cast<core::JobId>(j.at(0).AsInt()), j.at(1).str,
+                       static_cast<int32_t>(j.at(2).AsInt()), j.at(3).AsInt()});
+      }
+      done(std::move(out));
+    });
+  });
+}
+
+void RedisBackend::Dead(std::string queue, size_t limit,
+                        Completion<std::vector<core::DeadJob>> done) {
+  Post([this, queue = std::move(queue), limit, done = std::move(done)] {
+    QueueScript(queue, {"dead", std::to_string(limit)}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<std::vector<core::DeadJob>>(r));
+      std::vector<core::DeadJob> out;
+      for (const Reply& j : r->at(3).elements) {
+        core::DeadJob d;
+        d.id = static_cast<core::JobId>(j.at(0).AsInt());
+        d.payload = j.at(1).str;
+        d.attempts = static_cast<int32_t>(j.at(2).AsInt());
+        d.error = j.at(3).str;
+        d.failed_at_ms = j.at(4).AsInt();
+        for (const Reply& h : j.at(5).elements) {
+          d.history.push_back(
+              {static_cast<int32_t>(h.at(0).AsInt()), h.at(1).str, h.at(2).AsInt()});
+        }
+        out.push_back(std::move(d));
+      }
+      done(std::move(out));
+    });
+  });
+}
+
+void RedisBackend::RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
+                               Completion<size_t> done) {
+  Post([this, queue = std::move(queue), ids = std::move(ids), done = std::move(done)] {
+    std::vector<std::string> argv{"requeue"};
+    if (!ids) {
+      argv.push_back("*");
+    } else {
+      argv.push_back(std::to_string(ids->size()));
+      for (core::JobId id : *ids) argv.push_back(std::to_string(id));
+    }
+    QueueScript(queue, std::move(argv), [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<size_t>(r));
+      done(static_cast<size_t>(r->at(3).AsInt()));
+    });
+  });
+}
+
+void RedisBackend::Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) {
+  Post([this, queue = std::move(queue), id, done = std::move(done)] {
+    QueueScript(queue, {"cancel", std::to_string(id)}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::CancelOutcome>(r));
+      int64_t code = r->at(3).AsInt();
+      done(code == 0   ? core::CancelOutcome::kCancelled
+           : code == 2 ? core::CancelOutcome::kInFlight
+                       : core::CancelOutcome::kUnknown);
+    });
+  });
+}
+
+void RedisBackend::SetPaused(std::string queue, bool paused, Completion<Done> done) {
+  Post([this, queue = std::move(queue), paused, done = std::move(done)] {
+    QueueScript(queue, {"setpaused", paused ? "1" : "0"}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<Done>(r));
+      done(Done{});
+    });
+  });
+}
+
+// ---- long polls ----------------------------------------------------------------------------
+
+void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
+                        core::FetchAnswer answer, int64_t deadline,
+                        Completion<core::FetchAnswer> done) {
+  auto& polls = polls_[queue];
+  if (!polls) polls = std::make_unique<Polls>();
+  auto w = std::make_shared<Waiter>(io_, std::move(request), std::move(answer), deadline,
+                                    std::move(done));
+  polls->waiters.push_back(w);
+  if (options_.run_timer) {
+    w->timer.expires_after(
+        std::chrono::milliseconds(std::max<int64_t>(0, deadline - clock_.NowMs())));
+    w->timer.async_wait([this, w](const boost::system::error_code& ec) {
+      if (!ec) ExpireWaiters(clock_.NowMs());
+    });
+  }
+  // A job may have been pushed between the fetch and now: look once more.
+  ServeWaiters(queue);
+}
+
+void RedisBackend::Wake(const std::string& queue) {
+  auto it = polls_.find(queue);
+  if (it != polls_.end() && !it->second->waiters.empty()) ServeWaiters(queue);
+}
+
+// Fetches for the oldest waiter; while that succeeds, for the next one.
+void RedisBackend::ServeWaiters(const std::string& queue) {
+  auto it = polls_.find(queue);
+  if (it == polls_.end()) return;
+  Polls& p = *it->second;
+  if (p.serving) {
+    p.again = true;
+    return;
+  }
+  if (p.waiters.empty()) {
+    polls_.erase(it);
+    return;
+  }
+  p.serving = true;
+  p.again = false;
+  std::shared_ptr<Waiter> w = p.waiters.front();
+  int64_t left = std::max<int64_t>(1, w->deadline - clock_.NowMs());
+  QueueScript(queue,
+              {"fetch", w->request.worker, std::to_string(w->request.max),
+               std::to_string(w->request.lease_ms), std::to_string(left), "0"},
+              [this, queue, w](OpResult<Reply> r) {
+                auto it = polls_.find(queue);
+                if (it == polls_.end()) return;  // stopping
+                Polls& p = *it->second;
+                p.serving = false;
+                std::vector<core::Delivery> jobs;
+                if (r.ok()) jobs = Deliveries(queue, r->at(3).at(1));
+                bool expired = w->deadline <= clock_.NowMs();
+                if (!jobs.empty() || expired) {
+                  p.waiters.remove(w);
+                  w->timer.cancel();
+                  w->answer.jobs = std::move(jobs);
+                  w->done(std::move(w->answer));
+                  return ServeWaiters(queue);
+                }
+                if (p.again) ServeWaiters(queue);
+              });
+}
+
+// Long polls past their deadline answer their acks and no jobs (not one being served: its
+// fetch answers it).
+void RedisBackend::ExpireWaiters(int64_t now) {
+  for (auto it = polls_.begin(); it != polls_.end();) {
+    Polls& p = *it->second;
+    for (auto w = p.waiters.begin(); w != p.waiters.end();) {
+      bool busy = p.serving && w == p.waiters.begin();
+      if ((*w)->deadline <= now && !busy) {
+        auto waiter = *w;
+        w = p.waiters.erase(w);
+        waiter->timer.cancel();
+        waiter->done(std::move(waiter->answer));
+      } else {
+        ++w;
+      }
+    }
+    if (p.waiters.empty() && !p.serving) {
+      it = polls_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace anteroom::store::redis
