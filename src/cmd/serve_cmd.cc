@@ -22,6 +22,7 @@
 #include "server/http_server.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
+#include "store/redis/redis_backend.h"
 
 namespace anteroom::cmd {
 
@@ -38,6 +39,8 @@ struct ServeFlags {
   std::string fsync = "everysec";
   bool memory_only = false;
   uint64_t compact_min_mb = 64;
+  std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
+  std::string redis_prefix = "anteroom:";
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -58,6 +61,13 @@ std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
 
 std::string TokenSecret(const ServeFlags& flags) {
   if (const char* secret = std::getenv("ANTEROOM_TOKEN_SECRET"); secret && *secret) return secret;
+  // Processes sharing a Redis share its secret, so a token from one verifies on all.
+  if (!flags.store.empty()) {
+    spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in Redis ({}secret)",
+                 flags.redis_prefix);
+    return store::redis::RedisBackend::SharedSecret(flags.store, flags.redis_prefix,
+                                                    RandomBytes(32));
+  }
   // With a data directory the secret lives there, so tokens and leases outlive restarts.
   if (!flags.memory_only) {
     spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in {}/secret",
@@ -82,17 +92,29 @@ void Serve(const ServeFlags& flags) {
   // the pool's io_contexts, and the backend's timer may still answer them while it stops.
   server::IoPool pool(threads);
   SystemClock clock;
+  bool redis = !flags.store.empty();
   // The directory is locked before anything in it (the secret) is read.
   std::optional<store::log::DirLock> lock;
-  if (!flags.memory_only) lock.emplace(flags.data);
+  if (!flags.memory_only && !redis) lock.emplace(flags.data);
   std::string secret = TokenSecret(flags);
-  store::MemoryBackend backend(clock, {.token_ttl_ms = flags.token_ttl_ms,
-                                       .lease_secret = "anteroom/leases/" + secret,
-                                       .run_timer = true});
+  std::unique_ptr<store::MemoryBackend> memory;
+  std::unique_ptr<store::redis::RedisBackend> shared;
   std::optional<store::log::EmbeddedStore> store;
-  if (!flags.memory_only) {
+  if (redis) {
+    shared = std::make_unique<store::redis::RedisBackend>(
+        clock, store::redis::RedisBackendOptions{.url = flags.store,
+                                                 .key_prefix = flags.redis_prefix,
+                                                 .token_ttl_ms = flags.token_ttl_ms,
+                                                 .lease_secret = "anteroom/leases/" + secret});
+  } else {
+    memory = std::make_unique<store::MemoryBackend>(
+        clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
+                                           .lease_secret = "anteroom/leases/" + secret,
+                                           .run_timer = true});
+  }
+  if (!flags.memory_only && !redis) {
     lock.reset();  // EmbeddedStore takes it again for its lifetime
-    store.emplace(backend, store::log::EmbeddedOptions{
+    store.emplace(*memory, store::log::EmbeddedOptions{
                                .dir = flags.data,
                                .fsync = ParsePolicy(flags.fsync),
                                .compact_min_bytes = flags.compact_min_mb << 20,
@@ -104,6 +126,7 @@ void Serve(const ServeFlags& flags) {
         flags.data, r.snapshot, r.snapshot_bytes, r.records, r.segments.size(), r.seconds,
         flags.fsync);
   }
+  store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::Services services{backend, signer, clock};
@@ -129,8 +152,9 @@ void Serve(const ServeFlags& flags) {
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
   spdlog::info("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
-               flags.memory_only ? "state in memory only (lost at exit)"
-                                 : "embedded durable backend in " + flags.data);
+               redis               ? "state in Redis at " + flags.store
+               : flags.memory_only ? "state in memory only (lost at exit)"
+                                   : "embedded durable backend in " + flags.data);
 
   // SIGUSR1: write a snapshot now (as Redis's BGSAVE), e.g. before a backup.
   boost::asio::signal_set usr1(pool.Main(), SIGUSR1);
@@ -188,6 +212,14 @@ void AddServeCommand(CLI::App& app) {
                    "Snapshot when the log since the last one exceeds this and twice the snapshot")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  serve
+      ->add_option("--store", flags->store,
+                   "Keep state in Redis instead: redis://[:PASSWORD@]HOST:PORT[/DB] or "
+                   "redis+cluster://HOST:PORT[,HOST:PORT...]; processes sharing it serve the "
+                   "same rooms and queues")
+      ->envname("ANTEROOM_REDIS_URL");
+  serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
+      ->capture_default_str();
   serve->callback([flags] { Serve(*flags); });
 }
 
