@@ -28,8 +28,6 @@ class KeyLayout {
     }
     return keys;
   }
-  std::string RoomMeta(const std::string& room) const { return prefix_ + "{r:" + room + "}:m"; }
-  std::string QueueMeta(const std::string& queue) const { return prefix_ + "{q:" + queue + "}:m"; }
   // Rooms and queues by the time they next need the sweeper (members "r:NAME", "q:NAME").
   std::string Registry() const { return prefix_ + "registry"; }
   // Pub/Sub channel: a queue's name, published when long polls there should look again.

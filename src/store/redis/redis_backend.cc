@@ -402,15 +402,15 @@ void RedisBackend::SweepOne(const std::string& member, std::function<void()> don
       return done();
     }
     int64_t next = r->at(1).AsInt();
-    std::string meta = kind == 'r' ? keys_.RoomMeta(name) : keys_.QueueMeta(name);
     client_->Call(keys_.Registry(), {"ZADD", keys_.Registry(), std::to_string(next), member},
-                  [this, member, meta, done](Reply) {
-                    client_->Call(meta, {"HGET", meta, "hint"}, [this, member, done](Reply h) {
-                      if (h.type == Reply::Type::kString && h.AsInt() < kNever) {
-                        Register(member, h.AsInt());
-                      }
-                      done();
-                    });
+                  [this, member, kind, name, done](Reply) {
+                    // Its answer goes through AfterScript, which applies it with ZADD LT.
+                    auto reread = [done](OpResult<Reply>) { done(); };
+                    if (kind == 'r') {
+                      RoomScript(name, {"hint"}, reread);
+                    } else {
+                      QueueScript(name, {"hint"}, reread);
+                    }
                   });
   };
   if (kind == 'r') {

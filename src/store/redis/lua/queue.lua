@@ -1,7 +1,7 @@
 -- One reliable queue, as one atomic script (src/store/redis/lua/queue.lua).
 -- The same rules as src/core/queue.cc, over Redis structures; docs/design.md lists the keys.
 --
--- KEYS: 1 meta (hash)  2 jobs (hash: id -> msgpack record)  3 payloads (hash)
+-- KEYS: 1 meta (string: msgpack of FIELDS)  2 jobs (hash: id -> msgpack record)  3 payloads (hash)
 --       4 history (hash: id -> msgpack list)  5 ready (zset, all scores 0, ordered by member:
 --       priority, then order, then id)  6 delayed (zset: id -> ready at)  7 leases (zset: id ->
 --       lease expiry)  8 dead (zset: id -> failed at)  9 dedupe (hash: key -> id)
@@ -28,23 +28,26 @@ end
 local function s(x) return string.format('%d', x) end
 local function pad(id) return string.format('%016d', id) end
 
+-- The queue's scalar state: one msgpack array in KEYS[1], read once, written once.
 local Q = {}
 local FIELDS = {'now', 'next_id', 'next_delivery', 'next_order', 'head_order', 'paused',
-                'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed'}
+                'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed', 'axmin'}
 local function load()
-  local v = redis.call('HMGET', M, unpack(FIELDS))
-  if not v[1] then return false end
-  for i, f in ipairs(FIELDS) do Q[f] = tonumber(v[i]) end
+  local v = redis.call('GET', M)
+  if not v then return false end
+  local t = cmsgpack.unpack(v)
+  for i, f in ipairs(FIELDS) do Q[f] = t[i] end
   return true
 end
 local function create(now)
   Q = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
-       pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0}
+       pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
+       axmin = NEVER}
 end
 local function save()
-  local args = {}
-  for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = s(Q[f]) end
-  redis.call('HSET', M, unpack(args))
+  local t = {}
+  for i, f in ipairs(FIELDS) do t[i] = Q[f] end
+  redis.call('SET', M, cmsgpack.pack(t))
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
@@ -163,14 +166,14 @@ local function first_score(z)
   if top[1] then return tonumber(top[2]), top[1] end
   return NEVER, nil
 end
+-- axmin: the earliest time an ack may be forgotten, so most calls skip this.
 local function forget_old_acks(now)
+  if now < Q.axmin then return end
   local old = redis.call('ZRANGEBYSCORE', AX, '-inf', now, 'LIMIT', 0, 256)
-  local over = redis.call('ZCARD', AX) - ACK_MEMORY_MAX
-  if over > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', AX, 0, over - 1)) do old[#old + 1] = id end
-  end
   for _, id in ipairs(old) do redis.call('HDEL', A, id) end
   if #old > 0 then redis.call('ZREM', AX, unpack(old)) end
+  local first = redis.call('ZRANGE', AX, 0, 0, 'WITHSCORES')
+  Q.axmin = first[1] and tonumber(first[2]) or NEVER
 end
 local function advance(now)
   local target = math.max(now, Q.now)
@@ -209,7 +212,7 @@ local function to_register(force)
 end
 -- Long polls elsewhere should try again: ready jobs, not paused, and someone polling.
 local function wake()
-  if Q.paused == 0 and redis.call('ZCARD', RD) > 0 and redis.call('EXISTS', POLL) == 1 then
+  if Q.paused == 0 and redis.call('EXISTS', POLL) == 1 and redis.call('ZCARD', RD) > 0 then
     return 1
   end
   return 0
@@ -240,6 +243,15 @@ local function ack(id, delivery)
   end_lease(x)
   redis.call('HSET', A, pad(id), s(delivery))
   redis.call('ZADD', AX, Q.now + ACK_MEMORY_MS, pad(id))
+  Q.axmin = math.min(Q.axmin, Q.now + ACK_MEMORY_MS)
+  if Q.acked % 1024 == 0 then  -- bounded memory: the oldest go first
+    local over = redis.call('ZCARD', AX) - ACK_MEMORY_MAX
+    if over > 0 then
+      local oldest = redis.call('ZRANGE', AX, 0, over - 1)
+      for _, old in ipairs(oldest) do redis.call('HDEL', A, old) end
+      redis.call('ZREM', AX, unpack(oldest))
+    end
+  end
   Q.acked = Q.acked + 1
   free_job(x)
   return OK
@@ -352,9 +364,13 @@ if not exists then  -- reads and changes of a queue nobody pushed to: the empty 
   end
   if op == 'stats' then return {'ok', -1, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} end
   if op == 'inflight' or op == 'dead' then return {'ok', -1, 0, {}} end
-  if op == 'advance' then return {'ok', NEVER, 0, 0} end
+  if op == 'advance' or op == 'hint' then return {'ok', NEVER, 0, 0} end
   if op == 'cancel' then return {'ok', -1, 0, 1} end
   return {'ok', -1, 0, 0}  -- release, requeue, cancel (unknown)
+end
+
+if op == 'hint' then  -- the sweeper, after recording the next deadline: the one last reported
+  return {'ok', Q.hint, 0, 0}
 end
 
 advance(now)

@@ -1,7 +1,7 @@
 -- One waiting room, as one atomic script (src/store/redis/lua/room.lua).
 -- The same rules as src/core/room.cc, over Redis structures; docs/design.md lists the keys.
 --
--- KEYS: 1 meta (hash)  2 line (zset: session -> arrival ticket; ZRANK = exact position)
+-- KEYS: 1 meta (string: msgpack of FIELDS)  2 line (zset: session -> arrival ticket; ZRANK = exact position)
 --       3 sessions (hash: session -> "st:last_seen:since:admission:claimed")
 --       4 deadlines (zset: session -> when*2+kind; lazily re-keyed, never later than due)
 --       5 revoked (hash: session -> admission)  6 revoked expiry (zset: session -> until)
@@ -24,24 +24,21 @@ end
 local function s(x) return string.format('%d', x) end
 local function key(when, kind) return when * 2 + kind end
 
--- ---- the room's scalar state, read once and written back once --------------------------------
+-- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
 local R = {}
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
-                'admitted', 'dropped', 'released', 'hint'}
+                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw'}
 local function load()
-  local v = redis.call('HMGET', M, unpack(FIELDS))
-  if not v[1] then return false end
-  for i, f in ipairs(FIELDS) do R[f] = tonumber(v[i]) end
-  local w = redis.call('HMGET', M, 'aw', 'fw')
-  R.aw, R.fw = w[1] or '', w[2] or ''
+  local v = redis.call('GET', M)
+  if not v then return false end
+  local t = cmsgpack.unpack(v)
+  for i, f in ipairs(FIELDS) do R[f] = t[i] end
   return true
 end
 local function save()
-  local args = {}
-  for _, f in ipairs(FIELDS) do args[#args + 1] = f; args[#args + 1] = s(R[f]) end
-  args[#args + 1] = 'aw'; args[#args + 1] = R.aw
-  args[#args + 1] = 'fw'; args[#args + 1] = R.fw
-  redis.call('HSET', M, unpack(args))
+  local t = {}
+  for i, f in ipairs(FIELDS) do t[i] = R[f] end
+  redis.call('SET', M, cmsgpack.pack(t))
 end
 
 -- ---- minute windows: "second:count,..." over the last 60 whole seconds -----------------------
@@ -123,6 +120,7 @@ end
 local function revoke(x, now)
   redis.call('HSET', V, x.id, s(x.admission))
   redis.call('ZADD', X, now + ttl, x.id)
+  R.rvmin = math.min(R.rvmin, now + ttl)
 end
 local function release(x, now, dropped)
   R.holders = R.holders - 1
@@ -179,10 +177,14 @@ local function process_due(x, when)
   end
 end
 
+-- rvmin: the earliest time a revocation may be forgotten, so most calls skip this.
 local function forget_old_revocations(now)
+  if now < R.rvmin then return end
   local old = redis.call('ZRANGEBYSCORE', X, '-inf', now, 'LIMIT', 0, 256)
   for _, id in ipairs(old) do redis.call('HDEL', V, id) end
   if #old > 0 then redis.call('ZREM', X, unpack(old)) end
+  local first = redis.call('ZRANGE', X, 0, 0, 'WITHSCORES')
+  R.rvmin = first[1] and tonumber(first[2]) or NEVER
 end
 
 local function advance(now)
@@ -272,7 +274,8 @@ if op == 'put' then
   if not exists then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
-         adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, aw = '', fw = ''}
+         adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
+         aw = '', fw = ''}
   else
     advance(now)
   end
@@ -293,6 +296,8 @@ if op == 'get' then
 elseif op == 'advance' then  -- the sweeper: answers the next deadline (and records it)
   advance(now)
   return answer(to_register(true))
+elseif op == 'hint' then  -- the sweeper, after recording that: the deadline last reported
+  return {'ok', R.hint}
 elseif op == 'delete' then
   advance(now)
   local out = info()
