@@ -50,7 +50,8 @@ std::optional<RedisUrl> ParseRedisUrl(std::string_view text, std::string& error)
     std::string_view credentials = rest.substr(0, at);
     rest = rest.substr(at + 1);
     // Percent-decoding of the user-info through Boost.URL.
-    auto parsed = boost::urls::parse_uri(std::string("redis://") + std::string(credentials) + "@h");
+    std::string whole = "redis://" + std::string(credentials) + "@h";  // the view points into it
+    auto parsed = boost::urls::parse_uri(whole);
     if (!parsed) {
       error = "bad credentials in the Redis URL";
       return std::nullopt;
