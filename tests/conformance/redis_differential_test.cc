@@ -1,0 +1,313 @@
+// The Redis backend's Lua is a second copy of the rules in src/core. This randomized test holds
+// the copy to the original: the same random operations, at the same fake times, go to the
+// memory backend (the core itself) and to the Redis backend on a real redis-server, and every
+// answer must be equal, field by field. Nacks name their delay (backoff jitter is random on
+// both sides); long polls are left to the conformance suite.
+//
+// Durations and time steps are whole 100 ms, so deadlines are often hit to the millisecond.
+//
+// Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <future>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend_fixture.h"
+
+namespace anteroom::store::conformance {
+namespace {
+
+constexpr int kRuns = 4;
+constexpr int kOpsPerRun = 700;
+
+template <typename T, typename Call>
+OpResult<T> Wait(Call&& call) {
+  auto promise = std::make_shared<std::promise<OpResult<T>>>();
+  auto future = promise->get_future();
+  call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    return OpResult<T>(OpStatus::kInternal, "timeout");
+  }
+  return future.get();
+}
+
+std::string Show(const core::SessionView& v) {
+  return fmt::format("{} {} pos={} waiting={} active={} cap={} eta={} adm={}", v.session,
+                     core::ToString(v.status), v.position, v.waiting, v.active, v.capacity,
+                     v.eta_ms ? *v.eta_ms : -1, v.admission);
+}
+std::string Show(const core::RoomInfo& i) {
+  return fmt::format("{} cap={} grace={} cto={} active={} waiting={} adm={} drop={} rel={}", i.room,
+                     i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms, i.active,
+                     i.waiting, i.counters.admitted_total, i.counters.dropped_total,
+                     i.counters.released_total);
+}
+std::string Show(const std::vector<core::PushResult>& v) {
+  std::string s;
+  for (const auto& p : v) s += fmt::format("{}{} ", p.id, p.created ? "" : "(dup)");
+  return s;
+}
+std::string Show(const core::FetchAnswer& a) {
+  std::string s;
+  for (auto o : a.acked) s += std::string(core::ToString(o)) + " ";
+  for (const auto& d : a.jobs) {
+    s += fmt::format("[{} {} a{} {} {} p{}] ", d.id, d.payload, d.attempt, d.lease,
+                     d.lease_expires_ms, d.priority);
+  }
+  return s;
+}
+std::string Show(const std::vector<core::LeaseOutcome>& v) {
+  std::string s;
+  for (auto o : v) s += std::string(core::ToString(o)) + " ";
+  return s;
+}
+std::string Show(const core::QueueStats& q) {
+  return fmt::format(
+      "ready={} delayed={} inflight={} dead={} pushed={} acked={} nacked={} "
+      "expired={} cancelled={} workers={} paused={}",
+      q.ready, q.delayed, q.inflight, q.dead, q.pushed, q.acked, q.nacked, q.expired, q.cancelled,
+      q.workers, q.paused);
+}
+std::string Show(const std::vector<core::InflightJob>& v) {
+  std::string s;
+  for (const auto& j : v)
+    s += fmt::format("[{} {} a{} {}] ", j.id, j.worker, j.attempt, j.lease_expires_ms);
+  return s;
+}
+std::string Show(const std::vector<core::DeadJob>& v) {
+  std::string s;
+  for (const auto& j : v) {
+    s += fmt::format("[{} {} a{} '{}' {} h{}] ", j.id, j.payload, j.attempts, j.error,
+                     j.failed_at_ms, j.history.size());
+  }
+  return s;
+}
+std::string Show(bool b) { return b ? "true" : "false"; }
+std::string Show(size_t n) { return std::to_string(n); }
+std::string Show(Done) { return "done"; }
+std::string Show(core::CancelOutcome c) { return std::to_string(static_cast<int>(c)); }
+
+template <typename T>
+std::string Describe(const OpResult<T>& r) {
+  if (!r.ok()) return fmt::format("error {}", static_cast<int>(r.status()));
+  return Show(*r);
+}
+
+class RedisDifferentialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* env = std::getenv("ANTEROOM_REDIS_DIFF_SEED");
+    seed_ = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  }
+  uint64_t seed_;
+};
+
+TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
+  for (int run = 0; run < kRuns && !HasFailure(); ++run) {
+    uint64_t seed = seed_ + static_cast<uint64_t>(run);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (ANTEROOM_REDIS_DIFF_SEED)");
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+
+    MemoryHarness memory;
+    RedisHarness redis(RedisServers::Get().Single());
+    std::vector<Harness*> both{&memory, &redis};
+    std::vector<std::string> leases;  // handed out so far (some stale by now)
+    int i_now = -1;
+
+    // Runs `call(backend)` on both and compares the answers' descriptions.
+    bool differed = false;
+    auto same = [&](const char* what, auto call) {
+      auto a = call(memory.backend());
+      auto b = call(redis.backend());
+      if (Describe(a) != Describe(b)) {
+        ADD_FAILURE() << what << " at op " << i_now << "\n memory: " << Describe(a)
+                      << "\n redis:  " << Describe(b);
+        differed = true;
+      }
+      return a;
+    };
+    auto room = [&] { return "r" + std::to_string(pick(2)); };
+    auto queue = [&] { return "q" + std::to_string(pick(2)); };
+    auto session = [&] { return "s" + std::to_string(pick(12)); };
+    auto worker = [&] { return "w" + std::to_string(pick(3)); };
+
+    for (const char* r : {"r0", "r1"}) {
+      (void)same("create", [&](Backend& b) {
+        core::RoomPatch p;
+        p.capacity = 2;
+        p.grace_ms = 1500;
+        p.checkin_timeout_ms = 2000;
+        p.idle_timeout_ms = std::optional<int64_t>(6000);
+        return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
+      });
+    }
+    for (int i = 0; i < kOpsPerRun && !differed; ++i) {
+      i_now = i;
+      int op = pick(22);
+      std::string r = room(), s = session(), q = queue(), w = worker();
+      switch (op) {
+        case 0:
+        case 1:
+        case 2:
+          (void)same("check", [&](Backend& b) {
+            return Wait<core::SessionView>([&](auto done) { b.Check(r, s, done); });
+          });
+          break;
+        case 3:
+          (void)same("touch", [&](Backend& b) {
+            return Wait<core::SessionView>([&](auto done) { b.Touch(r, s, done); });
+          });
+          break;
+        case 4: {
+          bool final = pick(2) == 0;
+          (void)same("leave", [&](Backend& b) {
+            return Wait<core::SessionView>([&](auto done) { b.Leave(r, s, final, done); });
+          });
+          break;
+        }
+        case 5:
+          (void)same("evict", [&](Backend& b) {
+            return Wait<core::SessionView>([&](auto done) { b.EndSession(r, s, done); });
+          });
+          break;
+        case 6: {
+          uint64_t adm = static_cast<uint64_t>(pick(8));
+          (void)same("revoked", [&](Backend& b) {
+            return Wait<bool>([&](auto done) { b.IsRevoked(r, s, adm, done); });
+          });
+          break;
+        }
+        case 7: {
+          core::RoomPatch p;
+          if (pick(2)) p.capacity = 1 + pick(4);
+          if (pick(3) == 0) p.grace_ms = 500 + pick(3) * 1000;
+          if (pick(3) == 0) p.checkin_timeout_ms = 1000 + pick(3) * 1000;
+          if (pick(4) == 0) {
+            p.admit_per_minute = pick(2) ? std::optional<int64_t>(2 + pick(3)) : std::nullopt;
+          }
+          (void)same("put", [&](Backend& b) {
+            return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
+          });
+          break;
+        }
+        case 8:
+        case 9: {
+          std::vector<core::JobSpec> jobs(1 + pick(3));
+          for (auto& j : jobs) {
+            j.payload = "p" + std::to_string(pick(1000));
+            j.priority = pick(3) - 1;
+            j.delay_ms = pick(3) == 0 ? 500 + 100 * pick(20) : 0;
+            if (pick(4) == 0) j.dedupe_key = "k" + std::to_string(pick(5));
+            j.max_attempts = 1 + pick(3);
+          }
+          (void)same("push", [&](Backend& b) {
+            return Wait<std::vector<core::PushResult>>([&](auto done) { b.Push(q, jobs, done); });
+          });
+          break;
+        }
+        case 10:
+        case 11: {
+          core::FetchRequest f{w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}};
+          if (!leases.empty() && pick(2))
+            f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+          auto a = same("fetch", [&](Backend& b) {
+            return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
+          });
+          if (a.ok()) {
+            for (const auto& d : a->jobs) leases.push_back(d.lease);
+          }
+          break;
+        }
+        case 12:
+        case 13:
+        case 14: {
+          if (leases.empty()) break;
+          std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
+          if (pick(5) == 0) some.push_back("1.1.forged");
+          if (op == 12) {
+            (void)same("ack", [&](Backend& b) {
+              return Wait<std::vector<core::LeaseOutcome>>(
+                  [&](auto done) { b.Ack(q, some, done); });
+            });
+          } else if (op == 13) {
+            int64_t delay = pick(2) ? 0 : 700;
+            (void)same("nack", [&](Backend& b) {
+              return Wait<std::vector<core::LeaseOutcome>>(
+                  [&](auto done) { b.Nack(q, some, delay, "boom", done); });
+            });
+          } else {
+            int64_t ms = 300 + 100 * pick(30);
+            (void)same("extend", [&](Backend& b) {
+              return Wait<std::vector<core::LeaseOutcome>>(
+                  [&](auto done) { b.Extend(q, some, ms, done); });
+            });
+          }
+          break;
+        }
+        case 15: {
+          int64_t ttl = 800 + 100 * pick(20);
+          (void)same("heartbeat", [&](Backend& b) {
+            return Wait<Done>([&](auto done) { b.Heartbeat(q, w, ttl, done); });
+          });
+          break;
+        }
+        case 16:
+          if (pick(3) == 0) {
+            (void)same("release", [&](Backend& b) {
+              return Wait<size_t>([&](auto done) { b.ReleaseWorker(q, w, done); });
+            });
+          } else {
+            core::JobId id = static_cast<core::JobId>(1 + pick(30));
+            (void)same("cancel", [&](Backend& b) {
+              return Wait<core::CancelOutcome>([&](auto done) { b.Cancel(q, id, done); });
+            });
+          }
+          break;
+        case 17:
+          if (pick(2)) {
+            (void)same("requeue", [&](Backend& b) {
+              return Wait<size_t>([&](auto done) { b.RequeueDead(q, std::nullopt, done); });
+            });
+          } else {
+            bool paused = pick(3) == 0;
+            (void)same("pause", [&](Backend& b) {
+              return Wait<Done>([&](auto done) { b.SetPaused(q, paused, done); });
+            });
+          }
+          break;
+        case 18:
+          (void)same("stats", [&](Backend& b) {
+            return Wait<core::QueueStats>([&](auto done) { b.GetQueue(q, done); });
+          });
+          (void)same("inflight", [&](Backend& b) {
+            return Wait<std::vector<core::InflightJob>>(
+                [&](auto done) { b.Inflight(q, std::nullopt, done); });
+          });
+          (void)same("dead", [&](Backend& b) {
+            return Wait<std::vector<core::DeadJob>>([&](auto done) { b.Dead(q, 100, done); });
+          });
+          break;
+        case 19:
+          (void)same("room", [&](Backend& b) {
+            return Wait<core::RoomInfo>([&](auto done) { b.GetRoom(r, done); });
+          });
+          break;
+        default: {
+          // Whole 100 ms steps, as every duration above: deadlines are often hit exactly.
+          int64_t ms = pick(4) == 0 ? 2500 : 100 * pick(8);
+          for (Harness* h : both) h->AdvanceTime(ms);
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anteroom::store::conformance
