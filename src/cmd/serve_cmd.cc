@@ -105,7 +105,8 @@ void Serve(const ServeFlags& flags) {
         clock, store::redis::RedisBackendOptions{.url = flags.store,
                                                  .key_prefix = flags.redis_prefix,
                                                  .token_ttl_ms = flags.token_ttl_ms,
-                                                 .lease_secret = "anteroom/leases/" + secret});
+                                                 .lease_secret = "anteroom/leases/" + secret,
+                                                 .contexts = pool.Contexts()});
   } else {
     memory = std::make_unique<store::MemoryBackend>(
         clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,

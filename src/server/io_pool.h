@@ -19,6 +19,12 @@ class IoPool {
   // The context for the next connection.
   boost::asio::io_context& Next();
   size_t size() const { return contexts_.size(); }
+  // Every context, the main one first (e.g. for a backend to run on the same threads).
+  std::vector<boost::asio::io_context*> Contexts() const {
+    std::vector<boost::asio::io_context*> out;
+    for (const auto& c : contexts_) out.push_back(c.get());
+    return out;
+  }
   // Runs every context (one on the calling thread) until Stop().
   void Run();
   void Stop();

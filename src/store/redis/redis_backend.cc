@@ -72,26 +72,6 @@ core::SessionView ToView(const std::string& session, const Reply& a) {
   return v;
 }
 
-// Runs `fn(done)` on `io` (from another thread) and waits for done(error); throws on error.
-void RunAndWait(asio::io_context& io, int64_t timeout_ms,
-                const std::function<void(std::function<void(std::string)>)>& fn) {
-  auto promise = std::make_shared<std::promise<std::string>>();
-  auto future = promise->get_future();
-  asio::post(io, [fn, promise] {
-    auto once = std::make_shared<bool>(false);
-    fn([promise, once](std::string error) {
-      if (*once) return;
-      *once = true;
-      promise->set_value(std::move(error));
-    });
-  });
-  if (future.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
-    throw std::runtime_error("redis: no answer within " + std::to_string(timeout_ms) + " ms");
-  }
-  if (std::string error = future.get(); !error.empty()) {
-    throw std::runtime_error("redis: " + error);
-  }
-}
 }  // namespace
 
 RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
@@ -99,46 +79,62 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       options_(std::move(options)),
       keys_(options_.key_prefix),
       lease_key_(options_.lease_secret),
-      lease_mac_(lease_key_),
       room_script_(lua::kRoom),
       queue_script_(lua::kQueue),
-      sweep_script_(lua::kSweep),
-      sweep_timer_(io_) {
+      sweep_script_(lua::kSweep) {
   std::string error;
   auto url = ParseRedisUrl(options_.url, error);
   if (!url) throw std::runtime_error(error);
-  client_ = std::make_unique<Client>(io_, *url, options_.timeout_ms);
-  thread_ = std::thread([this] {
-    auto guard = asio::make_work_guard(io_);
-    io_.run();
-  });
-  try {
-    RunAndWait(io_, options_.timeout_ms * 2, [this](auto done) {
-      client_->Start([this, done](std::string err) {
-        if (!err.empty()) return done(err);
-        subscriber_ = client_->NewSubscriber();
-        subscriber_->OnMessage(
-            [this](const std::string&, const std::string& queue) { Wake(queue); });
-        subscriber_->OnUp([this] {
-          subscriber_->Command({"SUBSCRIBE", keys_.WakeChannel()}, [](Reply) {});
-          // Messages may have been missed while down: every long poll looks again.
-          for (auto& [queue, polls] : polls_) Wake(queue);
-        });
-        ArmSweeper();
-        done("");
-      });
+  std::vector<asio::io_context*> contexts = options_.contexts;
+  if (contexts.empty()) {
+    own_io_ = std::make_unique<asio::io_context>();
+    contexts.push_back(own_io_.get());
+  }
+  for (asio::io_context* io : contexts) {
+    shards_.push_back(std::make_unique<Shard>(*io, *url, options_.timeout_ms, lease_key_));
+  }
+  sweep_timer_ = std::make_unique<asio::steady_timer>(home().io);
+  // Fail at start-up, with the reason, when Redis cannot be reached (the contexts may not run
+  // yet: this check has an io_context of its own).
+  {
+    asio::io_context probe_io;
+    Client probe(probe_io, *url, options_.timeout_ms);
+    std::string problem = "no answer within " + std::to_string(options_.timeout_ms) + " ms";
+    probe.Start([&](std::string err) {
+      problem = err;
+      probe_io.stop();
     });
-  } catch (...) {
-    io_.stop();
-    thread_.join();
-    throw;
+    probe_io.run_for(std::chrono::milliseconds(options_.timeout_ms + 500));
+    probe.Close();
+    probe_io.restart();
+    probe_io.poll();
+    if (!problem.empty()) throw std::runtime_error("redis at " + options_.url + ": " + problem);
+  }
+  for (auto& shard : shards_) {
+    Shard* s = shard.get();
+    asio::post(s->io, [s] { s->client->Start([](std::string) {}); });  // the slot map
+  }
+  asio::post(home().io, [this] {
+    subscriber_ = home().client->NewSubscriber();
+    subscriber_->OnMessage([this](const std::string&, const std::string& queue) { Wake(queue); });
+    subscriber_->OnUp([this] {
+      subscriber_->Command({"SUBSCRIBE", keys_.WakeChannel()}, [](Reply) {});
+      // Messages may have been missed while down: every long poll looks again.
+      for (auto& [queue, polls] : polls_) Wake(queue);
+    });
+    ArmSweeper();
+  });
+  if (own_io_) {
+    own_thread_ = std::thread([this] {
+      auto guard = asio::make_work_guard(*own_io_);
+      own_io_->run();
+    });
   }
 }
 
 RedisBackend::~RedisBackend() {
-  std::promise<void> stopped;
-  asio::post(io_, [this, &stopped] {
-    sweep_timer_.cancel();
+  auto stop_home = [this] {
+    sweep_timer_->cancel();
     for (auto& [queue, polls] : polls_) {
       for (auto& w : polls->waiters) {
         w->timer.cancel();
@@ -147,12 +143,30 @@ RedisBackend::~RedisBackend() {
     }
     polls_.clear();
     if (subscriber_) subscriber_->Close();
-    client_->Close();
-    stopped.set_value();
-  });
-  stopped.get_future().wait();
-  io_.stop();
-  thread_.join();
+  };
+  // On each shard's own thread while it runs; directly once its threads are gone.
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard* s = shards_[i].get();
+    auto stop = [this, s, i, stop_home] {
+      if (i == 0) stop_home();
+      s->client->Close();
+    };
+    if (s->io.stopped()) {
+      stop();
+      continue;
+    }
+    std::promise<void> stopped;
+    asio::post(s->io, [&] {
+      stop();
+      stopped.set_value();
+    });
+    auto future = stopped.get_future();
+    if (future.wait_for(std::chrono::seconds(5)) != std::future_status::ready) stop();
+  }
+  if (own_io_) {
+    own_io_->stop();
+    own_thread_.join();
+  }
 }
 
 std::string RedisBackend::NowArg() const {
@@ -182,10 +196,11 @@ OpResult<Reply> Checked(Reply r) {
 }
 }  // namespace
 
-void RedisBackend::RoomScript(const std::string& room, std::vector<std::string> argv, ReplyFn k) {
+void RedisBackend::RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv,
+                              ReplyFn k) {
   argv.insert(argv.begin() + 1, {NowArg(), std::to_string(options_.token_ttl_ms)});
-  client_->Eval(room_script_, keys_.Room(room), std::move(argv), [this, room, k](Reply r) {
-    AfterScript('r', room, r);
+  s.client->Eval(room_script_, keys_.Room(room), std::move(argv), [this, &s, room, k](Reply r) {
+    AfterScript(s, 'r', room, r);
     OpResult<Reply> result = Checked(std::move(r));
     if (result.status() == OpStatus::kUnknownRoom) {
       return k({OpStatus::kUnknownRoom, "no room named '" + room + "'"});
@@ -194,43 +209,44 @@ void RedisBackend::RoomScript(const std::string& room, std::vector<std::string> 
   });
 }
 
-void RedisBackend::QueueScript(const std::string& queue, std::vector<std::string> argv, ReplyFn k) {
+void RedisBackend::QueueScript(Shard& s, const std::string& queue, std::vector<std::string> argv,
+                               ReplyFn k) {
   argv.insert(argv.begin() + 1, NowArg());
-  client_->Eval(queue_script_, keys_.Queue(queue), std::move(argv), [this, queue, k](Reply r) {
-    AfterScript('q', queue, r);
+  s.client->Eval(queue_script_, keys_.Queue(queue), std::move(argv), [this, &s, queue, k](Reply r) {
+    AfterScript(s, 'q', queue, r);
     k(Checked(std::move(r)));
   });
 }
 
 // A script answers a deadline to register (>= 0) after its status word, and queues whether
 // long polls should look again.
-void RedisBackend::AfterScript(char kind, const std::string& name, const Reply& reply) {
+void RedisBackend::AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply) {
   if (reply.type != Reply::Type::kArray || reply.elements.size() < 2) return;
   const Reply& reg = reply.elements[1];
   if (reg.type == Reply::Type::kInteger && reg.integer >= 0) {
-    Register(std::string(1, kind) + ":" + name, reg.integer);
+    Register(s, std::string(1, kind) + ":" + name, reg.integer);
   }
-  if (kind == 'q' && reply.at(0).str == "ok" && reply.at(2).AsInt() == 1) Publish(name);
+  if (kind == 'q' && reply.at(0).str == "ok" && reply.at(2).AsInt() == 1) Publish(s, name);
 }
 
-void RedisBackend::Register(const std::string& member, int64_t when) {
-  client_->Call(keys_.Registry(), {"ZADD", keys_.Registry(), "LT", std::to_string(when), member},
-                [this](Reply r) {
-                  if (r.failed() && !client_->closed())
-                    spdlog::warn("redis: could not update the registry: {}", r.str);
-                });
+void RedisBackend::Register(Shard& s, const std::string& member, int64_t when) {
+  s.client->Call(keys_.Registry(), {"ZADD", keys_.Registry(), "LT", std::to_string(when), member},
+                 [&s](Reply r) {
+                   if (r.failed() && !s.client->closed())
+                     spdlog::warn("redis: could not update the registry: {}", r.str);
+                 });
 }
 
-void RedisBackend::Publish(const std::string& queue) {
-  client_->Call("", {"PUBLISH", keys_.WakeChannel(), queue}, [](Reply) {});
+void RedisBackend::Publish(Shard& s, const std::string& queue) {
+  s.client->Call("", {"PUBLISH", keys_.WakeChannel(), queue}, [](Reply) {});
 }
 
 // ---- rooms ---------------------------------------------------------------------------------
 
 void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
-  Post([this, room = std::move(room), patch, done = std::move(done)] {
-    RoomScript(room,
+  Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
+    RoomScript(s, room,
                {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
                 OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute)},
                [room, done](OpResult<Reply> r) {
@@ -241,8 +257,8 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
 }
 
 void RedisBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
-  Post([this, room = std::move(room), done = std::move(done)] {
-    RoomScript(room, {"get"}, [room, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"get"}, [room, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToInfo(room, r->at(2)));
     });
@@ -250,10 +266,10 @@ void RedisBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
 }
 
 void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done) {
-  Post([this, room = std::move(room), done = std::move(done)] {
-    RoomScript(room, {"delete"}, [this, room, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"delete"}, [this, &s, room, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
-      client_->Call(keys_.Registry(), {"ZREM", keys_.Registry(), "r:" + room}, [](Reply) {});
+      s.client->Call(keys_.Registry(), {"ZREM", keys_.Registry(), "r:" + room}, [](Reply) {});
       done(ToInfo(room, r->at(2)));
     });
   });
@@ -261,48 +277,50 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
 
 // Rooms are listed from the registry, then read one by one (each in its own slot).
 void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
-  Post([this, done = std::move(done)] {
-    client_->Call(keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [this, done](Reply r) {
-      if (r.failed()) {
-        OpResult<Reply> failed = Checked(std::move(r));
-        return done({failed.status(), failed.message()});
-      }
-      struct Gather {
-        std::vector<core::RoomInfo> rooms;
-        size_t left = 0;
-        std::optional<std::string> failure;
-      };
-      auto g = std::make_shared<Gather>();
-      std::vector<std::string> names;
-      for (const Reply& m : r.elements) {
-        if (m.str.starts_with("r:")) names.push_back(m.str.substr(2));
-      }
-      g->left = names.size();
-      auto finish = [g, done] {
-        if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
-        std::sort(g->rooms.begin(), g->rooms.end(),
-                  [](const auto& a, const auto& b) { return a.room < b.room; });
-        done(std::move(g->rooms));
-      };
-      if (names.empty()) return finish();
-      for (const std::string& name : names) {
-        RoomScript(name, {"get"}, [g, name, finish](OpResult<Reply> rr) {
-          if (rr.ok()) {
-            g->rooms.push_back(ToInfo(name, rr->at(2)));
-          } else if (rr.status() != OpStatus::kUnknownRoom) {
-            g->failure = rr.message();
-          }
-          if (--g->left == 0) finish();
-        });
-      }
-    });
+  Post([this, done = std::move(done)](Shard& s) {
+    s.client->Call(keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"},
+                   [this, &s, done](Reply r) {
+                     if (r.failed()) {
+                       OpResult<Reply> failed = Checked(std::move(r));
+                       return done({failed.status(), failed.message()});
+                     }
+                     struct Gather {
+                       std::vector<core::RoomInfo> rooms;
+                       size_t left = 0;
+                       std::optional<std::string> failure;
+                     };
+                     auto g = std::make_shared<Gather>();
+                     std::vector<std::string> names;
+                     for (const Reply& m : r.elements) {
+                       if (m.str.starts_with("r:")) names.push_back(m.str.substr(2));
+                     }
+                     g->left = names.size();
+                     auto finish = [g, done] {
+                       if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
+                       std::sort(g->rooms.begin(), g->rooms.end(),
+                                 [](const auto& a, const auto& b) { return a.room < b.room; });
+                       done(std::move(g->rooms));
+                     };
+                     if (names.empty()) return finish();
+                     for (const std::string& name : names) {
+                       RoomScript(s, name, {"get"}, [g, name, finish](OpResult<Reply> rr) {
+                         if (rr.ok()) {
+                           g->rooms.push_back(ToInfo(name, rr->at(2)));
+                         } else if (rr.status() != OpStatus::kUnknownRoom) {
+                           g->failure = rr.message();
+                         }
+                         if (--g->left == 0) finish();
+                       });
+                     }
+                   });
   });
 }
 
 void RedisBackend::Check(std::string room, std::string session,
                          Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), done = std::move(done)] {
-    RoomScript(room, {"check", session}, [session, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), session = std::move(session),
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"check", session}, [session, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToView(session, r->at(2)));
     });
@@ -311,8 +329,9 @@ void RedisBackend::Check(std::string room, std::string session,
 
 void RedisBackend::Touch(std::string room, std::string session,
                          Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), done = std::move(done)] {
-    RoomScript(room, {"touch", session}, [session, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), session = std::move(session),
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"touch", session}, [session, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToView(session, r->at(2)));
     });
@@ -321,8 +340,9 @@ void RedisBackend::Touch(std::string room, std::string session,
 
 void RedisBackend::Leave(std::string room, std::string session, bool final,
                          Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), final, done = std::move(done)] {
-    RoomScript(room, {"leave", session, final ? "1" : "0"}, [session, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), session = std::move(session), final,
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"leave", session, final ? "1" : "0"}, [session, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToView(session, r->at(2)));
     });
@@ -331,8 +351,9 @@ void RedisBackend::Leave(std::string room, std::string session, bool final,
 
 void RedisBackend::EndSession(std::string room, std::string session,
                               Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), done = std::move(done)] {
-    RoomScript(room, {"evict", session}, [session, done](OpResult<Reply> r) {
+  Post([this, room = std::move(room), session = std::move(session),
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"evict", session}, [session, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToView(session, r->at(2)));
     });
@@ -342,8 +363,8 @@ void RedisBackend::EndSession(std::string room, std::string session,
 void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t admission,
                              Completion<bool> done) {
   Post([this, room = std::move(room), session = std::move(session), admission,
-        done = std::move(done)] {
-    RoomScript(room, {"revoked", session, std::to_string(admission)}, [done](OpResult<Reply> r) {
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"revoked", session, std::to_string(admission)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(r->at(2).AsInt() == 1);
     });
@@ -354,8 +375,8 @@ void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t adm
 
 void RedisBackend::ArmSweeper() {
   if (!options_.run_timer) return;
-  sweep_timer_.expires_after(std::chrono::milliseconds(options_.sweep_interval_ms));
-  sweep_timer_.async_wait([this](const boost::system::error_code& ec) {
+  sweep_timer_->expires_after(std::chrono::milliseconds(options_.sweep_interval_ms));
+  sweep_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     Sweep([this] { ArmSweeper(); });
   });
@@ -373,23 +394,23 @@ void RedisBackend::Sweep(std::function<void()> done) {
     sweeping_ = false;
     done();
   };
-  client_->Eval(sweep_script_, {keys_.Registry()}, {NowArg(), kSweepBatch},
-                [this, finish](Reply r) {
-                  if (r.failed() || r.elements.empty()) return finish();
-                  auto left = std::make_shared<size_t>(r.elements.size());
-                  for (const Reply& m : r.elements) {
-                    SweepOne(m.str, [left, finish] {
-                      if (--*left == 0) finish();
-                    });
-                  }
-                });
+  home().client->Eval(sweep_script_, {keys_.Registry()}, {NowArg(), kSweepBatch},
+                      [this, finish](Reply r) {
+                        if (r.failed() || r.elements.empty()) return finish();
+                        auto left = std::make_shared<size_t>(r.elements.size());
+                        for (const Reply& m : r.elements) {
+                          SweepOne(m.str, [left, finish] {
+                            if (--*left == 0) finish();
+                          });
+                        }
+                      });
 }
 
 // Advances one room or queue; then records its next deadline, and reads back the hint in
 // case an operation lowered it between the two (see docs/design.md, "the registry").
 void RedisBackend::SweepOne(const std::string& member, std::function<void()> done) {
   if (member.size() < 3 || (member[0] != 'r' && member[0] != 'q')) {
-    client_->Call(keys_.Registry(), {"ZREM", keys_.Registry(), member}, [](Reply) {});
+    home().client->Call(keys_.Registry(), {"ZREM", keys_.Registry(), member}, [](Reply) {});
     return done();
   }
   char kind = member[0];
@@ -397,32 +418,32 @@ void RedisBackend::SweepOne(const std::string& member, std::function<void()> don
   auto after = [this, member, kind, name, done](OpResult<Reply> r) {
     if (!r.ok()) {
       if (r.status() == OpStatus::kUnknownRoom) {
-        client_->Call(keys_.Registry(), {"ZREM", keys_.Registry(), member}, [](Reply) {});
+        home().client->Call(keys_.Registry(), {"ZREM", keys_.Registry(), member}, [](Reply) {});
       }
       return done();
     }
     int64_t next = r->at(1).AsInt();
-    client_->Call(keys_.Registry(), {"ZADD", keys_.Registry(), std::to_string(next), member},
-                  [this, member, kind, name, done](Reply) {
-                    // Its answer goes through AfterScript, which applies it with ZADD LT.
-                    auto reread = [done](OpResult<Reply>) { done(); };
-                    if (kind == 'r') {
-                      RoomScript(name, {"hint"}, reread);
-                    } else {
-                      QueueScript(name, {"hint"}, reread);
-                    }
-                  });
+    home().client->Call(keys_.Registry(), {"ZADD", keys_.Registry(), std::to_string(next), member},
+                        [this, member, kind, name, done](Reply) {
+                          // Its answer goes through AfterScript, which applies it with ZADD LT.
+                          auto reread = [done](OpResult<Reply>) { done(); };
+                          if (kind == 'r') {
+                            RoomScript(home(), name, {"hint"}, reread);
+                          } else {
+                            QueueScript(home(), name, {"hint"}, reread);
+                          }
+                        });
   };
   if (kind == 'r') {
-    RoomScript(name, {"advance"}, after);
+    RoomScript(home(), name, {"advance"}, after);
   } else {
-    QueueScript(name, {"advance"}, after);
+    QueueScript(home(), name, {"advance"}, after);
   }
 }
 
 void RedisBackend::RunDue() {
   std::promise<void> swept;
-  Post([this, &swept] {
+  asio::post(home().io, [this, &swept] {
     ExpireWaiters(clock_.NowMs());
     Sweep([&swept] { swept.set_value(); });
   });

@@ -4,8 +4,11 @@
 // node owning the room's or queue's hash tag (src/store/redis/lua/), run atomically by Redis
 // with Redis's own clock (TIME), so processes with skewed clocks agree.
 //
-// Threads: the backend runs one io_context on a thread of its own; every call is posted to
-// it and every completion is called from it.
+// Threads: the backend has one shard (a Redis client, a lease signer) per io_context it is
+// given, normally the HTTP server's: a call made on one of those threads is sent from it and
+// answered on it, with no hand-off between threads; a call from any other thread is posted to
+// a shard. Without contexts it runs one of its own on a thread of its own. Long polls, the
+// sweeper and the Pub/Sub subscription live on the first shard (the home shard).
 //
 // Expiry: every process sweeps. A registry (sorted set) holds, for each room and queue, a time
 // no later than its next deadline; every 100 ms a process takes the due entries, advances each
@@ -17,6 +20,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -33,6 +37,7 @@
 #include "store/backend.h"
 #include "store/redis/client.h"
 #include "store/redis/key_layout.h"
+#include "store/redis/redis_url.h"
 
 namespace anteroom::store::redis {
 
@@ -45,6 +50,9 @@ struct RedisBackendOptions {
   bool run_timer = true;   // false: nothing sweeps or times out until RunDue() (tests)
   int64_t timeout_ms = 3000;
   int64_t sweep_interval_ms = 100;
+  // The threads to run on (e.g. the HTTP server's); empty: a thread of the backend's own.
+  // They must outlive the backend; they need not run yet.
+  std::vector<boost::asio::io_context*> contexts = {};
 };
 
 class RedisBackend final : public Backend {
@@ -102,42 +110,61 @@ class RedisBackend final : public Backend {
   struct Polls;
   using ReplyFn = std::function<void(OpResult<Reply>)>;
 
-  // Runs `fn` on the backend's thread.
+  // What one thread uses, only on that thread.
+  struct Shard {
+    Shard(boost::asio::io_context& context, const RedisUrl& url, int64_t timeout_ms,
+          const core::Hmac& lease_key)
+        : io(context),
+          client(std::make_unique<Client>(context, url, timeout_ms)),
+          lease_mac(lease_key) {}
+    boost::asio::io_context& io;
+    std::unique_ptr<Client> client;
+    core::LeaseMac lease_mac;
+    std::mt19937_64 rng{std::random_device{}()};  // backoff jitter for nacks
+  };
+
+  // Runs fn(shard) now when called on a shard's thread, else on the next shard's thread.
   template <typename Fn>
   void Post(Fn&& fn) {
-    boost::asio::post(io_, std::forward<Fn>(fn));
+    for (auto& shard : shards_) {
+      if (shard->io.get_executor().running_in_this_thread()) return fn(*shard);
+    }
+    Shard& shard = *shards_[next_shard_++ % shards_.size()];
+    boost::asio::post(shard.io, [&shard, fn = std::forward<Fn>(fn)]() mutable { fn(shard); });
   }
+  Shard& home() { return *shards_.front(); }
   std::string NowArg() const;
   // One script call; `k` gets the reply after the status word was checked (errors mapped).
-  void RoomScript(const std::string& room, std::vector<std::string> argv, ReplyFn k);
-  void QueueScript(const std::string& queue, std::vector<std::string> argv, ReplyFn k);
-  void AfterScript(char kind, const std::string& name, const Reply& reply);
-  void Register(const std::string& member, int64_t when);
-  void Publish(const std::string& queue);
+  void RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv, ReplyFn k);
+  void QueueScript(Shard& s, const std::string& queue, std::vector<std::string> argv, ReplyFn k);
+  void AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply);
+  void Register(Shard& s, const std::string& member, int64_t when);
+  void Publish(Shard& s, const std::string& queue);
 
   // Leases: "<id>.<delivery>.<tag>", signed per queue.
-  std::string LeaseFor(const std::string& queue, core::JobId id, uint64_t delivery);
-  bool ParseLease(const std::string& queue, std::string_view lease, core::JobId& id,
-                  uint64_t& delivery);
-  // Valid leases as (id, delivery, extra) ARGV triples; outcome slots for the invalid ones.
-  std::vector<std::string> LeaseArgs(const std::string& queue,
-                                     const std::vector<std::string>& leases,
-                                     std::vector<int>& slots, bool with_jitter);
+  static std::string LeaseFor(Shard& s, const std::string& queue, core::JobId id,
+                              uint64_t delivery);
+  static bool ParseLease(Shard& s, const std::string& queue, std::string_view lease,
+                         core::JobId& id, uint64_t& delivery);
+  // Valid leases as (id, delivery[, jitter]) ARGV; outcome slots for the invalid ones.
+  static std::vector<std::string> LeaseArgs(Shard& s, const std::string& queue,
+                                            const std::vector<std::string>& leases,
+                                            std::vector<int>& slots, bool triples);
   static std::vector<core::LeaseOutcome> MergeOutcomes(const std::vector<int>& slots,
                                                        const Reply& outcomes);
   void LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
-               std::vector<std::string> tail, bool jitter,
-               Completion<std::vector<core::LeaseOutcome>> done);
-  std::vector<core::Delivery> Deliveries(const std::string& queue, const Reply& jobs);
+               std::vector<std::string> tail, Completion<std::vector<core::LeaseOutcome>> done);
+  static std::vector<core::Delivery> Deliveries(Shard& s, const std::string& queue,
+                                                const Reply& jobs);
 
-  // Long polls (redis_queues.cc).
+  // Long polls (redis_queues.cc), on the home shard.
   void Park(const std::string& queue, core::FetchRequest request, core::FetchAnswer answer,
             int64_t deadline, Completion<core::FetchAnswer> done);
   void Wake(const std::string& queue);
   void ServeWaiters(const std::string& queue);
   void ExpireWaiters(int64_t now);
 
-  // Sweeping (redis_backend.cc).
+  // Sweeping (redis_backend.cc), on the home shard.
   void Sweep(std::function<void()> done);
   void SweepOne(const std::string& member, std::function<void()> done);
   void ArmSweeper();
@@ -146,18 +173,19 @@ class RedisBackend final : public Backend {
   RedisBackendOptions options_;
   KeyLayout keys_;
   core::Hmac lease_key_;
-  core::LeaseMac lease_mac_;  // used on the backend's thread only
   Script room_script_, queue_script_, sweep_script_;
 
-  boost::asio::io_context io_;
-  std::unique_ptr<Client> client_;
+  std::unique_ptr<boost::asio::io_context> own_io_;  // without options.contexts
+  std::thread own_thread_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<size_t> next_shard_{0};
+
+  // Home shard only.
   std::shared_ptr<Connection> subscriber_;
-  boost::asio::steady_timer sweep_timer_;
-  std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter for nacks
+  std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
   int sweep_ticks_ = 0;
   bool sweeping_ = false;
   std::unordered_map<std::string, std::unique_ptr<Polls>> polls_;
-  std::thread thread_;
 };
 
 }  // namespace anteroom::store::redis

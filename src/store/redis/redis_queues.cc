@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <boost/asio/post.hpp>
+
 #include "common/base64url.h"
 #include "store/redis/polls.h"
 #include "store/redis/redis_backend.h"
@@ -48,18 +50,19 @@ core::QueueStats ToStats(const Reply& a) {
 // ---- leases --------------------------------------------------------------------------------
 
 // As core::Queue: base64url of the first 12 bytes of the MAC of name "/" id "." delivery.
-std::string RedisBackend::LeaseFor(const std::string& queue, core::JobId id, uint64_t delivery) {
+std::string RedisBackend::LeaseFor(Shard& s, const std::string& queue, core::JobId id,
+                                   uint64_t delivery) {
   std::string signed_part = fmt::format("{}.{}", id, delivery);
   unsigned char mac[core::LeaseMac::kSize];
   std::string tag;
-  if (lease_mac_.Tag({queue, "/", signed_part}, mac)) {
+  if (s.lease_mac.Tag({queue, "/", signed_part}, mac)) {
     tag = Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
   }
   return signed_part + "." + tag;
 }
 
-bool RedisBackend::ParseLease(const std::string& queue, std::string_view lease, core::JobId& id,
-                              uint64_t& delivery) {
+bool RedisBackend::ParseLease(Shard& s, const std::string& queue, std::string_view lease,
+                              core::JobId& id, uint64_t& delivery) {
   size_t dot1 = lease.find('.');
   size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
   if (dot2 == std::string_view::npos) return false;
@@ -67,14 +70,14 @@ bool RedisBackend::ParseLease(const std::string& queue, std::string_view lease, 
       !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
     return false;
   }
-  std::string expected = LeaseFor(queue, id, delivery);
+  std::string expected = LeaseFor(s, queue, id, delivery);
   std::string_view tag = std::string_view(expected).substr(dot2 + 1);
   std::string_view given = lease.substr(dot2 + 1);
   return !tag.empty() && given.size() == tag.size() &&
          CRYPTO_memcmp(given.data(), tag.data(), tag.size()) == 0;
 }
 
-std::vector<std::string> RedisBackend::LeaseArgs(const std::string& queue,
+std::vector<std::string> RedisBackend::LeaseArgs(Shard& s, const std::string& queue,
                                                  const std::vector<std::string>& leases,
                                                  std::vector<int>& slots, bool triples) {
   std::vector<std::string> args;
@@ -83,14 +86,14 @@ std::vector<std::string> RedisBackend::LeaseArgs(const std::string& queue,
   for (const std::string& lease : leases) {
     core::JobId id;
     uint64_t delivery;
-    if (!ParseLease(queue, lease, id, delivery)) {
+    if (!ParseLease(s, queue, lease, id, delivery)) {
       slots.push_back(-1);
       continue;
     }
     slots.push_back(valid++);
     args.push_back(std::to_string(id));
     args.push_back(std::to_string(delivery));
-    if (triples) args.push_back(fmt::format("{:.6f}", jitter(rng_)));
+    if (triples) args.push_back(fmt::format("{:.6f}", jitter(s.rng)));
   }
   return args;
 }
@@ -107,7 +110,8 @@ Outcomes RedisBackend::MergeOutcomes(const std::vector<int>& slots, const Reply&
   return out;
 }
 
-std::vector<core::Delivery> RedisBackend::Deliveries(const std::string& queue, const Reply& jobs) {
+std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string& queue,
+                                                     const Reply& jobs) {
   std::vector<core::Delivery> out;
   out.reserve(jobs.elements.size());
   for (const Reply& j : jobs.elements) {
@@ -115,7 +119,7 @@ std::vector<core::Delivery> RedisBackend::Deliveries(const std::string& queue, c
     d.id = static_cast<core::JobId>(j.at(0).AsInt());
     d.payload = j.at(1).str;
     d.attempt = static_cast<int32_t>(j.at(2).AsInt());
-    d.lease = LeaseFor(queue, d.id, static_cast<uint64_t>(j.at(3).AsInt()));
+    d.lease = LeaseFor(s, queue, d.id, static_cast<uint64_t>(j.at(3).AsInt()));
     d.lease_expires_ms = j.at(4).AsInt();
     d.priority = static_cast<int32_t>(j.at(5).AsInt());
     out.push_back(std::move(d));
@@ -127,7 +131,7 @@ std::vector<core::Delivery> RedisBackend::Deliveries(const std::string& queue, c
 
 void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                         Completion<std::vector<core::PushResult>> done) {
-  Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)] {
+  Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)](Shard& s) {
     std::vector<std::string> argv{"push", std::to_string(jobs.size())};
     argv.reserve(2 + jobs.size() * 5);
     for (const core::JobSpec& j : jobs) {
@@ -137,7 +141,7 @@ void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
       argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
       argv.push_back(std::to_string(j.max_attempts));
     }
-    QueueScript(queue, std::move(argv), [done](OpResult<Reply> r) {
+    QueueScript(s, queue, std::move(argv), [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
       const Reply& flat = r->at(3);
       std::vector<core::PushResult> out;
@@ -154,9 +158,9 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                          Completion<core::FetchAnswer> done) {
   int64_t started = clock_.NowMs();  // a long poll's deadline counts from the call
   Post([this, queue = std::move(queue), request = std::move(request), started,
-        done = std::move(done)]() mutable {
+        done = std::move(done)](Shard& s) mutable {
     std::vector<int> slots;
-    std::vector<std::string> acks = LeaseArgs(queue, request.ack, slots, false);
+    std::vector<std::string> acks = LeaseArgs(s, queue, request.ack, slots, false);
     std::vector<std::string> argv{"fetch",
                                   request.worker,
                                   std::to_string(request.max),
@@ -164,33 +168,40 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                                   std::to_string(request.wait_ms),
                                   std::to_string(acks.size() / 2)};
     argv.insert(argv.end(), acks.begin(), acks.end());
-    QueueScript(queue, std::move(argv),
-                [this, queue, request = std::move(request), slots = std::move(slots), started,
-                 done = std::move(done)](OpResult<Reply> r) mutable {
-                  if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
-                  core::FetchAnswer answer;
-                  answer.acked = MergeOutcomes(slots, r->at(3).at(0));
-                  answer.jobs = Deliveries(queue, r->at(3).at(1));
-                  answer.acked_leases = std::move(request.ack);
-                  request.ack.clear();
-                  if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
-                  int64_t deadline = started + request.wait_ms;
-                  Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
-                });
+    QueueScript(
+        s, queue, std::move(argv),
+        [this, &s, queue, request = std::move(request), slots = std::move(slots), started,
+         done = std::move(done)](OpResult<Reply> r) mutable {
+          if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
+          core::FetchAnswer answer;
+          answer.acked = MergeOutcomes(slots, r->at(3).at(0));
+          answer.jobs = Deliveries(s, queue, r->at(3).at(1));
+          answer.acked_leases = std::move(request.ack);
+          request.ack.clear();
+          if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
+          int64_t deadline = started + request.wait_ms;
+          if (&s == &home()) {
+            return Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
+          }
+          boost::asio::post(
+              home().io, [this, queue, request = std::move(request), answer = std::move(answer),
+                          deadline, done = std::move(done)]() mutable {
+                Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
+              });
+        });
   });
 }
 
 void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
-                           std::vector<std::string> tail, bool jitter, Completion<Outcomes> done) {
+                           std::vector<std::string> tail, Completion<Outcomes> done) {
   Post([this, op, queue = std::move(queue), leases = std::move(leases), tail = std::move(tail),
-        jitter, done = std::move(done)] {
+        done = std::move(done)](Shard& s) {
     std::vector<int> slots;
-    std::vector<std::string> args = LeaseArgs(queue, leases, slots, true);
-    (void)jitter;
+    std::vector<std::string> args = LeaseArgs(s, queue, leases, slots, true);
     std::vector<std::string> argv{op, std::to_string(args.size() / 3)};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), tail.begin(), tail.end());
-    QueueScript(queue, std::move(argv), [slots = std::move(slots), done](OpResult<Reply> r) {
+    QueueScript(s, queue, std::move(argv), [slots = std::move(slots), done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<Outcomes>(r));
       done(MergeOutcomes(slots, r->at(3)));
     });
@@ -199,27 +210,27 @@ void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::s
 
 void RedisBackend::Ack(std::string queue, std::vector<std::string> leases,
                        Completion<Outcomes> done) {
-  LeaseOp("ack", std::move(queue), std::move(leases), {}, false, std::move(done));
+  LeaseOp("ack", std::move(queue), std::move(leases), {}, std::move(done));
 }
 
 void RedisBackend::Nack(std::string queue, std::vector<std::string> leases,
                         std::optional<int64_t> delay_ms, std::string error,
                         Completion<Outcomes> done) {
   LeaseOp("nack", std::move(queue), std::move(leases),
-          {delay_ms ? std::to_string(*delay_ms) : "", std::move(error)}, true, std::move(done));
+          {delay_ms ? std::to_string(*delay_ms) : "", std::move(error)}, std::move(done));
 }
 
 void RedisBackend::Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
                           Completion<Outcomes> done) {
-  LeaseOp("extend", std::move(queue), std::move(leases), {std::to_string(lease_ms)}, false,
+  LeaseOp("extend", std::move(queue), std::move(leases), {std::to_string(lease_ms)},
           std::move(done));
 }
 
 void RedisBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
                              Completion<Done> done) {
   Post([this, queue = std::move(queue), worker = std::move(worker), ttl_ms,
-        done = std::move(done)] {
-    QueueScript(queue, {"heartbeat", worker, std::to_string(ttl_ms)}, [done](OpResult<Reply> r) {
+        done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"heartbeat", worker, std::to_string(ttl_ms)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<Done>(r));
       done(Done{});
     });
@@ -227,8 +238,9 @@ void RedisBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl_
 }
 
 void RedisBackend::ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) {
-  Post([this, queue = std::move(queue), worker = std::move(worker), done = std::move(done)] {
-    QueueScript(queue, {"release", worker}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), worker = std::move(worker),
+        done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"release", worker}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<size_t>(r));
       done(static_cast<size_t>(r->at(3).AsInt()));
     });
@@ -236,8 +248,8 @@ void RedisBackend::ReleaseWorker(std::string queue, std::string worker, Completi
 }
 
 void RedisBackend::GetQueue(std::string queue, Completion<core::QueueStats> done) {
-  Post([this, queue = std::move(queue), done = std::move(done)] {
-    QueueScript(queue, {"stats"}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"stats"}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<core::QueueStats>(r));
       done(ToStats(r->at(3)));
     });
@@ -247,47 +259,49 @@ void RedisBackend::GetQueue(std::string queue, Completion<core::QueueStats> done
 void RedisBackend::ListQueues(
     Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) {
   using List = std::vector<std::pair<std::string, core::QueueStats>>;
-  Post([this, done = std::move(done)] {
-    client_->Call(keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [this, done](Reply r) {
-      if (r.failed()) {
-        return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
-      }
-      struct Gather {
-        List queues;
-        size_t left = 0;
-        std::optional<std::string> failure;
-      };
-      auto g = std::make_shared<Gather>();
-      std::vector<std::string> names;
-      for (const Reply& m : r.elements) {
-        if (m.str.starts_with("q:")) names.push_back(m.str.substr(2));
-      }
-      g->left = names.size();
-      auto finish = [g, done] {
-        if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
-        std::sort(g->queues.begin(), g->queues.end(),
-                  [](const auto& a, const auto& b) { return a.first < b.first; });
-        done(std::move(g->queues));
-      };
-      if (names.empty()) return finish();
-      for (const std::string& name : names) {
-        QueueScript(name, {"stats"}, [g, name, finish](OpResult<Reply> rr) {
-          if (!rr.ok()) {
-            g->failure = rr.message();
-          } else if (rr->at(3).at(11).AsInt() == 1) {  // pushed to at least once
-            g->queues.emplace_back(name, ToStats(rr->at(3)));
+  Post([this, done = std::move(done)](Shard& s) {
+    s.client->Call(
+        keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [this, &s, done](Reply r) {
+          if (r.failed()) {
+            return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
           }
-          if (--g->left == 0) finish();
+          struct Gather {
+            List queues;
+            size_t left = 0;
+            std::optional<std::string> failure;
+          };
+          auto g = std::make_shared<Gather>();
+          std::vector<std::string> names;
+          for (const Reply& m : r.elements) {
+            if (m.str.starts_with("q:")) names.push_back(m.str.substr(2));
+          }
+          g->left = names.size();
+          auto finish = [g, done] {
+            if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
+            std::sort(g->queues.begin(), g->queues.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first; });
+            done(std::move(g->queues));
+          };
+          if (names.empty()) return finish();
+          for (const std::string& name : names) {
+            QueueScript(s, name, {"stats"}, [g, name, finish](OpResult<Reply> rr) {
+              if (!rr.ok()) {
+                g->failure = rr.message();
+              } else if (rr->at(3).at(11).AsInt() == 1) {  // pushed to at least once
+                g->queues.emplace_back(name, ToStats(rr->at(3)));
+              }
+              if (--g->left == 0) finish();
+            });
+          }
         });
-      }
-    });
   });
 }
 
 void RedisBackend::Inflight(std::string queue, std::optional<std::string> worker,
                             Completion<std::vector<core::InflightJob>> done) {
-  Post([this, queue = std::move(queue), worker = std::move(worker), done = std::move(done)] {
-    QueueScript(queue, {"inflight", worker.value_or("")}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), worker = std::move(worker),
+        done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"inflight", worker.value_or("")}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<std::vector<core::InflightJob>>(r));
       std::vector<core::InflightJob> out;
       for (const Reply& j : r->at(3).elements) {
@@ -301,8 +315,8 @@ void RedisBackend::Inflight(std::string queue, std::optional<std::string> worker
 
 void RedisBackend::Dead(std::string queue, size_t limit,
                         Completion<std::vector<core::DeadJob>> done) {
-  Post([this, queue = std::move(queue), limit, done = std::move(done)] {
-    QueueScript(queue, {"dead", std::to_string(limit)}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), limit, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"dead", std::to_string(limit)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<std::vector<core::DeadJob>>(r));
       std::vector<core::DeadJob> out;
       for (const Reply& j : r->at(3).elements) {
@@ -325,7 +339,7 @@ void RedisBackend::Dead(std::string queue, size_t limit,
 
 void RedisBackend::RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
                                Completion<size_t> done) {
-  Post([this, queue = std::move(queue), ids = std::move(ids), done = std::move(done)] {
+  Post([this, queue = std::move(queue), ids = std::move(ids), done = std::move(done)](Shard& s) {
     std::vector<std::string> argv{"requeue"};
     if (!ids) {
       argv.push_back("*");
@@ -333,7 +347,7 @@ void RedisBackend::RequeueDead(std::string queue, std::optional<std::vector<core
       argv.push_back(std::to_string(ids->size()));
       for (core::JobId id : *ids) argv.push_back(std::to_string(id));
     }
-    QueueScript(queue, std::move(argv), [done](OpResult<Reply> r) {
+    QueueScript(s, queue, std::move(argv), [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<size_t>(r));
       done(static_cast<size_t>(r->at(3).AsInt()));
     });
@@ -341,8 +355,8 @@ void RedisBackend::RequeueDead(std::string queue, std::optional<std::vector<core
 }
 
 void RedisBackend::Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) {
-  Post([this, queue = std::move(queue), id, done = std::move(done)] {
-    QueueScript(queue, {"cancel", std::to_string(id)}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), id, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"cancel", std::to_string(id)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<core::CancelOutcome>(r));
       int64_t code = r->at(3).AsInt();
       done(code == 0   ? core::CancelOutcome::kCancelled
@@ -353,8 +367,8 @@ void RedisBackend::Cancel(std::string queue, core::JobId id, Completion<core::Ca
 }
 
 void RedisBackend::SetPaused(std::string queue, bool paused, Completion<Done> done) {
-  Post([this, queue = std::move(queue), paused, done = std::move(done)] {
-    QueueScript(queue, {"setpaused", paused ? "1" : "0"}, [done](OpResult<Reply> r) {
+  Post([this, queue = std::move(queue), paused, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"setpaused", paused ? "1" : "0"}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<Done>(r));
       done(Done{});
     });
@@ -368,7 +382,7 @@ void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
                         Completion<core::FetchAnswer> done) {
   auto& polls = polls_[queue];
   if (!polls) polls = std::make_unique<Polls>();
-  auto w = std::make_shared<Waiter>(io_, std::move(request), std::move(answer), deadline,
+  auto w = std::make_shared<Waiter>(home().io, std::move(request), std::move(answer), deadline,
                                     std::move(done));
   polls->waiters.push_back(w);
   if (options_.run_timer) {
@@ -404,7 +418,7 @@ void RedisBackend::ServeWaiters(const std::string& queue) {
   p.again = false;
   std::shared_ptr<Waiter> w = p.waiters.front();
   int64_t left = std::max<int64_t>(1, w->deadline - clock_.NowMs());
-  QueueScript(queue,
+  QueueScript(home(), queue,
               {"fetch", w->request.worker, std::to_string(w->request.max),
                std::to_string(w->request.lease_ms), std::to_string(left), "0"},
               [this, queue, w](OpResult<Reply> r) {
@@ -413,7 +427,7 @@ void RedisBackend::ServeWaiters(const std::string& queue) {
                 Polls& p = *it->second;
                 p.serving = false;
                 std::vector<core::Delivery> jobs;
-                if (r.ok()) jobs = Deliveries(queue, r->at(3).at(1));
+                if (r.ok()) jobs = Deliveries(home(), queue, r->at(3).at(1));
                 bool expired = w->deadline <= clock_.NowMs();
                 if (!jobs.empty() || expired) {
                   p.waiters.remove(w);
