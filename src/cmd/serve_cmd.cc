@@ -133,6 +133,18 @@ void Serve(const ServeFlags& flags) {
   server::Services services{backend, signer, clock};
   server::RegisterAllRoutes(router, services);
 
+  // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
+  // not run yet: a short-lived one on a thread of its own makes them.
+  std::unique_ptr<store::redis::RedisBackend> setup;
+  if (redis && !flags.demo_rooms.empty()) {
+    setup = std::make_unique<store::redis::RedisBackend>(
+        clock, store::redis::RedisBackendOptions{.url = flags.store,
+                                                 .key_prefix = flags.redis_prefix,
+                                                 .token_ttl_ms = flags.token_ttl_ms,
+                                                 .lease_secret = "anteroom/leases/" + secret,
+                                                 .run_timer = false});
+  }
+  store::Backend& setup_backend = setup ? static_cast<store::Backend&>(*setup) : backend;
   for (const std::string& demo : flags.demo_rooms) {
     size_t colon = demo.rfind(':');
     std::string name = demo.substr(0, colon);
@@ -142,11 +154,12 @@ void Serve(const ServeFlags& flags) {
     core::RoomPatch patch;
     patch.capacity = std::stoll(demo.substr(colon + 1));
     std::promise<OpResult<core::RoomInfo>> created;
-    backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
+    setup_backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
     if (auto r = created.get_future().get(); !r.ok()) {
       throw std::runtime_error("--demo-room: " + r.message());
     }
   }
+  setup.reset();
 
   server::HttpServer http(pool, router, flags.max_connections);
   auto bound = http.Listen(host, port);
