@@ -126,7 +126,8 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
   }
   std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0"};
   bool named = std::any_of(extra_args.begin(), extra_args.end(), [](const std::string& a) {
-    return a == "--data" || a.rfind("--data=", 0) == 0 || a == "--memory-only";
+    return a == "--data" || a.rfind("--data=", 0) == 0 || a == "--memory-only" ||
+           a == "--store" || a.rfind("--store=", 0) == 0;
   });
   if (!named) {
     data_dir_ = std::make_unique<TempDir>("anteroom-serve");

@@ -36,9 +36,9 @@ pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int o
                   std::string* error);
 
 // `anteroom serve --listen 127.0.0.1:0 EXTRA_ARGS...` with ANTEROOM_* variables cleared from the
-// inherited environment and EXTRA_ENV added. Unless EXTRA_ARGS name --data or --memory-only,
-// the server gets a fresh data directory of its own (removed with the object), so every test
-// runs the durable backend. The constructor waits (bounded) for the line
+// inherited environment and EXTRA_ENV added. Unless EXTRA_ARGS name --data, --memory-only or
+// --store, the server gets a fresh data directory of its own (removed with the object), so
+// every test runs the durable backend. The constructor waits (bounded) for the line
 // "anteroom listening on http://127.0.0.1:PORT"; check started() (and error()) before use.
 class ServerProcess {
  public:

@@ -12,8 +12,8 @@
 namespace anteroom::store::redis {
 
 namespace {
-constexpr int kMaxRedirects = 8;
-constexpr int kMaxRetries = 40;  // TRYAGAIN / CLUSTERDOWN, 25 ms apart: about a second
+constexpr int kMaxRedirects = 8;  // per attempt
+constexpr int kRetryMs = 25;      // TRYAGAIN / CLUSTERDOWN / no owner: again until the deadline
 
 std::string Sha1Hex(std::string_view text) {
   unsigned char digest[SHA_DIGEST_LENGTH];
@@ -46,11 +46,12 @@ struct Client::Request {
   const Script* script = nullptr;  // args[0] is EVALSHA, args[1] the sha
   Callback cb;
   int redirects = 0;
-  int retries = 0;
+  // A migrating slot answers TRYAGAIN until its keys have moved: retried until this time.
+  std::chrono::steady_clock::time_point deadline;
 };
 
 Client::Client(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms)
-    : io_(io), url_(std::move(url)) {
+    : io_(io), url_(std::move(url)), timeout_ms_(timeout_ms) {
   conn_options_ = {url_.user, url_.password, url_.db, timeout_ms};
   any_ = NodeFor(url_.seeds.front());
   if (!url_.cluster) slots_.fill(any_);
@@ -132,6 +133,7 @@ void Client::Call(std::string_view key, std::vector<std::string> args, Callback 
   if (req->routed) req->slot = KeySlot(key);
   req->args = std::move(args);
   req->cb = std::move(cb);
+  req->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   Dispatch(std::move(req), nullptr, false);
 }
 
@@ -148,17 +150,21 @@ void Client::Eval(const Script& script, std::vector<std::string> keys,
   for (auto& k : keys) req->args.push_back(std::move(k));
   for (auto& a : argv) req->args.push_back(std::move(a));
   req->cb = std::move(cb);
+  req->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   Dispatch(std::move(req), nullptr, false);
+}
+
+bool Client::CanRetry(const Request& req) const {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryMs) < req.deadline;
 }
 
 void Client::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking) {
   if (!conn) conn = req->routed ? slots_[req->slot] : any_;
   if (!conn) {  // a slot nobody owns (yet): the map may be stale
     RefreshSlots();
-    if (++req->retries > kMaxRetries) {
+    if (!CanRetry(*req))
       return req->cb(Reply::Transport("redis cluster: no node serves this slot"));
-    }
-    return RetryLater(std::move(req), 25);
+    return RetryLater(std::move(req), kRetryMs);
   }
   if (asking) conn->Command({"ASKING"}, [](Reply) {});
   std::vector<std::string_view> args(req->args.begin(), req->args.end());
@@ -169,6 +175,7 @@ void Client::RetryLater(std::shared_ptr<Request> req, int ms) {
   auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(ms));
   timer->async_wait([this, timer, req](const boost::system::error_code& ec) mutable {
     if (ec) return req->cb(Reply::Transport("stopped"));
+    req->redirects = 0;  // a new attempt
     Dispatch(std::move(req), nullptr, false);
   });
 }
@@ -210,9 +217,8 @@ void Client::OnReply(std::shared_ptr<Request> req, Reply reply) {
       RefreshSlots();  // one slot moved: others may have too
       return Dispatch(std::move(req), nullptr, false);
     }
-    if ((reply.IsError("TRYAGAIN") || reply.IsError("CLUSTERDOWN")) &&
-        ++req->retries <= kMaxRetries) {
-      return RetryLater(std::move(req), 25);
+    if ((reply.IsError("TRYAGAIN") || reply.IsError("CLUSTERDOWN")) && CanRetry(*req)) {
+      return RetryLater(std::move(req), kRetryMs);
     }
   } else if (reply.type == Reply::Type::kTransport && url_.cluster) {
     RefreshSlots();  // the node may have failed over

@@ -1,9 +1,10 @@
 #pragma once
 // Routes commands to the right Redis: one server, or the master owning a key's slot in a
 // Redis Cluster (CRC16 of the hash tag), following MOVED (and refreshing the slot map) and
-// ASK (ASKING, then the command, on the importing node), retrying TRYAGAIN and CLUSTERDOWN
-// briefly. Scripts are called by SHA and sent whole once when a server answers NOSCRIPT.
-// One connection per server, pipelined. All calls on the io_context's thread.
+// ASK (ASKING, then the command, on the importing node), retrying TRYAGAIN (a migrating
+// slot whose keys are split between two nodes) and CLUSTERDOWN until the command's timeout. Scripts
+// are called by SHA and sent whole once when a server answers NOSCRIPT. One connection per server,
+// pipelined. All calls on the io_context's thread.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -57,11 +58,13 @@ class Client {
   void Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking);
   void OnReply(std::shared_ptr<Request> req, Reply reply);
   void RetryLater(std::shared_ptr<Request> req, int ms);
+  bool CanRetry(const Request& req) const;
   void RefreshSlots(std::function<void(std::string)> done = nullptr);
   bool ParseRedirect(const std::string& error, uint16_t& slot, Endpoint& to) const;
 
   boost::asio::io_context& io_;
   RedisUrl url_;
+  int64_t timeout_ms_;
   ConnectionOptions conn_options_;
   std::map<std::pair<std::string, uint16_t>, std::shared_ptr<Connection>> nodes_;
   std::array<std::shared_ptr<Connection>, 16384> slots_{};
