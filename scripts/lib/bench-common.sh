@@ -60,6 +60,34 @@ start_server() {
   exit 1
 }
 
+# start_store_server LOG THREADS STORE-URL [SERVE-FLAGS...]: `anteroom serve --store URL` (state in
+# a shared store such as Redis: no data directory); sets SERVER_URL, records the PID.
+start_store_server() {
+  local log="$1" threads="$2" store="$3"
+  shift 3
+  ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
+    "$BIN" serve --listen 127.0.0.1:0 --threads "$threads" --store "$store" --log-level warn \
+    "$@" >"$log" 2>&1 &
+  PIDS+=("$!")
+  SERVER_URL=""
+  for _ in $(seq 100); do
+    SERVER_URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -1 || true)"
+    [[ -n "$SERVER_URL" ]] && return 0
+    sleep 0.1
+  done
+  echo "the server did not start:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+pid_cpu_ticks() {  # pid_cpu_ticks PID...: user + system clock ticks of these processes, summed
+  local pid total=0
+  for pid in "$@"; do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
 server_cpu_ticks() {  # user + system clock ticks of the last server started
   awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat"
 }
