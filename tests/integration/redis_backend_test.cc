@@ -1842,60 +1842,42 @@ TEST(RedisBackendTest, RedisRestartUnderLoad) {
   };
 
   std::this_thread::sleep_for(seconds(3));
+  // Runs one outage: `cause()` takes Redis down and brings it back (false: it could not); the
+  // window is recorded for the 503 accounting; answers how long the processes took to be back.
+  auto outage = [&](const char* what, const std::function<bool()>& cause) -> int64_t {
+    TimePoint down = SteadyClock::now();
+    {
+      std::lock_guard lock(outage_mu);
+      outages.push_back({down, down + seconds(60)});
+    }
+    bool ok = cause();
+    {
+      std::lock_guard lock(outage_mu);
+      outages.back().up = SteadyClock::now();
+    }
+    EXPECT_TRUE(ok) << what << ": " << redis.error();
+    int64_t back = all_back(seconds(15));
+    EXPECT_GE(back, 0) << "the processes were not back within 15 s after " << what << Logs(servers);
+    std::this_thread::sleep_for(seconds(3));
+    return back;
+  };
   // Outage 1: SIGTERM (AOF flushed), 2 s down, started again on the same port.
-  TimePoint down1 = SteadyClock::now();
-  {
-    std::lock_guard lock(outage_mu);
-    outages.push_back({down1, down1 + seconds(60)});
-  }
-  bool restarted = redis.Restart(milliseconds(2000));
-  {
-    std::lock_guard lock(outage_mu);
-    outages.back().up = SteadyClock::now();
-  }
-  ASSERT_TRUE(restarted) << redis.error();
-  int64_t back1 = all_back(seconds(15));
-  EXPECT_GE(back1, 0) << "the processes did not reconnect within 15 s after a restart"
-                      << Logs(servers);
-  std::this_thread::sleep_for(seconds(3));
-
+  int64_t back1 = outage("a restart", [&] { return redis.Restart(milliseconds(2000)); });
   // Outage 2: SIGKILL (appendfsync always: whatever Redis answered is on disk), 1.5 s down.
-  TimePoint down2 = SteadyClock::now();
-  {
-    std::lock_guard lock(outage_mu);
-    outages.push_back({down2, down2 + seconds(60)});
-  }
-  redis.Kill();
-  std::this_thread::sleep_for(milliseconds(1500));
-  bool started_again = redis.StartAgain();
-  {
-    std::lock_guard lock(outage_mu);
-    outages.back().up = SteadyClock::now();
-  }
-  ASSERT_TRUE(started_again) << redis.error();
-  int64_t back2 = all_back(seconds(15));
-  EXPECT_GE(back2, 0) << "the processes did not reconnect within 15 s after a kill"
-                      << Logs(servers);
-  std::this_thread::sleep_for(seconds(3));
-
+  int64_t back2 = outage("a kill", [&] {
+    redis.Kill();
+    std::this_thread::sleep_for(milliseconds(1500));
+    return redis.StartAgain();
+  });
   // Outage 3: Redis hangs (SIGSTOP) for 4 s, longer than the store's timeout: connections stay
   // open and nothing is answered. Requests must still be answered (503) within the bound, and
   // the commands Redis runs late, once thawed, must not be taken for answers to later ones.
-  TimePoint down3 = SteadyClock::now();
-  {
-    std::lock_guard lock(outage_mu);
-    outages.push_back({down3, down3 + seconds(60)});
-  }
-  redis.Freeze();
-  std::this_thread::sleep_for(milliseconds(4000));
-  redis.Thaw();
-  {
-    std::lock_guard lock(outage_mu);
-    outages.back().up = SteadyClock::now();
-  }
-  int64_t back3 = all_back(seconds(15));
-  EXPECT_GE(back3, 0) << "the processes did not recover within 15 s after a hang" << Logs(servers);
-  std::this_thread::sleep_for(seconds(3));
+  int64_t back3 = outage("a hang", [&] {
+    redis.Freeze();
+    std::this_thread::sleep_for(milliseconds(4000));
+    redis.Thaw();
+    return true;
+  });
   producing = false;
 
   // Drain: everything answered 201 is delivered and acked.

@@ -278,41 +278,20 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
 // Rooms are listed from the registry, then read one by one (each in its own slot).
 void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   Post([this, done = std::move(done)](Shard& s) {
-    s.client->Call(keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"},
-                   [this, &s, done](Reply r) {
-                     if (r.failed()) {
-                       OpResult<Reply> failed = Checked(std::move(r));
-                       return done({failed.status(), failed.message()});
-                     }
-                     struct Gather {
-                       std::vector<core::RoomInfo> rooms;
-                       size_t left = 0;
-                       std::optional<std::string> failure;
-                     };
-                     auto g = std::make_shared<Gather>();
-                     std::vector<std::string> names;
-                     for (const Reply& m : r.elements) {
-                       if (m.str.starts_with("r:")) names.push_back(m.str.substr(2));
-                     }
-                     g->left = names.size();
-                     auto finish = [g, done] {
-                       if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
-                       std::sort(g->rooms.begin(), g->rooms.end(),
-                                 [](const auto& a, const auto& b) { return a.room < b.room; });
-                       done(std::move(g->rooms));
-                     };
-                     if (names.empty()) return finish();
-                     for (const std::string& name : names) {
-                       RoomScript(s, name, {"get"}, [g, name, finish](OpResult<Reply> rr) {
-                         if (rr.ok()) {
-                           g->rooms.push_back(ToInfo(name, rr->at(2)));
-                         } else if (rr.status() != OpStatus::kUnknownRoom) {
-                           g->failure = rr.message();
-                         }
-                         if (--g->left == 0) finish();
-                       });
-                     }
-                   });
+    auto read = [this](Shard& s, const std::string& name, Answer<core::RoomInfo> answer) {
+      RoomScript(s, name, {"get"}, [name, answer](OpResult<Reply> r) {
+        if (r.ok()) return answer(std::optional(ToInfo(name, r->at(2))));
+        if (r.status() == OpStatus::kUnknownRoom) return answer(std::optional<core::RoomInfo>());
+        answer({r.status(), r.message()});
+      });
+    };
+    ReadRegistered<core::RoomInfo>(
+        s, 'r', read, [done](OpResult<std::vector<std::pair<std::string, core::RoomInfo>>> list) {
+          if (!list.ok()) return done({list.status(), list.message()});
+          std::vector<core::RoomInfo> rooms;
+          for (auto& [name, info] : *list) rooms.push_back(std::move(info));
+          done(std::move(rooms));
+        });
   });
 }
 

@@ -20,11 +20,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -140,6 +142,51 @@ class RedisBackend final : public Backend {
   void AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply);
   void Register(Shard& s, const std::string& member, int64_t when);
   void Publish(Shard& s, const std::string& queue);
+
+  // Reads every registered room ('r') or queue ('q') at once: read(shard, name, answer), where
+  // answer(nullopt) leaves the name out (gone, or not to be listed). Answers (name, item)
+  // sorted by name, or the first failure.
+  template <typename Item>
+  using Answer = std::function<void(OpResult<std::optional<Item>>)>;
+  template <typename Item, typename Read>
+  void ReadRegistered(Shard& s, char kind, Read read,
+                      Completion<std::vector<std::pair<std::string, Item>>> done) {
+    using List = std::vector<std::pair<std::string, Item>>;
+    s.client->Call(
+        keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [&s, kind, read, done](Reply r) {
+          if (r.failed())
+            return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
+          struct Gather {
+            List items;
+            size_t left = 0;
+            std::optional<OpResult<List>> failure;
+          };
+          auto g = std::make_shared<Gather>();
+          std::vector<std::string> names;
+          for (const Reply& m : r.elements) {
+            if (m.str.size() > 2 && m.str[0] == kind && m.str[1] == ':')
+              names.push_back(m.str.substr(2));
+          }
+          g->left = names.size();
+          auto finish = [g, done] {
+            if (g->failure) return done(std::move(*g->failure));
+            std::sort(g->items.begin(), g->items.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first; });
+            done(std::move(g->items));
+          };
+          if (names.empty()) return finish();
+          for (const std::string& name : names) {
+            read(s, name, Answer<Item>([g, name, finish](OpResult<std::optional<Item>> item) {
+                   if (!item.ok()) {
+                     g->failure.emplace(item.status(), item.message());
+                   } else if (*item) {
+                     g->items.emplace_back(name, std::move(**item));
+                   }
+                   if (--g->left == 0) finish();
+                 }));
+          }
+        });
+  }
 
   // Leases: "<id>.<delivery>.<tag>", signed per queue.
   static std::string LeaseFor(Shard& s, const std::string& queue, core::JobId id,

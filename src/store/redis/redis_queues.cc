@@ -258,42 +258,15 @@ void RedisBackend::GetQueue(std::string queue, Completion<core::QueueStats> done
 
 void RedisBackend::ListQueues(
     Completion<std::vector<std::pair<std::string, core::QueueStats>>> done) {
-  using List = std::vector<std::pair<std::string, core::QueueStats>>;
   Post([this, done = std::move(done)](Shard& s) {
-    s.client->Call(
-        keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [this, &s, done](Reply r) {
-          if (r.failed()) {
-            return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
-          }
-          struct Gather {
-            List queues;
-            size_t left = 0;
-            std::optional<std::string> failure;
-          };
-          auto g = std::make_shared<Gather>();
-          std::vector<std::string> names;
-          for (const Reply& m : r.elements) {
-            if (m.str.starts_with("q:")) names.push_back(m.str.substr(2));
-          }
-          g->left = names.size();
-          auto finish = [g, done] {
-            if (g->failure) return done({OpStatus::kUnavailable, *g->failure});
-            std::sort(g->queues.begin(), g->queues.end(),
-                      [](const auto& a, const auto& b) { return a.first < b.first; });
-            done(std::move(g->queues));
-          };
-          if (names.empty()) return finish();
-          for (const std::string& name : names) {
-            QueueScript(s, name, {"stats"}, [g, name, finish](OpResult<Reply> rr) {
-              if (!rr.ok()) {
-                g->failure = rr.message();
-              } else if (rr->at(3).at(11).AsInt() == 1) {  // pushed to at least once
-                g->queues.emplace_back(name, ToStats(rr->at(3)));
-              }
-              if (--g->left == 0) finish();
-            });
-          }
-        });
+    auto read = [this](Shard& s, const std::string& name, Answer<core::QueueStats> answer) {
+      QueueScript(s, name, {"stats"}, [answer](OpResult<Reply> r) {
+        if (!r.ok()) return answer({r.status(), r.message()});
+        if (r->at(3).at(11).AsInt() != 1) return answer(std::optional<core::QueueStats>());
+        answer(std::optional(ToStats(r->at(3))));  // pushed to at least once: listed
+      });
+    };
+    ReadRegistered<core::QueueStats>(s, 'q', read, std::move(done));
   });
 }
 
