@@ -1,5 +1,7 @@
 #include "store/log/embedded_store.h"
 
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <stdexcept>
 
 #include "store/log/file_io.h"
@@ -210,11 +213,13 @@ bool EmbeddedStore::Compact(std::string& error) {
   auto start = SteadyClock::now();
   uint64_t segment;
   pid_t pid;
+  pid_t parent;
   double pause_ms;
   {
     std::unique_lock world(backend_.world());  // no change half made while we fork
     auto paused = SteadyClock::now();
     segment = journal_->Rotate();
+    parent = ::getpid();
     pid = ::fork();
     pause_ms = SecondsSince(paused) * 1000;
   }
@@ -222,6 +227,16 @@ bool EmbeddedStore::Compact(std::string& error) {
     // The child: the state as it was at the cut. Only this thread exists here; it takes no lock
     // and closes every inherited descriptor (sockets must not outlive the parent's close).
     ::syscall(SYS_close_range, 3u, ~0u, 0u);
+    // It must not outlive the server (a killed server's child would be an orphan), nor hold
+    // the server's stdout/stderr (whoever reads them waits for their end).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    if (int null = ::open("/dev/null", O_RDWR); null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      if (null > 2) ::close(null);
+    }
     std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
     int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { backend_.SaveState(out); });
     ::_exit(rc == 0 ? 0 : (rc & 0x7f) + 1);
