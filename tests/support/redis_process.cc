@@ -1,4 +1,5 @@
 #include "support/redis_process.h"
+#include "support/server_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -179,29 +180,7 @@ std::string RespReply::Text() const {
 }
 
 RespConnection::RespConnection(uint16_t port, milliseconds timeout) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int r = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  if (r != 0 && errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    int soerr = 0;
-    socklen_t len = sizeof soerr;
-    if (poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) {
-      r = 0;
-    }
-  }
-  if (r != 0) {
-    close(fd);
-    return;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  fd_ = fd;
+  fd_ = ConnectLoopback(port, timeout);
 }
 
 RespConnection::~RespConnection() {

@@ -126,8 +126,8 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
   }
   std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0"};
   bool named = std::any_of(extra_args.begin(), extra_args.end(), [](const std::string& a) {
-    return a == "--data" || a.rfind("--data=", 0) == 0 || a == "--memory-only" ||
-           a == "--store" || a.rfind("--store=", 0) == 0;
+    return a == "--data" || a.rfind("--data=", 0) == 0 || a == "--memory-only" || a == "--store" ||
+           a.rfind("--store=", 0) == 0;
   });
   if (!named) {
     data_dir_ = std::make_unique<TempDir>("anteroom-serve");
@@ -333,9 +333,9 @@ CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
 
 // ---- raw TCP -------------------------------------------------------------------------------
 
-RawConnection::RawConnection(uint16_t port, std::chrono::milliseconds timeout) {
+int ConnectLoopback(uint16_t port, std::chrono::milliseconds timeout) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return;
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -352,11 +352,15 @@ RawConnection::RawConnection(uint16_t port, std::chrono::milliseconds timeout) {
   }
   if (r != 0) {
     close(fd);
-    return;
+    return -1;
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  fd_ = fd;
+  return fd;
+}
+
+RawConnection::RawConnection(uint16_t port, std::chrono::milliseconds timeout) {
+  fd_ = ConnectLoopback(port, timeout);
 }
 
 RawConnection::~RawConnection() {

@@ -35,6 +35,10 @@ const char* BinaryPath();
 pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
                   std::string* error);
 
+// A TCP connection to 127.0.0.1:PORT (non-blocking socket, TCP_NODELAY), or -1
+// when it cannot be made within `timeout`. Shared by RawConnection and the Redis helpers.
+int ConnectLoopback(uint16_t port, std::chrono::milliseconds timeout);
+
 // `anteroom serve --listen 127.0.0.1:0 EXTRA_ARGS...` with ANTEROOM_* variables cleared from the
 // inherited environment and EXTRA_ENV added. Unless EXTRA_ARGS name --data, --memory-only or
 // --store, the server gets a fresh data directory of its own (removed with the object), so
