@@ -11,6 +11,7 @@
 // Invariants: every ticket below head_ is empty; the ticket head_ is live whenever size_ > 0;
 // tree_ counts exactly the live tickets of each block.
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,15 @@ class Line {
   Member Front() const { return member_[head_]; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Calls fn(member) for everyone in line, first in line first: one pass over the bitmap.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (size_t word = head_ / kBlockBits; size_ > 0 && word * kBlockBits < tail_; ++word) {
+      for (uint64_t bits = live_[word]; bits != 0; bits &= bits - 1) {
+        fn(member_[word * kBlockBits + static_cast<size_t>(std::countr_zero(bits))]);
+      }
+    }
+  }
   // Bytes held by the arrays (for the memory benchmark).
   size_t MemoryBytes() const;
 

@@ -20,6 +20,16 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (admit_per_minute) config.admit_per_minute = *admit_per_minute;
 }
 
+std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
+                             std::optional<int64_t> admit_per_minute) {
+  if (freed_last_minute == 0) return std::nullopt;
+  int64_t eta = CeilDiv(position * MinuteWindow::kWindowMs, freed_last_minute);
+  if (admit_per_minute) {
+    eta = std::max(eta, CeilDiv(position * MinuteWindow::kWindowMs, *admit_per_minute));
+  }
+  return eta;
+}
+
 const char* ToString(SessionStatus status) {
   switch (status) {
     case SessionStatus::kWaiting:
@@ -39,7 +49,8 @@ Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
       revocation_ttl_ms_(revocation_ttl_ms),
       now_(now_ms),
       index_(0, IdHash{&slab_}, IdEq{&slab_}),
-      line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
+      line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
+      version_(static_cast<uint64_t>(now_ms) << 20) {}
 
 // ---- queries -------------------------------------------------------------------------------
 
@@ -77,13 +88,7 @@ uint64_t Room::RateOpenKey(int64_t now) const {
 }
 
 std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
-  int64_t freed = freed_window_.Count(now);
-  if (freed == 0) return std::nullopt;
-  int64_t eta = CeilDiv(position * MinuteWindow::kWindowMs, freed);
-  if (config_.admit_per_minute) {
-    eta = std::max(eta, CeilDiv(position * MinuteWindow::kWindowMs, *config_.admit_per_minute));
-  }
-  return eta;
+  return EtaMs(position, freed_window_.Count(now), config_.admit_per_minute);
 }
 
 SessionView Room::View(Index i, int64_t now) const {
@@ -140,10 +145,12 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   index_.insert(i);
   s.ticket = line_.PushBack(i);
   deadlines_.Set(i, DueKey(s));
+  ++version_;
   return i;
 }
 
 void Room::Free(Index i) {
+  ++version_;
   index_.erase(i);  // before the id is cleared: the hash reads it
   if (deadlines_.Contains(i)) deadlines_.Remove(i);
   Session& s = slab_[i];
@@ -169,6 +176,7 @@ void Room::RekeyAll() {
 void Room::Admit(Index i, int64_t now) {
   Session& s = slab_[i];
   line_.Remove(s.ticket);
+  ++version_;
   s.status = SessionStatus::kActive;
   s.claimed = false;  // admitted while not calling in: must claim with a check
   s.since = now;
@@ -226,6 +234,7 @@ void Room::ProcessDue(Index i, int64_t when) {
       if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
         Release(i, when, /*dropped=*/true);
       } else {  // idle: treated as having left at this moment
+        ++version_;
         s.status = SessionStatus::kGrace;
         s.since = when + config_.grace_ms;
         deadlines_.Set(i, DueKey(s));
@@ -268,6 +277,7 @@ void Room::Advance(int64_t now_ms) {
 
 void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
   Advance(now_ms);
+  ++version_;
   patch.ApplyTo(config_);
   if (patch.grace_ms || patch.checkin_timeout_ms || patch.idle_timeout_ms) RekeyAll();
   Fill(now_);
@@ -283,12 +293,54 @@ SessionView Room::Check(std::string_view id, int64_t now_ms) {
   Session& s = slab_[i];
   s.last_seen = now_;
   // A plain check-in only moves deadlines later: the heap key stays (lazily re-keyed).
+  ClaimPresence(i);
+  return View(i, now_);
+}
+
+void Room::ClaimPresence(Index i) {
+  Session& s = slab_[i];
   if (s.status == SessionStatus::kGrace || (s.status == SessionStatus::kActive && !s.claimed)) {
+    if (s.status == SessionStatus::kGrace) ++version_;
     s.status = SessionStatus::kActive;
     s.claimed = true;
     Reschedule(i);
   }
-  return View(i, now_);
+}
+
+std::vector<SessionView> Room::Present(const std::vector<std::string>& ids, int64_t now_ms) {
+  Advance(now_ms);
+  std::vector<SessionView> views;
+  views.reserve(ids.size());
+  for (const std::string& id : ids) {
+    Index i = Find(id);
+    if (i == kNoIndex) {
+      views.push_back(GoneView(id));
+      continue;
+    }
+    slab_[i].last_seen = now_;  // only later: the heap key stays (lazily re-keyed)
+    ClaimPresence(i);
+    views.push_back(View(i, now_));
+  }
+  return views;
+}
+
+LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
+  Advance(now_ms);
+  LineView v;
+  v.version = version_;
+  v.active = holders_;
+  v.waiting = waiting();
+  v.capacity = config_.capacity;
+  v.freed_last_minute = freed_window_.Count(now_);
+  v.admit_per_minute = config_.admit_per_minute;
+  v.checkin_timeout_ms = config_.checkin_timeout_ms;
+  v.idle_timeout_ms = config_.idle_timeout_ms;
+  v.changed = version_ != since;
+  if (v.changed) {
+    v.line.Reserve(line_.size(), line_.size() * SessionId::kInline);
+    line_.ForEach([&](Line::Member m) { v.line.Add(slab_[m].id.view()); });
+  }
+  return v;
 }
 
 OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
@@ -297,7 +349,10 @@ OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
   if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
   Session& s = slab_[i];
   s.last_seen = now_;
-  if (s.status == SessionStatus::kGrace) s.status = SessionStatus::kActive;
+  if (s.status == SessionStatus::kGrace) {
+    s.status = SessionStatus::kActive;
+    ++version_;
+  }
   Reschedule(i);
   return View(i, now_);
 }
@@ -309,6 +364,7 @@ OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_m
   Session& s = slab_[i];
   if (s.status == SessionStatus::kWaiting || final) return End(i, id);
   if (s.status == SessionStatus::kActive) {
+    ++version_;
     s.status = SessionStatus::kGrace;
     s.since = now_ + config_.grace_ms;
     Reschedule(i);

@@ -60,6 +60,14 @@ class Room {
   // True when tokens of `admission` for this session were revoked.
   bool IsRevoked(std::string_view session, uint64_t admission, int64_t now_ms);
 
+  // Live connections: a check-in of each known session (grace -> active, an admission is
+  // claimed), never a join. Answers a view per id, gone for unknown ones.
+  std::vector<SessionView> Present(const std::vector<std::string>& ids, int64_t now_ms);
+  // The line in order and the counts, for live channels. The line is copied only when the
+  // version differs from `since`.
+  LineView ReadLine(uint64_t since, int64_t now_ms);
+  uint64_t version() const { return version_; }
+
   // Processes every deadline <= now_ms. Cheap when nothing is due.
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
@@ -124,6 +132,8 @@ class Room {
   // Out of the room for good: out of the line, or the slot released (and refilled).
   SessionView End(Index i, std::string_view id);
   void DropWaiting(Index i);
+  // A check-in of a known session: grace ends, an admission is claimed.
+  void ClaimPresence(Index i);
   std::optional<int64_t> Eta(int64_t position, int64_t now) const;
   void ForgetOldRevocations(int64_t now);
 
@@ -139,6 +149,9 @@ class Room {
 
   int64_t holders_ = 0;
   uint64_t admissions_ = 0;
+  // Bumped by every change of the line or of a slot holder's status (not saved: live channels
+  // only compare it with what they read from this process).
+  uint64_t version_;
   MinuteWindow admitted_window_;
   MinuteWindow freed_window_;
   RoomCounters counters_;

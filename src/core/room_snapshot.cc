@@ -44,7 +44,8 @@ void Room::Save(ByteWriter& out) const {
   for (Index i : free_) out.Put(i);
   // Sorted, so equal rooms write equal bytes (the heap's layout depends on its history).
   std::vector<DeadlineHeap::Entry> heap = deadlines_.entries();
-  std::sort(heap.begin(), heap.end(), [](const auto& a, const auto& b) { return a.member < b.member; });
+  std::sort(heap.begin(), heap.end(),
+            [](const auto& a, const auto& b) { return a.member < b.member; });
   out.Put<uint64_t>(heap.size());
   for (const auto& e : heap) {
     out.Put(e.member);

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace anteroom::core {
 
@@ -50,6 +52,52 @@ struct RoomCounters {
   int64_t admitted_total = 0;  // sessions let in from the line
   int64_t dropped_total = 0;   // waiting sessions that stopped checking in, unclaimed admissions
   int64_t released_total = 0;  // slots freed (final leave, grace over, eviction, unclaimed)
+};
+
+// Estimated wait of the waiting session at `position`: the position over the rate at which
+// slots were freed in the last minute (and no sooner than the admission-rate cap allows);
+// nullopt when nothing was freed in that minute. The one formula every backend and the live
+// channel use.
+std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
+                             std::optional<int64_t> admit_per_minute);
+
+// Session ids packed in one buffer: a line of 100k costs two allocations, not 100k.
+class IdList {
+ public:
+  void Add(std::string_view id) {
+    bytes_.append(id);
+    ends_.push_back(static_cast<uint32_t>(bytes_.size()));
+  }
+  size_t size() const { return ends_.size(); }
+  std::string_view operator[](size_t i) const {
+    size_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(bytes_).substr(begin, ends_[i] - begin);
+  }
+  void Reserve(size_t ids, size_t bytes) {
+    ends_.reserve(ids);
+    bytes_.reserve(bytes);
+  }
+
+ private:
+  std::string bytes_;
+  std::vector<uint32_t> ends_;
+};
+
+// What live channels need to tell each connected session its place, read once per tick for
+// everyone instead of once per session (Backend::ReadLine).
+struct LineView {
+  // Changes whenever the line or a slot holder changes (not when only time passes). Starts
+  // from the room's creation time, so a re-created room does not repeat an old version.
+  uint64_t version = 0;
+  bool changed = false;  // false: `version` was the caller's, and `line` is left empty
+  int64_t active = 0;
+  int64_t waiting = 0;
+  int64_t capacity = 0;
+  int64_t freed_last_minute = 0;  // the ETA basis (EtaMs)
+  std::optional<int64_t> admit_per_minute;
+  int64_t checkin_timeout_ms = 0;  // how often connected sessions must be kept present
+  std::optional<int64_t> idle_timeout_ms;
+  IdList line;  // everyone waiting, first in line first
 };
 
 struct RoomInfo {

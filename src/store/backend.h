@@ -43,6 +43,16 @@ class Backend {
   virtual void IsRevoked(std::string room, std::string session, uint64_t admission,
                          Completion<bool> done) = 0;
 
+  // ---- live channels (server/live_hub.h): everyone's place from one read per tick, not one
+  // lookup per connected session per change.
+
+  // The counts, and the line in order when its version differs from `since`.
+  virtual void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) = 0;
+  // A check-in of each known session by its open live connection: grace ends, an admission is
+  // claimed; unknown sessions are never joined. A view per id, in order (gone when unknown).
+  virtual void Present(std::string room, std::vector<std::string> sessions,
+                       Completion<std::vector<core::SessionView>> done) = 0;
+
   // ---- queues. A queue is created by its first push; reads of a queue nobody pushed to
   // answer empty lists and zero counts, so workers may start before producers.
 

@@ -31,6 +31,7 @@ enum class ChangeKind : uint8_t {
   kTouch = 4,       // str session
   kLeave = 5,       // str session, u8 final
   kEvict = 6,       // str session
+  kPresent = 12,    // u32 n, n x str session: live connections' check-ins (Room::Present)
   // queues
   kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
                         //             i32 max_attempts)

@@ -248,6 +248,27 @@ void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t ad
   });
 }
 
+void MemoryBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {
+  OnRoom<core::LineView>(room, Access::kRead, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    return OpResult<core::LineView>(slot.room.ReadLine(since, now));
+  });
+}
+
+void MemoryBackend::Present(std::string room, std::vector<std::string> sessions,
+                            Completion<std::vector<core::SessionView>> done) {
+  using Views = std::vector<core::SessionView>;
+  OnRoom<Views>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    Views views = slot.room.Present(sessions, now);
+    if (Logging()) {
+      ByteWriter w = BeginChange(scratch_, ChangeKind::kPresent, now, slot.name);
+      w.Put(static_cast<uint32_t>(sessions.size()));
+      for (const std::string& id : sessions) w.PutString(id);
+      Log(slot, scratch_);
+    }
+    return OpResult<Views>(std::move(views));
+  });
+}
+
 void MemoryBackend::RunDue() {
   std::vector<std::weak_ptr<Slot>> due;
   int64_t now = clock_.NowMs();

@@ -59,6 +59,9 @@ class MemoryBackend final : public Backend {
                   Completion<core::SessionView> done) override;
   void IsRevoked(std::string room, std::string session, uint64_t admission,
                  Completion<bool> done) override;
+  void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) override;
+  void Present(std::string room, std::vector<std::string> sessions,
+               Completion<std::vector<core::SessionView>> done) override;
 
   void Push(std::string queue, std::vector<core::JobSpec> jobs,
             Completion<std::vector<core::PushResult>> done) override;

@@ -136,6 +136,14 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
     case ChangeKind::kCheck:
       room.Check(r.GetView(), now);
       return Done{};
+    case ChangeKind::kPresent: {
+      uint32_t n = r.Get<uint32_t>();
+      std::vector<std::string> sessions;
+      for (uint32_t i = 0; i < n && !r.failed(); ++i) sessions.push_back(r.GetString());
+      if (r.failed()) return Diverged("present record does not decode");
+      room.Present(sessions, now);
+      return Done{};
+    }
     case ChangeKind::kTouch:
     case ChangeKind::kLeave:
     case ChangeKind::kEvict: {

@@ -350,6 +350,49 @@ void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t adm
   });
 }
 
+void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {
+  Post([this, room = std::move(room), since, done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"line", std::to_string(since)}, [since, done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      const Reply& c = r->at(2);
+      core::LineView v;
+      v.version = static_cast<uint64_t>(c.at(0).AsInt());
+      v.active = c.at(1).AsInt();
+      v.waiting = c.at(2).AsInt();
+      v.capacity = c.at(3).AsInt();
+      v.freed_last_minute = c.at(4).AsInt();
+      if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
+      v.checkin_timeout_ms = c.at(6).AsInt();
+      if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
+      v.changed = v.version != since;
+      const Reply& ids = r->at(3);
+      if (v.changed) {
+        v.line.Reserve(ids.elements.size(), ids.elements.size() * 24);
+        for (const Reply& id : ids.elements) v.line.Add(id.str);
+      }
+      done(std::move(v));
+    });
+  });
+}
+
+void RedisBackend::Present(std::string room, std::vector<std::string> sessions,
+                           Completion<std::vector<core::SessionView>> done) {
+  Post([this, room = std::move(room), sessions = std::move(sessions),
+        done = std::move(done)](Shard& s) mutable {
+    std::vector<std::string> argv{"present"};
+    argv.insert(argv.end(), sessions.begin(), sessions.end());
+    RoomScript(s, room, std::move(argv), [sessions = std::move(sessions), done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      std::vector<core::SessionView> views;
+      const Reply& list = r->at(2);
+      for (size_t i = 0; i < sessions.size(); ++i) {
+        views.push_back(ToView(sessions[i], list.at(i)));
+      }
+      done(std::move(views));
+    });
+  });
+}
+
 // ---- sweeping ------------------------------------------------------------------------------
 
 void RedisBackend::ArmSweeper() {

@@ -27,7 +27,7 @@ local function key(when, kind) return when * 2 + kind end
 -- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
 local R = {}
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
-                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw'}
+                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'ver'}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
@@ -79,6 +79,9 @@ local function win_next_below(w, now, limit)
 end
 
 -- ---- sessions -------------------------------------------------------------------------------
+-- ver: bumped by every change of the line or of a holder's status (live channels re-read the
+-- line only then). Rooms saved before it existed start from 0.
+local function bump() R.ver = (R.ver or 0) + 1 end
 local function get(id)
   local v = redis.call('HGET', S, id)
   if not v then return nil end
@@ -114,6 +117,7 @@ local function reschedule(x)
   if not k and cur then redis.call('ZREM', D, x.id) end
 end
 local function free(id)
+  bump()
   redis.call('HDEL', S, id)
   redis.call('ZREM', D, id)
 end
@@ -137,6 +141,7 @@ end
 local function admit(id, now)
   local x = get(id)
   redis.call('ZREM', L, id)
+  bump()
   x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
   R.adm = R.adm + 1
   x.admission = R.adm
@@ -168,6 +173,7 @@ local function process_due(x, when)
     if not x.claimed and x.since + R.cto <= when then
       release(x, when, true)
     else  -- idle: as if it had left at this moment
+      bump()
       x.st, x.since = 'g', when + R.grace
       put(x)
       set_deadline(x)
@@ -254,6 +260,18 @@ local function view(x)
   local st = x.st == 'a' and 'active' or 'grace'
   return {st, 0, waiting(), R.holders, R.cap, 0, x.admission}
 end
+-- A check-in of a known session: now present; grace ends, an admission is claimed.
+local function claim_presence(x)
+  x.last_seen = R.now
+  if x.st == 'g' or (x.st == 'a' and not x.claimed) then
+    if x.st == 'g' then bump() end
+    x.st, x.claimed = 'a', true
+    put(x)
+    reschedule(x)
+  else
+    put(x)
+  end
+end
 local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
           R.released}
@@ -275,11 +293,12 @@ if op == 'put' then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
          adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = ''}
+         aw = '', fw = '', ver = now * 1000}
   else
     advance(now)
   end
   for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+  bump()
   if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
     local all = redis.call('HGETALL', S)
     for i = 1, #all, 2 do set_deadline(get(all[i])) end
@@ -310,21 +329,31 @@ elseif op == 'check' then
   if not x then
     R.seq = R.seq + 1
     redis.call('ZADD', L, R.seq, id)
+    bump()
     x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
     put(x)
     set_deadline(x)
     fill(R.now)
     x = get(id)
   end
-  x.last_seen = R.now
-  if x.st == 'g' or (x.st == 'a' and not x.claimed) then
-    x.st, x.claimed = 'a', true
-    put(x)
-    reschedule(x)
-  else
-    put(x)
-  end
+  claim_presence(x)
   return answer(to_register(false), view(x))
+elseif op == 'present' then  -- live connections: a check-in of each known session, no joins
+  advance(now)
+  local views = {}
+  for i = 4, #ARGV do
+    local x = get(ARGV[i])
+    if x then claim_presence(x) end
+    views[#views + 1] = view(x)
+  end
+  return answer(to_register(false), views)
+elseif op == 'line' then  -- live channels: the counts, and the line when ver moved on
+  advance(now)
+  local ver = R.ver or 0
+  local ids = {}
+  if s(ver) ~= ARGV[4] then ids = redis.call('ZRANGE', L, 0, -1) end
+  return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
+                                     R.apm, R.cto, R.idle}, ids)
 elseif op == 'touch' or op == 'leave' or op == 'evict' then
   local id = ARGV[4]
   advance(now)
@@ -336,13 +365,14 @@ elseif op == 'touch' or op == 'leave' or op == 'evict' then
   end
   if op == 'touch' then
     x.last_seen = R.now
-    if x.st == 'g' then x.st = 'a' end
+    if x.st == 'g' then x.st = 'a'; bump() end
     put(x)
     reschedule(x)
     return answer(to_register(false), view(x))
   end
   if op == 'leave' and x.st ~= 'w' and ARGV[5] ~= '1' then
     if x.st == 'a' then
+      bump()
       x.st, x.since = 'g', R.now + R.grace
       put(x)
       reschedule(x)
