@@ -20,6 +20,7 @@
 #include "core/token.h"
 #include "server/families.h"
 #include "server/http_server.h"
+#include "server/live_hub.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/redis_backend.h"
@@ -32,6 +33,8 @@ struct ServeFlags {
   std::string listen = "127.0.0.1:8080";
   unsigned threads = 0;
   std::vector<std::string> demo_rooms;  // NAME:CAPACITY
+  int64_t live_tick_ms = 250;           // how often live channels look for changes
+  int64_t live_heartbeat_ms = 15'000;
   int64_t token_ttl_ms = 600'000;
   std::string log_level = "info";
   size_t max_connections = 100'000;
@@ -130,7 +133,9 @@ void Serve(const ServeFlags& flags) {
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
-  server::Services services{backend, signer, clock};
+  server::LiveHub live(backend, signer, clock, pool.Main(),
+                       server::LiveHubOptions{.tick_ms = flags.live_tick_ms});
+  server::Services services{backend, signer, clock, &live};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -161,7 +166,10 @@ void Serve(const ServeFlags& flags) {
   }
   setup.reset();
 
-  server::HttpServer http(pool, router, flags.max_connections);
+  server::HttpServer http(
+      pool, router, flags.max_connections,
+      server::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
+  live.Start();
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
@@ -187,6 +195,7 @@ void Serve(const ServeFlags& flags) {
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
     usr1.cancel();
+    live.Stop();
     pool.Stop();
   });
   pool.Run();
@@ -232,6 +241,15 @@ void AddServeCommand(CLI::App& app) {
                    "redis+cluster://HOST:PORT[,HOST:PORT...]; processes sharing it serve the "
                    "same rooms and queues")
       ->envname("ANTEROOM_REDIS_URL");
+  serve
+      ->add_option("--live-tick-ms", flags->live_tick_ms,
+                   "How often live channels (WebSocket/SSE) look for changes: at most one "
+                   "message per client per tick")
+      ->check(CLI::Range(int64_t{10}, int64_t{10'000}));
+  serve
+      ->add_option("--live-heartbeat-ms", flags->live_heartbeat_ms,
+                   "Heartbeat interval of live channels")
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
   serve->callback([flags] { Serve(*flags); });

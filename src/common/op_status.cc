@@ -26,6 +26,8 @@ WireError ToWire(OpStatus status) {
       return {409, "conflict"};
     case OpStatus::kPayloadTooLarge:
       return {413, "payload_too_large"};
+    case OpStatus::kUpgradeRequired:
+      return {426, "upgrade_required"};
     case OpStatus::kUnavailable:
       return {503, "unavailable"};
     case OpStatus::kInternal:

@@ -22,7 +22,8 @@ enum class OpStatus : uint8_t {
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,
-  kUnavailable,  // overload or lost backend: retry later, nothing changed
+  kUpgradeRequired,  // a WebSocket route asked without the upgrade
+  kUnavailable,      // overload or lost backend: retry later, nothing changed
   kInternal,
 };
 

@@ -12,16 +12,20 @@
 namespace anteroom::server {
 
 // What the handlers share. Outlives the router and every connection.
+class LiveHub;
+
 struct Services {
   store::Backend& backend;
   const core::TokenSigner& signer;
   const Clock& clock;
+  LiveHub* live = nullptr;  // the live channel's routes exist only with a hub
 };
 
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
+void RegisterLiveRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -29,6 +33,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterRoomRoutes(router, services);
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
+  if (services.live) RegisterLiveRoutes(router, services);
 }
 
 }  // namespace anteroom::server

@@ -6,6 +6,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,9 @@
 #include <memory>
 #include <optional>
 
+#include "server/live_stream.h"
+#include "server/socket.h"
+
 namespace anteroom::server {
 
 namespace net = boost::asio;
@@ -25,8 +29,7 @@ using tcp = net::ip::tcp;
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-// Sockets bound to one io_context's executor: no type erasure on every operation.
-using Socket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
+using UpgradeRequest = http::request<http::string_body>;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);  // no request on a kept-alive connection
 constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stops reading
@@ -41,12 +44,14 @@ constexpr size_t kHardBodyLimit = 64 * 1024 * 1024;
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // `open` counts live connections for the overload limit; this session holds one of them.
-  Session(Socket socket, const Router& router, std::shared_ptr<std::atomic<size_t>> open)
+  // `open` is this connection's place in the count of live connections (the overload limit):
+  // released when the connection ends, or handed to the live stream it turns into.
+  Session(Socket socket, const Router& router, std::shared_ptr<void> open, LiveStreamOptions live)
       : socket_(std::move(socket)),
         sweep_(socket_.get_executor()),
         router_(router),
-        open_(std::move(open)) {}
-  ~Session() { open_->fetch_sub(1, std::memory_order_relaxed); }
+        open_(std::move(open)),
+        live_(live) {}
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
@@ -63,8 +68,15 @@ class Session : public std::enable_shared_from_this<Session> {
     bool keep_alive;
     std::optional<Response> response;
     bool close;
+    std::shared_ptr<UpgradeRequest> upgrade;  // kept for a WebSocket handshake
   };
-
+  // A stream route answered: the connection becomes a live stream once the answers before it
+  // are written.
+  struct Handover {
+    std::function<void(std::shared_ptr<LiveStream>)> ready;
+    unsigned version;
+    std::shared_ptr<UpgradeRequest> upgrade;
+  };
 
   // Timeouts by a coarse sweep rather than a timer reset per request: a request then costs
   // no timer work at all. A request being handled is never timed out here.
@@ -169,8 +181,13 @@ class Session : public std::enable_shared_from_this<Session> {
     request->body = std::move(message.body());
     request->authorization = std::string(message[http::field::authorization]);
     uint64_t seq = first_seq_ + slots_.size();
-    slots_.push_back({message.version(), message.keep_alive(), std::nullopt, false});
+    slots_.push_back({message.version(), message.keep_alive(), std::nullopt, false, nullptr});
     if (!message.keep_alive()) stop_reading_ = true;  // its answer closes the connection
+    if (message.method() == http::verb::get && router_.MayStream(request->target)) {
+      stop_reading_ = true;  // nothing is read after a request that may become a stream
+      request->websocket = beast::websocket::is_upgrade(message);
+      if (request->websocket) slots_.back().upgrade = std::make_shared<UpgradeRequest>(message);
+    }
     UpdatePhase();
     // The handler may answer from another thread: come back to this connection's thread.
     router_.Dispatch(*request, [self = shared_from_this(), request, seq](Response response) {
@@ -184,7 +201,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // An answer that needs no handler (malformed request, over a limit): after the others.
   void Send(Response response, bool close) {
     stop_reading_ = true;
-    slots_.push_back({version_of_last(), false, std::nullopt, false});
+    slots_.push_back({version_of_last(), false, std::nullopt, false, nullptr});
     Answered(first_seq_ + slots_.size() - 1, std::move(response), close);
   }
 
@@ -199,6 +216,14 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.response = std::move(response);
     slot.close = close || slot.response->close || !slot.keep_alive;
     while (!slots_.empty() && slots_.front().response && !closing_) {
+      if (slots_.front().response->stream) {
+        Slot& head = slots_.front();
+        handover_ = Handover{std::move(head.response->stream), head.version, head.upgrade};
+        closing_ = true;
+        slots_.pop_front();
+        ++first_seq_;
+        break;
+      }
       Format(slots_.front());
       if (slots_.front().close) closing_ = true;  // later answers are dropped with the line
       last_version_ = slots_.front().version;
@@ -249,7 +274,9 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
       }
       if (!writing_ && out_.empty() && slots_.empty()) {
-        if (closing_ || stop_reading_) {
+        if (handover_) {
+          HandOver();
+        } else if (closing_ || stop_reading_) {
           Close();
         } else if (!reading_) {
           ReadHeader();
@@ -286,6 +313,24 @@ class Session : public std::enable_shared_from_this<Session> {
     return pending.find("\r\n\r\n") != std::string_view::npos;
   }
 
+  // The socket leaves this session for a live stream, with the connection's place in the count.
+  void HandOver() {
+    Handover h = std::move(*handover_);
+    handover_.reset();
+    closed_ = true;
+    sweep_.cancel();
+    auto ready = [h = std::move(h.ready), open = open_](std::shared_ptr<LiveStream> stream) {
+      stream->Hold(open);
+      h(std::move(stream));
+    };
+    if (h.upgrade) {
+      LiveStream::AcceptWebSocket(std::move(socket_), std::move(buffer_), std::move(*h.upgrade),
+                                  live_, std::move(ready));
+    } else {
+      LiveStream::StartEventStream(std::move(socket_), h.version, live_, std::move(ready));
+    }
+  }
+
   void Close() {
     if (closed_) return;
     closed_ = true;
@@ -299,7 +344,9 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer sweep_;
   beast::flat_buffer buffer_;
   const Router& router_;
-  std::shared_ptr<std::atomic<size_t>> open_;
+  std::shared_ptr<void> open_;
+  LiveStreamOptions live_;
+  std::optional<Handover> handover_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<Slot> slots_;  // requests in order, from first_seq_ on
   uint64_t first_seq_ = 0;
@@ -320,8 +367,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Listener> {
  public:
-  Listener(IoPool& pool, const Router& router, size_t max_connections)
-      : pool_(pool), acceptor_(pool.Main()), router_(router), max_connections_(max_connections) {}
+  Listener(IoPool& pool, const Router& router, size_t max_connections, LiveStreamOptions live)
+      : pool_(pool),
+        acceptor_(pool.Main()),
+        router_(router),
+        max_connections_(max_connections),
+        live_(live) {}
 
   tcp::endpoint Open(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -342,7 +393,13 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
           self->open_->fetch_sub(1, std::memory_order_relaxed);
           RefuseOverloaded(std::move(*socket));
         } else {
-          std::make_shared<Session>(std::move(*socket), self->router_, self->open_)->Start();
+          // Its place in the count, given back when the last holder lets go.
+          std::shared_ptr<void> place(nullptr, [open = self->open_](std::nullptr_t) {
+            open->fetch_sub(1, std::memory_order_relaxed);
+          });
+          std::make_shared<Session>(std::move(*socket), self->router_, std::move(place),
+                                    self->live_)
+              ->Start();
         }
       } else {
         spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
@@ -378,16 +435,18 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   tcp::acceptor acceptor_;
   const Router& router_;
   size_t max_connections_;
+  LiveStreamOptions live_;
   std::shared_ptr<std::atomic<size_t>> open_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
-HttpServer::HttpServer(IoPool& pool, const Router& router, size_t max_connections)
-    : pool_(pool), router_(router), max_connections_(max_connections) {}
+HttpServer::HttpServer(IoPool& pool, const Router& router, size_t max_connections,
+                       LiveStreamOptions live)
+    : pool_(pool), router_(router), max_connections_(max_connections), live_(live) {}
 
 HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
-  listener_ = std::make_shared<Listener>(pool_, router_, max_connections_);
+  listener_ = std::make_shared<Listener>(pool_, router_, max_connections_, live_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
   return bound;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "server/io_pool.h"
+#include "server/live_stream.h"
 #include "server/router.h"
 
 namespace anteroom::server {
@@ -16,7 +17,9 @@ namespace anteroom::server {
 class HttpServer {
  public:
   // Connections beyond max_connections are answered 503 and closed.
-  HttpServer(IoPool& pool, const Router& router, size_t max_connections = 100'000);
+  // Live streams (stream routes) count as connections too.
+  HttpServer(IoPool& pool, const Router& router, size_t max_connections = 100'000,
+             LiveStreamOptions live = {});
   ~HttpServer();
 
   // Binds and starts accepting. Port 0 picks a free port. Throws at start-up on failure.
@@ -28,6 +31,7 @@ class HttpServer {
   IoPool& pool_;
   const Router& router_;
   size_t max_connections_;
+  LiveStreamOptions live_;
   std::shared_ptr<Listener> listener_;
 };
 

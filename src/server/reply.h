@@ -4,6 +4,7 @@
 #include <boost/json/value.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,12 +13,18 @@
 
 namespace anteroom::server {
 
+class LiveStream;
+
 struct Response {
   unsigned status = 200;
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;  // close the connection after this response
+  // Set by stream routes: instead of this response, the connection becomes a live stream (a
+  // WebSocket when the request asked for the upgrade, else Server-Sent Events), handed over on
+  // its own thread once everything answered before it was written.
+  std::function<void(std::shared_ptr<LiveStream>)> stream;
 };
 
 // A handler answers exactly once, now or later, from any thread.

@@ -9,6 +9,7 @@
 #include "common/random_id.h"
 #include "server/families.h"
 #include "server/json_body.h"
+#include "server/session_json.h"
 
 namespace anteroom::server {
 
@@ -38,30 +39,9 @@ json::object RoomJson(const RoomInfo& info) {
   };
 }
 
-// The hottest answer, written without a JSON tree: every string in it is a validated name, a
-// fixed status word or base64url, so nothing needs escaping.
 Response SessionReply(const std::string& room, const SessionView& v, Services& services) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), R"({{"session":"{}","status":"{}","position":)",
-                 v.session, core::ToString(v.status));
-  if (v.status == SessionStatus::kWaiting) {
-    fmt::format_to(std::back_inserter(out), "{}", v.position);
-  } else {
-    fmt::format_to(std::back_inserter(out), "null");
-  }
-  fmt::format_to(std::back_inserter(out), R"(,"waiting":{},"active":{},"capacity":{},"eta_ms":)",
-                 v.waiting, v.active, v.capacity);
-  if (v.eta_ms) {
-    fmt::format_to(std::back_inserter(out), "{}", *v.eta_ms);
-  } else {
-    fmt::format_to(std::back_inserter(out), "null");
-  }
-  if (v.status == SessionStatus::kActive) {
-    std::string token = services.signer.Mint(room, v.session, v.admission, services.clock.NowMs());
-    fmt::format_to(std::back_inserter(out), R"(,"token":"{}"}})", token);
-  } else {
-    fmt::format_to(std::back_inserter(out), R"(,"token":null}})");
-  }
+  AppendSessionJson(out, room, v, services.signer, services.clock);
   Response r;
   r.body.assign(out.data(), out.size());
   return r;

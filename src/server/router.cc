@@ -27,7 +27,18 @@ void Router::Add(http::verb method, std::string_view pattern, Handler handler,
     route.segments.emplace_back(pattern.substr(start, end - start));
     start = end + 1;
   }
+  if (options.stream) stream_endings_.push_back(route.segments.back());
   routes_.push_back(std::move(route));
+}
+
+bool Router::MayStream(std::string_view target) const {
+  if (stream_endings_.empty()) return false;
+  std::string_view path = target.substr(0, target.find('?'));
+  std::string_view last = path.substr(path.rfind('/') + 1);
+  for (const std::string& ending : stream_endings_) {
+    if (last == ending) return true;
+  }
+  return false;
 }
 
 void Router::SetBodyLimit(std::string_view path_prefix, size_t limit) {

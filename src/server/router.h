@@ -21,6 +21,7 @@ struct Request {
   std::string target;  // as sent: path and query
   std::string body;
   std::string authorization;        // the Authorization header, if any
+  bool websocket = false;           // a WebSocket upgrade request
   std::vector<std::string> params;  // captured path segments, in pattern order
   std::vector<std::pair<std::string, std::string>> query;  // decoded query parameters
 
@@ -32,7 +33,8 @@ struct Request {
 using Handler = std::function<void(const Request&, Respond)>;
 
 struct RouteOptions {
-  bool admin = false;  // requires the admin key when one is set
+  bool admin = false;   // requires the admin key when one is set
+  bool stream = false;  // may answer with a live stream (Response::stream)
 };
 
 class Router {
@@ -43,6 +45,9 @@ class Router {
   // Largest body accepted for a target (64 KiB unless a family raised it for its prefix).
   void SetBodyLimit(std::string_view path_prefix, size_t limit);
   size_t BodyLimitFor(std::string_view target) const;
+  // Whether a GET of `target` may become a live stream: the connection then reads no request
+  // after it. Cheap (the last path segment against the stream routes'), called per request.
+  bool MayStream(std::string_view target) const;
 
   // Matches the route and answers: the handler's reply, or 400/401/404/405.
   void Dispatch(Request& request, Respond respond) const;
@@ -59,6 +64,7 @@ class Router {
   std::string admin_key_;
   std::vector<Route> routes_;
   std::vector<std::pair<std::string, size_t>> body_limits_;
+  std::vector<std::string> stream_endings_;  // last segments of stream routes
 };
 
 inline constexpr size_t kDefaultBodyLimit = 64 * 1024;

@@ -1,0 +1,311 @@
+#include "server/live_hub.h"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+
+#include "server/session_json.h"
+
+namespace anteroom::server {
+
+namespace net = boost::asio;
+using core::SessionStatus;
+using core::SessionView;
+
+namespace {
+constexpr int64_t kMaxKeepaliveMs = 10'000;
+constexpr int64_t kHolderCheckMs = 1'000;
+}
+
+LiveHub::LiveHub(store::Backend& backend, const core::TokenSigner& signer, const Clock& clock,
+                 net::io_context& home, LiveHubOptions options)
+    : backend_(backend),
+      signer_(signer),
+      clock_(clock),
+      home_(home),
+      options_(options),
+      timer_(home) {}
+
+LiveHub::~LiveHub() { *alive_ = false; }
+
+template <typename Fn>
+void LiveHub::Home(Fn&& fn) {
+  net::post(home_, [alive = std::weak_ptr<bool>(alive_), fn = std::forward<Fn>(fn)]() mutable {
+    if (auto a = alive.lock(); a && *a) fn();
+  });
+}
+
+void LiveHub::Start() {
+  Home([this] { Arm(); });
+}
+
+void LiveHub::Stop() {
+  Home([this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+void LiveHub::Arm() {
+  if (stopped_) return;
+  timer_.expires_after(std::chrono::milliseconds(options_.tick_ms));
+  timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
+    if (ec || alive.expired() || stopped_) return;
+    Tick();
+    Arm();
+  });
+}
+
+std::string LiveHub::StatusMessage(std::string_view room, const SessionView& view) const {
+  fmt::memory_buffer out;
+  AppendSessionJson(out, room, view, signer_, clock_, "status");
+  return std::string(out.data(), out.size());
+}
+
+// ---- streams coming and going ---------------------------------------------------------------
+
+void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveStream> stream) {
+  streams_.fetch_add(1, std::memory_order_relaxed);
+  stream->Deliver(StatusMessage(room, first));
+  stream->OnClosed([this, alive = std::weak_ptr<bool>(alive_), room, session = first.session,
+                    raw = stream.get()] {
+    if (alive.expired()) return;
+    streams_.fetch_sub(1, std::memory_order_relaxed);
+    Home([this, room, session, raw] { Detach(room, session, raw); });
+  });
+  Home([this, room = std::move(room), first = std::move(first), stream = std::move(stream)] {
+    RoomWatch& rw = rooms_[room];
+    Watch& w = rw.sessions[first.session];
+    w.streams.push_back(stream);
+    if (w.streams.size() == 1) {
+      w.last = first;
+      w.shown = {first.status, first.position, first.waiting,
+                 first.active, first.capacity, first.eta_ms};
+    } else {
+      Outbox out;  // a second stream of the same session: it gets what the others were shown
+      Show(room, w, out, /*force=*/true);
+      Flush(out);
+    }
+  });
+}
+
+void LiveHub::Detach(const std::string& room, const std::string& session, LiveStream* stream) {
+  auto rit = rooms_.find(room);
+  if (rit == rooms_.end()) return;
+  RoomWatch& rw = rit->second;
+  auto wit = rw.sessions.find(session);
+  if (wit == rw.sessions.end()) return;  // ended already (gone)
+  auto& streams = wit->second.streams;
+  std::erase_if(streams, [stream](const auto& s) { return s.get() == stream; });
+  if (!streams.empty()) return;
+  rw.sessions.erase(wit);
+  if (rw.sessions.empty() && !rw.reading && rw.presenting == 0) rooms_.erase(rit);
+  // The last stream closed: a check-in now starts a waiting session's drop-out clock at this
+  // moment; a slot holder leaves without final, so its grace starts now.
+  backend_.Present(room, {session},
+                   [this, alive = std::weak_ptr<bool>(alive_), room,
+                    session](OpResult<std::vector<SessionView>> r) {
+                     if (alive.expired() || !r.ok() || r->empty()) return;
+                     SessionStatus st = r->front().status;
+                     if (st == SessionStatus::kActive || st == SessionStatus::kGrace) {
+                       backend_.Leave(room, session, /*final=*/false, [](OpResult<SessionView>) {});
+                     }
+                   });
+}
+
+// ---- the tick ------------------------------------------------------------------------------
+
+void LiveHub::Tick() {
+  for (auto it = rooms_.begin(); it != rooms_.end();) {
+    RoomWatch& rw = it->second;
+    if (rw.sessions.empty() && !rw.reading && rw.presenting == 0) {
+      it = rooms_.erase(it);
+      continue;
+    }
+    if (!rw.reading) {
+      rw.reading = true;
+      backend_.ReadLine(it->first, rw.version, [this, room = it->first](auto r) {
+        Home([this, room, r = std::move(r)]() mutable { OnLine(room, std::move(r)); });
+      });
+    }
+    ++it;
+  }
+}
+
+int64_t LiveHub::KeepaliveEveryMs(const core::LineView& c) const {
+  int64_t limit = c.checkin_timeout_ms;
+  if (c.idle_timeout_ms) limit = std::min(limit, *c.idle_timeout_ms);
+  return std::clamp<int64_t>(limit / 3, options_.tick_ms, kMaxKeepaliveMs);
+}
+
+void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
+  auto rit = rooms_.find(room);
+  if (rit == rooms_.end()) return;
+  RoomWatch& rw = rit->second;
+  rw.reading = false;
+  Outbox out;
+  if (!result.ok()) {
+    if (result.status() == OpStatus::kUnknownRoom) EndRoom(room, out);
+    Flush(out);
+    return;  // anything else (a lost store) is tried again next tick
+  }
+  core::LineView& v = *result;
+  const core::LineView& c = rw.counts;
+  bool counts_changed = !rw.have_counts || v.active != c.active || v.waiting != c.waiting ||
+                        v.capacity != c.capacity || v.freed_last_minute != c.freed_last_minute ||
+                        v.admit_per_minute != c.admit_per_minute;
+  if (v.changed) {
+    // One ordered sweep: each connected session's position is its place in this walk.
+    rw.version = v.version;
+    uint64_t walk = ++rw.walk;
+    for (size_t i = 0; i < v.line.size(); ++i) {
+      auto it = rw.sessions.find(v.line[i]);
+      if (it == rw.sessions.end()) continue;
+      Watch& w = it->second;
+      w.last.status = SessionStatus::kWaiting;
+      w.last.position = static_cast<int64_t>(i) + 1;
+      w.walk = walk;
+    }
+    // Out of the line since the last walk: admitted or dropped. Present tells which, at once.
+    // Slot holders may have left or been evicted through the API: they are asked too, at most
+    // once a second (there are at most `capacity` of them).
+    int64_t now = clock_.NowMs();
+    bool holders = now >= rw.next_holder_check_ms;
+    if (holders) rw.next_holder_check_ms = now + kHolderCheckMs;
+    for (auto& [id, w] : rw.sessions) {
+      bool left_line = w.walk != walk && w.last.status == SessionStatus::kWaiting;
+      if (left_line || (holders && w.last.status != SessionStatus::kWaiting)) {
+        w.check_in_now = true;
+      }
+    }
+  }
+  rw.counts.version = v.version;
+  rw.counts.active = v.active;
+  rw.counts.waiting = v.waiting;
+  rw.counts.capacity = v.capacity;
+  rw.counts.freed_last_minute = v.freed_last_minute;
+  rw.counts.admit_per_minute = v.admit_per_minute;
+  rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
+  rw.counts.idle_timeout_ms = v.idle_timeout_ms;
+  rw.have_counts = true;
+  if (v.changed || counts_changed) {
+    for (auto& [id, w] : rw.sessions) {
+      if (!w.check_in_now) Show(room, w, out);
+    }
+  }
+  int64_t now = clock_.NowMs();
+  bool keepalive = now >= rw.next_keepalive_ms;
+  if (keepalive) rw.next_keepalive_ms = now + KeepaliveEveryMs(rw.counts);
+  CheckIn(room, rw, keepalive);
+  Flush(out);
+}
+
+void LiveHub::CheckIn(const std::string& room, RoomWatch& rw, bool everyone) {
+  std::vector<std::string> batch;
+  auto send = [&] {
+    ++rw.presenting;
+    backend_.Present(room, std::move(batch), [this, room](auto r) {
+      Home([this, room, r = std::move(r)]() mutable { OnPresent(room, std::move(r)); });
+    });
+    batch.clear();
+  };
+  for (auto& [id, w] : rw.sessions) {
+    if (!everyone && !w.check_in_now) continue;
+    w.check_in_now = false;
+    batch.push_back(id);
+    if (batch.size() >= options_.present_batch) send();
+  }
+  if (!batch.empty()) send();
+}
+
+void LiveHub::OnPresent(const std::string& room, OpResult<std::vector<SessionView>> result) {
+  auto rit = rooms_.find(room);
+  if (rit == rooms_.end()) return;
+  RoomWatch& rw = rit->second;
+  --rw.presenting;
+  Outbox out;
+  if (!result.ok()) {
+    if (result.status() == OpStatus::kUnknownRoom) EndRoom(room, out);
+    Flush(out);
+    return;
+  }
+  std::vector<std::string> gone;
+  for (SessionView& view : *result) {
+    auto it = rw.sessions.find(view.session);
+    if (it == rw.sessions.end()) continue;
+    Watch& w = it->second;
+    // While waiting, the line walk owns the position; this answer may be older than it.
+    if (view.status != SessionStatus::kWaiting || w.last.status != SessionStatus::kWaiting) {
+      w.last = std::move(view);
+    }
+    Show(room, w, out);
+    if (w.last.status == SessionStatus::kGone) {
+      EndWatch(w, out);
+      gone.push_back(it->first);
+    }
+  }
+  for (const std::string& id : gone) rw.sessions.erase(id);
+  Flush(out);
+}
+
+// ---- what clients see ----------------------------------------------------------------------
+
+SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
+  SessionView v = w.last;
+  if (!rw.have_counts || v.status == SessionStatus::kGone) return v;
+  v.waiting = rw.counts.waiting;
+  v.active = rw.counts.active;
+  v.capacity = rw.counts.capacity;
+  if (v.status == SessionStatus::kWaiting) {
+    v.eta_ms = core::EtaMs(v.position, rw.counts.freed_last_minute, rw.counts.admit_per_minute);
+  }
+  return v;
+}
+
+void LiveHub::Show(const std::string& room, Watch& w, Outbox& out, bool force) {
+  auto rit = rooms_.find(room);
+  SessionView v = rit == rooms_.end() ? w.last : ViewFromLine(rit->second, w);
+  Shown shown{v.status,   v.status == SessionStatus::kWaiting ? v.position : 0,
+              v.waiting,  v.active,
+              v.capacity, v.eta_ms};
+  if (!force && shown == w.shown) return;
+  w.shown = shown;
+  std::string message = StatusMessage(room, v);
+  for (const auto& stream : w.streams) {
+    out[&stream->executor().context()].push_back({stream, message});
+  }
+}
+
+void LiveHub::EndWatch(Watch& w, Outbox& out) {
+  for (const auto& stream : w.streams) {
+    out[&stream->executor().context()].push_back({stream, std::string(), /*finish=*/true});
+  }
+}
+
+// The room is gone: every client is told so, and its streams close.
+void LiveHub::EndRoom(const std::string& room, Outbox& out) {
+  auto rit = rooms_.find(room);
+  if (rit == rooms_.end()) return;
+  for (auto& [id, w] : rit->second.sessions) {
+    SessionView gone;
+    gone.session = id;
+    w.last = gone;
+    Show(room, w, out);
+    EndWatch(w, out);
+  }
+  rit->second.sessions.clear();
+}
+
+void LiveHub::Flush(Outbox& out) {
+  for (auto& [context, deliveries] : out) {
+    net::post(*context, [deliveries = std::move(deliveries)]() mutable {
+      for (Delivery& d : deliveries) {
+        if (!d.message.empty()) d.stream->Deliver(std::move(d.message));
+        if (d.finish) d.stream->Finish();
+      }
+    });
+  }
+  out.clear();
+}
+
+}  // namespace anteroom::server

@@ -1,0 +1,133 @@
+#pragma once
+// The live channel's engine room: every open WebSocket/SSE stream of a session, per room, and
+// what each client was last told.
+//
+// Once per tick (250 ms by default) and per room with streams, the hub reads the room's line
+// once (Backend::ReadLine; the line itself only when its version moved) and walks it in order:
+// a session's position is its index in that walk, so a change costs one ordered sweep of the
+// line, never a lookup per client. A client is sent its status only when something it shows
+// (status, position, waiting, active, capacity, eta) changed, hence at most one message per
+// tick: at most 4/s at the default tick.
+//
+// Open streams count as continuous check-ins: the hub checks every connected session in with
+// one Backend::Present per room at a third of the room's check-in timeout, and at once for
+// sessions that just left the line (admitted: the token goes out on that answer). When the last
+// stream of a session closes, the session is checked in once more (its drop-out clock starts
+// at that moment) and, if it holds a slot, leaves without final (grace starts then).
+//
+// All hub state lives on one thread (the `home` io_context); streams get their messages on
+// their own threads, one batch per thread per tick.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "core/room_types.h"
+#include "core/token.h"
+#include "server/live_stream.h"
+#include "store/backend.h"
+
+namespace anteroom::server {
+
+struct LiveHubOptions {
+  int64_t tick_ms = 250;
+  size_t present_batch = 2'000;  // sessions per Present call (one script each on Redis)
+};
+
+class LiveHub {
+ public:
+  LiveHub(store::Backend& backend, const core::TokenSigner& signer, const Clock& clock,
+          boost::asio::io_context& home, LiveHubOptions options = {});
+  ~LiveHub();
+  LiveHub(const LiveHub&) = delete;
+  LiveHub& operator=(const LiveHub&) = delete;
+
+  void Start();
+  // Stops ticking (streams stay open until the server closes).
+  void Stop();
+
+  // A stream opened by a check-in that answered `first`. Call on the stream's thread: the first
+  // status goes out at once.
+  void Attach(std::string room, core::SessionView first, std::shared_ptr<LiveStream> stream);
+
+  // Live streams now open (any thread).
+  size_t streams() const { return streams_.load(std::memory_order_relaxed); }
+
+  // The status message for a session (JSON text), as every stream sends it.
+  std::string StatusMessage(std::string_view room, const core::SessionView& view) const;
+
+ private:
+  // What a client was last shown; a new message only when this changes.
+  struct Shown {
+    core::SessionStatus status = core::SessionStatus::kGone;
+    int64_t position = -1, waiting = -1, active = -1, capacity = -1;
+    std::optional<int64_t> eta_ms;
+    bool operator==(const Shown&) const = default;
+  };
+  struct Watch {  // one session with open streams in one room
+    std::vector<std::shared_ptr<LiveStream>> streams;
+    Shown shown;
+    core::SessionView last;  // the latest view; position from the line walk
+    uint64_t walk = 0;       // the line walk that last saw it waiting
+    bool check_in_now = false;
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct RoomWatch {
+    boost::unordered_flat_map<std::string, Watch, StringHash, std::equal_to<>> sessions;
+    uint64_t version = 0;
+    uint64_t walk = 0;
+    core::LineView counts;  // without its line
+    bool have_counts = false;
+    bool reading = false;
+    int presenting = 0;  // Present calls in flight
+    int64_t next_keepalive_ms = 0;
+    int64_t next_holder_check_ms = 0;
+  };
+  struct Delivery {
+    std::shared_ptr<LiveStream> stream;
+    std::string message;
+    bool finish = false;  // close after the message
+  };
+  // Messages grouped by the streams' threads: one hand-off per thread per tick.
+  using Outbox = std::unordered_map<boost::asio::io_context*, std::vector<Delivery>>;
+
+  void Tick();
+  void Arm();
+  void OnLine(const std::string& room, OpResult<core::LineView> result);
+  void CheckIn(const std::string& room, RoomWatch& rw, bool everyone);
+  void OnPresent(const std::string& room, OpResult<std::vector<core::SessionView>> result);
+  void Show(const std::string& room, Watch& w, Outbox& out, bool force = false);
+  void EndWatch(Watch& w, Outbox& out);
+  void EndRoom(const std::string& room, Outbox& out);
+  void Detach(const std::string& room, const std::string& session, LiveStream* stream);
+  void Flush(Outbox& out);
+  core::SessionView ViewFromLine(const RoomWatch& rw, const Watch& w) const;
+  int64_t KeepaliveEveryMs(const core::LineView& counts) const;
+  // Runs fn on home_ unless the hub is gone by then.
+  template <typename Fn>
+  void Home(Fn&& fn);
+
+  store::Backend& backend_;
+  const core::TokenSigner& signer_;
+  const Clock& clock_;
+  boost::asio::io_context& home_;
+  LiveHubOptions options_;
+  boost::asio::steady_timer timer_;
+  bool stopped_ = false;
+  std::unordered_map<std::string, RoomWatch> rooms_;  // on home_ only
+  std::atomic<size_t> streams_{0};
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after ~LiveHub
+};
+
+}  // namespace anteroom::server

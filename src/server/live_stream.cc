@@ -1,0 +1,254 @@
+#include "server/live_stream.h"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <fmt/format.h>
+
+namespace anteroom::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+
+namespace {
+constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stopped reading
+constexpr size_t kMaxClientMessage = 4096;                // clients have nothing big to say
+}  // namespace
+
+void LiveStream::Deliver(std::string message) {
+  if (ended_ || finishing_) return;
+  pending_ = std::move(message);
+  Pump();
+}
+
+void LiveStream::Finish() {
+  if (ended_ || finishing_) return;
+  finishing_ = true;
+  Pump();
+}
+
+void LiveStream::Pump() {
+  if (ended_ || writing_) return;
+  if (pending_) {
+    in_flight_ = std::move(*pending_);
+    pending_.reset();
+  } else if (heartbeat_due_) {
+    heartbeat_due_ = false;
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    in_flight_ = fmt::format(R"({{"type":"heartbeat","time_ms":{}}})", now.count());
+  } else {
+    if (finishing_) CloseTransport(/*graceful=*/true);
+    return;
+  }
+  writing_ = true;
+  write_started_ = std::chrono::steady_clock::now();
+  WriteMessage(in_flight_);
+}
+
+void LiveStream::Written(bool ok) {
+  writing_ = false;
+  if (!ok) return Ended();
+  Pump();
+}
+
+void LiveStream::Ended() {
+  if (ended_) return;
+  ended_ = true;
+  pending_.reset();
+  CloseTransport(/*graceful=*/false);
+  if (auto fn = std::move(on_closed_)) fn();
+}
+
+void LiveStream::StartHeartbeats(net::steady_timer& timer) {
+  timer.expires_after(options_.heartbeat);
+  timer.async_wait([weak = weak_from_this(), &timer](beast::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->ended_) return;
+    if (self->writing_ && std::chrono::steady_clock::now() - self->write_started_ > kWriteTimeout) {
+      return self->Ended();
+    }
+    self->heartbeat_due_ = true;
+    self->Pump();
+    self->StartHeartbeats(timer);
+  });
+}
+
+// ---- WebSocket -----------------------------------------------------------------------------
+
+namespace {
+
+class WebSocketStream final : public LiveStream {
+ public:
+  WebSocketStream(Socket socket, LiveStreamOptions options)
+      : LiveStream(options), ws_(std::move(socket)), timer_(ws_.get_executor()) {
+    websocket::stream_base::timeout timeouts{};
+    timeouts.handshake_timeout = std::chrono::seconds(10);
+    // A peer that answers nothing, not even the pings sent at half this, is gone.
+    timeouts.idle_timeout = std::chrono::seconds(60);
+    timeouts.keep_alive_pings = true;
+    ws_.set_option(timeouts);
+    ws_.read_message_max(kMaxClientMessage);
+    ws_.text(true);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(beast::http::field::server, "anteroom"); }));
+  }
+
+  void Accept(beast::flat_buffer buffer, beast::http::request<beast::http::string_body> request,
+              std::function<void(std::shared_ptr<LiveStream>)> ready) {
+    read_buffer_ = std::move(buffer);  // bytes the client sent after its upgrade request
+    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    auto req = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(request));
+    ws_.async_accept(*req, [self, req, ready = std::move(ready)](beast::error_code ec) {
+      if (ec) return;  // the handshake failed: the socket closes with the stream
+      ready(self);
+      self->StartHeartbeats(self->timer_);
+      self->Read();
+    });
+  }
+
+  Executor executor() override { return ws_.get_executor(); }
+  size_t BufferBytes() const override { return read_buffer_.capacity(); }
+
+ private:
+  // Reading keeps control frames (ping, pong, close) flowing; client messages are ignored.
+  void Read() {
+    read_buffer_.clear();
+    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    ws_.async_read(read_buffer_, [self](beast::error_code ec, size_t) {
+      if (ec) return self->Ended();
+      self->Read();
+    });
+  }
+
+  void WriteMessage(const std::string& message) override {
+    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    ws_.async_write(net::buffer(message),
+                    [self](beast::error_code ec, size_t) { self->Written(!ec); });
+  }
+
+  void CloseTransport(bool graceful) override {
+    timer_.cancel();
+    if (!graceful) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).close(ignored);
+      return;
+    }
+    if (closing_) return;
+    closing_ = true;
+    if (!ws_.is_open()) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).close(ignored);
+      return;
+    }
+    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    ws_.async_close(websocket::close_code::normal, [self](beast::error_code) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(self->ws_).close(ignored);
+    });
+  }
+
+  websocket::stream<Socket> ws_;
+  net::steady_timer timer_;
+  beast::flat_buffer read_buffer_;
+  bool closing_ = false;
+};
+
+// ---- Server-Sent Events --------------------------------------------------------------------
+
+class EventStream final : public LiveStream {
+ public:
+  EventStream(Socket socket, unsigned http_version, LiveStreamOptions options)
+      : LiveStream(options),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        chunked_(http_version >= 11) {}
+
+  void Start(std::function<void(std::shared_ptr<LiveStream>)> ready) {
+    header_ = fmt::format(
+        "HTTP/1.{} 200 OK\r\nServer: anteroom\r\nContent-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache, no-store\r\nX-Accel-Buffering: no\r\n{}\r\n",
+        chunked_ ? 1 : 0, chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
+    header_ += Frame("retry: 1000\n\n");
+    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    net::async_write(socket_, net::buffer(header_),
+                     [self, ready = std::move(ready)](beast::error_code ec, size_t) {
+                       self->header_ = std::string();
+                       if (ec) return self->Ended();
+                       ready(self);
+                       self->StartHeartbeats(self->timer_);
+                       self->Read();
+                     });
+  }
+
+  Executor executor() override { return socket_.get_executor(); }
+  size_t BufferBytes() const override { return out_.capacity(); }
+
+ private:
+  std::string Frame(std::string_view event) const {
+    if (!chunked_) return std::string(event);
+    return fmt::format("{:x}\r\n{}\r\n", event.size(), event);
+  }
+
+  // Clients send nothing on an event stream; a read completes when they hang up.
+  void Read() {
+    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    socket_.async_read_some(net::buffer(scratch_), [self](beast::error_code ec, size_t) {
+      if (ec) return self->Ended();
+      self->Read();
+    });
+  }
+
+  void WriteMessage(const std::string& message) override {
+    out_ = Frame(fmt::format("data: {}\n\n", message));
+    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    net::async_write(socket_, net::buffer(out_),
+                     [self](beast::error_code ec, size_t) { self->Written(!ec); });
+  }
+
+  void CloseTransport(bool graceful) override {
+    timer_.cancel();
+    if (!graceful) return Shut();
+    if (closing_) return;
+    closing_ = true;
+    if (!chunked_ || !socket_.is_open()) return Shut();
+    // The last chunk ends the response cleanly, then the connection.
+    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    static constexpr std::string_view kLast = "0\r\n\r\n";
+    net::async_write(socket_, net::buffer(kLast.data(), kLast.size()),
+                     [self](beast::error_code, size_t) { self->Shut(); });
+  }
+
+  void Shut() {
+    beast::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  Socket socket_;
+  net::steady_timer timer_;
+  bool chunked_;
+  bool closing_ = false;
+  std::string header_;
+  std::string out_;
+  char scratch_[64];
+};
+
+}  // namespace
+
+void LiveStream::AcceptWebSocket(Socket socket, beast::flat_buffer buffer,
+                                 beast::http::request<beast::http::string_body> request,
+                                 LiveStreamOptions options,
+                                 std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  auto stream = std::make_shared<WebSocketStream>(std::move(socket), options);
+  stream->Accept(std::move(buffer), std::move(request), std::move(ready));
+}
+
+void LiveStream::StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
+                                  std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  auto stream = std::make_shared<EventStream>(std::move(socket), http_version, options);
+  stream->Start(std::move(ready));
+}
+
+}  // namespace anteroom::server

@@ -1,0 +1,85 @@
+#pragma once
+// A connection that carries pushed messages to one client: a WebSocket or a Server-Sent Events
+// stream. It lives on its socket's thread; the hub hands it messages from another thread.
+//
+// Coalescing: at most one status message waits behind the one being written; a newer one
+// replaces it, so a slow client gets the latest state, never a backlog. A heartbeat goes out
+// every heartbeat interval. A write stuck longer than kWriteTimeout closes the stream.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/socket.h"
+
+namespace anteroom::server {
+
+struct LiveStreamOptions {
+  std::chrono::milliseconds heartbeat{15'000};
+};
+
+class LiveStream : public std::enable_shared_from_this<LiveStream> {
+ public:
+  using Executor = boost::asio::io_context::executor_type;
+  virtual ~LiveStream() = default;
+
+  // Call on executor() only. Replaces a status message not yet written.
+  void Deliver(std::string message);
+  // Call on executor() only: closes once what is queued was written.
+  void Finish();
+  // Runs once, on executor(), when the connection has ended (either side). Set before the
+  // stream is started; the hub uses it to start the session's drop-out clock or grace.
+  void OnClosed(std::function<void()> fn) { on_closed_ = std::move(fn); }
+  virtual Executor executor() = 0;
+  // Bytes this stream holds beyond its object (buffers), for the memory report.
+  virtual size_t BufferBytes() const = 0;
+  // Something to keep alive exactly as long as the stream (its place in the connection count).
+  void Hold(std::shared_ptr<void> token) { held_ = std::move(token); }
+
+  // A WebSocket: accepts the upgrade `request` (whose bytes after it are in `buffer`), then calls
+  // `ready` with the stream; nothing if the handshake fails.
+  static void AcceptWebSocket(Socket socket, boost::beast::flat_buffer buffer,
+                              boost::beast::http::request<boost::beast::http::string_body> request,
+                              LiveStreamOptions options,
+                              std::function<void(std::shared_ptr<LiveStream>)> ready);
+  // Server-Sent Events: writes the response header, then calls `ready` with the stream.
+  static void StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
+                               std::function<void(std::shared_ptr<LiveStream>)> ready);
+
+ protected:
+  explicit LiveStream(LiveStreamOptions options) : options_(options) {}
+  // Writes one framed message; calls Written() when done (on executor()).
+  virtual void WriteMessage(const std::string& message) = 0;
+  // Graceful: a close frame or the last chunk first. Otherwise the socket just closes (the peer
+  // is gone or stuck).
+  virtual void CloseTransport(bool graceful) = 0;
+  // The transport's completions.
+  void Written(bool ok);
+  void Ended();
+  void StartHeartbeats(boost::asio::steady_timer& timer);
+
+  LiveStreamOptions options_;
+
+ private:
+  void Pump();
+
+  std::optional<std::string> pending_;  // the newest status not yet written
+  bool heartbeat_due_ = false;
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool ended_ = false;
+  std::string in_flight_;
+  std::chrono::steady_clock::time_point write_started_;
+  std::function<void()> on_closed_;
+  std::shared_ptr<void> held_;
+};
+
+}  // namespace anteroom::server

@@ -1,0 +1,13 @@
+#pragma once
+// The server's TCP socket: bound to one io_context's executor, so no operation pays for type
+// erasure. Shared by HTTP connections and the live streams they turn into.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace anteroom::server {
+
+using Socket =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+}  // namespace anteroom::server
