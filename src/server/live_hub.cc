@@ -167,16 +167,18 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
       w.walk = walk;
     }
     // Out of the line since the last walk: admitted or dropped. Present tells which, at once.
-    // Slot holders may have left or been evicted through the API: they are asked too, at most
-    // once a second (there are at most `capacity` of them).
-    int64_t now = clock_.NowMs();
-    bool holders = now >= rw.next_holder_check_ms;
-    if (holders) rw.next_holder_check_ms = now + kHolderCheckMs;
     for (auto& [id, w] : rw.sessions) {
-      bool left_line = w.walk != walk && w.last.status == SessionStatus::kWaiting;
-      if (left_line || (holders && w.last.status != SessionStatus::kWaiting)) {
-        w.check_in_now = true;
-      }
+      if (w.walk != walk && w.last.status == SessionStatus::kWaiting) w.check_in_now = true;
+    }
+    rw.holder_check_due = true;
+  }
+  // Slot holders may have left or been evicted through the API: after a change they are asked
+  // too, at most once a second (there are at most `capacity` of them).
+  if (int64_t now = clock_.NowMs(); rw.holder_check_due && now >= rw.next_holder_check_ms) {
+    rw.holder_check_due = false;
+    rw.next_holder_check_ms = now + kHolderCheckMs;
+    for (auto& [id, w] : rw.sessions) {
+      if (w.last.status != SessionStatus::kWaiting) w.check_in_now = true;
     }
   }
   rw.counts.version = v.version;

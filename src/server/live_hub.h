@@ -93,6 +93,7 @@ class LiveHub {
     int presenting = 0;  // Present calls in flight
     int64_t next_keepalive_ms = 0;
     int64_t next_holder_check_ms = 0;
+    bool holder_check_due = false;  // the line changed since slot holders were last asked
   };
   struct Delivery {
     std::shared_ptr<LiveStream> stream;
