@@ -1,0 +1,268 @@
+// The live channel from a non-browser client, against the real server: WebSocket and
+// Server-Sent Events frames, heartbeats, coalescing, admission with its token, and what closing
+// a stream does to the session (drop-out clock or grace, from the moment of closing).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/api_checks.h"
+#include "support/live_client.h"
+#include "support/server_fixture.h"
+
+namespace anteroom::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+using Kind = LiveClient::Kind;
+
+constexpr milliseconds kWait(3000);  // generous bound for a message on a loaded machine
+
+class LiveHttpTest : public ServerTest, public ::testing::WithParamInterface<Kind> {
+ protected:
+  std::vector<std::string> ServerArgs() const override {
+    return {"--live-heartbeat-ms", "400"};  // default tick: 250 ms, at most 4 messages/s
+  }
+  std::string Target(const std::string& room, const std::string& session = {}) const {
+    std::string t = "/v1/rooms/" + room + (GetParam() == Kind::kWebSocket ? "/ws" : "/events");
+    return session.empty() ? t : t + "?session=" + session;
+  }
+  std::unique_ptr<LiveClient> Open(const std::string& room, const std::string& session = {}) {
+    auto c = std::make_unique<LiveClient>(server().port(), Target(room, session), GetParam());
+    EXPECT_TRUE(c->ok()) << c->error() << " " << c->refused_body();
+    return c;
+  }
+  int64_t Field(const LiveMessage& m, std::string_view key) {
+    return IntField(m.json, key).value_or(-1);
+  }
+  bool RoomIs(const std::string& room, int64_t active, int64_t waiting) {
+    HttpResult r = client().GetRoom(room);
+    return IntField(r.json, "active") == active && IntField(r.json, "waiting") == waiting;
+  }
+};
+
+TEST_P(LiveHttpTest, TheFirstMessageIsTheStatusThenHeartbeats) {
+  MustPut("r", {{"capacity", 1}});
+  ASSERT_TRUE(IsSession(client().Check("r", "a"), "active"));
+  auto b = Open("r", "b");
+  if (GetParam() == Kind::kEvents) {
+    EXPECT_EQ(b->content_type(), "text/event-stream");
+  }
+  auto first = b->Next(kWait);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->type(), "status");
+  EXPECT_EQ(StrField(first->json, "session"), "b");
+  EXPECT_EQ(StatusOf(*first), "waiting");
+  EXPECT_EQ(PositionOf(*first), 1);
+  EXPECT_EQ(Field(*first, "waiting"), 1);
+  EXPECT_EQ(Field(*first, "active"), 1);
+  EXPECT_EQ(Field(*first, "capacity"), 1);
+  // Every field of a check answer is there.
+  for (const char* key : {"eta_ms", "token", "position"}) {
+    EXPECT_TRUE(first->json.as_object().contains(key)) << key;
+  }
+  auto beat = b->NextOf("heartbeat", kWait);
+  ASSERT_TRUE(beat);
+  EXPECT_GT(Field(*beat, "time_ms"), 1'600'000'000'000);
+  auto second = b->NextOf("heartbeat", kWait);
+  ASSERT_TRUE(second);
+  auto gap = std::chrono::duration_cast<milliseconds>(second->at - beat->at).count();
+  EXPECT_GE(gap, 250) << "one heartbeat per interval (400 ms)";
+}
+
+TEST_P(LiveHttpTest, WithoutASessionANewOneJoinsAndItsIdComesFirst) {
+  MustPut("r", {{"capacity", 1}});
+  auto a = Open("r");
+  auto first = a->Next(kWait);
+  ASSERT_TRUE(first);
+  auto id = StrField(first->json, "session");
+  ASSERT_TRUE(id && id->size() >= 16) << "an unguessable id";
+  EXPECT_EQ(StatusOf(*first), "active");
+  EXPECT_TRUE(StrField(first->json, "token")) << "admitted at once: the token is in the message";
+  EXPECT_TRUE(RoomIs("r", 1, 0));
+}
+
+TEST_P(LiveHttpTest, PositionsFollowTheLineAndTheTokenArrivesOnAdmission) {
+  MustPut("r", {{"capacity", 1}});
+  ASSERT_TRUE(IsSession(client().Check("r", "a"), "active"));
+  auto b = Open("r", "b");
+  auto c = Open("r", "c");
+  auto d = Open("r", "d");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
+  ASSERT_EQ(PositionOf(*c->Next(kWait)), 2);
+  ASSERT_EQ(PositionOf(*d->Next(kWait)), 3);
+
+  auto left = SteadyClock::now();
+  ASSERT_TRUE(IsSession(client().Leave("r", "a", true), "gone"));
+  auto admitted =
+      b->NextStatus([](const auto& j) { return StrField(j, "status") == "active"; }, kWait);
+  ASSERT_TRUE(admitted) << "b is admitted and told so";
+  EXPECT_LT(admitted->at - left, milliseconds(2000));
+  auto token = StrField(admitted->json, "token");
+  ASSERT_TRUE(token);
+  HttpResult v = client().VerifyToken(*token);
+  EXPECT_EQ(BoolField(v.json, "valid"), true) << v.body;
+  auto c1 = c->NextStatus([](const auto& j) { return IntField(j, "position") == 1; }, kWait);
+  ASSERT_TRUE(c1);
+  EXPECT_EQ(Field(*c1, "waiting"), 2);
+  ASSERT_TRUE(d->NextStatus([](const auto& j) { return IntField(j, "position") == 2; }, kWait));
+  // b holds the slot through its stream: nobody else gets in.
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_TRUE(RoomIs("r", 1, 2));
+}
+
+TEST_P(LiveHttpTest, AnOpenStreamKeepsAWaitingSessionAndClosingStartsItsDropOutClock) {
+  MustPut("r", {{"capacity", 1}, {"checkin_timeout_ms", 800}, {"grace_ms", 100}});
+  auto a = Open("r", "a");  // holds the slot the same way
+  ASSERT_EQ(StatusOf(*a->Next(kWait)), "active");
+  auto b = Open("r", "b");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
+  std::this_thread::sleep_for(milliseconds(2500));  // three check-in timeouts
+  ASSERT_TRUE(RoomIs("r", 1, 1)) << client().GetRoom("r").body;
+
+  b->Close();
+  auto closed_at = SteadyClock::now();
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_TRUE(RoomIs("r", 1, 1)) << "the clock starts when the stream closes";
+  ASSERT_TRUE(WaitFor([&] { return RoomIs("r", 1, 0); }, milliseconds(3000)));
+  EXPECT_GE(SteadyClock::now() - closed_at, milliseconds(700));
+  HttpResult room = client().GetRoom("r");
+  EXPECT_EQ(IntField(room.json, "dropped_total"), 1) << room.body;
+}
+
+TEST_P(LiveHttpTest, ClosingAnAdmittedStreamStartsGraceAndThenTheSlotMovesOn) {
+  MustPut("r", {{"capacity", 1}, {"checkin_timeout_ms", 5000}, {"grace_ms", 800}});
+  auto a = Open("r", "a");
+  ASSERT_EQ(StatusOf(*a->Next(kWait)), "active");
+  auto b = Open("r", "b");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
+  a->Close();
+  auto closed_at = SteadyClock::now();
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_TRUE(RoomIs("r", 1, 1)) << "a keeps its slot through grace";
+  auto admitted =
+      b->NextStatus([](const auto& j) { return StrField(j, "status") == "active"; }, kWait);
+  ASSERT_TRUE(admitted);
+  EXPECT_GE(admitted->at - closed_at, milliseconds(700)) << "not before grace ended";
+  EXPECT_LT(admitted->at - closed_at, milliseconds(800 + 2000));
+}
+
+TEST_P(LiveHttpTest, ReopeningWithinGraceKeepsTheSlot) {
+  MustPut("r", {{"capacity", 1}, {"checkin_timeout_ms", 5000}, {"grace_ms", 1000}});
+  auto a = Open("r", "a");
+  auto first = a->Next(kWait);
+  ASSERT_EQ(StatusOf(*first), "active");
+  auto b = Open("r", "b");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
+  a->Close();
+  std::this_thread::sleep_for(milliseconds(300));  // a page reload
+  auto again = Open("r", "a");
+  auto back = again->Next(kWait);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(StatusOf(*back), "active");
+  EXPECT_EQ(StrField(back->json, "session"), "a");
+  std::this_thread::sleep_for(milliseconds(1500));  // past the old grace
+  EXPECT_TRUE(RoomIs("r", 1, 1));
+  HttpResult bs = client().Check("r", "b");
+  EXPECT_TRUE(IsSession(bs, "waiting")) << bs.body;
+}
+
+TEST_P(LiveHttpTest, ChangesAreCoalescedToAtMostFourMessagesASecond) {
+  MustPut("r", {{"capacity", 1}});
+  ASSERT_TRUE(IsSession(client().Check("r", "a"), "active"));
+  auto b = Open("r", "b");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
+  // 60 arrivals within about a second: the waiting count changes 60 times.
+  auto start = SteadyClock::now();
+  std::thread arrivals([&] {
+    Client other(server().url());
+    for (int i = 0; i < 60; ++i) {
+      other.Check("r", "x" + std::to_string(i));
+      std::this_thread::sleep_for(milliseconds(16));
+    }
+  });
+  std::vector<LiveMessage> seen;
+  while (SteadyClock::now() - start < milliseconds(2500)) {
+    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
+  }
+  arrivals.join();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(Field(seen.back(), "waiting"), 61) << "the last message is exact";
+  // In any window of 1 s, at most 4 messages (+1 for a window's edge at tick boundaries).
+  for (size_t i = 0; i < seen.size(); ++i) {
+    size_t in_window = 0;
+    for (size_t j = i; j < seen.size() && seen[j].at - seen[i].at < milliseconds(1000); ++j) {
+      ++in_window;
+    }
+    EXPECT_LE(in_window, 5u) << "messages " << i << ".." << i + in_window;
+  }
+  EXPECT_LT(seen.size(), 15u);
+}
+
+TEST_P(LiveHttpTest, AnEvictedSessionIsToldItIsGoneAndTheStreamCloses) {
+  MustPut("r", {{"capacity", 1}});
+  auto a = Open("r", "a");
+  ASSERT_EQ(StatusOf(*a->Next(kWait)), "active");
+  ASSERT_TRUE(client().EndSession("r", "a").ok());
+  auto gone = a->NextStatus([](const auto& j) { return StrField(j, "status") == "gone"; }, kWait);
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(a->Next(kWait)) << "nothing after gone";
+  EXPECT_TRUE(a->closed_by_server());
+}
+
+TEST_P(LiveHttpTest, DeletingTheRoomEndsEveryStream) {
+  MustPut("r", {{"capacity", 1}});
+  auto a = Open("r", "a");
+  auto b = Open("r", "b");
+  ASSERT_TRUE(a->Next(kWait));
+  ASSERT_TRUE(b->Next(kWait));
+  ASSERT_TRUE(client().DeleteRoom("r").ok());
+  for (auto* c : {a.get(), b.get()}) {
+    ASSERT_TRUE(
+        c->NextStatus([](const auto& j) { return StrField(j, "status") == "gone"; }, kWait));
+    EXPECT_FALSE(c->Next(kWait));
+    EXPECT_TRUE(c->closed_by_server());
+  }
+}
+
+TEST_P(LiveHttpTest, BadRequestsGetJsonErrorsAndChangeNothing) {
+  MustPut("r", {{"capacity", 1}});
+  LiveClient unknown(server().port(), Target("nope", "a"), GetParam());
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.refused_status(), 404);
+  EXPECT_NE(unknown.refused_body().find("unknown_room"), std::string::npos)
+      << unknown.refused_body();
+  LiveClient bad(server().port(), Target("r", "no%20spaces"), GetParam());
+  EXPECT_EQ(bad.refused_status(), 400);
+  EXPECT_NE(bad.refused_body().find("invalid_argument"), std::string::npos);
+  EXPECT_TRUE(RoomIs("r", 0, 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, LiveHttpTest,
+                         ::testing::Values(Kind::kWebSocket, Kind::kEvents), [](const auto& info) {
+                           return info.param == Kind::kWebSocket ? "websocket" : "events";
+                         });
+
+using LiveRoutesTest = ServerTest;
+
+TEST_F(LiveRoutesTest, TheWebSocketRouteWantsAnUpgrade) {
+  MustPut("r", {{"capacity", 1}});
+  std::string answer = RawExchange(server().port(), RawRequest("GET", "/v1/rooms/r/ws"));
+  EXPECT_EQ(RawStatus(answer), 426) << answer;
+  EXPECT_EQ(RawHeader(answer, "Upgrade"), "websocket");
+  EXPECT_NE(RawBody(answer).find("upgrade_required"), std::string::npos);
+  RawConnection conn(server().port());
+  ASSERT_TRUE(conn.Send(RawRequest("POST", "/v1/rooms/r/events", "{}")));
+  std::string post = conn.ReadResponse();
+  EXPECT_EQ(RawStatus(post), 405) << post;
+  HttpResult room = client().GetRoom("r");
+  EXPECT_EQ(IntField(room.json, "waiting"), 0);
+  EXPECT_EQ(IntField(room.json, "active"), 0) << "a refused stream joins nobody";
+}
+
+}  // namespace
+}  // namespace anteroom::testing
