@@ -11,6 +11,7 @@
 
 #include "support/api_checks.h"
 #include "support/live_client.h"
+#include "support/redis_process.h"
 #include "support/server_fixture.h"
 
 namespace anteroom::testing {
@@ -262,6 +263,46 @@ TEST_F(LiveRoutesTest, TheWebSocketRouteWantsAnUpgrade) {
   HttpResult room = client().GetRoom("r");
   EXPECT_EQ(IntField(room.json, "waiting"), 0);
   EXPECT_EQ(IntField(room.json, "active"), 0) << "a refused stream joins nobody";
+}
+
+// Two processes on one Redis: streams on one, changes made through the other. The hub reads the
+// line from Redis each tick, so every process's clients see every change.
+TEST(LiveRedisTest, StreamsOnOneProcessFollowChangesMadeThroughAnother) {
+  if (!RedisAvailable()) GTEST_SKIP() << kRedisServerPath << " is not installed";
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  EnvVars env{{"ANTEROOM_TOKEN_SECRET", kTokenSecret}};
+  ServerProcess one({"--store", redis.url()}, env);
+  ServerProcess two({"--store", redis.url()}, env);
+  ASSERT_TRUE(one.started()) << one.error();
+  ASSERT_TRUE(two.started()) << two.error();
+  Client via_two(two.url());
+  ASSERT_EQ(via_two.PutRoom("r", {{"capacity", 1}, {"grace_ms", 500}}).status, 200);
+  ASSERT_TRUE(IsSession(via_two.Check("r", "a"), "active"));
+
+  LiveClient b(one.port(), "/v1/rooms/r/ws?session=b", Kind::kWebSocket);
+  LiveClient c(one.port(), "/v1/rooms/r/events?session=c", Kind::kEvents);
+  ASSERT_TRUE(b.ok()) << b.error();
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_EQ(PositionOf(*b.Next(kWait)), 1);
+  ASSERT_EQ(PositionOf(*c.Next(kWait)), 2);
+
+  ASSERT_TRUE(IsSession(via_two.Leave("r", "a", true), "gone"));
+  auto admitted =
+      b.NextStatus([](const auto& j) { return StrField(j, "status") == "active"; }, kWait);
+  ASSERT_TRUE(admitted);
+  HttpResult v = via_two.VerifyToken(*StrField(admitted->json, "token"));
+  EXPECT_EQ(BoolField(v.json, "valid"), true) << v.body;
+  ASSERT_TRUE(c.NextStatus([](const auto& j) { return IntField(j, "position") == 1; }, kWait));
+
+  // b's stream keeps it present; closing it starts grace, after which c is admitted.
+  std::this_thread::sleep_for(milliseconds(800));
+  EXPECT_EQ(IntField(via_two.GetRoom("r").json, "active"), 1);
+  b.Close();
+  ASSERT_TRUE(c.NextStatus([](const auto& j) { return StrField(j, "status") == "active"; },
+                           milliseconds(4000)));
+  EXPECT_TRUE(one.Alive());
+  EXPECT_TRUE(two.Alive());
 }
 
 }  // namespace
