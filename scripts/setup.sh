@@ -9,18 +9,33 @@ PACKAGES=(
   libssl-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
+  chromium fonts-dejavu-core
 )
+# Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
+# (e.g. NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The browser tests' npm packages (playwright-core, pinned by package-lock.json), installed
+# again only when the lock file changed. Playwright drives Debian's chromium: it downloads no
+# browser of its own.
+BROWSER_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+if [ -f "$BROWSER_DIR/package-lock.json" ] &&
+   ! cmp -s "$BROWSER_DIR/package-lock.json" "$BROWSER_DIR/node_modules/.installed-lock.json"; then
+  echo "setup: npm ci in tests/browser"
+  (cd "$BROWSER_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-lock.json)
+fi

@@ -87,6 +87,19 @@ std::string Show(const std::vector<core::DeadJob>& v) {
   }
   return s;
 }
+std::string Show(const std::vector<core::SessionView>& v) {
+  std::string s;
+  for (const auto& view : v) s += "[" + Show(view) + "] ";
+  return s;
+}
+// Versions start from each backend's own origin: only the line and the counts are compared.
+std::string Show(const core::LineView& v) {
+  std::string s = fmt::format("active={} waiting={} cap={} freed={} apm={} cto={} line=", v.active,
+                              v.waiting, v.capacity, v.freed_last_minute,
+                              v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms);
+  for (size_t i = 0; i < v.line.size(); ++i) s += std::string(v.line[i]) + ",";
+  return s;
+}
 std::string Show(bool b) { return b ? "true" : "false"; }
 std::string Show(size_t n) { return std::to_string(n); }
 std::string Show(Done) { return "done"; }
@@ -149,7 +162,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(22);
+      int op = pick(24);
       std::string r = room(), s = session(), q = queue(), w = worker();
       switch (op) {
         case 0:
@@ -162,6 +175,19 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 3:
           (void)same("touch", [&](Backend& b) {
             return Wait<core::SessionView>([&](auto done) { b.Touch(r, s, done); });
+          });
+          break;
+        case 22: {
+          std::vector<std::string> present{s, session(), session()};
+          (void)same("present", [&](Backend& b) {
+            return Wait<std::vector<core::SessionView>>(
+                [&](auto done) { b.Present(r, present, done); });
+          });
+          break;
+        }
+        case 23:
+          (void)same("line", [&](Backend& b) {
+            return Wait<core::LineView>([&](auto done) { b.ReadLine(r, 0, done); });
           });
           break;
         case 4: {

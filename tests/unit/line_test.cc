@@ -7,6 +7,38 @@
 namespace anteroom::core {
 namespace {
 
+// ForEach is the live channel's one ordered sweep: everyone in line order, nothing else.
+TEST(LineTest, ForEachVisitsTheLineInOrderAcrossHolesAndCompaction) {
+  std::vector<Line::Ticket> tickets(5'000);
+  Line line([&](Line::Member m, Line::Ticket t) { tickets[m] = t; });
+  std::vector<uint32_t> want;
+  auto visited = [&] {
+    std::vector<uint32_t> got;
+    line.ForEach([&](Line::Member m) {
+      got.push_back(m);
+      EXPECT_EQ(line.Position(tickets[m]), static_cast<int64_t>(got.size()));
+    });
+    return got;
+  };
+  EXPECT_TRUE(visited().empty());
+  for (uint32_t m = 0; m < 5'000; ++m) {
+    tickets[m] = line.PushBack(m);
+    want.push_back(m);
+    if (m % 3 == 0) {  // holes, and a head that moves
+      line.Remove(tickets[want.front()]);
+      want.erase(want.begin());
+    }
+  }
+  EXPECT_EQ(visited(), want);
+  for (size_t i = want.size(); i-- > 0;) {
+    if (i % 7 == 0) {
+      line.Remove(tickets[want[i]]);
+      want.erase(want.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  EXPECT_EQ(visited(), want);
+}
+
 TEST(LineTest, PositionsAreExactAfterRemovalsAndCompaction) {
   std::vector<Line::Ticket> tickets(10'000);
   Line line([&](Line::Member m, Line::Ticket t) { tickets[m] = t; });

@@ -78,8 +78,10 @@ class Walk {
         PutRoom();
       } else if (op < 30) {
         backend_.Check(Pick("r", kRooms), Pick("s", 16), [](auto) {});
-      } else if (op < 34) {
+      } else if (op < 32) {
         backend_.Touch(Pick("r", kRooms), Pick("s", 16), [](auto) {});
+      } else if (op < 34) {
+        backend_.Present(Pick("r", kRooms), {Pick("s", 16), Pick("s", 16)}, [](auto) {});
       } else if (op < 38) {
         backend_.Leave(Pick("r", kRooms), Pick("s", 16), Chance(30), [](auto) {});
       } else if (op < 40) {
