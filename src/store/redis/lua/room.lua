@@ -8,7 +8,7 @@
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
--- unless the rate cap forbids it; the line is admitted in arrival order.
+-- unless the room is paused or the rate cap forbids it; the line is admitted in arrival order.
 
 local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
@@ -26,13 +26,19 @@ local function key(when, kind) return when * 2 + kind end
 
 -- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
 local R = {}
+-- New fields go at the end, with a default for state written before they existed (below).
+-- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
-                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw'}
+                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'paused', 'url'}
+local DEFAULTS = {paused = 0, url = ''}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
   local t = cmsgpack.unpack(v)
-  for i, f in ipairs(FIELDS) do R[f] = t[i] end
+  for i, f in ipairs(FIELDS) do
+    R[f] = t[i]
+    if R[f] == nil then R[f] = DEFAULTS[f] end
+  end
   return true
 end
 local function save()
@@ -147,6 +153,7 @@ local function admit(id, now)
   set_deadline(x)
 end
 local function fill(now)
+  if R.paused == 1 then return end  -- freed slots stay free until an admin resumes
   while R.holders < R.cap do
     if R.apm >= 0 and win_count(R.aw, now) >= R.apm then return end
     local first = redis.call('ZRANGE', L, 0, 0)[1]
@@ -155,7 +162,9 @@ local function fill(now)
   end
 end
 local function rate_open_key(now)
-  if R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then return NEVER end
+  if R.paused == 1 or R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then
+    return NEVER
+  end
   return key(win_next_below(R.aw, now, R.apm), KIND_OTHER)
 end
 
@@ -237,6 +246,7 @@ end
 
 -- ---- answers --------------------------------------------------------------------------------
 local function eta(position, now)
+  if R.paused == 1 then return -1 end
   local freed = win_count(R.fw, now)
   if freed == 0 then return -1 end
   local e = math.ceil(position * 60000 / freed)
@@ -256,7 +266,7 @@ local function view(x)
 end
 local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
-          R.released}
+          R.released, R.paused, R.url}
 end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
@@ -269,17 +279,21 @@ local now = now_ms()
 
 if op == 'put' then
   -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
-  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8]}
+  -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
+  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
+                 paused = ARGV[9]}
+  local url = ARGV[10] or ''
   local exists = load()
   if not exists then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
          adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = ''}
+         aw = '', fw = '', paused = 0, url = ''}
   else
     advance(now)
   end
   for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+  if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
   if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
     local all = redis.call('HGETALL', S)
     for i = 1, #all, 2 do set_deadline(get(all[i])) end
