@@ -18,6 +18,10 @@ struct RoomFlags {
   std::optional<int64_t> capacity, grace_ms, checkin_timeout_ms, idle_timeout_ms, admit_per_minute;
   bool no_idle_timeout = false;
   bool no_rate_cap = false;
+  bool pause = false;
+  bool resume = false;
+  std::optional<std::string> target_url;
+  bool no_target_url = false;
   std::string session;
 };
 
@@ -44,6 +48,11 @@ void AddRoomCommands(CLI::App& app, ClientFlags& flags) {
   create->add_flag("--no-idle-timeout", f->no_idle_timeout, "Never treat active sessions as idle");
   create->add_option("--admit-per-minute", f->admit_per_minute, "Cap on admissions per minute");
   create->add_flag("--no-rate-cap", f->no_rate_cap, "Remove the admission-rate cap");
+  auto* pause = create->add_flag("--pause", f->pause, "Admit nobody from the line until resumed");
+  create->add_flag("--resume", f->resume, "Admit from the line again")->excludes(pause);
+  auto* target = create->add_option("--target-url", f->target_url,
+                                    "Where the waiting page sends admitted people");
+  create->add_flag("--no-target-url", f->no_target_url, "Clear the target URL")->excludes(target);
   add_client_flags(create);
   create->callback([f, &flags] {
     boost::json::object body;
@@ -54,6 +63,10 @@ void AddRoomCommands(CLI::App& app, ClientFlags& flags) {
     if (f->no_idle_timeout) body["idle_timeout_ms"] = nullptr;
     if (f->admit_per_minute) body["admit_per_minute"] = *f->admit_per_minute;
     if (f->no_rate_cap) body["admit_per_minute"] = nullptr;
+    if (f->pause) body["paused"] = true;
+    if (f->resume) body["paused"] = false;
+    if (f->target_url) body["target_url"] = *f->target_url;
+    if (f->no_target_url) body["target_url"] = nullptr;
     Client client(flags.server, flags.admin_key);
     Finish(client.PutRoom(f->room, body));
   });

@@ -18,6 +18,8 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (checkin_timeout_ms) config.checkin_timeout_ms = *checkin_timeout_ms;
   if (idle_timeout_ms) config.idle_timeout_ms = *idle_timeout_ms;
   if (admit_per_minute) config.admit_per_minute = *admit_per_minute;
+  if (paused) config.paused = *paused;
+  if (target_url) config.target_url = *target_url;
 }
 
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
@@ -83,11 +85,15 @@ uint64_t Room::DueKey(const Session& s) const {
 }
 
 uint64_t Room::RateOpenKey(int64_t now) const {
-  if (!config_.admit_per_minute || line_.empty() || holders_ >= config_.capacity) return kNever;
+  if (config_.paused || !config_.admit_per_minute || line_.empty() ||
+      holders_ >= config_.capacity) {
+    return kNever;
+  }
   return Key(admitted_window_.NextBelow(now, *config_.admit_per_minute), kKindOther);
 }
 
 std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
+  if (config_.paused) return std::nullopt;  // nobody moves until an admin resumes
   return EtaMs(position, freed_window_.Count(now), config_.admit_per_minute);
 }
 
@@ -213,6 +219,7 @@ void Room::ForgetOldRevocations(int64_t now) {
 }
 
 void Room::Fill(int64_t now) {
+  if (config_.paused) return;  // freed slots stay free; resuming (Reconfigure) fills them
   while (!line_.empty() && holders_ < config_.capacity) {
     if (config_.admit_per_minute && admitted_window_.Count(now) >= *config_.admit_per_minute) {
       return;  // the rate cap holds the slot free; RateOpenKey schedules the next try
@@ -333,6 +340,7 @@ LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
   v.capacity = config_.capacity;
   v.freed_last_minute = freed_window_.Count(now_);
   v.admit_per_minute = config_.admit_per_minute;
+  v.paused = config_.paused;
   v.checkin_timeout_ms = config_.checkin_timeout_ms;
   v.idle_timeout_ms = config_.idle_timeout_ms;
   v.changed = version_ != since;

@@ -5,7 +5,10 @@
 //  - holders (active + grace) <= capacity, except after capacity was lowered: then nobody is
 //    admitted until holders < capacity.
 //  - Work-conserving: after every call, nobody waits while holders < capacity, unless the
-//    admission-rate cap forbids an admission right now.
+//    room is paused or the admission-rate cap forbids an admission right now.
+//  - Paused: nobody is admitted from the line (new arrivals join it, holders may leave and
+//    their slots stay free, deadlines run as usual) and waiting sessions have no ETA.
+//    Resuming admits at once, in line order, as far as capacity and the rate cap allow.
 //  - First come, first served: the line is admitted in arrival order.
 //  - Every deadline is processed at its own time, in (time, kind) order, whenever the room is
 //    next touched or Advance() is called, so the outcome does not depend on when a timer fires.

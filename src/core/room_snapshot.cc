@@ -7,7 +7,11 @@
 namespace anteroom::core {
 
 namespace {
-constexpr uint32_t kRoomFormat = 1;
+// The layout's version, written first. Restore reads every version listed here, so a data
+// directory written by an older anteroom still opens:
+//   1: the layout below without `paused` and `target_url` (they read as not paused, unset).
+//   2: adds, after admit_per_minute: u8 paused | u8 has target_url | [str target_url].
+constexpr uint32_t kRoomFormat = 2;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -28,6 +32,9 @@ void Room::Save(ByteWriter& out) const {
   out.Put(config_.checkin_timeout_ms);
   SaveOptional(out, config_.idle_timeout_ms);
   SaveOptional(out, config_.admit_per_minute);
+  out.PutBool(config_.paused);
+  out.PutBool(config_.target_url.has_value());
+  if (config_.target_url) out.PutString(*config_.target_url);
   out.Put(revocation_ttl_ms_);
   out.Put(now_);
 
@@ -85,13 +92,20 @@ void Room::Save(ByteWriter& out) const {
 }
 
 bool Room::Restore(ByteReader& in) {
-  if (in.Get<uint32_t>() != kRoomFormat) return false;
+  uint32_t format = in.Get<uint32_t>();
+  if (format < 1 || format > kRoomFormat) return false;
   Room& r = *this;
   r.config_.capacity = in.Get<int64_t>();
   r.config_.grace_ms = in.Get<int64_t>();
   r.config_.checkin_timeout_ms = in.Get<int64_t>();
   r.config_.idle_timeout_ms = LoadOptional(in);
   r.config_.admit_per_minute = LoadOptional(in);
+  r.config_.paused = false;
+  r.config_.target_url.reset();
+  if (format >= 2) {
+    r.config_.paused = in.GetBool();
+    if (in.GetBool()) r.config_.target_url = in.GetString();
+  }
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
   if (in.failed()) return false;

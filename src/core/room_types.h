@@ -2,6 +2,7 @@
 // Values that cross the engine interface for rooms: configuration, a session's view, a room's
 // stats. Plain data, shared by every backend and the HTTP layer.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@ namespace anteroom::core {
 inline constexpr int64_t kMaxCapacity = 1'000'000'000;
 inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
 inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
+inline constexpr size_t kMaxTargetUrlBytes = 2048;
 
 struct RoomConfig {
   int64_t capacity = 1;
@@ -21,6 +23,10 @@ struct RoomConfig {
   int64_t checkin_timeout_ms = 30'000;
   std::optional<int64_t> idle_timeout_ms = 300'000;  // nullopt: never idle out
   std::optional<int64_t> admit_per_minute;           // nullopt: no rate cap
+  bool paused = false;  // nobody is admitted from the line; holders keep their slots
+  // Where the default waiting page sends admitted people (validated by the HTTP layer: an
+  // absolute http(s) URL or a path starting with "/"). Plain data: the rules never read it.
+  std::optional<std::string> target_url;
 };
 
 // The fields a PUT names; the rest keep their value. Creating a room requires capacity.
@@ -30,6 +36,8 @@ struct RoomPatch {
   std::optional<int64_t> checkin_timeout_ms;
   std::optional<std::optional<int64_t>> idle_timeout_ms;
   std::optional<std::optional<int64_t>> admit_per_minute;
+  std::optional<bool> paused;
+  std::optional<std::optional<std::string>> target_url;  // inner nullopt: clear it
 
   void ApplyTo(RoomConfig& config) const;
 };
@@ -95,6 +103,7 @@ struct LineView {
   int64_t capacity = 0;
   int64_t freed_last_minute = 0;  // the ETA basis (EtaMs)
   std::optional<int64_t> admit_per_minute;
+  bool paused = false;             // no ETA while admissions are paused
   int64_t checkin_timeout_ms = 0;  // how often connected sessions must be kept present
   std::optional<int64_t> idle_timeout_ms;
   IdList line;  // everyone waiting, first in line first

@@ -15,7 +15,7 @@ using core::SessionView;
 namespace {
 constexpr int64_t kMaxKeepaliveMs = 10'000;
 constexpr int64_t kHolderCheckMs = 1'000;
-}
+}  // namespace
 
 LiveHub::LiveHub(store::Backend& backend, const core::TokenSigner& signer, const Clock& clock,
                  net::io_context& home, LiveHubOptions options)
@@ -153,7 +153,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   const core::LineView& c = rw.counts;
   bool counts_changed = !rw.have_counts || v.active != c.active || v.waiting != c.waiting ||
                         v.capacity != c.capacity || v.freed_last_minute != c.freed_last_minute ||
-                        v.admit_per_minute != c.admit_per_minute;
+                        v.admit_per_minute != c.admit_per_minute || v.paused != c.paused;
   if (v.changed) {
     // One ordered sweep: each connected session's position is its place in this walk.
     rw.version = v.version;
@@ -187,6 +187,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.counts.capacity = v.capacity;
   rw.counts.freed_last_minute = v.freed_last_minute;
   rw.counts.admit_per_minute = v.admit_per_minute;
+  rw.counts.paused = v.paused;
   rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
   rw.counts.idle_timeout_ms = v.idle_timeout_ms;
   rw.have_counts = true;
@@ -259,7 +260,9 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   v.active = rw.counts.active;
   v.capacity = rw.counts.capacity;
   if (v.status == SessionStatus::kWaiting) {
-    v.eta_ms = core::EtaMs(v.position, rw.counts.freed_last_minute, rw.counts.admit_per_minute);
+    v.eta_ms = rw.counts.paused ? std::nullopt
+                                : core::EtaMs(v.position, rw.counts.freed_last_minute,
+                                              rw.counts.admit_per_minute);
   }
   return v;
 }

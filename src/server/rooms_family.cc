@@ -10,6 +10,7 @@
 #include "server/families.h"
 #include "server/json_body.h"
 #include "server/session_json.h"
+#include "server/target_url.h"
 
 namespace anteroom::server {
 
@@ -34,8 +35,12 @@ json::object RoomJson(const RoomInfo& info) {
       {"checkin_timeout_ms", info.config.checkin_timeout_ms},
       {"idle_timeout_ms", Nullable(info.config.idle_timeout_ms)},
       {"admit_per_minute", Nullable(info.config.admit_per_minute)},
+      {"paused", info.config.paused},
+      {"target_url",
+       info.config.target_url ? json::value(*info.config.target_url) : json::value(nullptr)},
       {"admitted_total", info.counters.admitted_total},
       {"dropped_total", info.counters.dropped_total},
+      {"released_total", info.counters.released_total},
   };
 }
 
@@ -83,11 +88,25 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   if (!idle.ok()) return {idle.status(), idle.message()};
   auto rate = ReadNullableInt(body, "admit_per_minute", 1, core::kMaxAdmitPerMinute);
   if (!rate.ok()) return {rate.status(), rate.message()};
+  auto paused = ReadBool(body, "paused");
+  if (!paused.ok()) return {paused.status(), paused.message()};
+  if (const json::value* url = body.if_contains("target_url")) {
+    if (url->is_null()) {
+      patch.target_url.emplace();  // null clears it
+    } else if (!url->is_string()) {
+      return {OpStatus::kInvalidArgument, "'target_url' must be a string or null"};
+    } else {
+      auto checked = CheckTargetUrl(url->as_string());
+      if (!checked.ok()) return {checked.status(), checked.message()};
+      patch.target_url = std::optional<std::string>(std::string(url->as_string()));
+    }
+  }
   patch.capacity = *capacity;
   patch.grace_ms = *grace;
   patch.checkin_timeout_ms = *checkin;
   patch.idle_timeout_ms = *idle;
   patch.admit_per_minute = *rate;
+  patch.paused = *paused;
   return patch;
 }
 

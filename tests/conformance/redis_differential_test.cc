@@ -42,10 +42,13 @@ std::string Show(const core::SessionView& v) {
                      v.eta_ms ? *v.eta_ms : -1, v.admission);
 }
 std::string Show(const core::RoomInfo& i) {
-  return fmt::format("{} cap={} grace={} cto={} active={} waiting={} adm={} drop={} rel={}", i.room,
-                     i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms, i.active,
-                     i.waiting, i.counters.admitted_total, i.counters.dropped_total,
-                     i.counters.released_total);
+  return fmt::format(
+      "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} active={} waiting={} adm={} "
+      "drop={} rel={}",
+      i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
+      i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
+      i.config.paused, i.config.target_url.value_or("(none)"), i.active, i.waiting,
+      i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total);
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -94,9 +97,10 @@ std::string Show(const std::vector<core::SessionView>& v) {
 }
 // Versions start from each backend's own origin: only the line and the counts are compared.
 std::string Show(const core::LineView& v) {
-  std::string s = fmt::format("active={} waiting={} cap={} freed={} apm={} cto={} line=", v.active,
-                              v.waiting, v.capacity, v.freed_last_minute,
-                              v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms);
+  std::string s =
+      fmt::format("active={} waiting={} cap={} freed={} apm={} cto={} paused={} line=", v.active,
+                  v.waiting, v.capacity, v.freed_last_minute,
+                  v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms, v.paused);
   for (size_t i = 0; i < v.line.size(); ++i) s += std::string(v.line[i]) + ",";
   return s;
 }
@@ -162,7 +166,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(24);
+      int op = pick(25);
       std::string r = room(), s = session(), q = queue(), w = worker();
       switch (op) {
         case 0:
@@ -324,6 +328,19 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             return Wait<core::RoomInfo>([&](auto done) { b.GetRoom(r, done); });
           });
           break;
+        case 20: {
+          // Pause (less often than resume, so the rooms mostly admit), maybe with a target URL.
+          core::RoomPatch p;
+          p.paused = pick(5) < 2;
+          if (pick(3) == 0) {
+            p.target_url.emplace();
+            if (pick(2)) *p.target_url = "/in/" + std::to_string(pick(10));
+          }
+          (void)same(*p.paused ? "pause" : "resume", [&](Backend& b) {
+            return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
+          });
+          break;
+        }
         default: {
           // Whole 100 ms steps, as every duration above: deadlines are often hit exactly.
           int64_t ms = pick(4) == 0 ? 2500 : 100 * pick(8);

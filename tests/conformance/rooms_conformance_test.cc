@@ -111,6 +111,8 @@ TEST_P(RoomsConformanceTest, CreateAppliesDefaultsAndAnswersTheRoom) {
   EXPECT_EQ(created->config.checkin_timeout_ms, 30'000);
   EXPECT_EQ(created->config.idle_timeout_ms, std::optional<int64_t>(300'000));
   EXPECT_EQ(created->config.admit_per_minute, std::nullopt);
+  EXPECT_FALSE(created->config.paused);
+  EXPECT_EQ(created->config.target_url, std::nullopt);
   EXPECT_EQ(created->active, 0);
   EXPECT_EQ(created->waiting, 0);
   auto got = Get("shop");
@@ -483,6 +485,118 @@ TEST_P(RoomsConformanceTest, RateCapOpensWithTheWindow) {
   ExpectCounts("r", 2, 1);
   EXPECT_EQ(StatusOf("r", "b"), SessionStatus::kActive);
   EXPECT_EQ(PositionOf("r", "c"), 1);
+}
+
+// ---- pause and target URL ------------------------------------------------------------------
+
+RoomPatch Paused(bool paused) {
+  RoomPatch p;
+  p.paused = paused;
+  return p;
+}
+
+TEST_P(RoomsConformanceTest, PauseHoldsTheLineAndResumeAdmitsInOrder) {
+  MakeRoom("r", 2);
+  Arrive("r", "a");
+  auto paused = Put("r", Paused(true));
+  ASSERT_TRUE(paused.ok()) << paused.message();
+  EXPECT_TRUE(paused->config.paused);
+  EXPECT_EQ(paused->config.capacity, 2);  // other fields kept
+  // Arrivals join the line even with a slot free, and have no ETA.
+  for (const char* s : {"b", "c"}) Arrive("r", s);
+  auto b = Check("r", "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->status, SessionStatus::kWaiting);
+  EXPECT_EQ(b->position, 1);
+  EXPECT_EQ(b->eta_ms, std::nullopt);
+  EXPECT_EQ(StatusOf("r", "a"), SessionStatus::kActive);  // holders keep their slots
+  // A freed slot stays free, also as time passes.
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  ExpectCounts("r", 0, 2);
+  AdvanceTime(10'000);
+  ExpectCounts("r", 0, 2);
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->config.paused);
+  EXPECT_EQ(got->counters.released_total, 1);
+
+  auto resumed = Put("r", Paused(false));
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_FALSE(resumed->config.paused);
+  EXPECT_EQ(resumed->active, 2);
+  EXPECT_EQ(resumed->waiting, 0);
+  auto b2 = Check("r", "b");
+  auto c2 = Check("r", "c");
+  ASSERT_TRUE(b2.ok() && c2.ok());
+  EXPECT_EQ(b2->status, SessionStatus::kActive);
+  EXPECT_EQ(c2->status, SessionStatus::kActive);
+  EXPECT_LT(b2->admission, c2->admission);  // in line order
+}
+
+TEST_P(RoomsConformanceTest, RoomCreatedPausedAdmitsNobodyAndStillDropsSilentWaiters) {
+  RoomPatch p;
+  p.capacity = 1;
+  p.checkin_timeout_ms = 5'000;
+  p.paused = true;
+  auto created = Put("r", p);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_TRUE(created->config.paused);
+  EXPECT_EQ(StatusOf("r", "a"), SessionStatus::kWaiting);
+  AdvanceTime(5'000);
+  ExpectCounts("r", 0, 0);
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->counters.dropped_total, 1);
+}
+
+TEST_P(RoomsConformanceTest, RateCapStillCountsAfterResume) {
+  MakeRoom("r", 3, 5'000, /*checkin_timeout_ms=*/300'000, 300'000, /*admit_per_minute=*/1);
+  ASSERT_TRUE(Put("r", Paused(true)).ok());
+  for (const char* s : {"a", "b"}) Arrive("r", s);
+  AdvanceTime(61'000);  // a whole window passes while paused: nothing banked
+  ExpectCounts("r", 0, 2);
+  ASSERT_TRUE(Put("r", Paused(false)).ok());
+  ExpectCounts("r", 1, 1);
+  AdvanceTime(60'000);
+  ExpectCounts("r", 2, 0);
+}
+
+TEST_P(RoomsConformanceTest, TargetUrlRoundTripsAndClears) {
+  RoomPatch p;
+  p.capacity = 1;
+  p.target_url = std::optional<std::string>("https://shop.example/checkout?from=wait#top");
+  auto created = Put("r", p);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_EQ(created->config.target_url, p.target_url);
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.target_url, p.target_url);
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().config.target_url, p.target_url);
+
+  RoomPatch other;  // a patch without the field keeps it
+  other.capacity = 2;
+  auto kept = Put("r", other);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->config.target_url, p.target_url);
+
+  RoomPatch path;
+  path.target_url = std::optional<std::string>("/welcome");
+  auto changed = Put("r", path);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(changed->config.target_url, std::optional<std::string>("/welcome"));
+
+  RoomPatch clear;
+  clear.target_url = std::optional<std::string>();
+  auto cleared = Put("r", clear);
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(cleared->config.target_url, std::nullopt);
+  got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.target_url, std::nullopt);
+  EXPECT_EQ(got->config.capacity, 2);
 }
 
 TEST_P(RoomsConformanceTest, RoomsAreIndependent) {

@@ -83,6 +83,24 @@ TEST_F(CliTest, RoomCommandsPrintJsonAndExitZero) {
   EXPECT_TRUE(IsError(client().GetRoom("R"), 404, "unknown_room"));
 }
 
+TEST_F(CliTest, RoomCreatePausesResumesAndSetsTheTargetUrl) {
+  CliResult create =
+      Cli({"room", "create", "R", "--capacity", "1", "--pause", "--target-url", "/in"});
+  ASSERT_EQ(create.exit_code, 0) << Describe(create);
+  json::value room = client().GetRoom("R").json;
+  EXPECT_EQ(BoolField(room, "paused"), true);
+  EXPECT_EQ(StrField(room, "target_url"), "/in");
+
+  CliResult resume = Cli({"room", "create", "R", "--resume", "--no-target-url"});
+  ASSERT_EQ(resume.exit_code, 0) << Describe(resume);
+  room = client().GetRoom("R").json;
+  EXPECT_EQ(BoolField(room, "paused"), false);
+  EXPECT_TRUE(room.at("target_url").is_null());
+
+  CliResult bad = Cli({"room", "create", "R", "--target-url", "ftp://x/"});
+  EXPECT_NE(bad.exit_code, 0) << Describe(bad);
+}
+
 TEST_F(CliTest, ErrorsExitNonZero) {
   CliResult get = Cli({"room", "get", "nope"});
   EXPECT_FALSE(get.timed_out);

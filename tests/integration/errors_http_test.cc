@@ -146,6 +146,62 @@ TEST_F(ErrorsHttpTest, WrongTypesAndOutOfRangeNumbersAreRejected) {
   }
 }
 
+// The message of an error answer ("" when there is none).
+std::string ErrorMessage(const HttpResult& r) {
+  if (!r.json.is_object()) return "";
+  const json::value* error = r.json.as_object().if_contains("error");
+  if (error == nullptr || !error->is_object()) return "";
+  const json::value* message = error->as_object().if_contains("message");
+  return message != nullptr && message->is_string() ? std::string(message->as_string()) : "";
+}
+
+TEST_F(ErrorsHttpTest, BadPausedAndTargetUrlAreRejectedWithAClearMessage) {
+  // {body, a part of the message that must say what is wrong}
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"paused": 1})", "'paused' must be a boolean"},
+      {R"({"paused": "true"})", "'paused' must be a boolean"},
+      {R"({"paused": null})", "'paused' must be a boolean"},
+      {R"({"target_url": 5})", "'target_url' must be a string or null"},
+      {R"({"target_url": true})", "'target_url' must be a string or null"},
+      {R"({"target_url": ["/a"]})", "'target_url' must be a string or null"},
+      {R"({"target_url": ""})", "it is empty"},
+      {R"({"target_url": "shop/checkout"})", "absolute http or https URL, or a path"},
+      {R"({"target_url": "?next=1"})", "absolute http or https URL, or a path"},
+      {R"({"target_url": "ftp://files.example/x"})", "the scheme is 'ftp'"},
+      {R"x({"target_url": "javascript:alert(1)"})x", "the scheme is 'javascript'"},
+      {R"({"target_url": "data:text/html,hi"})", "the scheme is 'data'"},
+      {R"({"target_url": "mailto:a@example.com"})", "the scheme is 'mailto'"},
+      {R"({"target_url": "//evil.example/x"})", "another host"},
+      {R"({"target_url": "http://"})", "it has no host"},
+      {R"({"target_url": "https:///path"})", "it has no host"},
+      {R"({"target_url": "https:shop"})", "it has no host"},
+      {R"({"target_url": "https://shop.example@evil.example/"})", "user name or password"},
+      {R"({"target_url": "https://exa mple.com/"})", "not a valid URL"},
+      {R"({"target_url": "https://shop.example/caf\u00e9"})", "not a valid URL"},
+      {R"({"target_url": "/a b"})", "not a valid path"},
+      {R"({"target_url": "/\\evil.example"})", "not a valid path"},
+      {R"({"target_url": "/a\nb"})", "control characters"},
+      {R"({"target_url": "https://shop.example/\r\nSet-Cookie: x=1"})", "control characters"},
+      {R"({"target_url": "/a\u0000b"})", "control characters"},
+      {R"({"target_url": "/a\u007fb"})", "control characters"},
+      {"{\"target_url\": \"/" + std::string(2048, 'a') + "\"}", "longer than 2048 bytes"},
+      // a good field does not go through with a bad one
+      {R"({"paused": true, "target_url": "ftp://x/"})", "the scheme is 'ftp'"},
+      {R"({"target_url": "/ok", "paused": "no"})", "'paused' must be a boolean"},
+      {R"({"capacity": 5, "target_url": "//x"})", "another host"},
+  };
+  for (const auto& [body, why] : bad) {
+    HttpResult r = client().Request("PUT", "/v1/rooms/r", body);
+    EXPECT_TRUE(IsError(r, 400, "invalid_argument")) << body.substr(0, 200);
+    EXPECT_NE(ErrorMessage(r).find(why), std::string::npos)
+        << body.substr(0, 200) << " answered: " << ErrorMessage(r);
+    ExpectUnchanged(body.substr(0, 200));
+    ExpectBad("PUT", "/v1/rooms/fresh", "{\"capacity\": 1, " + body.substr(1), 400,
+              "invalid_argument");
+    EXPECT_TRUE(IsError(client().GetRoom("fresh"), 404, "unknown_room")) << body.substr(0, 200);
+  }
+}
+
 TEST_F(ErrorsHttpTest, BadSessionFieldsAreRejected) {
   const std::vector<std::string> bad_sessions = {
       R"({"session": 42})",

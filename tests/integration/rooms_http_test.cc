@@ -49,6 +49,13 @@ TEST_F(RoomsHttpTest, CreateAnswersTheRoomObjectWithDefaults) {
   EXPECT_EQ(IntField(r.json, "idle_timeout_ms"), 300000);
   ASSERT_TRUE(r.json.as_object().contains("admit_per_minute"));
   EXPECT_TRUE(r.json.at("admit_per_minute").is_null());
+  ASSERT_TRUE(r.json.as_object().contains("paused"));
+  EXPECT_EQ(r.json.at("paused"), json::value(false));
+  ASSERT_TRUE(r.json.as_object().contains("target_url"));
+  EXPECT_TRUE(r.json.at("target_url").is_null());
+  EXPECT_EQ(IntField(r.json, "admitted_total"), 0);
+  EXPECT_EQ(IntField(r.json, "dropped_total"), 0);
+  EXPECT_EQ(IntField(r.json, "released_total"), 0);
 
   HttpResult get = client().GetRoom("demo");
   ASSERT_EQ(get.status, 200);
@@ -113,6 +120,55 @@ TEST_F(RoomsHttpTest, BoundaryValuesAreAccepted) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(StrField(r.json, "room"), longest);
   EXPECT_EQ(client().GetRoom(longest).status, 200);
+}
+
+TEST_F(RoomsHttpTest, PauseHoldsTheLineAndResumeAdmitsInOrder) {
+  HttpResult r = client().PutRoom("r", {{"capacity", 1}, {"paused", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json.at("paused"), json::value(true));
+  HttpResult a = client().Check("r", "a");
+  ASSERT_TRUE(IsSession(a, "waiting"));  // a free slot, but paused
+  EXPECT_EQ(IntField(a.json, "position"), 1);
+  EXPECT_TRUE(a.json.at("eta_ms").is_null()) << a.body;
+  ASSERT_TRUE(IsSession(client().Check("r", "b"), "waiting"));
+
+  r = client().PutRoom("r", {{"paused", false}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json.at("paused"), json::value(false));
+  EXPECT_EQ(IntField(r.json, "active"), 1);
+  EXPECT_EQ(IntField(r.json, "waiting"), 1);
+  EXPECT_TRUE(IsSession(client().Check("r", "a"), "active"));  // first in line goes first
+  ASSERT_TRUE(IsSession(client().Leave("r", "a", true), "gone"));
+  HttpResult room = client().GetRoom("r");
+  EXPECT_EQ(IntField(room.json, "released_total"), 1) << room.body;
+  EXPECT_EQ(IntField(room.json, "admitted_total"), 2) << room.body;
+  EXPECT_TRUE(IsSession(client().Check("r", "b"), "active"));
+}
+
+TEST_F(RoomsHttpTest, TargetUrlIsSetAnsweredEverywhereAndCleared) {
+  const std::string url = "https://shop.example:8443/checkout?from=wait&x=%20#top";
+  HttpResult r = client().PutRoom("r", {{"capacity", 1}, {"target_url", url}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(StrField(r.json, "target_url"), url);
+  EXPECT_EQ(StrField(client().GetRoom("r").json, "target_url"), url);
+  HttpResult list = client().ListRooms();
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(StrField(list.json.at("rooms").at(0), "target_url"), url) << list.body;
+  // Every accepted shape, up to 2048 bytes.
+  for (const std::string& good :
+       {std::string("/"), std::string("/shop?a=b#c"), std::string("/%E2%82%AC"),
+        std::string("http://127.0.0.1:8080/"), std::string("HTTPS://Shop.Example/X"),
+        "/" + std::string(2047, 'a')}) {
+    r = client().PutRoom("r", {{"target_url", good}});
+    ASSERT_EQ(r.status, 200) << good.substr(0, 100) << ": " << r.body.substr(0, 300);
+    EXPECT_EQ(StrField(client().GetRoom("r").json, "target_url"), good);
+  }
+  r = client().PutRoom("r", {{"capacity", 2}});  // not named: kept
+  EXPECT_EQ(StrField(r.json, "target_url"), "/" + std::string(2047, 'a'));
+  r = client().PutRoom("r", {{"target_url", nullptr}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.json.at("target_url").is_null()) << r.body;
+  EXPECT_TRUE(client().GetRoom("r").json.at("target_url").is_null());
 }
 
 TEST_F(RoomsHttpTest, ListAnswersEveryRoomSortedByName) {

@@ -134,6 +134,10 @@ class Engine {
     auto r = Await<core::RoomInfo>([&](auto done) { backend_.PutRoom(room, patch, done); });
     ASSERT_TRUE(r.ok()) << r.message();
   }
+  void Configure(const std::string& room, const core::RoomPatch& patch) {
+    auto r = Await<core::RoomInfo>([&](auto done) { backend_.PutRoom(room, patch, done); });
+    ASSERT_TRUE(r.ok()) << r.message();
+  }
   core::SessionView Check(const std::string& room, const std::string& session) {
     auto r = Await<core::SessionView>([&](auto done) { backend_.Check(room, session, done); });
     EXPECT_TRUE(r.ok()) << r.message();
@@ -814,6 +818,53 @@ TEST_F(LogStoreRecoveryTest, CompactThenRecoverGivesTheSameStateAndDropsOldSegme
             std::vector<core::LeaseOutcome>{core::LeaseOutcome::kOk});
   EXPECT_EQ(r.engine->Ack("emails-after", {after.inflight_lease}),
             std::vector<core::LeaseOutcome>{core::LeaseOutcome::kOk});
+}
+
+// paused and target_url come back from the log alone, and from a snapshot plus the log.
+TEST_F(LogStoreRecoveryTest, RoomSettingsSurviveReplayAndCompaction) {
+  auto expect_settings = [](Engine& e, const std::string& room, bool paused,
+                            std::optional<std::string> url) {
+    auto info = e.GetRoom(room);
+    ASSERT_TRUE(info.ok()) << info.message();
+    EXPECT_EQ(info->config.paused, paused) << room;
+    EXPECT_EQ(info->config.target_url, url) << room;
+  };
+  core::RoomPatch pause;
+  pause.paused = true;
+  pause.target_url = std::optional<std::string>("https://shop.example/in");
+  {
+    EmbeddedStore store(original_.backend(), Options(dir_.path()));
+    original_.PutRoom("held", 1);
+    original_.Configure("held", pause);
+    original_.Check("held", "a");  // waits: paused
+    original_.PutRoom("cleared", 1);
+    original_.Configure("cleared", pause);
+    core::RoomPatch resume;
+    resume.paused = false;
+    resume.target_url = std::optional<std::string>();
+    original_.Configure("cleared", resume);
+  }
+  {
+    Recovered r = RecoverInto(dir_.path(), true);
+    EXPECT_EQ(StateOf(r.engine->backend()), StateOf(original_.backend()));
+    expect_settings(*r.engine, "held", true, "https://shop.example/in");
+    expect_settings(*r.engine, "cleared", false, std::nullopt);
+    EXPECT_EQ(r.engine->Check("held", "a").status, core::SessionStatus::kWaiting);
+  }
+  Engine second;
+  {
+    EmbeddedStore store(second.backend(), Options(dir_.path()));
+    std::string error;
+    ASSERT_TRUE(store.Compact(error)) << error;
+    core::RoomPatch url;
+    url.target_url = std::optional<std::string>("/after-snapshot");
+    second.Configure("cleared", url);
+  }
+  Recovered r = RecoverInto(dir_.path(), true);
+  EXPECT_EQ(r.report.snapshot, 3u);  // segment 1, the restart's segment 2, the cut at 3
+  EXPECT_EQ(StateOf(r.engine->backend()), StateOf(second.backend()));
+  expect_settings(*r.engine, "held", true, "https://shop.example/in");
+  expect_settings(*r.engine, "cleared", false, "/after-snapshot");
 }
 
 TEST_F(LogStoreRecoveryTest, SecondCompactionReplacesTheFirst) {

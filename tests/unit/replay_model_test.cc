@@ -160,6 +160,11 @@ class Walk {
       p.idle_timeout_ms = Chance(50) ? std::optional<int64_t>(U(200, 4'000)) : std::nullopt;
     if (Chance(30))
       p.admit_per_minute = Chance(50) ? std::optional<int64_t>(U(1, 5)) : std::nullopt;
+    if (Chance(30)) p.paused = Chance(40);
+    if (Chance(20)) {
+      p.target_url.emplace();  // set, or (half the time) cleared
+      if (Chance(50)) *p.target_url = "/shop/" + std::to_string(U(0, 99));
+    }
     backend_.PutRoom(Pick("r", kRooms), p, [](auto) {});
   }
 

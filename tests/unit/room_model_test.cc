@@ -40,6 +40,7 @@ core::RoomConfig RandomConfig(Rng& rng) {
   else
     c.idle_timeout_ms = rng.Uniform(0, 12'000);
   if (rng.Chance(35)) c.admit_per_minute = rng.Uniform(1, 6);
+  c.paused = rng.Chance(10);
   return c;
 }
 
@@ -58,6 +59,8 @@ struct Stats {
   int64_t max_waiting = 0;
   int64_t admitted = 0;
   int64_t dropped = 0;
+  int64_t pauses = 0;
+  int64_t paused_with_line = 0;  // operations that ended with the room paused and a line
 };
 
 // Runs one seeded sequence; returns false at the first disagreement.
@@ -120,9 +123,18 @@ bool RunOne(uint64_t seed, bool crowd, Stats& stats) {
       if (!crowd && rng.Chance(30)) patch.checkin_timeout_ms = fresh.checkin_timeout_ms;
       if (rng.Chance(30)) patch.idle_timeout_ms = fresh.idle_timeout_ms;
       if (rng.Chance(30)) patch.admit_per_minute = fresh.admit_per_minute;
+      if (rng.Chance(10)) patch.paused = fresh.paused;
       where += " reconfigure";
       room.Reconfigure(patch, now);
       model.Reconfigure(patch, now);
+    } else if (kind < 84) {
+      // Pause or resume (resuming more often, so most of the walk admits).
+      core::RoomPatch patch;
+      patch.paused = rng.Chance(40);
+      where += *patch.paused ? " pause" : " resume";
+      room.Reconfigure(patch, now);
+      model.Reconfigure(patch, now);
+      stats.pauses += *patch.paused ? 1 : 0;
     } else {
       where += " advance";
       room.Advance(now);
@@ -134,6 +146,8 @@ bool RunOne(uint64_t seed, bool crowd, Stats& stats) {
     EXPECT_EQ(room.counters().admitted_total, model.counters().admitted_total) << where;
     EXPECT_EQ(room.counters().dropped_total, model.counters().dropped_total) << where;
     EXPECT_EQ(room.counters().released_total, model.counters().released_total) << where;
+    EXPECT_EQ(room.config().paused, model.config().paused) << where;
+    if (room.config().paused && room.waiting() > 0) ++stats.paused_with_line;
     if (::testing::Test::HasFailure()) return false;
     stats.max_waiting = std::max(stats.max_waiting, room.waiting());
   }
@@ -160,6 +174,8 @@ TEST(RoomModelTest, EngineAgreesWithReferenceModel) {
   EXPECT_GT(stats.max_waiting, 64);
   EXPECT_GT(stats.admitted, 1000);
   EXPECT_GT(stats.dropped, 100);
+  EXPECT_GT(stats.pauses, 100);
+  EXPECT_GT(stats.paused_with_line, 1000);
 }
 
 }  // namespace

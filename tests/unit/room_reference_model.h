@@ -6,7 +6,8 @@
 //
 // Semantics mirrored from src/core/room.h: every deadline is processed at its own time, in
 // (time, kind) order, drop-outs of waiting sessions first at equal times; the line is refilled
-// after every event; an event whose time has already passed happens "now".
+// after every event (unless the room is paused); an event whose time has already passed happens
+// "now". While paused nobody is admitted and waiting sessions have no ETA.
 
 #include <algorithm>
 #include <cstdint>
@@ -170,6 +171,7 @@ class ReferenceRoom {
   int64_t waiting() const { return static_cast<int64_t>(line_.size()); }
   const core::RoomCounters& counters() const { return counters_; }
   uint64_t admissions() const { return admissions_; }
+  const core::RoomConfig& config() const { return config_; }
 
  private:
   Session* Find(const std::string& id) {
@@ -208,7 +210,8 @@ class ReferenceRoom {
   }
 
   std::optional<int64_t> RateOpenTime() const {
-    if (!config_.admit_per_minute || line_.empty() || holders() >= config_.capacity) {
+    if (config_.paused || !config_.admit_per_minute || line_.empty() ||
+        holders() >= config_.capacity) {
       return std::nullopt;
     }
     std::vector<int64_t> candidates{now_};
@@ -221,6 +224,7 @@ class ReferenceRoom {
   }
 
   void Fill(int64_t now) {
+    if (config_.paused) return;
     while (!line_.empty() && holders() < config_.capacity) {
       if (config_.admit_per_minute && AdmittedInWindow(now) >= *config_.admit_per_minute) return;
       std::string id = line_.front();
@@ -278,7 +282,7 @@ class ReferenceRoom {
       int64_t freed = std::count_if(freed_at_.begin(), freed_at_.end(), [&](int64_t f) {
         return f / 1000 > sec - 60 && f / 1000 <= sec;
       });
-      if (freed > 0) {
+      if (freed > 0 && !config_.paused) {
         int64_t eta = (v.position * 60'000 + freed - 1) / freed;
         if (config_.admit_per_minute) {
           int64_t apm = *config_.admit_per_minute;

@@ -497,6 +497,150 @@ TEST(RoomTest, RemovingTheRateCapAdmitsAtOnce) {
   EXPECT_FALSE(room->config().admit_per_minute.has_value());
 }
 
+RoomPatch Paused(bool paused) {
+  RoomPatch patch;
+  patch.paused = paused;
+  return patch;
+}
+
+TEST(RoomTest, PauseStopsAdmissionsButNotArrivalsLeavesOrDeadlines) {
+  RoomConfig config = Config(2);
+  config.checkin_timeout_ms = 10'000;
+  auto room = MakeRoom(config);
+  ASSERT_EQ(room->Check("a", kT0).status, SessionStatus::kActive);
+  ASSERT_EQ(room->Check("b", kT0).status, SessionStatus::kActive);
+  room->Reconfigure(Paused(true), kT0 + 1);
+  EXPECT_TRUE(room->config().paused);
+  // Arrivals join the line and keep their place; holders keep their slots.
+  SessionView c = room->Check("c", kT0 + 2);
+  EXPECT_EQ(c.status, SessionStatus::kWaiting);
+  EXPECT_EQ(c.position, 1);
+  EXPECT_EQ(room->Check("d", kT0 + 3).position, 2);
+  EXPECT_EQ(room->Check("a", kT0 + 4).status, SessionStatus::kActive);
+  ASSERT_TRUE(room->Touch("b", kT0 + 4).ok());
+  // A final leave frees a slot, and it stays free.
+  ASSERT_TRUE(room->Leave("a", /*final=*/true, kT0 + 5).ok());
+  EXPECT_EQ(room->holders(), 1);
+  EXPECT_EQ(room->waiting(), 2);
+  EXPECT_EQ(room->Check("c", kT0 + 6).status, SessionStatus::kWaiting);
+  // Grace running out frees the other slot; still nobody is admitted.
+  ASSERT_TRUE(room->Leave("b", /*final=*/false, kT0 + 7).ok());
+  room->Advance(kT0 + 7 + 5'000);
+  EXPECT_EQ(room->holders(), 0);
+  EXPECT_EQ(room->counters().released_total, 2);
+  EXPECT_EQ(room->counters().admitted_total, 2);
+  // Drop-outs still happen: d stopped checking in.
+  room->Advance(kT0 + 3 + 10'000);
+  EXPECT_EQ(room->waiting(), 1);
+  EXPECT_EQ(room->counters().dropped_total, 1);
+  EXPECT_EQ(room->Check("c", kT0 + 12'000).position, 1);
+  EXPECT_EQ(room->holders(), 0);
+}
+
+TEST(RoomTest, ResumeAdmitsAtOnceInLineOrder) {
+  RoomConfig config = Config(3);
+  config.paused = true;  // created paused: even the first arrival waits
+  auto room = MakeRoom(config);
+  std::vector<std::string> ids{"a", "b", "c", "d", "e"};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SessionView v = room->Check(ids[i], kT0 + static_cast<int64_t>(i));
+    EXPECT_EQ(v.status, SessionStatus::kWaiting) << ids[i];
+    EXPECT_EQ(v.position, static_cast<int64_t>(i + 1)) << ids[i];
+  }
+  EXPECT_EQ(room->holders(), 0);
+  room->Reconfigure(Paused(false), kT0 + 100);
+  EXPECT_FALSE(room->config().paused);
+  EXPECT_EQ(room->holders(), 3);
+  EXPECT_EQ(room->waiting(), 2);
+  for (uint64_t k = 0; k < 3; ++k) {
+    SessionView v = room->Check(ids[k], kT0 + 101);
+    EXPECT_EQ(v.status, SessionStatus::kActive) << ids[k];
+    EXPECT_EQ(v.admission, k + 1) << ids[k];  // admitted in arrival order
+  }
+  EXPECT_EQ(room->Check("d", kT0 + 101).position, 1);
+  EXPECT_EQ(room->Check("e", kT0 + 101).position, 2);
+  ExpectWorkConserving(*room);
+  // Pausing again and resuming with nobody free changes nothing.
+  room->Reconfigure(Paused(true), kT0 + 200);
+  room->Reconfigure(Paused(false), kT0 + 201);
+  EXPECT_EQ(room->holders(), 3);
+  EXPECT_EQ(room->waiting(), 2);
+}
+
+TEST(RoomTest, RateCapStillAppliesAfterResume) {
+  RoomConfig config = Config(10);
+  config.admit_per_minute = 2;
+  config.checkin_timeout_ms = 120'000;
+  config.paused = true;
+  auto room = MakeRoom(config);
+  for (const char* id : {"a", "b", "c", "d", "e"}) room->Check(id, kT0 + 100);
+  EXPECT_EQ(room->holders(), 0);
+  EXPECT_EQ(room->NextDeadline(), kT0 + 100 + 120'000);  // no rate-cap reopening while paused
+  room->Reconfigure(Paused(false), kT0 + 500);
+  EXPECT_EQ(room->holders(), 2);
+  EXPECT_EQ(room->waiting(), 3);
+  EXPECT_EQ(room->NextDeadline(), kT0 + 60'000);
+  room->Advance(kT0 + 59'999);
+  EXPECT_EQ(room->holders(), 2);
+  room->Advance(kT0 + 60'000);
+  EXPECT_EQ(room->holders(), 4);
+  EXPECT_EQ(room->Check("c", kT0 + 60'001).status, SessionStatus::kActive);
+  EXPECT_EQ(room->Check("d", kT0 + 60'001).status, SessionStatus::kActive);
+  EXPECT_EQ(room->Check("e", kT0 + 60'001).position, 1);
+}
+
+TEST(RoomTest, PausedWhileTheRateCapHoldsASlotThenResumedLater) {
+  RoomConfig config = Config(5);
+  config.admit_per_minute = 1;
+  config.checkin_timeout_ms = 300'000;
+  auto room = MakeRoom(config);
+  for (const char* id : {"a", "b", "c"}) room->Check(id, kT0);
+  EXPECT_EQ(room->holders(), 1);
+  room->Reconfigure(Paused(true), kT0 + 1);
+  room->Advance(kT0 + 120'000);  // the window reopened twice: nobody comes in
+  EXPECT_EQ(room->holders(), 1);
+  room->Reconfigure(Paused(false), kT0 + 120'000);
+  EXPECT_EQ(room->holders(), 2);  // one at once: the cap still counts
+  EXPECT_EQ(room->Check("b", kT0 + 120'001).status, SessionStatus::kActive);
+  EXPECT_EQ(room->Check("c", kT0 + 120'001).position, 1);
+}
+
+TEST(RoomTest, EtaIsNullWhilePaused) {
+  auto room = MakeRoom(Config(1));
+  for (const char* id : {"a", "b", "c"}) room->Check(id, kT0);
+  ASSERT_TRUE(room->Leave("a", true, kT0 + 1'000).ok());  // b in; one release measured
+  SessionView before = room->Check("c", kT0 + 1'001);
+  ASSERT_TRUE(before.eta_ms.has_value());
+  room->Reconfigure(Paused(true), kT0 + 1'002);
+  SessionView paused = room->Check("c", kT0 + 1'003);
+  EXPECT_EQ(paused.status, SessionStatus::kWaiting);
+  EXPECT_EQ(paused.position, 1);
+  EXPECT_FALSE(paused.eta_ms.has_value());
+  auto touched = room->Touch("c", kT0 + 1'004);
+  ASSERT_TRUE(touched.ok());
+  EXPECT_FALSE(touched->eta_ms.has_value());
+  EXPECT_EQ(room->Check("b", kT0 + 1'004).eta_ms, std::optional<int64_t>(0));  // a holder's eta
+  room->Reconfigure(Paused(false), kT0 + 1'005);
+  EXPECT_EQ(room->Check("c", kT0 + 1'006).eta_ms, before.eta_ms);
+}
+
+TEST(RoomTest, TargetUrlIsSetKeptAndCleared) {
+  auto room = MakeRoom(Config(1));
+  EXPECT_FALSE(room->config().target_url.has_value());
+  RoomPatch set;
+  set.target_url = std::optional<std::string>("https://shop.example/checkout");
+  room->Reconfigure(set, kT0);
+  EXPECT_EQ(room->config().target_url, std::optional<std::string>("https://shop.example/checkout"));
+  RoomPatch other;
+  other.capacity = 2;
+  room->Reconfigure(other, kT0 + 1);
+  EXPECT_EQ(room->config().target_url, std::optional<std::string>("https://shop.example/checkout"));
+  RoomPatch clear;
+  clear.target_url = std::optional<std::string>();
+  room->Reconfigure(clear, kT0 + 2);
+  EXPECT_FALSE(room->config().target_url.has_value());
+}
+
 TEST(RoomTest, FinalLeaveAndEvictRevokeOnlyThatAdmission) {
   auto room = MakeRoom(Config(1));
   SessionView a1 = room->Check("a", kT0);

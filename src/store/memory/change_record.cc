@@ -12,7 +12,9 @@ std::optional<int64_t> GetOptional(ByteReader& r) {
   return r.Get<int64_t>();
 }
 
-// Each field: u8 named, then (for the two that can be cleared) u8 has-value, then the value.
+// Each field: u8 named, then (for those that can be cleared) u8 has-value, then the value.
+// Format 1 (kPutRoom) ends after admit_per_minute; format 2 (kPutRoom2) adds paused
+// (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]).
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   PutOptional(w, p.capacity);
   PutOptional(w, p.grace_ms);
@@ -21,15 +23,28 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   if (p.idle_timeout_ms) PutOptional(w, *p.idle_timeout_ms);
   w.PutBool(p.admit_per_minute.has_value());
   if (p.admit_per_minute) PutOptional(w, *p.admit_per_minute);
+  w.PutBool(p.paused.has_value());
+  if (p.paused) w.PutBool(*p.paused);
+  w.PutBool(p.target_url.has_value());
+  if (p.target_url) {
+    w.PutBool(p.target_url->has_value());
+    if (*p.target_url) w.PutString(**p.target_url);
+  }
 }
 
-core::RoomPatch GetRoomPatch(ByteReader& r) {
+core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
   core::RoomPatch p;
   p.capacity = GetOptional(r);
   p.grace_ms = GetOptional(r);
   p.checkin_timeout_ms = GetOptional(r);
   if (r.GetBool()) p.idle_timeout_ms = GetOptional(r);
   if (r.GetBool()) p.admit_per_minute = GetOptional(r);
+  if (kind == ChangeKind::kPutRoom) return p;
+  if (r.GetBool()) p.paused = r.GetBool();
+  if (r.GetBool()) {
+    p.target_url.emplace();
+    if (r.GetBool()) *p.target_url = r.GetString();
+  }
   return p;
 }
 

@@ -10,6 +10,9 @@
 //   u8 kind | i64 now_ms | str name | body by kind (below)
 // Integers are little-endian fixed width; str is u32 length + bytes. Adding a kind is
 // backwards compatible; changing a body needs a new kind number (old logs must still replay).
+//
+// History of changed bodies (the old kind is never written again, and always replayed):
+//   kPutRoom (1) -> kPutRoom2 (7): the room patch gained `paused` and `target_url`.
 
 #include <cstdint>
 #include <optional>
@@ -25,12 +28,13 @@ namespace anteroom::store {
 
 enum class ChangeKind : uint8_t {
   // rooms
-  kPutRoom = 1,     // RoomPatch: creates the room or changes it
+  kPutRoom = 1,     // RoomPatch format 1 (logs written before kPutRoom2; replay only)
   kDeleteRoom = 2,  // -
   kCheck = 3,       // str session
   kTouch = 4,       // str session
   kLeave = 5,       // str session, u8 final
   kEvict = 6,       // str session
+  kPutRoom2 = 7,    // RoomPatch format 2: creates the room or changes it
   kPresent = 12,    // u32 n, n x str session: live connections' check-ins (Room::Present)
   // queues
   kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
@@ -59,8 +63,10 @@ inline ByteWriter BeginChange(std::string& out, ChangeKind kind, int64_t now_ms,
   return w;
 }
 
+// Writes the body of a kPutRoom2 record.
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
-core::RoomPatch GetRoomPatch(ByteReader& r);
+// Reads the body of a kPutRoom (format 1) or kPutRoom2 record.
+core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind);
 void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs);
 std::vector<core::JobSpec> GetJobs(ByteReader& r);
 void PutLeases(ByteWriter& w, const std::vector<core::LeaseRef>& leases);

@@ -118,7 +118,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
         Schedule(slot);
       }
       if (Logging()) {
-        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom, now, room);
+        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom2, now, room);
         PutRoomPatch(w, patch);
         Log(*slot, scratch_);
       }

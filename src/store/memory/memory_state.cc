@@ -113,8 +113,8 @@ OpResult<Done> MemoryBackend::Replay(std::string_view record) {
 OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std::string& name,
                                          ByteReader& r) {
   auto it = rooms_.find(name);
-  if (kind == ChangeKind::kPutRoom) {
-    core::RoomPatch patch = GetRoomPatch(r);
+  if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2) {
+    core::RoomPatch patch = GetRoomPatch(r, kind);
     if (r.failed()) return Diverged("room patch does not decode");
     if (it != rooms_.end()) {
       it->second->room.Reconfigure(patch, now);

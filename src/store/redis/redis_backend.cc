@@ -34,6 +34,15 @@ std::string OptNone(const std::optional<std::optional<int64_t>>& v) {
   if (!v) return "";
   return *v ? std::to_string(**v) : "-1";
 }
+std::string OptBool(const std::optional<bool>& v) {
+  if (!v) return "";
+  return *v ? "1" : "0";
+}
+// The script's target URL argument: '' keeps it, '-' clears it, '=URL' sets it.
+std::string OptUrl(const std::optional<std::optional<std::string>>& v) {
+  if (!v) return "";
+  return *v ? "=" + **v : "-";
+}
 
 core::RoomInfo ToInfo(const std::string& room, const Reply& a) {
   core::RoomInfo info;
@@ -52,6 +61,8 @@ core::RoomInfo ToInfo(const std::string& room, const Reply& a) {
   info.counters.admitted_total = a.at(7).AsInt();
   info.counters.dropped_total = a.at(8).AsInt();
   info.counters.released_total = a.at(9).AsInt();
+  info.config.paused = a.at(10).AsInt() == 1;
+  if (const std::string& url = a.at(11).str; !url.empty()) info.config.target_url = url;
   return info;
 }
 
@@ -248,7 +259,8 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
     RoomScript(s, room,
                {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
-                OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute)},
+                OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
+                OptBool(patch.paused), OptUrl(patch.target_url)},
                [room, done](OpResult<Reply> r) {
                  if (!r.ok()) return done({r.status(), r.message()});
                  done(ToInfo(room, r->at(2)));
@@ -364,6 +376,7 @@ void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::L
       if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
       v.checkin_timeout_ms = c.at(6).AsInt();
       if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
+      v.paused = c.at(8).AsInt() == 1;
       v.changed = v.version != since;
       const Reply& ids = r->at(3);
       if (v.changed) {

@@ -8,7 +8,7 @@
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
--- unless the rate cap forbids it; the line is admitted in arrival order.
+-- unless the room is paused or the rate cap forbids it; the line is admitted in arrival order.
 
 local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
@@ -26,13 +26,20 @@ local function key(when, kind) return when * 2 + kind end
 
 -- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
 local R = {}
+-- New fields go at the end, with a default for state written before they existed (below).
+-- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
-                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'ver'}
+                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'paused', 'url',
+                'ver'}
+local DEFAULTS = {paused = 0, url = '', ver = 0}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
   local t = cmsgpack.unpack(v)
-  for i, f in ipairs(FIELDS) do R[f] = t[i] end
+  for i, f in ipairs(FIELDS) do
+    R[f] = t[i]
+    if R[f] == nil then R[f] = DEFAULTS[f] end
+  end
   return true
 end
 local function save()
@@ -152,6 +159,7 @@ local function admit(id, now)
   set_deadline(x)
 end
 local function fill(now)
+  if R.paused == 1 then return end  -- freed slots stay free until an admin resumes
   while R.holders < R.cap do
     if R.apm >= 0 and win_count(R.aw, now) >= R.apm then return end
     local first = redis.call('ZRANGE', L, 0, 0)[1]
@@ -160,7 +168,9 @@ local function fill(now)
   end
 end
 local function rate_open_key(now)
-  if R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then return NEVER end
+  if R.paused == 1 or R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then
+    return NEVER
+  end
   return key(win_next_below(R.aw, now, R.apm), KIND_OTHER)
 end
 
@@ -243,6 +253,7 @@ end
 
 -- ---- answers --------------------------------------------------------------------------------
 local function eta(position, now)
+  if R.paused == 1 then return -1 end
   local freed = win_count(R.fw, now)
   if freed == 0 then return -1 end
   local e = math.ceil(position * 60000 / freed)
@@ -274,7 +285,7 @@ local function claim_presence(x)
 end
 local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
-          R.released}
+          R.released, R.paused, R.url}
 end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
@@ -287,17 +298,21 @@ local now = now_ms()
 
 if op == 'put' then
   -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
-  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8]}
+  -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
+  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
+                 paused = ARGV[9]}
+  local url = ARGV[10] or ''
   local exists = load()
   if not exists then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
          adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = '', ver = now * 1000}
+         aw = '', fw = '', paused = 0, url = '', ver = now * 1000}
   else
     advance(now)
   end
   for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+  if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
   bump()
   if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
     local all = redis.call('HGETALL', S)
@@ -353,7 +368,7 @@ elseif op == 'line' then  -- live channels: the counts, and the line when ver mo
   local ids = {}
   if s(ver) ~= ARGV[4] then ids = redis.call('ZRANGE', L, 0, -1) end
   return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
-                                     R.apm, R.cto, R.idle}, ids)
+                                     R.apm, R.cto, R.idle, R.paused}, ids)
 elseif op == 'touch' or op == 'leave' or op == 'evict' then
   local id = ARGV[4]
   advance(now)

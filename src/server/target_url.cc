@@ -1,0 +1,52 @@
+#include "server/target_url.h"
+
+#include <boost/url/parse.hpp>
+
+#include <fmt/format.h>
+
+#include "core/room_types.h"
+
+namespace anteroom::server {
+
+namespace urls = boost::urls;
+
+namespace {
+constexpr const char* kWhat =
+    "'target_url' must be an absolute http or https URL, or a path starting with '/'";
+
+OpResult<Done> Refuse(std::string_view why) {
+  return {OpStatus::kInvalidArgument, fmt::format("{} ({})", kWhat, why)};
+}
+}  // namespace
+
+OpResult<Done> CheckTargetUrl(std::string_view url) {
+  if (url.size() > core::kMaxTargetUrlBytes) {
+    return {OpStatus::kInvalidArgument,
+            fmt::format("'target_url' is longer than {} bytes", core::kMaxTargetUrlBytes)};
+  }
+  for (char c : url) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return {OpStatus::kInvalidArgument, "'target_url' must not contain control characters"};
+    }
+  }
+  if (url.empty()) return Refuse("it is empty");
+  if (url.front() == '/') {
+    // A relative reference: "//host/..." has an authority, so it names another origin.
+    auto ref = urls::parse_relative_ref(url);
+    if (!ref) return Refuse("not a valid path: " + ref.error().message());
+    if (ref->has_authority()) return Refuse("'//' starts another host, not a path");
+    return Done{};
+  }
+  auto uri = urls::parse_uri(url);
+  if (!uri) return Refuse("not a valid URL: " + uri.error().message());
+  if (uri->scheme_id() != urls::scheme::http && uri->scheme_id() != urls::scheme::https) {
+    return Refuse("the scheme is '" + std::string(uri->scheme()) + "'");
+  }
+  if (!uri->has_authority() || uri->encoded_host().empty()) return Refuse("it has no host");
+  // "https://shop.example@evil.example/" goes to evil.example: no reason to allow the confusion.
+  if (uri->has_userinfo()) return Refuse("a user name or password is not allowed in it");
+  return Done{};
+}
+
+}  // namespace anteroom::server

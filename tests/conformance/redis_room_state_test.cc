@@ -1,0 +1,127 @@
+// Room state that an older Redis backend wrote must still load. A room's scalar state is one
+// msgpack array (FIELDS in lua/room.lua); fields are only ever added at its end, and a value
+// that ends before a field reads as that field's default. Here a room's value is cut back to
+// the 16 fields written before `paused` and `target_url` existed, and the room must answer as
+// an unpaused room without a target URL, keeping everything else.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "backend_fixture.h"
+
+namespace anteroom::store::conformance {
+namespace {
+
+constexpr int kFieldsBeforeSettings = 16;
+
+// Runs a Lua script on the standalone test server with redis-cli, with `key` as KEYS[1];
+// answers its printed output (an integer reply prints as its digits).
+std::string EvalOnSingle(const std::string& script, const std::string& key) {
+  const std::string& url = RedisServers::Get().Single();
+  std::string port = url.substr(url.rfind(':') + 1);
+  std::string cmd = "redis-cli -p " + port + " EVAL \"" + script + "\" 1 '" + key + "' 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+int FieldCount(const std::string& key) {
+  std::string out = EvalOnSingle("return #cmsgpack.unpack(redis.call('GET', KEYS[1]))", key);
+  return std::atoi(out.c_str());
+}
+
+// Calls the callback API and waits (bounded) for its answer.
+template <typename T, typename Call>
+OpResult<T> Await(Call&& call) {
+  auto promise = std::make_shared<std::promise<OpResult<T>>>();
+  auto future = promise->get_future();
+  call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    return OpResult<T>(OpStatus::kInternal, "the backend did not answer");
+  }
+  return future.get();
+}
+
+TEST(RedisRoomStateTest, RoomWrittenBeforePausedAndTargetUrlStillLoads) {
+  FakeClock clock;
+  std::string prefix = "legacy" + std::to_string(getpid()) + ":";
+  redis::RedisBackend backend(clock, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                                .key_prefix = prefix,
+                                                                .redis_time = false,
+                                                                .run_timer = false});
+  auto put = [&](const core::RoomPatch& patch) {
+    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
+  };
+  auto get = [&] {
+    return Await<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
+  };
+  auto check = [&](const std::string& session) {
+    return Await<core::SessionView>([&](auto done) { backend.Check("old", session, done); });
+  };
+
+  core::RoomPatch create;
+  create.capacity = 1;
+  create.admit_per_minute = std::optional<int64_t>(30);
+  ASSERT_TRUE(put(create).ok());
+  auto a = check("a");
+  auto b = check("b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->status, core::SessionStatus::kActive);
+  ASSERT_EQ(b->status, core::SessionStatus::kWaiting);
+  core::RoomPatch settings;
+  settings.paused = true;
+  settings.target_url = std::optional<std::string>("/in");
+  ASSERT_TRUE(put(settings).ok());
+
+  const std::string meta = prefix + "{r:old}:m";
+  ASSERT_GE(FieldCount(meta), kFieldsBeforeSettings + 2);
+  std::string cut = EvalOnSingle(
+      "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
+      "for i = 1, " +
+          std::to_string(kFieldsBeforeSettings) +
+          " do old[i] = t[i] end "
+          "redis.call('SET', KEYS[1], cmsgpack.pack(old)) return #old",
+      meta);
+  ASSERT_EQ(cut, std::to_string(kFieldsBeforeSettings));
+
+  auto info = get();
+  ASSERT_TRUE(info.ok()) << info.message();
+  EXPECT_FALSE(info->config.paused);
+  EXPECT_EQ(info->config.target_url, std::nullopt);
+  EXPECT_EQ(info->config.capacity, 1);
+  EXPECT_EQ(info->config.admit_per_minute, std::optional<int64_t>(30));
+  EXPECT_EQ(info->active, 1);
+  EXPECT_EQ(info->waiting, 1);
+  EXPECT_EQ(info->counters.admitted_total, 1);
+  b = check("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->position, 1);
+  // Unpaused, as the old room was: a freed slot goes to the head of the line at once.
+  auto left =
+      Await<core::SessionView>([&](auto done) { backend.Leave("old", "a", /*final=*/true, done); });
+  ASSERT_TRUE(left.ok()) << left.message();
+  EXPECT_EQ(left->active, 1);
+  EXPECT_EQ(left->waiting, 0);
+  // Written back whole: the next change stores every field again.
+  core::RoomPatch pause;
+  pause.paused = true;
+  auto paused = put(pause);
+  ASSERT_TRUE(paused.ok());
+  EXPECT_TRUE(paused->config.paused);
+  EXPECT_GE(FieldCount(meta), kFieldsBeforeSettings + 2);
+}
+
+}  // namespace
+}  // namespace anteroom::store::conformance

@@ -1,0 +1,215 @@
+// The durable formats that carry a room's settings: the room snapshot (core/room_snapshot.cc)
+// and the log record of a room change (store/memory/change_record.h). Each test of an old
+// format decodes bytes that an earlier anteroom wrote (kept here verbatim), so a data directory
+// from before `paused` and `target_url` still opens, with the room unpaused and no target URL.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/bytes.h"
+#include "common/clock.h"
+#include "core/room.h"
+#include "store/memory/change_record.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+constexpr int64_t kTtl = 600'000;
+
+std::string Unhex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+// A minute window's unused bucket (second INT64_MIN, count 0), of which snapshots hold many.
+std::string EmptyBuckets(size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += Unhex("00000000000000800000000000000000");
+  return out;
+}
+
+// Room format 1, as written by anteroom before paused/target_url (commit c7e42c2) for the room
+// that WrittenRoom() below builds.
+const std::string kRoomFormat1 =
+    Unhex(
+        "0100000002000000000000008813000000000000307500000000000001e09304"
+        "0000000000010a00000000000000c027090000000000e86be5cf8b0100000400"
+        "000000000000000000000068e5cf8b0100000068e5cf8b010000010000000000"
+        "0000030101000000620168e5cf8b0100000168e5cf8b01000002000000000000"
+        "0001010100000063e86be5cf8b010000e86be5cf8b0100000300000000000000"
+        "010001000000640368e5cf8b0100000000000000000000000000000000000000"
+        "0001000000000000000000000003000000000000000100000063bacb9f170300"
+        "000200000031c2cb9f170300000300000066bacb9f1703000001000000000000"
+        "000300000002000000000000000300000000000000") +
+    EmptyBuckets(20) + Unhex("00f1536500000000020000000000000001f15365000000000100000000000000") +
+    EmptyBuckets(59) + Unhex("01f15365000000000100000000000000") + EmptyBuckets(38) +
+    Unhex(
+        "0300000000000000000000000000000001000000000000000100000000000000"
+        "01000000610100000000000000a893eecf8b0100000100000000000000a893ee"
+        "cf8b0100000100000061");
+
+// A room with holders, a line, both minute windows and a revocation.
+void BuildRoom(core::Room& room) {
+  room.Check("a", kT0);
+  room.Check("b", kT0 + 1);
+  room.Check("c", kT0 + 2);
+  room.Check("d", kT0 + 3);
+  ASSERT_TRUE(room.Leave("a", /*final=*/true, kT0 + 1'000).ok());  // c admitted
+}
+
+core::RoomConfig WrittenConfig() {
+  core::RoomConfig c;
+  c.capacity = 2;
+  c.grace_ms = 5'000;
+  c.checkin_timeout_ms = 30'000;
+  c.idle_timeout_ms = 300'000;
+  c.admit_per_minute = 10;
+  return c;
+}
+
+std::string Save(const core::Room& room) {
+  std::string out;
+  ByteWriter w(out);
+  room.Save(w);
+  return out;
+}
+
+TEST(RoomFormatTest, Format1SnapshotStillRestoresUnpausedWithoutTargetUrl) {
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(kRoomFormat1);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(restored.config().capacity, 2);
+  EXPECT_EQ(restored.config().admit_per_minute, std::optional<int64_t>(10));
+  EXPECT_FALSE(restored.config().paused);
+  EXPECT_FALSE(restored.config().target_url.has_value());
+  EXPECT_EQ(restored.holders(), 2);
+  EXPECT_EQ(restored.waiting(), 1);
+
+  // The same room built today: restoring the old bytes gave exactly its state.
+  core::Room live(WrittenConfig(), kTtl, kT0);
+  BuildRoom(live);
+  EXPECT_EQ(Save(restored), Save(live));
+  // And it behaves the same: d is next, and goes in when b leaves.
+  ASSERT_TRUE(restored.Leave("b", true, kT0 + 2'000).ok());
+  EXPECT_EQ(restored.Check("d", kT0 + 2'001).status, core::SessionStatus::kActive);
+}
+
+TEST(RoomFormatTest, SnapshotKeepsPausedAndTargetUrl) {
+  core::RoomConfig config = WrittenConfig();
+  config.paused = true;
+  config.target_url = "https://shop.example/checkout?from=anteroom";
+  core::Room room(config, kTtl, kT0);
+  BuildRoom(room);
+  std::string bytes = Save(room);
+
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_TRUE(restored.config().paused);
+  EXPECT_EQ(restored.config().target_url, config.target_url);
+  EXPECT_EQ(Save(restored), bytes);
+  // Still paused after the restore: a freed slot stays free.
+  ASSERT_TRUE(restored.Leave("b", true, kT0 + 2'000).ok());
+  EXPECT_EQ(restored.Check("d", kT0 + 2'001).status, core::SessionStatus::kWaiting);
+}
+
+TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
+  core::Room room(WrittenConfig(), kTtl, kT0);
+  std::string bytes = Save(room);
+  for (uint32_t format : {0u, 3u}) {
+    std::string changed = bytes;
+    changed[0] = static_cast<char>(format);
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader in(changed);
+    EXPECT_FALSE(restored.Restore(in)) << format;
+  }
+}
+
+// ---- log records ---------------------------------------------------------------------------
+
+std::optional<core::RoomInfo> GetRoom(store::MemoryBackend& backend, const std::string& room) {
+  std::optional<core::RoomInfo> info;
+  backend.GetRoom(room, [&](OpResult<core::RoomInfo> r) {
+    if (r.ok()) info = *r;
+  });
+  return info;
+}
+
+// A kPutRoom record as written before kPutRoom2: room "lobby" at kT0 + 2000 with capacity 3,
+// grace 4000, idle timeout off (null), admit_per_minute 7.
+const std::string kPutRoomFormat1 = Unhex(
+    "01d06fe5cf8b010000050000006c6f62627901030000000000000001a00f0000"
+    "0000000000010001010700000000000000");
+
+TEST(RoomFormatTest, Format1PutRoomRecordStillReplays) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  auto replayed = backend.Replay(kPutRoomFormat1);
+  ASSERT_TRUE(replayed.ok()) << replayed.message();
+  auto info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.capacity, 3);
+  EXPECT_EQ(info->config.grace_ms, 4'000);
+  EXPECT_EQ(info->config.checkin_timeout_ms, 30'000);  // not named: the default
+  EXPECT_EQ(info->config.idle_timeout_ms, std::nullopt);
+  EXPECT_EQ(info->config.admit_per_minute, std::optional<int64_t>(7));
+  EXPECT_FALSE(info->config.paused);
+  EXPECT_FALSE(info->config.target_url.has_value());
+
+  // A later format-2 change of the same room applies on top.
+  core::RoomPatch pause;
+  pause.paused = true;
+  pause.target_url = std::optional<std::string>("/welcome");
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom2, kT0 + 3'000, "lobby");
+  store::PutRoomPatch(w, pause);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.capacity, 3);
+  EXPECT_TRUE(info->config.paused);
+  EXPECT_EQ(info->config.target_url, std::optional<std::string>("/welcome"));
+}
+
+TEST(RoomFormatTest, PutRoomRecordRoundTripsEveryShapeOfTheNewFields) {
+  std::vector<core::RoomPatch> patches(6);
+  patches[1].paused = true;
+  patches[2].paused = false;
+  patches[3].target_url = std::optional<std::string>("https://example.com/a?b=c#d");
+  patches[4].target_url = std::optional<std::string>();  // clear
+  patches[5].capacity = 4;
+  patches[5].idle_timeout_ms = std::optional<int64_t>();
+  patches[5].admit_per_minute = std::optional<int64_t>(9);
+  patches[5].paused = true;
+  patches[5].target_url = std::optional<std::string>("/");
+  for (size_t i = 0; i < patches.size(); ++i) {
+    const core::RoomPatch& p = patches[i];
+    std::string body;
+    ByteWriter w(body);
+    store::PutRoomPatch(w, p);
+    ByteReader r(body);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom2);
+    EXPECT_TRUE(r.done()) << i;
+    EXPECT_EQ(got.capacity, p.capacity) << i;
+    EXPECT_EQ(got.grace_ms, p.grace_ms) << i;
+    EXPECT_EQ(got.checkin_timeout_ms, p.checkin_timeout_ms) << i;
+    EXPECT_EQ(got.idle_timeout_ms, p.idle_timeout_ms) << i;
+    EXPECT_EQ(got.admit_per_minute, p.admit_per_minute) << i;
+    EXPECT_EQ(got.paused, p.paused) << i;
+    EXPECT_EQ(got.target_url, p.target_url) << i;
+  }
+}
+
+}  // namespace
+}  // namespace anteroom
