@@ -20,6 +20,7 @@
 #include "core/token.h"
 #include "server/families.h"
 #include "server/http_server.h"
+#include "server/stats_history.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/redis_backend.h"
@@ -41,6 +42,7 @@ struct ServeFlags {
   uint64_t compact_min_mb = 64;
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
+  int64_t stats_interval_ms = 5000;
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -130,7 +132,8 @@ void Serve(const ServeFlags& flags) {
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
-  server::Services services{backend, signer, clock};
+  server::StatsHistory history(flags.stats_interval_ms);
+  server::Services services{backend, signer, clock, &history};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -162,6 +165,9 @@ void Serve(const ServeFlags& flags) {
   setup.reset();
 
   server::HttpServer http(pool, router, flags.max_connections);
+  // Declared after the backend, so it stops (and is gone) before the backend.
+  server::StatsSampler sampler(pool.Main(), backend, clock, history);
+  sampler.Start();
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
@@ -187,6 +193,7 @@ void Serve(const ServeFlags& flags) {
   signals.async_wait([&](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
     usr1.cancel();
+    sampler.Stop();
     pool.Stop();
   });
   pool.Run();
@@ -234,6 +241,12 @@ void AddServeCommand(CLI::App& app) {
       ->envname("ANTEROOM_REDIS_URL");
   serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
+  serve
+      ->add_option("--stats-interval-ms", flags->stats_interval_ms,
+                   "How often rooms and queues are sampled for GET /v1/stats/history (the last "
+                   "15 minutes are kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
   serve->callback([flags] { Serve(*flags); });
 }
 

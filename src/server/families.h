@@ -11,17 +11,21 @@
 
 namespace anteroom::server {
 
+class StatsHistory;
+
 // What the handlers share. Outlives the router and every connection.
 struct Services {
   store::Backend& backend;
   const core::TokenSigner& signer;
   const Clock& clock;
+  StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
 };
 
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
+void RegisterMetricsRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -29,6 +33,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterRoomRoutes(router, services);
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
+  RegisterMetricsRoutes(router, services);
 }
 
 }  // namespace anteroom::server
