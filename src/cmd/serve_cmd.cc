@@ -21,6 +21,7 @@
 #include "server/families.h"
 #include "server/http_server.h"
 #include "server/live_hub.h"
+#include "server/stats_history.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/redis_backend.h"
@@ -44,6 +45,7 @@ struct ServeFlags {
   uint64_t compact_min_mb = 64;
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
+  int64_t stats_interval_ms = 5000;
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -135,7 +137,8 @@ void Serve(const ServeFlags& flags) {
   server::Router router(admin_key);
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{.tick_ms = flags.live_tick_ms});
-  server::Services services{backend, signer, clock, &live};
+  server::StatsHistory history(flags.stats_interval_ms);
+  server::Services services{backend, signer, clock, &live, &history};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -170,6 +173,9 @@ void Serve(const ServeFlags& flags) {
       pool, router, flags.max_connections,
       server::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
+  // Declared after the backend, so it stops (and is gone) before the backend.
+  server::StatsSampler sampler(pool.Main(), backend, clock, history);
+  sampler.Start();
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
@@ -196,6 +202,7 @@ void Serve(const ServeFlags& flags) {
     spdlog::info("signal {}: stopping", sig);
     usr1.cancel();
     live.Stop();
+    sampler.Stop();
     pool.Stop();
   });
   pool.Run();
@@ -252,6 +259,12 @@ void AddServeCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
+  serve
+      ->add_option("--stats-interval-ms", flags->stats_interval_ms,
+                   "How often rooms and queues are sampled for GET /v1/stats/history (the last "
+                   "15 minutes are kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
   serve->callback([flags] { Serve(*flags); });
 }
 

@@ -11,6 +11,8 @@
 
 namespace anteroom::server {
 
+class StatsHistory;
+
 // What the handlers share. Outlives the router and every connection.
 class LiveHub;
 
@@ -19,6 +21,7 @@ struct Services {
   const core::TokenSigner& signer;
   const Clock& clock;
   LiveHub* live = nullptr;  // the live channel's routes exist only with a hub
+  StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
 };
 
 void RegisterHealthRoutes(Router& router, Services& services);
@@ -26,6 +29,7 @@ void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
+void RegisterMetricsRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -34,6 +38,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
   if (services.live) RegisterLiveRoutes(router, services);
+  RegisterMetricsRoutes(router, services);
 }
 
 }  // namespace anteroom::server

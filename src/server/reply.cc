@@ -20,7 +20,10 @@ Response ErrorReply(OpStatus status, std::string_view message) {
   body["error"] = std::move(error);
   Response r = JsonReply(body, static_cast<unsigned>(wire.http_status));
   if (status == OpStatus::kUnauthorized) {
-    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"anteroom\"");
+    // Basic first, so a browser asks for the key (as the password) instead of failing; API
+    // clients and Prometheus may use either scheme.
+    r.headers.emplace_back("WWW-Authenticate", R"(Basic realm="anteroom", charset="UTF-8")");
+    r.headers.emplace_back("WWW-Authenticate", R"(Bearer realm="anteroom")");
   }
   return r;
 }

@@ -1,14 +1,88 @@
 #include "server/router.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
+#include <boost/beast/core/string.hpp>
 #include <boost/url/parse.hpp>
+
+#include <chrono>
+#include <optional>
 
 namespace anteroom::server {
 
 namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
 bool IsCapture(const std::string& segment) { return segment.size() > 1 && segment[0] == '{'; }
+
+// The credentials after "SCHEME " (the scheme case-insensitive, RFC 9110 11.1), or nullopt.
+std::optional<std::string_view> Credentials(std::string_view authorization,
+                                            std::string_view scheme) {
+  if (authorization.size() <= scheme.size() || authorization[scheme.size()] != ' ' ||
+      !boost::beast::iequals(authorization.substr(0, scheme.size()), scheme)) {
+    return std::nullopt;
+  }
+  return authorization.substr(scheme.size() + 1);
+}
+
+bool SameKey(std::string_view given, std::string_view key) {
+  return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
+}
+
+bool IsBase64Char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '/';
+}
+
+// The password of HTTP Basic credentials, base64("user:password") (RFC 7617): nullopt unless
+// they are canonical padded base64 holding a colon. EVP_DecodeBlock decodes whole 4-character
+// groups and answers '=' padding as zero bytes, so those are cut off after it.
+std::optional<std::string> BasicPassword(std::string_view encoded) {
+  if (encoded.empty() || encoded.size() % 4 != 0) return std::nullopt;
+  size_t padding = 0;
+  while (padding < 2 && encoded[encoded.size() - 1 - padding] == '=') ++padding;
+  for (size_t i = 0; i < encoded.size() - padding; ++i) {
+    if (!IsBase64Char(encoded[i])) return std::nullopt;
+  }
+  std::string decoded(encoded.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                          reinterpret_cast<const unsigned char*>(encoded.data()),
+                          static_cast<int>(encoded.size()));
+  if (n < 0 || static_cast<size_t>(n) != decoded.size()) return std::nullopt;
+  decoded.resize(decoded.size() - padding);
+  size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return decoded.substr(colon + 1);
+}
+
 }  // namespace
+
+bool HasAdminKey(std::string_view authorization, std::string_view admin_key) {
+  if (admin_key.empty()) return true;
+  if (auto token = Credentials(authorization, "Bearer")) return SameKey(*token, admin_key);
+  if (auto basic = Credentials(authorization, "Basic")) {
+    // A header is at most 16 KiB (the server's limit), so this decodes little.
+    std::optional<std::string> password = BasicPassword(*basic);
+    return password && SameKey(*password, admin_key);
+  }
+  return false;
+}
+
+Router::Router(std::string admin_key) : admin_key_(std::move(admin_key)) {
+  for (size_t i = 0; i < kCommonMethods.size(); ++i) {
+    unmatched_[i] = metrics_.AddSeries(http::to_string(kCommonMethods[i]), "unmatched", true);
+  }
+  unmatched_.back() = metrics_.AddSeries("other", "unmatched", true);
+}
+
+HttpMetrics::SeriesId Router::UnmatchedSeries(http::verb method) const {
+  for (size_t i = 0; i < kCommonMethods.size(); ++i) {
+    if (kCommonMethods[i] == method) return unmatched_[i];
+  }
+  return unmatched_.back();
+}
 
 const std::string* Request::Query(std::string_view key) const {
   for (const auto& [k, v] : query) {
@@ -19,7 +93,11 @@ const std::string* Request::Query(std::string_view key) const {
 
 void Router::Add(http::verb method, std::string_view pattern, Handler handler,
                  RouteOptions options) {
-  Route route{method, {}, std::move(handler), options};
+  Route route{method,
+              {},
+              std::move(handler),
+              options,
+              metrics_.AddSeries(http::to_string(method), pattern)};
   size_t start = 1;  // patterns begin with '/'
   while (start <= pattern.size()) {
     size_t end = pattern.find('/', start);
@@ -52,20 +130,18 @@ size_t Router::BodyLimitFor(std::string_view target) const {
   return kDefaultBodyLimit;
 }
 
-bool Router::Authorized(const Request& request) const {
-  if (admin_key_.empty()) return true;
-  constexpr std::string_view kBearer = "Bearer ";
-  std::string_view auth = request.authorization;
-  if (auth.substr(0, kBearer.size()) != kBearer) return false;
-  std::string_view given = auth.substr(kBearer.size());
-  return given.size() == admin_key_.size() &&
-         CRYPTO_memcmp(given.data(), admin_key_.data(), given.size()) == 0;
-}
-
 void Router::Dispatch(Request& request, Respond respond) const {
+  const SteadyClock::time_point start = SteadyClock::now();
+  // Answers here, recording the time under `series` first (so a scrape that follows the
+  // answer counts it).
+  auto answer = [&](HttpMetrics::SeriesId series, Response response) {
+    metrics_.Record(series, SteadyClock::now() - start);
+    respond(std::move(response));
+  };
   auto url = boost::urls::parse_origin_form(request.target);
   if (!url) {
-    respond(ErrorReply(OpStatus::kInvalidArgument, "the request target is not a valid path"));
+    answer(UnmatchedSeries(request.method),
+           ErrorReply(OpStatus::kInvalidArgument, "the request target is not a valid path"));
     return;
   }
   std::vector<std::string> path;
@@ -89,25 +165,33 @@ void Router::Dispatch(Request& request, Respond respond) const {
       allowed += std::string(http::to_string(route.method));
       continue;
     }
-    if (route.options.admin && !Authorized(request)) {
-      respond(
-          ErrorReply(OpStatus::kUnauthorized, "this route needs the admin key as a Bearer token"));
+    if (route.options.admin && !HasAdminKey(request.authorization, admin_key_)) {
+      answer(route.series, ErrorReply(OpStatus::kUnauthorized,
+                                      "this route needs the admin key: Authorization: Bearer KEY, "
+                                      "or Basic with KEY as the password"));
       return;
     }
     request.params.clear();
     for (size_t i = 0; i < path.size(); ++i) {
       if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));
     }
-    route.handler(request, std::move(respond));
+    // The one allocation this adds per request: the timed wrapper does not fit std::function's
+    // inline storage.
+    route.handler(request, [this, series = route.series, start,
+                            respond = std::move(respond)](Response response) {
+      metrics_.Record(series, SteadyClock::now() - start);
+      respond(std::move(response));
+    });
     return;
   }
   if (!allowed.empty()) {
     Response r = ErrorReply(OpStatus::kMethodNotAllowed, "allowed: " + allowed);
     r.headers.emplace_back("Allow", allowed);
-    respond(std::move(r));
+    answer(UnmatchedSeries(request.method), std::move(r));
     return;
   }
-  respond(ErrorReply(OpStatus::kNotFound, "no such route: " + std::string(url->path())));
+  answer(UnmatchedSeries(request.method),
+         ErrorReply(OpStatus::kNotFound, "no such route: " + std::string(url->path())));
 }
 
 }  // namespace anteroom::server

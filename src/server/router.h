@@ -5,11 +5,13 @@
 
 #include <boost/beast/http/verb.hpp>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/http_metrics.h"
 #include "server/reply.h"
 
 namespace anteroom::server {
@@ -37,9 +39,14 @@ struct RouteOptions {
   bool stream = false;  // may answer with a live stream (Response::stream)
 };
 
+// Whether an Authorization header carries the admin key: `Bearer KEY`, or HTTP Basic
+// (RFC 7617) with any user name and KEY as the password. Schemes are case-insensitive; the key
+// is compared in constant time. An empty key lets everyone in (auth off).
+bool HasAdminKey(std::string_view authorization, std::string_view admin_key);
+
 class Router {
  public:
-  explicit Router(std::string admin_key) : admin_key_(std::move(admin_key)) {}
+  explicit Router(std::string admin_key);
 
   void Add(http::verb method, std::string_view pattern, Handler handler, RouteOptions options = {});
   // Largest body accepted for a target (64 KiB unless a family raised it for its prefix).
@@ -49,8 +56,12 @@ class Router {
   // after it. Cheap (the last path segment against the stream routes'), called per request.
   bool MayStream(std::string_view target) const;
 
-  // Matches the route and answers: the handler's reply, or 400/401/404/405.
+  // Matches the route and answers: the handler's reply, or 400/401/404/405. The time until
+  // the answer is recorded in http_metrics() under the route's pattern ("unmatched" for
+  // 400/404/405 answered here).
   void Dispatch(Request& request, Respond respond) const;
+
+  const HttpMetrics& http_metrics() const { return metrics_; }
 
  private:
   struct Route {
@@ -58,13 +69,20 @@ class Router {
     std::vector<std::string> segments;  // "{x}" captures
     Handler handler;
     RouteOptions options;
+    HttpMetrics::SeriesId series;
   };
-  bool Authorized(const Request& request) const;
+  HttpMetrics::SeriesId UnmatchedSeries(http::verb method) const;
 
   std::string admin_key_;
   std::vector<Route> routes_;
   std::vector<std::pair<std::string, size_t>> body_limits_;
   std::vector<std::string> stream_endings_;  // last segments of stream routes
+  HttpMetrics metrics_;
+  // Unmatched requests by method: the common ones, then one series for every other method.
+  static constexpr std::array<http::verb, 7> kCommonMethods = {
+      http::verb::get,     http::verb::head,  http::verb::post,   http::verb::put,
+      http::verb::delete_, http::verb::patch, http::verb::options};
+  std::array<HttpMetrics::SeriesId, kCommonMethods.size() + 1> unmatched_{};
 };
 
 inline constexpr size_t kDefaultBodyLimit = 64 * 1024;

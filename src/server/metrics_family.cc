@@ -1,0 +1,136 @@
+// Monitoring: GET /metrics (Prometheus text format 0.0.4: rooms, queues, HTTP latency) and
+// GET /v1/stats/history (the last 15 minutes of samples, for the dashboard). Both are admin
+// routes: when an admin key is set, a scraper sends it as a Bearer token or Basic password.
+#include <boost/json.hpp>
+
+#include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/families.h"
+#include "server/prometheus_text.h"
+#include "server/stats_history.h"
+
+namespace anteroom::server {
+
+namespace {
+
+using QueueList = std::vector<std::pair<std::string, core::QueueStats>>;
+
+// One family per field: a header, then a sample per room or queue.
+template <typename Item>
+struct Family {
+  std::string_view name;
+  std::string_view type;
+  std::string_view help;
+  std::function<int64_t(const Item&)> value;
+};
+
+template <typename Item, typename NameOf>
+void AppendFamilies(std::string& out, std::string_view label,
+                    const std::vector<Family<Item>>& families, const std::vector<Item>& items,
+                    NameOf name_of) {
+  for (const Family<Item>& family : families) {
+    AppendFamilyHeader(out, family.name, family.type, family.help);
+    for (const Item& item : items) {
+      AppendSample(out, family.name, label, name_of(item), family.value(item));
+    }
+  }
+}
+
+void AppendRooms(std::string& out, const std::vector<core::RoomInfo>& rooms) {
+  using R = core::RoomInfo;
+  static const std::vector<Family<R>> kFamilies = {
+      {"anteroom_room_active", "gauge", "Sessions holding a slot (active or in grace).",
+       [](const R& r) { return r.active; }},
+      {"anteroom_room_waiting", "gauge", "Sessions waiting in line.",
+       [](const R& r) { return r.waiting; }},
+      {"anteroom_room_capacity", "gauge", "Slots of the room.",
+       [](const R& r) { return r.config.capacity; }},
+      {"anteroom_room_admitted_total", "counter", "Sessions let in from the line.",
+       [](const R& r) { return r.counters.admitted_total; }},
+      {"anteroom_room_dropped_total", "counter",
+       "Waiting sessions that stopped checking in, and admissions never claimed.",
+       [](const R& r) { return r.counters.dropped_total; }},
+      {"anteroom_room_released_total", "counter",
+       "Slots freed: final leaves, grace over, evictions, unclaimed admissions.",
+       [](const R& r) { return r.counters.released_total; }},
+  };
+  AppendFamilies(out, "room", kFamilies, rooms,
+                 [](const R& r) -> std::string_view { return r.room; });
+}
+
+void AppendQueues(std::string& out, const QueueList& queues) {
+  using Q = QueueList::value_type;
+  static const std::vector<Family<Q>> kFamilies = {
+      {"anteroom_queue_ready", "gauge", "Jobs ready to be fetched.",
+       [](const Q& q) { return q.second.ready; }},
+      {"anteroom_queue_inflight", "gauge", "Jobs leased to workers.",
+       [](const Q& q) { return q.second.inflight; }},
+      {"anteroom_queue_delayed", "gauge", "Jobs waiting for their delay or retry backoff.",
+       [](const Q& q) { return q.second.delayed; }},
+      {"anteroom_queue_dead", "gauge", "Dead-lettered jobs.",
+       [](const Q& q) { return q.second.dead; }},
+      {"anteroom_queue_pushed_total", "counter", "Jobs pushed.",
+       [](const Q& q) { return q.second.pushed; }},
+      {"anteroom_queue_acked_total", "counter", "Jobs acknowledged as done.",
+       [](const Q& q) { return q.second.acked; }},
+      {"anteroom_queue_nacked_total", "counter", "Jobs handed back by workers as failed.",
+       [](const Q& q) { return q.second.nacked; }},
+      {"anteroom_queue_expired_total", "counter", "Leases that ran out before an ack.",
+       [](const Q& q) { return q.second.expired; }},
+  };
+  AppendFamilies(out, "queue", kFamilies, queues,
+                 [](const Q& q) -> std::string_view { return q.first; });
+}
+
+// Rooms and queues when the backend answered (a backend that is down still lets the HTTP
+// histograms out, and says so in anteroom_backend_up).
+std::string RenderMetrics(const OpResult<std::vector<core::RoomInfo>>& rooms,
+                          const OpResult<QueueList>& queues, const HttpMetrics& http) {
+  std::string out;
+  out.reserve(16 * 1024);
+  AppendFamilyHeader(out, "anteroom_backend_up", "gauge",
+                     "1 when the backend answered the listing of rooms and queues for this "
+                     "scrape, 0 when it did not (their families are then left out).");
+  AppendSample(out, "anteroom_backend_up", "", "", rooms.ok() && queues.ok() ? 1 : 0);
+  if (rooms.ok()) AppendRooms(out, *rooms);
+  if (queues.ok()) AppendQueues(out, *queues);
+  http.AppendPrometheus(out);
+  return out;
+}
+
+}  // namespace
+
+void RegisterMetricsRoutes(Router& router, Services& s) {
+  RouteOptions admin{.admin = true};
+
+  router.Add(
+      http::verb::get, "/metrics",
+      [&s, &router](const Request&, Respond respond) {
+        s.backend.ListRooms([&s, &router, respond = std::move(respond)](
+                                OpResult<std::vector<core::RoomInfo>> rooms) mutable {
+          s.backend.ListQueues([&router, respond = std::move(respond),
+                                rooms = std::move(rooms)](OpResult<QueueList> queues) {
+            Response r;
+            r.content_type = std::string(kPrometheusContentType);
+            r.body = RenderMetrics(rooms, queues, router.http_metrics());
+            respond(std::move(r));
+          });
+        });
+      },
+      admin);
+
+  router.Add(
+      http::verb::get, "/v1/stats/history",
+      [&s](const Request&, Respond respond) {
+        if (s.stats_history == nullptr) {
+          return respond(ErrorReply(OpStatus::kUnavailable, "the stats history is not kept"));
+        }
+        respond(JsonReply(s.stats_history->ToJson(s.clock.NowMs())));
+      },
+      admin);
+}
+
+}  // namespace anteroom::server

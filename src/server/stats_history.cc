@@ -1,0 +1,204 @@
+#include "server/stats_history.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/array.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+
+namespace anteroom::server {
+
+namespace json = boost::json;
+
+namespace {
+
+// Keeps the entries whose names are in `live`, appending a sample to each; new names start a
+// ring, names gone are forgotten.
+template <typename Sample, typename Item, typename NameOf, typename SampleOf>
+void Update(std::map<std::string, SampleRing<Sample>, std::less<>>& rings, size_t capacity,
+            const std::vector<Item>& live, NameOf name_of, SampleOf sample_of) {
+  std::set<std::string_view> names;
+  for (const Item& item : live) names.insert(name_of(item));
+  std::erase_if(rings, [&](const auto& entry) { return !names.contains(entry.first); });
+  for (const Item& item : live) {
+    auto it = rings.find(name_of(item));
+    if (it == rings.end()) {
+      it = rings.emplace(std::string(name_of(item)), SampleRing<Sample>(capacity)).first;
+    }
+    it->second.Push(sample_of(item));
+  }
+}
+
+json::object RoomSampleJson(const RoomSample& s) {
+  return json::object{{"t", s.t},
+                      {"active", s.active},
+                      {"waiting", s.waiting},
+                      {"capacity", s.capacity},
+                      {"paused", s.paused},
+                      {"admitted_total", s.admitted_total},
+                      {"dropped_total", s.dropped_total},
+                      {"released_total", s.released_total}};
+}
+
+json::object QueueSampleJson(const QueueSample& s) {
+  return json::object{{"t", s.t},
+                      {"ready", s.ready},
+                      {"inflight", s.inflight},
+                      {"delayed", s.delayed},
+                      {"dead", s.dead},
+                      {"pushed_total", s.pushed_total},
+                      {"acked_total", s.acked_total},
+                      {"nacked_total", s.nacked_total},
+                      {"expired_total", s.expired_total}};
+}
+
+template <typename Sample, typename ToJson>
+json::array RingsJson(const std::map<std::string, SampleRing<Sample>, std::less<>>& rings,
+                      std::string_view key, ToJson to_json) {
+  json::array out;
+  out.reserve(rings.size());
+  for (const auto& [name, ring] : rings) {
+    json::array samples;
+    samples.reserve(ring.size());
+    for (size_t i = 0; i < ring.size(); ++i) samples.push_back(to_json(ring[i]));
+    out.push_back(json::object{{key, name}, {"samples", std::move(samples)}});
+  }
+  return out;
+}
+
+}  // namespace
+
+StatsHistory::StatsHistory(int64_t interval_ms)
+    : interval_ms_(std::max<int64_t>(interval_ms, 1)),
+      capacity_(static_cast<size_t>(kWindowMs / interval_ms_) + 1) {}
+
+void StatsHistory::AddRooms(int64_t t, const std::vector<core::RoomInfo>& rooms) {
+  std::lock_guard lock(mu_);
+  Update(
+      rooms_, capacity_, rooms, [](const core::RoomInfo& r) -> std::string_view { return r.room; },
+      [t](const core::RoomInfo& r) {
+        return RoomSample{.t = t,
+                          .active = r.active,
+                          .waiting = r.waiting,
+                          .capacity = r.config.capacity,
+                          .paused = r.config.paused,
+                          .admitted_total = r.counters.admitted_total,
+                          .dropped_total = r.counters.dropped_total,
+                          .released_total = r.counters.released_total};
+      });
+}
+
+void StatsHistory::AddQueues(int64_t t,
+                             const std::vector<std::pair<std::string, core::QueueStats>>& queues) {
+  using Item = std::pair<std::string, core::QueueStats>;
+  std::lock_guard lock(mu_);
+  Update(
+      queues_, capacity_, queues, [](const Item& q) -> std::string_view { return q.first; },
+      [t](const Item& q) {
+        const core::QueueStats& s = q.second;
+        return QueueSample{.t = t,
+                           .ready = s.ready,
+                           .inflight = s.inflight,
+                           .delayed = s.delayed,
+                           .dead = s.dead,
+                           .pushed_total = s.pushed,
+                           .acked_total = s.acked,
+                           .nacked_total = s.nacked,
+                           .expired_total = s.expired};
+      });
+}
+
+json::object StatsHistory::ToJson(int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  return json::object{{"interval_ms", interval_ms_},
+                      {"now_ms", now_ms},
+                      {"rooms", RingsJson(rooms_, "room", RoomSampleJson)},
+                      {"queues", RingsJson(queues_, "queue", QueueSampleJson)}};
+}
+
+// ---- the sampler ----------------------------------------------------------------------------
+
+// Shared with the backend's completions, which hold it weakly: a completion that arrives after
+// the sampler is gone does nothing.
+struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
+  State(boost::asio::io_context& io, store::Backend& backend, const Clock& clock,
+        StatsHistory& history)
+      : io(io), backend(backend), clock(clock), history(history), timer(io) {}
+
+  // On the io_context's thread.
+  void Sample() {
+    if (stopped.load()) return;
+    std::weak_ptr<State> weak = weak_from_this();
+    backend.ListRooms([weak](OpResult<std::vector<core::RoomInfo>> rooms) {
+      auto self = weak.lock();
+      if (!self || self->stopped.load()) return;
+      if (rooms.ok()) {
+        self->history.AddRooms(self->clock.NowMs(), *rooms);
+      } else {
+        spdlog::debug("stats history: listing rooms failed: {}", rooms.message());
+      }
+      self->backend.ListQueues(
+          [weak](OpResult<std::vector<std::pair<std::string, core::QueueStats>>> queues) {
+            auto self = weak.lock();
+            if (!self || self->stopped.load()) return;
+            if (queues.ok()) {
+              self->history.AddQueues(self->clock.NowMs(), *queues);
+            } else {
+              spdlog::debug("stats history: listing queues failed: {}", queues.message());
+            }
+            // Completions may run on any thread; the timer lives on the io_context's.
+            boost::asio::post(self->io, [weak] {
+              if (auto self = weak.lock()) self->ScheduleNext();
+            });
+          });
+    });
+  }
+
+  // On the io_context's thread. Keeps to the interval's beat; after a sample slower than the
+  // interval, the next comes one interval after now.
+  void ScheduleNext() {
+    if (stopped.load()) return;
+    auto now = std::chrono::steady_clock::now();
+    next += std::chrono::milliseconds(history.interval_ms());
+    if (next <= now) next = now + std::chrono::milliseconds(history.interval_ms());
+    timer.expires_at(next);
+    std::weak_ptr<State> weak = weak_from_this();
+    timer.async_wait([weak](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->Sample();
+    });
+  }
+
+  boost::asio::io_context& io;
+  store::Backend& backend;
+  const Clock& clock;
+  StatsHistory& history;
+  boost::asio::steady_timer timer;
+  std::chrono::steady_clock::time_point next;
+  std::atomic<bool> stopped{false};
+};
+
+StatsSampler::StatsSampler(boost::asio::io_context& io, store::Backend& backend, const Clock& clock,
+                           StatsHistory& history)
+    : state_(std::make_shared<State>(io, backend, clock, history)) {}
+
+StatsSampler::~StatsSampler() { Stop(); }
+
+void StatsSampler::Start() {
+  state_->next = std::chrono::steady_clock::now();
+  boost::asio::post(state_->io, [weak = std::weak_ptr<State>(state_)] {
+    if (auto self = weak.lock()) self->Sample();
+  });
+}
+
+void StatsSampler::Stop() {
+  state_->stopped.store(true);
+  state_->timer.cancel();
+}
+
+}  // namespace anteroom::server
