@@ -41,6 +41,7 @@ struct ServeFlags {
   uint64_t compact_min_mb = 64;
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
+  std::string templates;  // a directory whose wait.html replaces the built-in waiting page
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -83,6 +84,8 @@ std::string TokenSecret(const ServeFlags& flags) {
 void Serve(const ServeFlags& flags) {
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   auto [host, port] = SplitHostPort(flags.listen);
+  // Read before anything is opened, so a bad --templates fails start-up at once.
+  server::WebOptions web = server::LoadWebOptions(flags.templates);
   std::string admin_key;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
 
@@ -130,7 +133,7 @@ void Serve(const ServeFlags& flags) {
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
-  server::Services services{backend, signer, clock};
+  server::Services services{backend, signer, clock, std::move(web)};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -234,6 +237,9 @@ void AddServeCommand(CLI::App& app) {
       ->envname("ANTEROOM_REDIS_URL");
   serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
+  serve->add_option("--templates", flags->templates,
+                    "Directory of page templates: its wait.html (if any) replaces the built-in "
+                    "waiting page at /wait/{room}; read at start-up");
   serve->callback([flags] { Serve(*flags); });
 }
 

@@ -11,17 +11,28 @@
 
 namespace anteroom::server {
 
+// The browser pages (web_family.cc), as `anteroom serve` configured them.
+struct WebOptions {
+  std::string wait_template;  // the waiting page template; empty: the built-in web/wait.html
+};
+
+// `anteroom serve --templates DIR`: DIR/wait.html, if present, replaces the built-in waiting
+// page. Throws std::runtime_error (a start-up failure) when DIR or the file cannot be read.
+WebOptions LoadWebOptions(const std::string& templates_dir);
+
 // What the handlers share. Outlives the router and every connection.
 struct Services {
   store::Backend& backend;
   const core::TokenSigner& signer;
   const Clock& clock;
+  WebOptions web = {};
 };
 
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
+void RegisterWebRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -29,6 +40,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterRoomRoutes(router, services);
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
+  RegisterWebRoutes(router, services);
 }
 
 }  // namespace anteroom::server
