@@ -9,6 +9,7 @@ PACKAGES=(
   libssl-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
+  nodejs npm
 )
 
 missing=()
