@@ -46,6 +46,7 @@ struct ServeFlags {
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
   int64_t stats_interval_ms = 5000;
+  std::string templates;  // a directory whose wait.html replaces the built-in waiting page
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -88,6 +89,8 @@ std::string TokenSecret(const ServeFlags& flags) {
 void Serve(const ServeFlags& flags) {
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   auto [host, port] = SplitHostPort(flags.listen);
+  // Read before anything is opened, so a bad --templates fails start-up at once.
+  server::WebOptions web = server::LoadWebOptions(flags.templates);
   std::string admin_key;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
 
@@ -138,7 +141,7 @@ void Serve(const ServeFlags& flags) {
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{.tick_ms = flags.live_tick_ms});
   server::StatsHistory history(flags.stats_interval_ms);
-  server::Services services{backend, signer, clock, &live, &history};
+  server::Services services{backend, signer, clock, &live, &history, std::move(web)};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -161,6 +164,7 @@ void Serve(const ServeFlags& flags) {
     }
     core::RoomPatch patch;
     patch.capacity = std::stoll(demo.substr(colon + 1));
+    patch.target_url = std::optional<std::string>("/demo");  // web/demo.html
     std::promise<OpResult<core::RoomInfo>> created;
     setup_backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
     if (auto r = created.get_future().get(); !r.ok()) {
@@ -216,7 +220,7 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   serve->add_option("--threads", flags->threads, "I/O threads (default: one per core)");
-  serve->add_option("--demo-room", flags->demo_rooms, "Create a room at start: NAME:CAPACITY");
+  serve->add_option("--demo-room", flags->demo_rooms, "Create a room at start: NAME:CAPACITY, admitting to the demo page /demo");
   serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
@@ -265,6 +269,9 @@ void AddServeCommand(CLI::App& app) {
                    "15 minutes are kept)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
+  serve->add_option("--templates", flags->templates,
+                    "Directory of page templates: its wait.html (if any) replaces the built-in "
+                    "waiting page at /wait/{room}; read at start-up");
   serve->callback([flags] { Serve(*flags); });
 }
 

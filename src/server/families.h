@@ -12,6 +12,14 @@
 namespace anteroom::server {
 
 class StatsHistory;
+// The browser pages (web_family.cc), as `anteroom serve` configured them.
+struct WebOptions {
+  std::string wait_template;  // the waiting page template; empty: the built-in web/wait.html
+};
+
+// `anteroom serve --templates DIR`: DIR/wait.html, if present, replaces the built-in waiting
+// page. Throws std::runtime_error (a start-up failure) when DIR or the file cannot be read.
+WebOptions LoadWebOptions(const std::string& templates_dir);
 
 // What the handlers share. Outlives the router and every connection.
 class LiveHub;
@@ -22,6 +30,7 @@ struct Services {
   const Clock& clock;
   LiveHub* live = nullptr;  // the live channel's routes exist only with a hub
   StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
+  WebOptions web = {};
 };
 
 void RegisterHealthRoutes(Router& router, Services& services);
@@ -30,6 +39,7 @@ void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
+void RegisterWebRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -39,6 +49,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterQueueRoutes(router, services);
   if (services.live) RegisterLiveRoutes(router, services);
   RegisterMetricsRoutes(router, services);
+  RegisterWebRoutes(router, services);
 }
 
 }  // namespace anteroom::server

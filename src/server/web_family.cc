@@ -1,0 +1,121 @@
+// The browser side, served from the binary: the drop-in client /anteroom.js, the default
+// waiting page /wait/{room}, the demo target /demo and the admin dashboard /admin. The files
+// live in web/ and are embedded at build time (cmake/embed_files.cmake), so a single binary
+// serves them with no build step and no files to deploy.
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/names.h"
+#include "server/families.h"
+#include "server/page_template.h"
+#include "server/web_assets.h"
+
+namespace anteroom::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kHtml = "text/html; charset=utf-8";
+constexpr std::string_view kJavaScript = "application/javascript; charset=utf-8";
+// Pages are revalidated every time (they are small, and a template may change with a
+// restart); the client script may be cached briefly.
+constexpr std::string_view kPageCache = "no-cache";
+constexpr std::string_view kScriptCache = "public, max-age=300";
+
+static_assert(!web_assets::Find("anteroom.js").empty(), "web/anteroom.js is not embedded");
+static_assert(!web_assets::Find("wait.html").empty(), "web/wait.html is not embedded");
+static_assert(!web_assets::Find("demo.html").empty(), "web/demo.html is not embedded");
+static_assert(!web_assets::Find("admin.html").empty(), "web/admin.html is not embedded");
+
+Response Asset(std::string body, std::string_view content_type, std::string_view cache) {
+  Response r;
+  r.body = std::move(body);
+  r.content_type = std::string(content_type);
+  r.headers.emplace_back("Cache-Control", std::string(cache));
+  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  return r;
+}
+
+// Pages that may carry an admission token in their address keep it out of Referer headers.
+Response TokenPage(std::string body) {
+  Response r = Asset(std::move(body), kHtml, kPageCache);
+  r.headers.emplace_back("Referrer-Policy", "no-referrer");
+  return r;
+}
+
+}  // namespace
+
+WebOptions LoadWebOptions(const std::string& templates_dir) {
+  WebOptions options;
+  if (templates_dir.empty()) return options;
+  auto fail = [&](const std::string& why) {
+    throw std::runtime_error("--templates " + templates_dir + ": " + why);
+  };
+  std::error_code ec;
+  fs::file_status status = fs::status(templates_dir, ec);
+  if (!fs::exists(status)) fail("no such directory");
+  if (!fs::is_directory(status)) fail("not a directory");
+  fs::directory_iterator probe(templates_dir, ec);
+  if (ec) fail("cannot read the directory: " + ec.message());
+
+  fs::path wait = fs::path(templates_dir) / "wait.html";
+  fs::file_status wait_status = fs::status(wait, ec);
+  if (!fs::exists(wait_status)) {
+    spdlog::info("--templates {}: no wait.html there, serving the built-in waiting page",
+                 templates_dir);
+    return options;
+  }
+  if (!fs::is_regular_file(wait_status)) fail("wait.html is not a regular file");
+  std::ifstream in(wait, std::ios::binary);
+  if (!in) fail("cannot read wait.html: " + std::string(std::strerror(errno)));
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) fail("cannot read wait.html");
+  options.wait_template = std::move(content).str();
+  if (options.wait_template.empty()) fail("wait.html is empty");
+  spdlog::info("waiting page template: {} ({} bytes)", wait.string(), options.wait_template.size());
+  return options;
+}
+
+void RegisterWebRoutes(Router& router, Services& s) {
+  router.Add(http::verb::get, "/anteroom.js", [](const Request&, Respond respond) {
+    respond(Asset(std::string(web_assets::Find("anteroom.js")), kJavaScript, kScriptCache));
+  });
+
+  // Any valid name gets the page, even of a room that does not exist (yet): the page asks the
+  // API and shows its answer.
+  router.Add(http::verb::get, "/wait/{room}", [&s](const Request& req, Respond respond) {
+    const std::string& room = req.params[0];
+    if (!IsValidName(room)) {
+      return respond(
+          ErrorReply(OpStatus::kInvalidArgument, "room names are 1-128 bytes of [A-Za-z0-9._:-]"));
+    }
+    std::string_view page = s.web.wait_template.empty() ? web_assets::Find("wait.html")
+                                                        : std::string_view(s.web.wait_template);
+    respond(TokenPage(RenderPageTemplate(page, room)));
+  });
+
+  router.Add(http::verb::get, "/demo", [](const Request&, Respond respond) {
+    respond(TokenPage(std::string(web_assets::Find("demo.html"))));
+  });
+
+  router.Add(
+      http::verb::get, "/admin",
+      [](const Request&, Respond respond) {
+        Response r = Asset(std::string(web_assets::Find("admin.html")), kHtml, kPageCache);
+        // Its buttons change rooms and queues: no other site may frame it (clickjacking).
+        r.headers.emplace_back("X-Frame-Options", "DENY");
+        r.headers.emplace_back("Content-Security-Policy", "frame-ancestors 'none'");
+        respond(std::move(r));
+      },
+      RouteOptions{.admin = true});
+}
+
+}  // namespace anteroom::server

@@ -1,0 +1,395 @@
+/*
+ * anteroom.js: the browser client of an anteroom waiting room. Plain JavaScript, no
+ * dependencies; load it as a classic script and use window.Anteroom:
+ *
+ *   <script src="https://anteroom.example/anteroom.js"></script>
+ *
+ * Anteroom.wait({room, server?, onUpdate?}) -> Promise<token>
+ *   Joins the room's line (or resumes this tab's place in it) and resolves with the admission
+ *   token (a JWT) once admitted. onUpdate(status) gets every status object:
+ *   {type:"status", session, status:"waiting"|"active"|"grace"|"gone", position, waiting,
+ *    active, capacity, eta_ms, token}. Rejects with an Anteroom.ApiError when the API refuses
+ *   (e.g. 404 unknown_room). The connection stays open after admission, holding the slot,
+ *   until the page goes away or stay()/wait()/leave() is called.
+ *
+ * Anteroom.stay({room, server?, onUpdate?, onLost?}) -> {close()}
+ *   On the protected page: keeps this tab's slot alive through a live connection. The session
+ *   is the one wait() stored, or the `sub` of an `anteroom_token` query parameter or cookie.
+ *   When the status becomes anything but active or grace, calls onLost(status); by default
+ *   it sends the person to SERVER/wait/ROOM. Closing the page starts the room's grace period
+ *   on the server; nothing is sent on unload.
+ *
+ * Anteroom.leave({room?, final = true, server?}) -> Promise<status | null>
+ *   Closes the live connection, forgets the stored session and token, and posts
+ *   /v1/rooms/ROOM/leave {session, final}. room defaults to the room of the last wait/stay.
+ *
+ * Anteroom.decodeToken(token) -> claims object or null (decoded, NOT verified).
+ *
+ * server defaults to the origin this script was loaded from. Storage (sessionStorage, so per
+ * tab and surviving reloads): anteroom:session:ROOM and anteroom:token:ROOM.
+ *
+ * Transport: a WebSocket (/v1/rooms/ROOM/ws); if it never works, Server-Sent Events
+ * (/v1/rooms/ROOM/events); if those never work either, polling POST /v1/rooms/ROOM/check every
+ * min(2000, checkin_timeout_ms / 3) ms. A transport that has worked once is reconnected with
+ * exponential backoff and jitter (250 ms doubling up to 10 s) instead of being abandoned.
+ */
+(() => {
+  'use strict';
+
+  const BACKOFF_FIRST_MS = 250;
+  const BACKOFF_MAX_MS = 10000;
+  const FIRST_MESSAGE_MS = 10000;  // a live connection silent this long after opening failed
+  const SILENCE_MS = 45000;        // three missed heartbeats: the connection is dead
+  const POLL_MAX_MS = 2000;
+  const POLL_MIN_MS = 250;
+  const TRANSPORTS = ['ws', 'sse', 'poll'];
+
+  const scriptOrigin = (() => {
+    try {
+      const src = document.currentScript && document.currentScript.src;
+      if (src) return new URL(src, location.href).origin;
+    } catch (_) { /* fall through */ }
+    return location.origin;
+  })();
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message || code);
+      this.name = 'ApiError';
+      this.status = status;  // HTTP status
+      this.code = code;      // the API's error code, e.g. "unknown_room"
+    }
+  }
+
+  // sessionStorage may be missing or refuse writes (private modes): the client still works,
+  // only a reload then starts over.
+  const storage = {
+    get(key) { try { return sessionStorage.getItem(key); } catch (_) { return null; } },
+    set(key, value) { try { sessionStorage.setItem(key, value); } catch (_) { /* ignored */ } },
+    remove(key) { try { sessionStorage.removeItem(key); } catch (_) { /* ignored */ } },
+  };
+  const sessionKey = (room) => `anteroom:session:${room}`;
+  const tokenKey = (room) => `anteroom:token:${room}`;
+
+  const baseUrl = (server) => (server ? new URL(server, location.href).origin : scriptOrigin);
+  const roomPath = (room) => `/v1/rooms/${encodeURIComponent(room)}`;
+
+  async function api(base, method, path, body) {
+    const init = { method, headers: {} };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(base + path, init);
+    let data = null;
+    try { data = await response.json(); } catch (_) { /* not JSON */ }
+    if (!response.ok) {
+      const error = (data && data.error) || {};
+      throw new ApiError(response.status, error.code || `http_${response.status}`,
+        error.message || response.statusText);
+    }
+    return data;
+  }
+
+  // A refusal that retrying cannot fix (bad name, unknown room), as opposed to a network error,
+  // a 5xx or overload.
+  const isFatal = (err) => err instanceof ApiError && err.status >= 400 && err.status < 500 &&
+    err.status !== 408 && err.status !== 429;
+
+  function backoffMs(attempt) {
+    const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** Math.min(attempt, 16));
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+
+  function decodeToken(token) {
+    try {
+      const part = String(token).split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      // base64 -> bytes -> %XX escapes -> UTF-8 text
+      const escaped = Array.from(atob(part), (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+      return JSON.parse(decodeURIComponent(escaped.join('')));
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // The token handed to this page by the waiting page: ?anteroom_token=... or the cookie.
+  function handedToken() {
+    try {
+      const query = new URLSearchParams(location.search).get('anteroom_token');
+      if (query) return query;
+      const cookie = document.cookie.split(/;\s*/).find((c) => c.startsWith('anteroom_token='));
+      return cookie ? decodeURIComponent(cookie.slice('anteroom_token='.length)) : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // One session's live status: connects, falls back, reconnects, and hands every status
+  // object to onStatus until close(). onFatal(err) once when the API refuses for good.
+  class Live {
+    constructor({ room, base, session, onStatus, onFatal }) {
+      Object.assign(this, { room, base, session, onStatus, onFatal });
+      this.level = 0;       // index into TRANSPORTS
+      this.worked = {};     // transport -> it delivered a message once
+      this.attempt = 0;     // failures since the last message, for the backoff
+      this.conn = null;     // {close()} of the current transport
+      this.closed = false;
+      this.pollMs = 0;
+      this.retryTimer = 0;
+      this.watchdog = 0;
+    }
+
+    async start() {
+      // Asking for the room first turns an unknown room into an answer rather than endless
+      // reconnects (a refused upgrade does not say why), and gives the polling interval.
+      try {
+        this.learnRoom(await api(this.base, 'GET', roomPath(this.room)));
+      } catch (err) {
+        if (isFatal(err)) return this.fail(err);
+      }
+      this.connect();
+    }
+
+    close() {
+      this.closed = true;
+      clearTimeout(this.retryTimer);
+      this.teardown();
+    }
+
+    learnRoom(info) {
+      const timeout = info && Number(info.checkin_timeout_ms);
+      if (timeout >= 0) this.pollMs = Math.max(POLL_MIN_MS, Math.min(POLL_MAX_MS, timeout / 3));
+    }
+
+    get transport() { return TRANSPORTS[this.level]; }
+
+    connect() {
+      if (this.closed) return;
+      this.received = false;
+      const kind = this.transport;
+      if (kind === 'ws' && typeof WebSocket === 'undefined') return this.fallBack();
+      if (kind === 'sse' && typeof EventSource === 'undefined') return this.fallBack();
+      if (kind === 'poll') return this.poll();
+      const url = new URL(this.base + roomPath(this.room) + (kind === 'ws' ? '/ws' : '/events'));
+      if (kind === 'ws') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      if (this.session) url.searchParams.set('session', this.session);
+      let source;
+      try {
+        source = kind === 'ws' ? new WebSocket(url.href) : new EventSource(url.href);
+      } catch (_) {
+        return this.fallBack();
+      }
+      const conn = { close: () => source.close() };
+      this.conn = conn;
+      source.onmessage = (event) => { if (this.conn === conn) this.receive(event.data); };
+      // WebSocket: error then close; EventSource: error only (we never let it retry itself).
+      source.onerror = source.onclose = () => { if (this.conn === conn) this.dropped(); };
+      this.arm(FIRST_MESSAGE_MS);
+    }
+
+    // Polling: the last resort, and what works through any proxy.
+    poll() {
+      const conn = { stopped: false, timer: 0 };
+      conn.close = () => { conn.stopped = true; clearTimeout(conn.timer); };
+      this.conn = conn;
+      const tick = async () => {
+        try {
+          if (!this.pollMs) this.learnRoom(await api(this.base, 'GET', roomPath(this.room)));
+          const body = this.session ? { session: this.session } : {};
+          const status = await api(this.base, 'POST', `${roomPath(this.room)}/check`, body);
+          if (conn.stopped) return;
+          this.deliver({ type: 'status', ...status });
+          if (conn.stopped) return;
+          if (this.pollFailed && !this.retriedLive) return this.retryLive();
+          conn.timer = setTimeout(tick, this.pollMs || POLL_MAX_MS);
+        } catch (err) {
+          if (conn.stopped) return;
+          if (isFatal(err)) return this.fail(err);
+          this.pollFailed = true;
+          this.dropped();
+        }
+      };
+      tick();
+    }
+
+    // Polling began while the server could not be reached at all, so the live transports may
+    // have failed for that reason alone: give them one more chance now that it answers.
+    retryLive() {
+      this.retriedLive = true;
+      this.teardown();
+      this.level = 0;
+      this.connect();
+    }
+
+    receive(text) {
+      let message;
+      try { message = JSON.parse(text); } catch (_) { return; }
+      if (!message || typeof message !== 'object') return;
+      if (message.type === 'heartbeat') {
+        this.arm(SILENCE_MS);
+        return;
+      }
+      if (message.type === undefined || message.type === 'status') this.deliver(message);
+    }
+
+    deliver(status) {
+      this.received = true;
+      this.worked[this.transport] = true;
+      this.attempt = 0;
+      if (status.session) this.session = status.session;
+      if (this.transport !== 'poll') this.arm(SILENCE_MS);
+      this.onStatus(status);
+    }
+
+    // The current connection ended or never worked.
+    dropped() {
+      const kind = this.transport;
+      this.teardown();
+      if (this.closed) return;
+      if (!this.received && !this.worked[kind] && kind !== 'poll') return this.fallBack();
+      this.retryTimer = setTimeout(() => this.reconnect(), backoffMs(this.attempt++));
+    }
+
+    async reconnect() {
+      if (this.closed) return;
+      // A live transport that fails to reopen may face a room deleted meanwhile.
+      if (this.transport !== 'poll' && !this.received) {
+        try {
+          await api(this.base, 'GET', roomPath(this.room));
+        } catch (err) {
+          if (isFatal(err)) return this.fail(err);
+        }
+      }
+      this.connect();
+    }
+
+    fallBack() {
+      this.teardown();
+      this.level = Math.min(this.level + 1, TRANSPORTS.length - 1);
+      this.connect();
+    }
+
+    fail(err) {
+      if (this.closed) return;
+      this.close();
+      this.onFatal(err);
+    }
+
+    arm(ms) {
+      clearTimeout(this.watchdog);
+      this.watchdog = setTimeout(() => this.dropped(), ms);
+    }
+
+    teardown() {
+      clearTimeout(this.watchdog);
+      const conn = this.conn;
+      this.conn = null;
+      if (conn) {
+        try { conn.close(); } catch (_) { /* already closed */ }
+      }
+    }
+  }
+
+  let current = null;  // {room, base, live}: the one live connection of this page
+
+  function replaceCurrent(room, base, live) {
+    if (current) current.live.close();
+    current = { room, base, live };
+  }
+
+  function checkRoom(room) {
+    if (typeof room !== 'string' || room === '') throw new TypeError('Anteroom: room is required');
+  }
+
+  function callSafely(callback, value) {
+    if (typeof callback !== 'function') return;
+    try { callback(value); } catch (err) { setTimeout(() => { throw err; }); }
+  }
+
+  function wait({ room, server, onUpdate } = {}) {
+    checkRoom(room);
+    const base = baseUrl(server);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const live = new Live({
+        room,
+        base,
+        session: storage.get(sessionKey(room)),
+        onStatus: (status) => {
+          if (status.session) storage.set(sessionKey(room), status.session);
+          if (status.token) storage.set(tokenKey(room), status.token);
+          callSafely(onUpdate, status);
+          if (!settled && status.status === 'active' && status.token) {
+            settled = true;
+            resolve(status.token);
+          }
+        },
+        onFatal: (err) => {
+          if (!settled) {
+            settled = true;
+            reject(err);
+          }
+        },
+      });
+      replaceCurrent(room, base, live);
+      live.start();
+    });
+  }
+
+  function stay({ room, server, onUpdate, onLost } = {}) {
+    checkRoom(room);
+    const base = baseUrl(server);
+    const lost = (status) => {
+      live.close();
+      if (typeof onLost === 'function') return callSafely(onLost, status);
+      location.href = `${base}/wait/${encodeURIComponent(room)}`;
+    };
+    let session = storage.get(sessionKey(room));
+    if (!session) {
+      const claims = decodeToken(handedToken());
+      if (claims && claims.room === room && typeof claims.sub === 'string') session = claims.sub;
+    }
+    const live = new Live({
+      room,
+      base,
+      session,
+      onStatus: (status) => {
+        if (status.session) storage.set(sessionKey(room), status.session);
+        if (status.token) storage.set(tokenKey(room), status.token);
+        callSafely(onUpdate, status);
+        if (status.status !== 'active' && status.status !== 'grace') lost(status);
+      },
+      onFatal: (err) => lost({ type: 'status', session, status: 'gone', error: err }),
+    });
+    replaceCurrent(room, base, live);
+    if (session) {
+      live.start();
+    } else {
+      setTimeout(() => lost({ type: 'status', session: null, status: 'gone' }));
+    }
+    return { close: () => live.close() };
+  }
+
+  async function leave({ room, final = true, server } = {}) {
+    room = room || (current && current.room);
+    checkRoom(room);
+    let base = server ? baseUrl(server) : scriptOrigin;
+    if (current && current.room === room) {
+      if (!server) base = current.base;
+      current.live.close();
+      current = null;
+    }
+    const session = storage.get(sessionKey(room));
+    storage.remove(sessionKey(room));
+    storage.remove(tokenKey(room));
+    if (!session) return null;
+    try {
+      return await api(base, 'POST', `${roomPath(room)}/leave`, { session, final: !!final });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'unknown_session') return null;
+      throw err;
+    }
+  }
+
+  window.Anteroom = Object.freeze({ wait, stay, leave, decodeToken, ApiError });
+})();
