@@ -82,7 +82,7 @@ TEST(StatsHistoryTest, AnswersTheDocumentedShape) {
   EXPECT_EQ(rooms[0].at("room"), "a") << "names in order";
   EXPECT_EQ(rooms[1].at("room"), "b");
   json::value want_room = json::parse(
-      R"({"t":100,"active":3,"waiting":2,"capacity":5,"admitted_total":4,"dropped_total":1,
+      R"({"t":100,"active":3,"waiting":2,"capacity":5,"paused":false,"admitted_total":4,"dropped_total":1,
           "released_total":3})");
   EXPECT_EQ(rooms[0].at("samples").as_array().at(0), want_room);
   const json::array& queues = out.at("queues").as_array();
