@@ -213,6 +213,7 @@ void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   AddBenchQueueCommand(*bench, flags);
+  AddBenchLiveCommand(*bench, flags);
   rooms->callback([f, &flags] {
     int rc = RunBenchRooms(*f, flags);
     if (rc != 0) std::exit(rc);

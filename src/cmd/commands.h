@@ -35,5 +35,6 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags);
 void AddWorkCommand(CLI::App& app, ClientFlags& flags);
 void AddBenchCommands(CLI::App& app, ClientFlags& flags);
 void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags);
+void AddBenchLiveCommand(CLI::App& bench, ClientFlags& flags);
 
 }  // namespace anteroom::cmd

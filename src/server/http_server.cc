@@ -379,6 +379,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     acceptor_.set_option(net::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
     acceptor_.listen(net::socket_base::max_listen_connections);
+    acceptor_.non_blocking(true);  // for the synchronous accepts after a completion
     return acceptor_.local_endpoint();
   }
 
@@ -387,19 +388,16 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     acceptor_.async_accept(*socket, [self = shared_from_this(), socket](beast::error_code ec) {
       if (ec == net::error::operation_aborted) return;
       if (!ec) {
-        beast::error_code ignored;
-        socket->set_option(tcp::no_delay(true), ignored);
-        if (self->open_->fetch_add(1, std::memory_order_relaxed) >= self->max_connections_) {
-          self->open_->fetch_sub(1, std::memory_order_relaxed);
-          RefuseOverloaded(std::move(*socket));
-        } else {
-          // Its place in the count, given back when the last holder lets go.
-          std::shared_ptr<void> place(nullptr, [open = self->open_](std::nullptr_t) {
-            open->fetch_sub(1, std::memory_order_relaxed);
-          });
-          std::make_shared<Session>(std::move(*socket), self->router_, std::move(place),
-                                    self->live_)
-              ->Start();
+        self->Admit(std::move(*socket));
+        // Take what else waits in the backlog now: under load (live streams pushing) the next
+        // completion waits behind every handler queued on the main context, which held
+        // accepts to a few per second while thousands of clients connected.
+        for (int i = 0; i < kAcceptBurst; ++i) {
+          Socket next(self->pool_.Next().get_executor());
+          beast::error_code again;
+          self->acceptor_.accept(next, again);  // non-blocking: would_block when none waits
+          if (again) break;
+          self->Admit(std::move(next));
         }
       } else {
         spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
@@ -414,6 +412,23 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   }
 
  private:
+  static constexpr int kAcceptBurst = 256;
+
+  void Admit(Socket socket) {
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    if (open_->fetch_add(1, std::memory_order_relaxed) >= max_connections_) {
+      open_->fetch_sub(1, std::memory_order_relaxed);
+      RefuseOverloaded(std::move(socket));
+    } else {
+      // Its place in the count, given back when the last holder lets go.
+      std::shared_ptr<void> place(nullptr, [open = open_](std::nullptr_t) {
+        open->fetch_sub(1, std::memory_order_relaxed);
+      });
+      std::make_shared<Session>(std::move(socket), router_, std::move(place), live_)->Start();
+    }
+  }
+
   // Over the connection limit: one short 503 and hang up, so clients back off and retry
   // instead of the server running out of file descriptors.
   static void RefuseOverloaded(Socket socket) {

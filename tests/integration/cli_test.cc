@@ -140,6 +140,32 @@ TEST_F(CliTest, NoServerExitsNonZero) {
   server_.reset();  // TearDown expects a live server otherwise
 }
 
+// The live channel's load generator (scripts/bench-live.sh) against a real server: 200 waiting
+// WebSocket clients, 2 s of admissions; every pushed position checked, every change measured.
+TEST_F(CliTest, BenchLiveSeesEveryChangeAtTheRightPosition) {
+  CliResult r = RunCli({"bench", "live", "--server", server().url(), "-n", "200", "--capacity", "5",
+                        "--rate", "10", "--duration", "2", "--settle", "10", "--server-pid",
+                        std::to_string(server().pid()), "--json"},
+                       {}, std::chrono::seconds(60));
+  ASSERT_FALSE(r.timed_out) << Describe(r);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  json::value j = Json(r);
+  ASSERT_TRUE(j.is_object()) << Describe(r);
+  EXPECT_EQ(IntField(j, "wrong_positions"), 0) << Describe(r);
+  EXPECT_EQ(IntField(j, "failed_connections"), 0) << Describe(r);
+  EXPECT_EQ(IntField(j, "converged"), 200) << Describe(r);
+  EXPECT_EQ(IntField(j, "changes"), 20) << Describe(r);
+  // Clients 1..20 are admitted at change p0 (p0 samples each); the other 180 see all 20.
+  EXPECT_EQ(IntField(j, "samples"), 20 * 21 / 2 + 180 * 20) << Describe(r);
+  EXPECT_EQ(IntField(j, "samples"), IntField(j, "expected_samples")) << Describe(r);
+  EXPECT_GT(j.at("max_ms").to_number<double>(), 0) << Describe(r);
+  EXPECT_GT(IntField(j, "messages").value_or(0), 200) << Describe(r);
+  EXPECT_GT(IntField(j, "server_rss_after_kb").value_or(0), 0) << Describe(r);
+  EXPECT_GT(IntField(j, "generator_rss_kb").value_or(0), 0) << Describe(r);
+  // The generator deleted its room.
+  EXPECT_TRUE(client().ListRooms().json.at("rooms").as_array().empty()) << Describe(r);
+}
+
 class CliAdminTest : public CliTest {
  protected:
   EnvVars ServerEnv() const override {
@@ -175,6 +201,7 @@ TEST(CliHelpTest, HelpOnEveryCommandExitsZero) {
       {"check", "--help"},
       {"bench", "--help"},
       {"bench", "rooms", "--help"},
+      {"bench", "live", "--help"},
   };
   for (const auto& args : commands) {
     CliResult r = RunCli(args, {}, std::chrono::seconds(10));

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The live channel under load (issue 6; results and how to read them: docs/benchmarks.md,
+# "Live channel (WebSocket push)").
+#
+#   scripts/bench-live.sh [--quick] [--no-build] [--build-dir DIR] [--out DIR] [--sizes "N ..."]
+#
+# For each N (default 1000 10000 100000; --quick: 1000 only) a fresh
+# `anteroom serve --memory-only --listen 127.0.0.1:0 --max-connections 250000` (stopped by its
+# PID) and `anteroom bench live -n N --server-pid PID --json`: N WebSocket clients waiting on one
+# room, admissions at RATE/s for SECONDS s, delay from each change to each client's updated
+# position, server memory per live connection. Writes results.md (a Markdown table) to --out.
+#
+# The file-descriptor limit is raised for this shell only (ulimit; the hard limit too when
+# running as root). No system setting is changed: connections are spread over the source
+# addresses 127.0.0.1, 127.0.0.2, ... instead of widening the ephemeral port range.
+# Environment: RATE (admissions/s, default 10), SECONDS_OF_ADMISSIONS (default 10), CAPACITY
+# (default 10), SERVER_THREADS (default 2), CLIENT_THREADS (default 2), CONNECT_RATE (default
+# 5000/s), LIVE_TICK_MS (the server's --live-tick-ms, default: the server's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+
+SIZES="1000 10000 100000"
+BUILD=1
+BUILD_DIR="build/release"
+OUT=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) SIZES="1000" ;;
+    --sizes) SIZES="$2"; shift ;;
+    --no-build) BUILD=0 ;;
+    --build-dir) BUILD_DIR="$2"; shift ;;
+    --out) OUT="$2"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "bench-live.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+RATE="${RATE:-10}"
+SECONDS_OF_ADMISSIONS="${SECONDS_OF_ADMISSIONS:-10}"
+CAPACITY="${CAPACITY:-10}"
+SERVER_THREADS="${SERVER_THREADS:-2}"
+CLIENT_THREADS="${CLIENT_THREADS:-2}"
+CONNECT_RATE="${CONNECT_RATE:-5000}"
+OUT="${OUT:-$(mktemp -d /tmp/anteroom-bench-live.XXXXXX)}"
+mkdir -p "$OUT"
+echo "== results in $OUT"
+
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
+
+# ---- file descriptors: each connection is one on each side --------------------------------------
+WANT_FDS=250000
+if [[ "$(ulimit -Hn)" != "unlimited" && "$(ulimit -Hn)" -lt $WANT_FDS ]]; then
+  ulimit -Hn "$WANT_FDS" 2>/dev/null || echo "bench-live.sh: cannot raise the hard fd limit (needs CAP_SYS_RESOURCE)"
+fi
+HARD="$(ulimit -Hn)"
+if [[ "$HARD" == "unlimited" || "$HARD" -ge $WANT_FDS ]]; then ulimit -n "$WANT_FDS"; else ulimit -n "$HARD"; fi
+FDS="$(ulimit -n)"
+echo "== file descriptors: $FDS"
+
+# ---- build -----------------------------------------------------------------------------------------
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+BIN="$ROOT/$BUILD_DIR/anteroom"
+[[ -x "$BIN" ]] || { echo "bench-live.sh: build $BUILD_DIR first" >&2; exit 1; }
+
+record_machine
+
+# ---- runs ------------------------------------------------------------------------------------------
+SERVE_FLAGS=(--memory-only --max-connections 250000)
+if [[ -n "${LIVE_TICK_MS:-}" ]]; then SERVE_FLAGS+=(--live-tick-ms "$LIVE_TICK_MS"); fi
+RUN_SIZES=()
+for n in $SIZES; do
+  if (( n + 500 > FDS )); then
+    # Each side holds one descriptor per connection and the hard limit could not be raised
+    # (no CAP_SYS_RESOURCE, e.g. in a container): the largest N that fits instead.
+    fit=$(( (FDS - 500) / 1000 * 1000 ))
+    echo "-- N=$n needs $((n + 500)) file descriptors per process, the limit is $FDS:" \
+      "running N=$fit instead" | tee "$OUT/live-$n.skipped"
+    n=$fit
+  fi
+  [[ " ${RUN_SIZES[*]} " == *" $n "* ]] || RUN_SIZES+=("$n")
+done
+for n in "${RUN_SIZES[@]}"; do
+  echo "== N=$n: anteroom serve --threads $SERVER_THREADS ${SERVE_FLAGS[*]}"
+  start_server "$OUT/serve-$n.log" "$SERVER_THREADS" "${SERVE_FLAGS[@]}"
+  echo "server: $SERVER_URL (pid ${PIDS[-1]}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  cut -d' ' -f1-3 /proc/loadavg >"$OUT/load-$n.txt"
+  # Opening N connections takes N/CONNECT_RATE s; admissions and the last pushes take less
+  # than a minute more.
+  limit=$(( n / CONNECT_RATE * 3 + SECONDS_OF_ADMISSIONS + 240 ))
+  set +e
+  timeout "$limit" "$BIN" bench live --server "$SERVER_URL" -n "$n" --capacity "$CAPACITY" \
+    --rate "$RATE" --duration "$SECONDS_OF_ADMISSIONS" --threads "$CLIENT_THREADS" \
+    --connect-rate "$CONNECT_RATE" --server-pid "${PIDS[-1]}" --json \
+    >"$OUT/live-$n.json" 2>"$OUT/live-$n.err"
+  rc=$?
+  set -e
+  cat "$OUT/live-$n.err" >&2
+  cat "$OUT/live-$n.json"
+  echo " load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/load-$n.txt"
+  [[ $rc -eq 0 ]] || echo "-- N=$n: bench live exited $rc"
+  cleanup
+done
+
+# ---- the table -------------------------------------------------------------------------------------
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+python3 - "$OUT" "${RUN_SIZES[*]}" <<'PY'
+import json, os, sys
+out, sizes = sys.argv[1], sys.argv[2].split()
+rows = []
+for n in sizes:
+    path = os.path.join(out, f"live-{n}.json")
+    try:
+        j = json.loads(open(path).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        rows.append(f"| {n} | (no result: see live-{n}.err) |||||||||")
+        continue
+    load = open(os.path.join(out, f"load-{n}.txt")).read().split()[:3]
+    target = "met" if j["max_ms"] <= 1000 and j["wrong_positions"] == 0 else "MISSED"
+    rows.append(
+        f"| {j['connections']:,} | {j['changes']} at {j['rate']:g}/s | {j['samples']:,} | "
+        f"{j['p50_ms']:.0f} | {j['p99_ms']:.0f} | {j['max_ms']:.0f} ({target}) | "
+        f"{j['messages_per_s']:,.0f} | {j['server_bytes_per_connection']:,.0f} | "
+        f"{j['generator_rss_kb'] / 1024:,.0f} | {j['wrong_positions']} | {j['fill_s']:.1f} | "
+        f"{' '.join(load)} |")
+table = "\n".join([
+    "| N | changes | delay samples | p50 ms | p99 ms | max ms (1 s target) | messages/s | "
+    "server bytes/conn | generator MiB | wrong | open s | load before |",
+    "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
+] + rows)
+open(os.path.join(out, "results.md"), "w").write(table + "\n")
+print("\n" + table)
+PY
+echo "== done; raw results in $OUT"

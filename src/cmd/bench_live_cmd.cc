@@ -1,0 +1,759 @@
+// `anteroom bench live`: the live channel under load. Opens N WebSocket connections to one room
+// (each a new waiting session), checks that they report the positions 1..N exactly, then admits
+// at a steady rate and measures, for every client and every change, the delay from the change to
+// the first message that shows it. Also reports the server's memory per live connection.
+//
+// Exactness: the C slots are always held by the generator, so change k (the k-th `leave final`
+// of a holder) admits exactly the client first shown position k and moves every other client
+// one place up. A client first shown p0 that is later shown position p has seen the changes
+// 1..p0-p; shown "active", it has seen 1..p0. Its first message reflecting change k gives one
+// delay sample: its arrival minus the moment change k's leave was answered (samples per client:
+// min(p0, K), K the number of changes). Any message showing a change not yet sent, a position
+// that went back, an unexpected "gone", or a final position other than p0-K is counted wrong.
+//
+// Turnover: a client shown "active" closes its WebSocket (its slot goes into grace, long
+// enough for the run) and becomes a holder; it leaves with final C changes later. A holder is
+// only asked to leave once its client saw "active" (else it would be told "gone" instead): if
+// pushes run late, the schedule waits, and the lag is reported.
+//
+// Ports: one source address has ~28k ephemeral ports towards one server port, so connections
+// are spread over 127.0.0.1, 127.0.0.2, ... (--per-address each; loopback servers only).
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/url/parse.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "anteroom/client.hpp"
+#include "cmd/commands.h"
+
+namespace anteroom::cmd {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+struct BenchLiveFlags {
+  int64_t connections = 1'000;
+  int64_t capacity = 10;
+  double rate = 10;        // admissions per second
+  double duration_s = 10;  // of admissions
+  int threads = 2;
+  double connect_rate = 5'000;  // new connections per second
+  int max_handshakes = 500;     // in flight at once
+  int64_t per_address = 20'000;
+  std::string room;  // default: a unique name
+  int64_t server_pid = 0;
+  double settle_s = 15;         // after the last change, for the last pushes
+  double fill_timeout_s = 600;  // to open every connection
+  bool json = false;
+};
+
+const SteadyClock::time_point kEpoch = SteadyClock::now();
+uint32_t NowUs() {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - kEpoch).count());
+}
+
+// A field of a status message as the server writes it: a flat object, no spaces, strings
+// without escapes (ids, status words, JWTs). Empty when absent.
+std::string_view Field(std::string_view msg, std::string_view key) {
+  char needle[32];
+  if (key.size() + 3 > sizeof(needle)) return {};
+  needle[0] = '"';
+  std::copy(key.begin(), key.end(), needle + 1);
+  needle[key.size() + 1] = '"';
+  needle[key.size() + 2] = ':';
+  size_t at = msg.find(std::string_view(needle, key.size() + 3));
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = msg.substr(at + key.size() + 3);
+  if (!rest.empty() && rest[0] == '"') {
+    size_t end = rest.find('"', 1);
+    return end == std::string_view::npos ? std::string_view() : rest.substr(1, end - 1);
+  }
+  return rest.substr(0, rest.find_first_of(",}"));
+}
+
+std::optional<int64_t> IntOf(std::string_view text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// VmRSS of /proc/PID/status in KiB; -1 when it cannot be read.
+int64_t RssKb(const std::string& status_path) {
+  std::ifstream in(status_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    size_t from = line.find_first_of("0123456789");
+    if (from == std::string::npos) return -1;
+    return IntOf(std::string_view(line).substr(from, line.find(' ', from) - from)).value_or(-1);
+  }
+  return -1;
+}
+
+// User + system CPU seconds of a process (/proc/PID/stat); -1 when it cannot be read.
+double CpuSeconds(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));  // from field 3, the state
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// What every client shares; counters are summed over threads at phase boundaries.
+struct Shared {
+  tcp::endpoint server;
+  std::string host_header;
+  std::string path;
+  bool spread = false;  // bind to 127.0.0.x (a loopback server)
+  int64_t per_address = 0;
+  int64_t planned = 0;           // K: changes the run will make
+  std::atomic<int64_t> sent{0};  // changes whose leave was sent
+  std::atomic<int64_t> first_seen{0}, failed{0}, converged{0}, wrong{0};
+  std::mutex error_mutex;
+  std::string first_error;
+
+  void Error(std::string what) {
+    std::lock_guard lock(error_mutex);
+    if (first_error.empty()) first_error = std::move(what);
+  }
+};
+
+struct Reflection {  // the first message showing the changes 1..upto
+  uint32_t at_us;
+  uint32_t upto;
+};
+
+// One WebSocket client; all its state lives on its io_context's thread, except `session`/`p0`
+// (written before first_seen is counted) and `admitted` (read by the driver).
+class LiveClient : public std::enable_shared_from_this<LiveClient> {
+ public:
+  LiveClient(net::io_context& ioc, Shared& shared, int64_t index, std::atomic<int64_t>& messages)
+      : ws_(ioc), shared_(shared), index_(index), messages_(messages) {}
+
+  std::string session;
+  int64_t p0 = 0;
+  std::atomic<bool> admitted{false};  // shown "active" with a token
+  std::vector<Reflection> reflections;
+  std::string last_status;
+  int64_t last_position = 0;
+  bool wrong = false;
+  std::string why;
+
+  template <typename Done>
+  void Open(Done done) {
+    beast::error_code ec;
+    tcp::socket& sock = ws_.next_layer();
+    sock.open(tcp::v4(), ec);
+    if (!ec && shared_.spread) {
+      // The port is chosen at connect time, per destination: the whole range per address.
+      int one = 1;
+      ::setsockopt(sock.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      auto block = static_cast<uint32_t>(index_ / shared_.per_address);
+      net::ip::address_v4 source((127u << 24) + 1 + block);
+      sock.bind(tcp::endpoint(source, 0), ec);
+    }
+    if (ec) return Fail(fmt::format("socket: {}", ec.message()), done);
+    sock.async_connect(shared_.server, [self = shared_from_this(), done](beast::error_code ec) {
+      if (ec) return self->Fail(fmt::format("connect: {}", ec.message()), done);
+      self->ws_.set_option(
+          websocket::stream_base::timeout{.handshake_timeout = std::chrono::seconds(60),
+                                          .idle_timeout = websocket::stream_base::none(),
+                                          .keep_alive_pings = false});
+      self->ws_.async_handshake(
+          self->shared_.host_header, self->shared_.path, [self, done](beast::error_code ec) {
+            if (ec) {
+              return self->Fail(fmt::format("handshake: {}", ec.message()), done);
+            }
+            done();
+            self->Read();
+          });
+    });
+  }
+
+  void Close() {
+    closing_ = true;
+    beast::error_code ignored;
+    ws_.next_layer().close(ignored);
+  }
+
+ private:
+  template <typename Done>
+  void Fail(std::string what, Done& done) {
+    ++shared_.failed;
+    shared_.Error(std::move(what));
+    done();
+  }
+
+  void Read() {
+    buffer_.clear();
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) {
+        if (!self->closing_) self->MarkWrong(fmt::format("connection ended: {}", ec.message()));
+        return;
+      }
+      auto data = self->buffer_.cdata();
+      self->OnMessage(std::string_view(static_cast<const char*>(data.data()), data.size()));
+      if (!self->closing_) self->Read();
+    });
+  }
+
+  void OnMessage(std::string_view msg) {
+    uint32_t now = NowUs();
+    std::string_view type = Field(msg, "type");
+    if (type == "heartbeat") return;  // every 15 s: not counted
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    if (type != "status") return MarkWrong(fmt::format("unexpected message {}", msg));
+    std::string_view status = Field(msg, "status");
+    std::optional<int64_t> position = IntOf(Field(msg, "position"));
+    last_status.assign(status);
+    if (p0 == 0) {  // the first message: where this client starts
+      if (status != "waiting" || !position || *position < 1) {
+        return MarkWrong(fmt::format("first message not waiting: {}", msg));
+      }
+      session.assign(Field(msg, "session"));
+      p0 = last_position = *position;
+      target_ = std::min(p0, shared_.planned);
+      shared_.first_seen.fetch_add(1, std::memory_order_release);
+      if (target_ == 0) shared_.converged.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    int64_t upto;
+    if (status == "waiting" && position) {
+      upto = p0 - *position;
+      last_position = *position;
+    } else if (status == "active" || status == "grace") {
+      upto = p0;
+    } else {
+      return MarkWrong(fmt::format("unexpected status: {}", msg));
+    }
+    if (upto > shared_.sent.load(std::memory_order_acquire)) {
+      return MarkWrong(
+          fmt::format("shows {} changes, {} were made: {}", upto, shared_.sent.load(), msg));
+    }
+    if (upto < reflected_) return MarkWrong(fmt::format("went back a place: {}", msg));
+    if (upto > reflected_) {
+      reflections.push_back({now, static_cast<uint32_t>(upto)});
+      reflected_ = upto;
+      if (reflected_ == target_) shared_.converged.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (status == "active") {
+      if (Field(msg, "token").size() < 20) return MarkWrong(fmt::format("no token: {}", msg));
+      // Admitted: hang up (the slot goes into grace) and let the driver hold the slot.
+      admitted.store(true, std::memory_order_release);
+      closing_ = true;
+      ws_.async_close(websocket::close_code::normal,
+                      [self = shared_from_this()](beast::error_code) {
+                        beast::error_code ignored;
+                        self->ws_.next_layer().close(ignored);
+                      });
+    }
+  }
+
+  void MarkWrong(std::string what) {
+    if (!wrong) {
+      wrong = true;
+      why = what;
+      shared_.wrong.fetch_add(1, std::memory_order_relaxed);
+      shared_.Error(fmt::format("client {}: {}", index_, what));
+    }
+  }
+
+  websocket::stream<tcp::socket> ws_;
+  beast::flat_buffer buffer_;
+  Shared& shared_;
+  int64_t index_;
+  std::atomic<int64_t>& messages_;
+  int64_t target_ = -1;
+  int64_t reflected_ = 0;
+  bool closing_ = false;
+};
+
+// One io_context and its thread; opens its clients at its share of the rate.
+struct Worker {
+  net::io_context ioc{1};
+  std::vector<std::shared_ptr<LiveClient>> clients;
+  alignas(64) std::atomic<int64_t> messages{0};
+  size_t next = 0;
+  int in_flight = 0;
+  double budget = 0;
+  double rate = 0;  // per second
+  int max_in_flight = 1;
+  net::steady_timer opener{ioc};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> guard;
+  std::thread thread;
+
+  static constexpr auto kStep = std::chrono::milliseconds(5);
+
+  void OpenSome() {
+    budget = std::min(budget + rate * 0.005, std::max(1.0, rate * 0.05));
+    while (next < clients.size() && in_flight < max_in_flight && budget >= 1) {
+      budget -= 1;
+      ++in_flight;
+      clients[next++]->Open([this] { --in_flight; });
+    }
+    if (next == clients.size()) return;
+    opener.expires_after(kStep);
+    opener.async_wait([this](beast::error_code ec) {
+      if (!ec) OpenSome();
+    });
+  }
+};
+
+double Percentile(std::vector<uint32_t>& v, double p) {  // in ms
+  if (v.empty()) return 0;
+  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k] / 1000.0;
+}
+
+void Progress(bool quiet, std::string_view text) {
+  if (!quiet) fmt::print(stderr, "bench live: {}\n", text);
+}
+
+struct Result {
+  int64_t connections = 0, capacity = 0, changes = 0, samples = 0, expected_samples = 0;
+  int64_t wrong = 0, failed = 0, converged = 0, messages = 0, fill_messages = 0;
+  double p50 = 0, p99 = 0, max = 0, messages_per_s = 0, fill_s = 0, window_s = 0;
+  double leave_rtt_p50 = 0, leave_rtt_max = 0, lag_max = 0, holder_wait_max = 0;
+  // Per change: the delay to the first client that showed it, and from there to the last (the
+  // fan-out of the pushes); medians and max over the changes, in ms.
+  double first_p50 = 0, first_max = 0, fanout_p50 = 0, fanout_max = 0;
+  double server_cpu_s = -1, own_cpu_s = -1;  // during the admissions and the last pushes
+  int64_t server_rss_before_kb = -1, server_rss_after_kb = -1, own_rss_kb = -1;
+  double server_bytes_per_conn = 0;
+  int64_t addresses = 1;
+  int64_t before_answer = 0;  // samples shown before the generator had read the leave's answer
+  std::string first_error;
+};
+
+void PrintHuman(const Result& r, const BenchLiveFlags& f) {
+  fmt::print("anteroom bench live: {} WebSocket connections on one room, capacity {}\n",
+             r.connections, r.capacity);
+  fmt::print("  opened in {:.1f} s over {} source address(es); positions 1..{} verified\n",
+             r.fill_s, r.addresses, r.connections);
+  fmt::print(
+      "  {} changes at {:.1f}/s (schedule lag max {:.0f} ms; leave round trip p50 {:.2f} "
+      "ms, max {:.2f} ms)\n",
+      r.changes, f.rate, r.lag_max, r.leave_rtt_p50, r.leave_rtt_max);
+  if (r.holder_wait_max > 0) {
+    fmt::print(
+        "  (waited up to {:.0f} ms for an admitted client to see \"active\" before it left)\n",
+        r.holder_wait_max);
+  }
+  fmt::print(
+      "  delay change -> client: p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms over {} samples "
+      "(expected {})\n",
+      r.p50, r.p99, r.max, r.samples, r.expected_samples);
+  fmt::print(
+      "  per change: first client after p50 {:.1f} ms (max {:.1f}), last client {:.1f} ms after "
+      "the first (max {:.1f})\n",
+      r.first_p50, r.first_max, r.fanout_p50, r.fanout_max);
+  fmt::print("  messages: {} in {:.1f} s, {:.0f}/s (and {} while connecting)\n", r.messages,
+             r.window_s, r.messages_per_s, r.fill_messages);
+  if (r.server_cpu_s >= 0 && r.messages > 0) {
+    fmt::print("  CPU meanwhile: server {:.2f} s ({:.1f} us per message), generator {:.2f} s\n",
+               r.server_cpu_s, r.server_cpu_s * 1e6 / static_cast<double>(r.messages), r.own_cpu_s);
+  }
+  if (r.server_rss_after_kb >= 0) {
+    fmt::print("  server RSS {:.1f} MiB -> {:.1f} MiB: {:.0f} bytes per live connection\n",
+               r.server_rss_before_kb / 1024.0, r.server_rss_after_kb / 1024.0,
+               r.server_bytes_per_conn);
+  }
+  fmt::print("  generator RSS {:.1f} MiB with every connection open\n", r.own_rss_kb / 1024.0);
+  fmt::print("  wrong clients: {}, failed connections: {}, converged: {}/{}\n", r.wrong, r.failed,
+             r.converged, r.connections);
+  if (!r.first_error.empty()) fmt::print("  first error: {}\n", r.first_error);
+}
+
+void PrintJson(const Result& r, const BenchLiveFlags& f) {
+  // One line, numbers in plain notation.
+  fmt::print(
+      "{{\"connections\":{},\"capacity\":{},\"rate\":{:.2f},\"changes\":{},\"samples\":{},"
+      "\"expected_samples\":{},\"p50_ms\":{:.3f},\"p99_ms\":{:.3f},\"max_ms\":{:.3f},"
+      "\"messages\":{},\"messages_per_s\":{:.0f},\"fill_messages\":{},\"fill_s\":{:.3f},"
+      "\"wrong_positions\":{},\"failed_connections\":{},\"converged\":{},"
+      "\"leave_rtt_p50_ms\":{:.3f},\"leave_rtt_max_ms\":{:.3f},\"schedule_lag_max_ms\":{:.3f},"
+      "\"server_rss_before_kb\":{},\"server_rss_after_kb\":{},"
+      "\"server_bytes_per_connection\":{:.0f},\"generator_rss_kb\":{},\"addresses\":{},"
+      "\"threads\":{},\"shown_before_answer\":{},\"holder_wait_max_ms\":{:.3f},"
+      "\"first_client_p50_ms\":{:.3f},\"first_client_max_ms\":{:.3f},\"fanout_p50_ms\":{:.3f},"
+      "\"fanout_max_ms\":{:.3f},\"server_cpu_s\":{:.3f},\"generator_cpu_s\":{:.3f},"
+      "\"window_s\":{:.3f}}}\n",
+      r.connections, r.capacity, f.rate, r.changes, r.samples, r.expected_samples, r.p50, r.p99,
+      r.max, r.messages, r.messages_per_s, r.fill_messages, r.fill_s, r.wrong, r.failed,
+      r.converged, r.leave_rtt_p50, r.leave_rtt_max, r.lag_max, r.server_rss_before_kb,
+      r.server_rss_after_kb, r.server_bytes_per_conn, r.own_rss_kb, r.addresses, f.threads,
+      r.before_answer, r.holder_wait_max, r.first_p50, r.first_max, r.fanout_p50, r.fanout_max,
+      r.server_cpu_s, r.own_cpu_s, r.window_s);
+}
+
+void RaiseFileLimit(int64_t needed) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  if (static_cast<int64_t>(lim.rlim_cur) < needed) {
+    throw std::runtime_error(fmt::format(
+        "{} connections need about {} file descriptors, the limit is {}: raise it (ulimit -n)",
+        needed - 64, needed, lim.rlim_cur));
+  }
+}
+
+int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
+  auto url = boost::urls::parse_uri(client_flags.server);
+  if (!url) throw std::runtime_error("--server must be a URL like http://127.0.0.1:8080");
+  const int64_t n = f.connections;
+  RaiseFileLimit(n + 64);
+  bool quiet = false;  // progress goes to stderr, even with --json
+
+  Shared shared;
+  std::string host(url->host());
+  std::string port = url->has_port() ? std::string(url->port()) : "80";
+  {
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    auto endpoints = resolver.resolve(host, port);
+    for (const auto& e : endpoints) {
+      if (e.endpoint().address().is_v4()) {
+        shared.server = e.endpoint();
+        break;
+      }
+    }
+    if (shared.server.port() == 0) throw std::runtime_error("--server must have an IPv4 address");
+  }
+  shared.spread = shared.server.address().is_loopback();
+  shared.per_address = f.per_address;
+  shared.host_header = host + ":" + port;
+  std::string room = f.room.empty() ? fmt::format("live-bench-{}-{}", getpid(), NowUs()) : f.room;
+  shared.path = fmt::format("/v1/rooms/{}/ws", room);
+  shared.planned = std::llround(f.rate * f.duration_s);
+
+  // The room: every slot held by the generator, nobody dropped during the run.
+  Client http(client_flags.server, client_flags.admin_key);
+  HttpResult put = http.PutRoom(room, {{"capacity", f.capacity},
+                                       {"checkin_timeout_ms", 3'600'000},
+                                       {"grace_ms", 3'600'000},
+                                       {"idle_timeout_ms", nullptr},
+                                       {"admit_per_minute", nullptr}});
+  if (!put.ok()) throw std::runtime_error("cannot create the bench room: " + put.body + put.error);
+  std::deque<std::pair<std::string, LiveClient*>> holders;  // oldest first
+  for (int64_t i = 0; i < f.capacity; ++i) {
+    HttpResult r = http.Check(room);
+    if (!r.ok() || !r.json.is_object() || r.json.at("status") != "active") {
+      throw std::runtime_error("a holder was not admitted: " + r.body + r.error);
+    }
+    holders.emplace_back(std::string(r.json.at("session").as_string()), nullptr);
+  }
+  std::string server_status = fmt::format("/proc/{}/status", f.server_pid);
+  Result res;
+  res.connections = n;
+  res.capacity = f.capacity;
+  res.changes = shared.planned;
+  if (f.server_pid > 0) res.server_rss_before_kb = RssKb(server_status);
+  res.addresses = shared.spread ? (n + f.per_address - 1) / f.per_address : 1;
+
+  // ---- open N connections ---------------------------------------------------------------------
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int t = 0; t < f.threads; ++t) {
+    auto w = std::make_unique<Worker>();
+    w->rate = f.connect_rate / f.threads;
+    w->max_in_flight = std::max(1, f.max_handshakes / f.threads);
+    w->guard.emplace(w->ioc.get_executor());
+    workers.push_back(std::move(w));
+  }
+  std::vector<std::shared_ptr<LiveClient>> clients;
+  clients.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    Worker& w = *workers[static_cast<size_t>(i % f.threads)];
+    clients.push_back(std::make_shared<LiveClient>(w.ioc, shared, i, w.messages));
+    w.clients.push_back(clients.back());
+  }
+  auto messages = [&] {
+    int64_t sum = 0;
+    for (auto& w : workers) sum += w->messages.load(std::memory_order_relaxed);
+    return sum;
+  };
+  auto fill_start = SteadyClock::now();
+  for (auto& w : workers) {
+    net::post(w->ioc, [w = w.get()] { w->OpenSome(); });
+    w->thread = std::thread([w = w.get()] { w->ioc.run(); });
+  }
+  auto stop_all = [&] {
+    for (auto& w : workers) {
+      net::post(w->ioc, [w = w.get()] {
+        w->opener.cancel();
+        for (auto& c : w->clients) c->Close();
+      });
+      w->guard.reset();
+    }
+    for (auto& w : workers) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+  };
+
+  auto fill_deadline = fill_start + std::chrono::duration<double>(f.fill_timeout_s);
+  auto next_note = fill_start + std::chrono::seconds(5);
+  while (shared.first_seen.load(std::memory_order_acquire) + shared.failed.load() +
+                 shared.wrong.load() <
+             n &&
+         SteadyClock::now() < fill_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (SteadyClock::now() >= next_note) {
+      next_note += std::chrono::seconds(5);
+      Progress(quiet, fmt::format("{} of {} connections waiting", shared.first_seen.load(), n));
+    }
+  }
+  res.fill_s = std::chrono::duration<double>(SteadyClock::now() - fill_start).count();
+  auto fail_early = [&](std::string what) {
+    stop_all();
+    http.DeleteRoom(room);
+    res.failed = shared.failed.load();
+    res.wrong = shared.wrong.load();
+    res.first_error = what + (shared.first_error.empty() ? "" : "; " + shared.first_error);
+    if (f.json) {
+      PrintJson(res, f);
+    } else {
+      PrintHuman(res, f);
+    }
+    return 1;
+  };
+  if (shared.first_seen.load(std::memory_order_acquire) != n) {
+    return fail_early(
+        fmt::format("only {} of {} connections reported waiting", shared.first_seen.load(), n));
+  }
+  // Positions 1..N, each exactly once.
+  std::vector<LiveClient*> by_position(static_cast<size_t>(n) + 1, nullptr);
+  for (auto& c : clients) {
+    if (c->p0 < 1 || c->p0 > n || by_position[static_cast<size_t>(c->p0)]) {
+      return fail_early(fmt::format("position {} is out of 1..{} or shown twice", c->p0, n));
+    }
+    by_position[static_cast<size_t>(c->p0)] = c.get();
+  }
+  Progress(quiet,
+           fmt::format("{} connections waiting at positions 1..{} in {:.1f} s", n, n, res.fill_s));
+  // The counts of the last joins are still being pushed: let that finish before the memory is
+  // read and the clock starts.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto quiet_deadline = SteadyClock::now() + std::chrono::duration<double>(f.settle_s);
+  for (int64_t before = -1; before != messages() && SteadyClock::now() < quiet_deadline;) {
+    before = messages();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (f.server_pid > 0) res.server_rss_after_kb = RssKb(server_status);
+  res.own_rss_kb = RssKb("/proc/self/status");
+  res.fill_messages = messages();
+
+  // ---- admissions at a steady rate
+  // ---------------------------------------------------------------
+  const int64_t k_total = shared.planned;
+  std::vector<uint32_t> answered_us(static_cast<size_t>(k_total) + 1, 0);
+  std::vector<uint32_t> rtt_us;
+  uint32_t lag_max_us = 0, holder_wait_max_us = 0;
+  std::string server_stat = fmt::format("/proc/{}/stat", f.server_pid);
+  double server_cpu_before = f.server_pid > 0 ? CpuSeconds(server_stat) : -1;
+  double own_cpu_before = CpuSeconds("/proc/self/stat");
+  int64_t messages_before = messages();
+  auto start = SteadyClock::now();
+  auto hold_deadline = [&] {
+    return SteadyClock::now() + std::chrono::duration<double>(f.settle_s);
+  };
+  for (int64_t k = 1; k <= k_total; ++k) {
+    auto due = start + std::chrono::duration<double>(static_cast<double>(k - 1) / f.rate);
+    std::this_thread::sleep_until(due);
+    auto [holder, client] = holders.front();
+    holders.pop_front();
+    if (client) {  // only once it saw "active", or it would be told "gone"
+      auto waited = SteadyClock::now();
+      auto limit = hold_deadline();
+      while (!client->admitted.load(std::memory_order_acquire) && SteadyClock::now() < limit) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      auto wait =
+          std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - waited);
+      holder_wait_max_us = std::max(holder_wait_max_us, static_cast<uint32_t>(wait.count()));
+    }
+    auto lag = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - due);
+    lag_max_us = std::max(lag_max_us, static_cast<uint32_t>(std::max<int64_t>(0, lag.count())));
+    shared.sent.store(k, std::memory_order_release);
+    uint32_t sent = NowUs();
+    HttpResult r = http.Leave(room, holder, /*final=*/true);
+    answered_us[static_cast<size_t>(k)] = NowUs();
+    rtt_us.push_back(answered_us[static_cast<size_t>(k)] - sent);
+    if (!r.ok()) {
+      return fail_early(fmt::format("leave of holder {} failed: {} {}", holder, r.body, r.error));
+    }
+    LiveClient* admitted = by_position[static_cast<size_t>(k)];
+    holders.emplace_back(admitted->session, admitted);
+  }
+  // The last pushes.
+  auto settle_deadline = hold_deadline();
+  while (shared.converged.load() < n && SteadyClock::now() < settle_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  auto end = SteadyClock::now();
+  res.messages = messages() - messages_before;
+  res.window_s = std::chrono::duration<double>(end - start).count();
+  res.converged = shared.converged.load();
+  if (server_cpu_before >= 0) res.server_cpu_s = CpuSeconds(server_stat) - server_cpu_before;
+  res.own_cpu_s = CpuSeconds("/proc/self/stat") - own_cpu_before;
+  stop_all();
+  http.DeleteRoom(room);  // best effort (needs the admin key when the server has one)
+
+  // ---- results (every thread has stopped) ------------------------------------------------------
+  std::vector<uint32_t> delays;
+  std::vector<uint32_t> first_us(static_cast<size_t>(k_total) + 1, UINT32_MAX);
+  std::vector<uint32_t> last_us(static_cast<size_t>(k_total) + 1, 0);
+  for (auto& c : clients) {
+    int64_t target = std::min(c->p0, k_total);
+    res.expected_samples += target;
+    uint32_t prev = 0;
+    for (const Reflection& r : c->reflections) {
+      for (uint32_t k = prev + 1; k <= r.upto; ++k) {
+        // Shown before the generator read the leave's answer: the change was made, so 0.
+        uint32_t t = answered_us[k];
+        if (r.at_us < t) ++res.before_answer;
+        uint32_t delay = r.at_us > t ? r.at_us - t : 0;
+        delays.push_back(delay);
+        first_us[k] = std::min(first_us[k], delay);
+        last_us[k] = std::max(last_us[k], delay);
+      }
+      prev = r.upto;
+    }
+    bool right =
+        !c->wrong && static_cast<int64_t>(prev) == target &&
+        (c->p0 <= k_total ? c->admitted.load()
+                          : c->last_status == "waiting" && c->last_position == c->p0 - k_total);
+    if (!right) {
+      ++res.wrong;
+      if (res.first_error.empty() && !c->wrong) {
+        res.first_error = fmt::format(
+            "a client first at position {} ended {} at position {} having seen {} of {} changes",
+            c->p0, c->last_status, c->last_position, prev, target);
+      }
+    }
+  }
+  if (res.first_error.empty()) res.first_error = shared.first_error;
+  res.samples = static_cast<int64_t>(delays.size());
+  res.p50 = Percentile(delays, 0.50);
+  res.p99 = Percentile(delays, 0.99);
+  res.max = Percentile(delays, 1.0);
+  res.messages_per_s = static_cast<double>(res.messages) / res.window_s;
+  res.leave_rtt_p50 = Percentile(rtt_us, 0.50);
+  res.leave_rtt_max = Percentile(rtt_us, 1.0);
+  res.lag_max = lag_max_us / 1000.0;
+  res.holder_wait_max = holder_wait_max_us / 1000.0;
+  std::vector<uint32_t> firsts, fanouts;
+  for (int64_t k = 1; k <= k_total; ++k) {
+    if (first_us[static_cast<size_t>(k)] == UINT32_MAX) continue;
+    firsts.push_back(first_us[static_cast<size_t>(k)]);
+    fanouts.push_back(last_us[static_cast<size_t>(k)] - first_us[static_cast<size_t>(k)]);
+  }
+  res.first_p50 = Percentile(firsts, 0.5);
+  res.first_max = Percentile(firsts, 1.0);
+  res.fanout_p50 = Percentile(fanouts, 0.5);
+  res.fanout_max = Percentile(fanouts, 1.0);
+  res.failed = shared.failed.load();
+  if (res.server_rss_after_kb >= 0 && res.server_rss_before_kb >= 0) {
+    res.server_bytes_per_conn =
+        static_cast<double>(res.server_rss_after_kb - res.server_rss_before_kb) * 1024.0 /
+        static_cast<double>(n);
+  }
+  if (f.json) {
+    PrintJson(res, f);
+  } else {
+    PrintHuman(res, f);
+  }
+  return res.wrong == 0 && res.failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddBenchLiveCommand(CLI::App& bench, ClientFlags& flags) {
+  auto f = std::make_shared<BenchLiveFlags>();
+  CLI::App* live = bench.add_subcommand(
+      "live", "Delay of pushed positions over N WebSocket connections on one room");
+  live->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+  live->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
+  live->add_option("-n,--connections", f->connections, "WebSocket connections (waiting sessions)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{2'000'000}));
+  live->add_option("--capacity", f->capacity, "Room capacity (slots held by the generator)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000}));
+  live->add_option("--rate", f->rate, "Admissions per second")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10'000.0));
+  live->add_option("--duration", f->duration_s, "Seconds of admissions")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  live->add_option("--threads", f->threads, "Client threads (one io_context each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  live->add_option("--connect-rate", f->connect_rate, "New connections per second")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  live->add_option("--max-handshakes", f->max_handshakes, "Connection handshakes in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
+  live->add_option("--per-address", f->per_address,
+                   "Connections per source address 127.0.0.x (ephemeral ports run out at ~28k)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+  live->add_option("--room", f->room, "Room to create (default: a unique name)");
+  live->add_option("--server-pid", f->server_pid,
+                   "The server's PID, to report its memory per live connection (/proc/PID)");
+  live->add_option("--settle", f->settle_s, "Seconds to wait for the last pushes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  live->add_option("--fill-timeout", f->fill_timeout_s, "Seconds to open every connection")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  live->add_flag("--json", f->json, "Print one JSON line instead of the summary");
+  live->callback([f, &flags] {
+    int rc = RunBenchLive(*f, flags);
+    if (rc != 0) std::exit(rc);
+  });
+}
+
+}  // namespace anteroom::cmd
