@@ -161,6 +161,11 @@ struct Reflection {  // the first message showing the changes 1..upto
   uint32_t upto;
 };
 
+const websocket::stream_base::timeout kNoTimeouts{
+    .handshake_timeout = websocket::stream_base::none(),
+    .idle_timeout = websocket::stream_base::none(),
+    .keep_alive_pings = false};
+
 // One WebSocket client; all its state lives on its io_context's thread, except `session`/`p0`
 // (written before first_seen is counted) and `admitted` (read by the driver).
 class LiveClient : public std::enable_shared_from_this<LiveClient> {
@@ -202,6 +207,9 @@ class LiveClient : public std::enable_shared_from_this<LiveClient> {
             if (ec) {
               return self->Fail(fmt::format("handshake: {}", ec.message()), done);
             }
+            // No timer from here on (Beast would arm one for the closing handshake), so
+            // nothing outlives Close().
+            self->ws_.set_option(kNoTimeouts);
             done();
             self->Read();
           });
@@ -210,6 +218,7 @@ class LiveClient : public std::enable_shared_from_this<LiveClient> {
 
   void Close() {
     closing_ = true;
+    ws_.set_option(kNoTimeouts);  // cancels the stream's timer
     beast::error_code ignored;
     ws_.next_layer().close(ignored);
   }
@@ -527,7 +536,13 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
       });
       w->guard.reset();
     }
+    // Every operation ends with its socket; should one not, the context is stopped anyway.
+    auto deadline = SteadyClock::now() + std::chrono::seconds(5);
     for (auto& w : workers) {
+      while (!w->ioc.stopped() && SteadyClock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      w->ioc.stop();
       if (w->thread.joinable()) w->thread.join();
     }
   };

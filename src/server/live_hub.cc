@@ -116,6 +116,14 @@ void LiveHub::Detach(const std::string& room, const std::string& session, LiveSt
 // ---- the tick ------------------------------------------------------------------------------
 
 void LiveHub::Tick() {
+  // Back-pressure: while the last batches are still being written, a new sweep would only queue
+  // older news behind them (and grow the queues without bound when the writes cannot keep up).
+  // The tick runs as soon as they are out, on the line as it is then: changes are coalesced.
+  if (delivering_->load(std::memory_order_acquire) > 0) {
+    tick_deferred_ = true;
+    return;
+  }
+  tick_deferred_ = false;
   for (auto it = rooms_.begin(); it != rooms_.end();) {
     RoomWatch& rw = it->second;
     if (rw.sessions.empty() && !rw.reading && rw.presenting == 0) {
@@ -303,10 +311,17 @@ void LiveHub::EndRoom(const std::string& room, Outbox& out) {
 
 void LiveHub::Flush(Outbox& out) {
   for (auto& [context, deliveries] : out) {
-    net::post(*context, [deliveries = std::move(deliveries)]() mutable {
+    delivering_->fetch_add(1, std::memory_order_relaxed);
+    net::post(*context, [this, alive = std::weak_ptr<bool>(alive_), delivering = delivering_,
+                         deliveries = std::move(deliveries)]() mutable {
       for (Delivery& d : deliveries) {
         if (!d.message.empty()) d.stream->Deliver(std::move(d.message));
         if (d.finish) d.stream->Finish();
+      }
+      if (delivering->fetch_sub(1, std::memory_order_acq_rel) == 1 && !alive.expired()) {
+        Home([this] {
+          if (tick_deferred_ && !stopped_) Tick();
+        });
       }
     });
   }

@@ -128,6 +128,10 @@ class LiveHub {
   bool stopped_ = false;
   std::unordered_map<std::string, RoomWatch> rooms_;  // on home_ only
   std::atomic<size_t> streams_{0};
+  // Delivery batches posted and not yet run (any thread); a tick waits for them, and runs when
+  // the last one is done.
+  std::shared_ptr<std::atomic<int>> delivering_ = std::make_shared<std::atomic<int>>(0);
+  bool tick_deferred_ = false;                                  // on home_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after ~LiveHub
 };
 
