@@ -83,7 +83,7 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
                  first.active, first.capacity, first.eta_ms};
     } else {
       Outbox out;  // a second stream of the same session: it gets what the others were shown
-      Show(room, w, out, /*force=*/true);
+      Show(room, rw, w, out, /*force=*/true);
       Flush(out);
     }
   });
@@ -201,7 +201,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.have_counts = true;
   if (v.changed || counts_changed) {
     for (auto& [id, w] : rw.sessions) {
-      if (!w.check_in_now) Show(room, w, out);
+      if (!w.check_in_now) Show(room, rw, w, out);
     }
   }
   int64_t now = clock_.NowMs();
@@ -249,7 +249,7 @@ void LiveHub::OnPresent(const std::string& room, OpResult<std::vector<SessionVie
     if (view.status != SessionStatus::kWaiting || w.last.status != SessionStatus::kWaiting) {
       w.last = std::move(view);
     }
-    Show(room, w, out);
+    Show(room, rw, w, out);
     if (w.last.status == SessionStatus::kGone) {
       EndWatch(w, out);
       gone.push_back(it->first);
@@ -275,9 +275,9 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   return v;
 }
 
-void LiveHub::Show(const std::string& room, Watch& w, Outbox& out, bool force) {
-  auto rit = rooms_.find(room);
-  SessionView v = rit == rooms_.end() ? w.last : ViewFromLine(rit->second, w);
+void LiveHub::Show(const std::string& room, const RoomWatch& rw, Watch& w, Outbox& out,
+                   bool force) {
+  SessionView v = ViewFromLine(rw, w);
   Shown shown{v.status,   v.status == SessionStatus::kWaiting ? v.position : 0,
               v.waiting,  v.active,
               v.capacity, v.eta_ms};
@@ -303,7 +303,7 @@ void LiveHub::EndRoom(const std::string& room, Outbox& out) {
     SessionView gone;
     gone.session = id;
     w.last = gone;
-    Show(room, w, out);
+    Show(room, rit->second, w, out);
     EndWatch(w, out);
   }
   rit->second.sessions.clear();

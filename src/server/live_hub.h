@@ -108,7 +108,9 @@ class LiveHub {
   void OnLine(const std::string& room, OpResult<core::LineView> result);
   void CheckIn(const std::string& room, RoomWatch& rw, bool everyone);
   void OnPresent(const std::string& room, OpResult<std::vector<core::SessionView>> result);
-  void Show(const std::string& room, Watch& w, Outbox& out, bool force = false);
+  // Queues `w`'s status for its streams when what it shows changed (or `force`).
+  void Show(const std::string& room, const RoomWatch& rw, Watch& w, Outbox& out,
+            bool force = false);
   void EndWatch(Watch& w, Outbox& out);
   void EndRoom(const std::string& room, Outbox& out);
   void Detach(const std::string& room, const std::string& session, LiveStream* stream);
