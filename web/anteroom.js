@@ -69,6 +69,16 @@
     remove(key) { try { sessionStorage.removeItem(key); } catch (_) { /* ignored */ } },
   };
   const sessionKey = (room) => `anteroom:session:${room}`;
+  // The client names a new session itself (128 random bits, as unguessable as the server's) and
+  // stores the name before connecting: a connection lost before its first message, or a
+  // fallback to the next transport, then goes on with the same place in line instead of
+  // leaving behind a session nobody knows. Without Web Crypto the server names it.
+  function newSessionId() {
+    const c = globalThis.crypto;
+    if (!c || typeof c.getRandomValues !== 'function') return null;
+    const bytes = c.getRandomValues(new Uint8Array(16));
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
   const tokenKey = (room) => `anteroom:token:${room}`;
 
   const baseUrl = (server) => (server ? new URL(server, location.href).origin : scriptOrigin);
@@ -309,12 +319,17 @@
   function wait({ room, server, onUpdate } = {}) {
     checkRoom(room);
     const base = baseUrl(server);
+    let session = storage.get(sessionKey(room));
+    if (!session) {
+      session = newSessionId();
+      if (session) storage.set(sessionKey(room), session);
+    }
     return new Promise((resolve, reject) => {
       let settled = false;
       const live = new Live({
         room,
         base,
-        session: storage.get(sessionKey(room)),
+        session,
         onStatus: (status) => {
           if (status.session) storage.set(sessionKey(room), status.session);
           if (status.token) storage.set(tokenKey(room), status.token);

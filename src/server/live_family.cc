@@ -19,6 +19,7 @@ Handler LiveHandler(Services& s, Transport transport) {
           ErrorReply(OpStatus::kInvalidArgument, "room names are 1-128 bytes of [A-Za-z0-9._:-]"));
     }
     std::string session;
+    bool created = false;
     if (const std::string* given = req.Query("session")) {
       if (!IsValidName(*given)) {
         return respond(ErrorReply(OpStatus::kInvalidArgument,
@@ -27,6 +28,7 @@ Handler LiveHandler(Services& s, Transport transport) {
       session = *given;
     } else {
       session = NewRandomId();
+      created = true;
     }
     if (transport == Transport::kWebSocket && !req.websocket) {
       Response r = ErrorReply(OpStatus::kUpgradeRequired,
@@ -39,16 +41,20 @@ Handler LiveHandler(Services& s, Transport transport) {
       return respond(ErrorReply(OpStatus::kInvalidArgument,
                                 "this route is an event stream; WebSockets are served at /ws"));
     }
-    s.backend.Check(room, std::move(session),
-                    [&s, room, respond = std::move(respond)](OpResult<core::SessionView> r) {
-                      if (!r.ok()) return respond(ErrorReply(r));
-                      Response upgrade;
-                      upgrade.stream = [&s, room,
-                                        view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
-                        s.live->Attach(room, view, std::move(stream));
-                      };
-                      respond(std::move(upgrade));
-                    });
+    s.backend.Check(
+        room, std::move(session),
+        [&s, room, created, respond = std::move(respond)](OpResult<core::SessionView> r) {
+          if (!r.ok()) return respond(ErrorReply(r));
+          std::shared_ptr<LiveHub::NewSessionGuard> guard;
+          if (created) guard = s.live->GuardNewSession(room, r->session);
+          Response upgrade;
+          upgrade.stream = [&s, room, guard,
+                            view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
+            if (guard) stream->OnFirstWritten([guard] { guard->Delivered(); });
+            s.live->Attach(room, view, std::move(stream));
+          };
+          respond(std::move(upgrade));
+        });
   };
 }
 

@@ -113,6 +113,13 @@ void LiveHub::Detach(const std::string& room, const std::string& session, LiveSt
                    });
 }
 
+LiveHub::NewSessionGuard::~NewSessionGuard() {
+  if (delivered_.load(std::memory_order_acquire)) return;
+  auto alive = alive_.lock();
+  if (!alive || !*alive) return;
+  hub_.backend_.Leave(room_, session_, /*final=*/true, [](OpResult<SessionView>) {});
+}
+
 // ---- the tick ------------------------------------------------------------------------------
 
 void LiveHub::Tick() {

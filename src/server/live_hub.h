@@ -58,6 +58,29 @@ class LiveHub {
   // status goes out at once.
   void Attach(std::string room, core::SessionView first, std::shared_ptr<LiveStream> stream);
 
+  // A session that opening a stream created is known to its client only from the stream's first
+  // message. Until Delivered() is called, dropping the guard makes the session leave for good: a
+  // failed handshake or a connection lost before that message would otherwise leave a session
+  // nobody can use, holding a place in line (or a slot) until it times out.
+  class NewSessionGuard {
+   public:
+    NewSessionGuard(LiveHub& hub, std::string room, std::string session)
+        : hub_(hub), alive_(hub.alive_), room_(std::move(room)), session_(std::move(session)) {}
+    ~NewSessionGuard();
+    NewSessionGuard(const NewSessionGuard&) = delete;
+    NewSessionGuard& operator=(const NewSessionGuard&) = delete;
+    void Delivered() { delivered_.store(true, std::memory_order_release); }
+
+   private:
+    LiveHub& hub_;
+    std::weak_ptr<bool> alive_;  // the hub's: nothing to do once the server is gone
+    std::string room_, session_;
+    std::atomic<bool> delivered_{false};
+  };
+  std::shared_ptr<NewSessionGuard> GuardNewSession(std::string room, std::string session) {
+    return std::make_shared<NewSessionGuard>(*this, std::move(room), std::move(session));
+  }
+
   // Live streams now open (any thread).
   size_t streams() const { return streams_.load(std::memory_order_relaxed); }
 

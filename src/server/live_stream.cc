@@ -3,6 +3,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace anteroom::server {
@@ -50,6 +52,7 @@ void LiveStream::Pump() {
 void LiveStream::Written(bool ok) {
   writing_ = false;
   if (!ok) return Ended();
+  if (auto fn = std::exchange(on_first_written_, nullptr)) fn();
   Pump();
 }
 
@@ -57,8 +60,9 @@ void LiveStream::Ended() {
   if (ended_) return;
   ended_ = true;
   pending_.reset();
+  on_first_written_ = nullptr;  // never written: a session made for this stream leaves
   CloseTransport(/*graceful=*/false);
-  if (auto fn = std::move(on_closed_)) fn();
+  if (auto fn = std::exchange(on_closed_, nullptr)) fn();
 }
 
 void LiveStream::StartHeartbeats(net::steady_timer& timer) {

@@ -43,6 +43,9 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   virtual size_t BufferBytes() const = 0;
   // Something to keep alive exactly as long as the stream (its place in the connection count).
   void Hold(std::shared_ptr<void> token) { held_ = std::move(token); }
+  // Runs once, on executor(), when the first message has been written. Set before the first
+  // Deliver.
+  void OnFirstWritten(std::function<void()> fn) { on_first_written_ = std::move(fn); }
 
   // A WebSocket: accepts the upgrade `request` (whose bytes after it are in `buffer`), then calls
   // `ready` with the stream; nothing if the handshake fails.
@@ -79,6 +82,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   std::string in_flight_;
   std::chrono::steady_clock::time_point write_started_;
   std::function<void()> on_closed_;
+  std::function<void()> on_first_written_;
   std::shared_ptr<void> held_;
 };
 

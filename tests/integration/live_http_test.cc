@@ -265,6 +265,33 @@ TEST_F(LiveRoutesTest, TheWebSocketRouteWantsAnUpgrade) {
   EXPECT_EQ(IntField(room.json, "active"), 0) << "a refused stream joins nobody";
 }
 
+// A stream opened without `session` makes one; when the stream never starts (here the WebSocket
+// handshake fails: no key), nobody can know that session, so it leaves for good at once instead
+// of holding the slot through its grace.
+TEST_F(LiveRoutesTest, AFailedHandshakeLeavesNoSessionBehind) {
+  MustPut("r", {{"capacity", 1}, {"grace_ms", 60'000}, {"checkin_timeout_ms", 60'000}});
+  std::string answer = RawExchange(
+      server().port(), RawRequest("GET", "/v1/rooms/r/ws", {},
+                                  {"Connection: Upgrade", "Upgrade: websocket"}));
+  EXPECT_EQ(RawStatus(answer), 400) << answer;
+  auto deadline = SteadyClock::now() + kWait;
+  int64_t active = -1;
+  while (SteadyClock::now() < deadline) {
+    active = IntField(client().GetRoom("r").json, "active").value_or(-1);
+    if (active == 0) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(active, 0) << "the session made for the failed stream left";
+  // A session the client named is its own: the same failure leaves it in place.
+  answer = RawExchange(server().port(),
+                       RawRequest("GET", "/v1/rooms/r/ws?session=named", {},
+                                  {"Connection: Upgrade", "Upgrade: websocket"}));
+  EXPECT_EQ(RawStatus(answer), 400) << answer;
+  std::this_thread::sleep_for(milliseconds(300));
+  HttpResult room = client().GetRoom("r");
+  EXPECT_EQ(IntField(room.json, "active"), 1) << room.body;
+}
+
 // Two processes on one Redis: streams on one, changes made through the other. The hub reads the
 // line from Redis each tick, so every process's clients see every change.
 TEST(LiveRedisTest, StreamsOnOneProcessFollowChangesMadeThroughAnother) {

@@ -163,7 +163,7 @@ function tab({ storage = new Map(), transports = {}, search = '', base = server.
   tabs.push({ close: () => { closed = true; timers.forEach(clearTimeout); } });
   const context = {
     console, setTimeout: tabSetTimeout, clearTimeout: tabClearTimeout, URL, URLSearchParams, atob,
-    fetch: fetchImpl, location, document: { currentScript: { src: `${base}/anteroom.js` }, cookie: '' },
+    fetch: fetchImpl, crypto: globalThis.crypto, location, document: { currentScript: { src: `${base}/anteroom.js` }, cookie: '' },
     sessionStorage: {
       getItem: (k) => (storage.has(k) ? storage.get(k) : null),
       setItem: (k, v) => storage.set(k, String(v)),
@@ -210,8 +210,11 @@ test('blocked WebSocket and SSE fall back to polling, in that order', async () =
   const w = waitIn(t, 'fallback');
   await eventually('admission', () => w.outcome.token);
   assert.deepEqual(attempts.map(([kind]) => kind), ['ws', 'sse']);
-  assert.match(attempts[0][1], /^ws:\/\/127\.0\.0\.1:\d+\/v1\/rooms\/fallback\/ws$/);
-  assert.match(attempts[1][1], /^http:\/\/127\.0\.0\.1:\d+\/v1\/rooms\/fallback\/events$/);
+  // The tab names its session before the first connection, and every transport carries it.
+  const session = t.storage.get('anteroom:session:fallback');
+  assert.match(session, /^[0-9a-f]{32}$/);
+  assert.equal(attempts[0][1], `${server.base.replace('http', 'ws')}/v1/rooms/fallback/ws?session=${session}`);
+  assert.equal(attempts[1][1], `${server.base}/v1/rooms/fallback/events?session=${session}`);
   assert.equal(w.last().type, 'status');
   assert.equal(w.last().status, 'active');
   assert.equal(t.storage.get('anteroom:session:fallback'), w.last().session);
@@ -339,6 +342,31 @@ test('a working WebSocket is reconnected, not abandoned', async () => {
   assert.match(sockets[1], /\/v1\/rooms\/ws\/ws\?session=s1$/);
   assert.deepEqual(w.updates.map((s) => s.status), ['waiting', 'active']);
   assert.equal(t.Anteroom.decodeToken(w.outcome.token).sub, 's1');
+});
+
+test('a WebSocket lost right after its upgrade leaves no second session behind', async () => {
+  // The server answers the upgrade (the session joins and is admitted) and the connection dies
+  // before the first message: the SSE fallback goes on as the same session, so the room holds
+  // one person, and the next tab waits at position 1 instead of behind a session nobody knows.
+  await api('PUT', '/v1/rooms/lost', { capacity: 1, grace_ms: 60000 });
+  const attempts = [];
+  const first = tab({ transports: networkTransports(attempts) });
+  const a = waitIn(first, 'lost');
+  await eventually('the first admission', () => a.outcome.token);
+  assert.deepEqual(attempts.map(([kind]) => kind), ['ws', 'sse']);
+  const session = first.storage.get('anteroom:session:lost');
+  assert.ok(attempts.every(([, url]) => url.endsWith(`?session=${session}`)), String(attempts));
+  assert.equal(first.Anteroom.decodeToken(a.outcome.token).sub, session);
+  const room = (await api('GET', '/v1/rooms/lost')).body;
+  assert.equal(room.active, 1);
+  assert.equal(room.waiting, 0);
+
+  const second = tab({ transports: networkTransports([]) });
+  const b = waitIn(second, 'lost');
+  await eventually('position 1', () => b.last()?.position === 1);
+  await first.Anteroom.leave({ final: true });
+  await eventually('the second admission', () => b.outcome.token);
+  await second.Anteroom.leave({});
 });
 
 test('SSE is used when WebSockets never work', async () => {
