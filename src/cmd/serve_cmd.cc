@@ -35,6 +35,7 @@ struct ServeFlags {
   unsigned threads = 0;
   std::vector<std::string> demo_rooms;  // NAME:CAPACITY
   int64_t live_tick_ms = 250;           // how often live channels look for changes
+  int64_t live_chunk = 2'048;           // messages per chunk of a live delivery round
   int64_t live_heartbeat_ms = 15'000;
   int64_t token_ttl_ms = 600'000;
   std::string log_level = "info";
@@ -139,7 +140,8 @@ void Serve(const ServeFlags& flags) {
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::LiveHub live(backend, signer, clock, pool.Main(),
-                       server::LiveHubOptions{.tick_ms = flags.live_tick_ms});
+                       server::LiveHubOptions{.tick_ms = flags.live_tick_ms,
+                                              .chunk = static_cast<size_t>(flags.live_chunk)});
   server::StatsHistory history(flags.stats_interval_ms);
   server::Services services{backend, signer, clock, &live, &history, std::move(web)};
   server::RegisterAllRoutes(router, services);
@@ -220,7 +222,8 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   serve->add_option("--threads", flags->threads, "I/O threads (default: one per core)");
-  serve->add_option("--demo-room", flags->demo_rooms, "Create a room at start: NAME:CAPACITY, admitting to the demo page /demo");
+  serve->add_option("--demo-room", flags->demo_rooms,
+                    "Create a room at start: NAME:CAPACITY, admitting to the demo page /demo");
   serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
@@ -257,6 +260,12 @@ void AddServeCommand(CLI::App& app) {
                    "How often live channels (WebSocket/SSE) look for changes: at most one "
                    "message per client per tick")
       ->check(CLI::Range(int64_t{10}, int64_t{10'000}));
+  serve
+      ->add_option("--live-chunk", flags->live_chunk,
+                   "Messages per chunk when live channels push a change to many clients: the "
+                   "line is read again between chunks, and other requests are served")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
+      ->capture_default_str();
   serve
       ->add_option("--live-heartbeat-ms", flags->live_heartbeat_ms,
                    "Heartbeat interval of live channels")

@@ -15,6 +15,8 @@ using core::SessionView;
 namespace {
 constexpr int64_t kMaxKeepaliveMs = 10'000;
 constexpr int64_t kHolderCheckMs = 1'000;
+constexpr int64_t kRereadMs = 100;         // the line, between the chunks of a round
+constexpr int64_t kCountsEveryMs = 1'000;  // a change of the counts alone, per client
 }  // namespace
 
 LiveHub::LiveHub(store::Backend& backend, const core::TokenSigner& signer, const Clock& clock,
@@ -81,6 +83,7 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
       w.last = first;
       w.shown = {first.status, first.position, first.waiting,
                  first.active, first.capacity, first.eta_ms};
+      w.shown_ms = clock_.NowMs();
     } else {
       Outbox out;  // a second stream of the same session: it gets what the others were shown
       Show(room, rw, w, out, /*force=*/true);
@@ -131,13 +134,22 @@ void LiveHub::Tick() {
     return;
   }
   tick_deferred_ = false;
+  int64_t now = clock_.NowMs();
   for (auto it = rooms_.begin(); it != rooms_.end();) {
     RoomWatch& rw = it->second;
     if (rw.sessions.empty() && !rw.reading && rw.presenting == 0) {
       it = rooms_.erase(it);
       continue;
     }
-    if (!rw.reading) {
+    if (rw.reading) {
+      ++it;
+      continue;
+    }
+    if (rw.in_round() && now - rw.line_read_ms < kRereadMs) {
+      Outbox out;  // the round goes on with the line just read
+      Advance(it->first, rw, out);
+      Flush(out);
+    } else {
       rw.reading = true;
       backend_.ReadLine(it->first, rw.version, [this, room = it->first](auto r) {
         Home([this, room, r = std::move(r)]() mutable { OnLine(room, std::move(r)); });
@@ -206,12 +218,10 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
   rw.counts.idle_timeout_ms = v.idle_timeout_ms;
   rw.have_counts = true;
-  if (v.changed || counts_changed) {
-    for (auto& [id, w] : rw.sessions) {
-      if (!w.check_in_now) Show(room, rw, w, out);
-    }
-  }
   int64_t now = clock_.NowMs();
+  rw.line_read_ms = now;
+  if (v.changed || counts_changed) rw.dirty = true;
+  Advance(room, rw, out);
   bool keepalive = now >= rw.next_keepalive_ms;
   if (keepalive) rw.next_keepalive_ms = now + KeepaliveEveryMs(rw.counts);
   CheckIn(room, rw, keepalive);
@@ -282,18 +292,63 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   return v;
 }
 
-void LiveHub::Show(const std::string& room, const RoomWatch& rw, Watch& w, Outbox& out,
-                   bool force) {
-  SessionView v = ViewFromLine(rw, w);
-  Shown shown{v.status,   v.status == SessionStatus::kWaiting ? v.position : 0,
-              v.waiting,  v.active,
-              v.capacity, v.eta_ms};
-  if (!force && shown == w.shown) return;
+// What ViewFromLine would show, without copying the view (this runs for every client in a round).
+LiveHub::Shown LiveHub::ShownFromLine(const RoomWatch& rw, const Watch& w) const {
+  const SessionView& v = w.last;
+  bool waiting = v.status == SessionStatus::kWaiting;
+  Shown s{v.status, waiting ? v.position : 0, v.waiting, v.active, v.capacity, v.eta_ms};
+  if (!rw.have_counts || v.status == SessionStatus::kGone) return s;
+  s.waiting = rw.counts.waiting;
+  s.active = rw.counts.active;
+  s.capacity = rw.counts.capacity;
+  if (waiting) {
+    s.eta_ms = rw.counts.paused ? std::nullopt
+                                : core::EtaMs(v.position, rw.counts.freed_last_minute,
+                                              rw.counts.admit_per_minute);
+  }
+  return s;
+}
+
+void LiveHub::Advance(const std::string& room, RoomWatch& rw, Outbox& out) {
+  if (!rw.in_round()) {
+    rw.round.clear();
+    rw.round_at = 0;
+    int64_t now = clock_.NowMs();
+    // A round starts at most once per tick: at most one message per client per tick.
+    if (!rw.dirty || now - rw.round_started_ms < options_.tick_ms) return;
+    rw.dirty = false;
+    rw.round_started_ms = now;
+    rw.round.reserve(rw.sessions.size());
+    for (const auto& entry : rw.sessions) rw.round.push_back(entry.first);
+  }
+  size_t queued = 0;
+  while (rw.in_round() && queued < options_.chunk) {
+    auto it = rw.sessions.find(rw.round[rw.round_at++]);
+    if (it == rw.sessions.end() || it->second.check_in_now) continue;  // ended, or asked now
+    if (Show(room, rw, it->second, out)) ++queued;
+  }
+  // The next chunk is made as soon as this one is written.
+  if (rw.in_round()) tick_deferred_ = true;
+}
+
+bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force) {
+  Shown shown = ShownFromLine(rw, w);
+  int64_t now = clock_.NowMs();
+  if (!force) {
+    if (shown == w.shown) return false;
+    bool counts_only = shown.status == w.shown.status && shown.position == w.shown.position;
+    if (counts_only && now - w.shown_ms < kCountsEveryMs) {
+      rw.dirty = true;  // a later round sends it
+      return false;
+    }
+  }
   w.shown = shown;
-  std::string message = StatusMessage(room, v);
+  w.shown_ms = now;
+  std::string message = StatusMessage(room, ViewFromLine(rw, w));
   for (const auto& stream : w.streams) {
     out[&stream->executor().context()].push_back({stream, message});
   }
+  return true;
 }
 
 void LiveHub::EndWatch(Watch& w, Outbox& out) {

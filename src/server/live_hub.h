@@ -5,9 +5,19 @@
 // Once per tick (250 ms by default) and per room with streams, the hub reads the room's line
 // once (Backend::ReadLine; the line itself only when its version moved) and walks it in order:
 // a session's position is its index in that walk, so a change costs one ordered sweep of the
-// line, never a lookup per client. A client is sent its status only when something it shows
-// (status, position, waiting, active, capacity, eta) changed, hence at most one message per
-// tick: at most 4/s at the default tick.
+// line, never a backend lookup per client.
+//
+// Delivery goes in rounds: a round shows every connected session the latest line once, and
+// starts at most once per tick, so a client gets at most one message per tick (4/s at the
+// default). A round goes out in chunks of LiveHubOptions::chunk messages; the next chunk is
+// made when the last one is written (back-pressure), from the line read again if it is older
+// than 100 ms. So when pushing to everyone takes longer than a tick, a client's message is
+// at most about one round old, instead of waiting for a whole stale round to finish first.
+//
+// A client is sent its status only when something it shows (status, position, waiting,
+// active, capacity, eta) changed. Changes of the counts alone (waiting, active, capacity, eta
+// with the same status and position: e.g. people joining behind) go out at most once a second
+// per client, which keeps a join surge from costing everyone four messages a second.
 //
 // Open streams count as continuous check-ins: the hub checks every connected session in with
 // one Backend::Present per room at a third of the room's check-in timeout, and at once for
@@ -40,6 +50,10 @@ namespace anteroom::server {
 struct LiveHubOptions {
   int64_t tick_ms = 250;
   size_t present_batch = 2'000;  // sessions per Present call (one script each on Redis)
+  // Messages per chunk of a delivery round. Between chunks the hub reads the line again (at
+  // most every 100 ms), so in a long round each client is shown the line as it is when its
+  // turn comes, and HTTP requests on the same threads are served between chunks.
+  size_t chunk = 2'048;
 };
 
 class LiveHub {
@@ -98,6 +112,7 @@ class LiveHub {
   struct Watch {  // one session with open streams in one room
     std::vector<std::shared_ptr<LiveStream>> streams;
     Shown shown;
+    int64_t shown_ms = 0;    // when `shown` was sent
     core::SessionView last;  // the latest view; position from the line walk
     uint64_t walk = 0;       // the line walk that last saw it waiting
     bool check_in_now = false;
@@ -117,6 +132,13 @@ class LiveHub {
     int64_t next_keepalive_ms = 0;
     int64_t next_holder_check_ms = 0;
     bool holder_check_due = false;  // the line changed since slot holders were last asked
+    // The delivery round (see the top of this file): sessions still to be shown in it.
+    std::vector<std::string> round;
+    size_t round_at = 0;
+    int64_t round_started_ms = INT64_MIN / 2;
+    int64_t line_read_ms = INT64_MIN / 2;
+    bool dirty = false;  // what a client is shown may have changed since the round started
+    bool in_round() const { return round_at < round.size(); }
   };
   struct Delivery {
     std::shared_ptr<LiveStream> stream;
@@ -131,9 +153,11 @@ class LiveHub {
   void OnLine(const std::string& room, OpResult<core::LineView> result);
   void CheckIn(const std::string& room, RoomWatch& rw, bool everyone);
   void OnPresent(const std::string& room, OpResult<std::vector<core::SessionView>> result);
-  // Queues `w`'s status for its streams when what it shows changed (or `force`).
-  void Show(const std::string& room, const RoomWatch& rw, Watch& w, Outbox& out,
-            bool force = false);
+  // Shows the round's next chunk; starts a round when one is due.
+  void Advance(const std::string& room, RoomWatch& rw, Outbox& out);
+  // Queues `w`'s status for its streams when what it shows changed (or `force`); true if queued.
+  bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force = false);
+  Shown ShownFromLine(const RoomWatch& rw, const Watch& w) const;
   void EndWatch(Watch& w, Outbox& out);
   void EndRoom(const std::string& room, Outbox& out);
   void Detach(const std::string& room, const std::string& session, LiveStream* stream);

@@ -204,6 +204,61 @@ TEST_P(LiveHttpTest, ChangesAreCoalescedToAtMostFourMessagesASecond) {
   EXPECT_LT(seen.size(), 15u);
 }
 
+// People joining behind change only the counts a client sees (waiting, eta): those go out at most
+// once a second, while a change of position goes out on the next tick.
+TEST_P(LiveHttpTest, CountsAloneGoOutOnceASecondAndPositionsAtEveryTick) {
+  MustPut("r", {{"capacity", 1}});
+  ASSERT_TRUE(IsSession(client().Check("r", "a"), "active"));
+  for (int i = 0; i < 12; ++i)
+    ASSERT_TRUE(IsSession(client().Check("r", "f" + std::to_string(i)), "waiting"));
+  auto b = Open("r", "b");
+  ASSERT_EQ(PositionOf(*b->Next(kWait)), 13);
+
+  // 30 arrivals behind b over about 1.5 s.
+  auto start = SteadyClock::now();
+  std::thread arrivals([&] {
+    Client other(server().url());
+    for (int i = 0; i < 30; ++i) {
+      other.Check("r", "x" + std::to_string(i));
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  });
+  std::vector<LiveMessage> seen;
+  while (SteadyClock::now() - start < milliseconds(3000)) {
+    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
+  }
+  arrivals.join();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(Field(seen.back(), "waiting"), 43) << "the last message is exact";
+  for (size_t i = 0; i + 1 < seen.size(); ++i) {
+    EXPECT_EQ(PositionOf(seen[i]), 13);
+    auto gap = std::chrono::duration_cast<milliseconds>(seen[i + 1].at - seen[i].at).count();
+    EXPECT_GE(gap, 900) << "counts alone, at most once a second (messages " << i << ", " << i + 1
+                        << ")";
+  }
+
+  // Now the people ahead leave, one every 100 ms: each move goes out at the next tick.
+  seen.clear();
+  start = SteadyClock::now();
+  std::thread departures([&] {
+    Client other(server().url());
+    for (int i = 0; i < 12; ++i) {
+      other.EndSession("r", "f" + std::to_string(i));
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  });
+  while (SteadyClock::now() - start < milliseconds(2500)) {
+    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
+  }
+  departures.join();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(PositionOf(seen.back()), 1);
+  EXPECT_GE(seen.size(), 4u) << "positions are not held back to once a second";
+  for (size_t i = 0; i + 1 < seen.size(); ++i) {
+    EXPECT_GT(PositionOf(seen[i]), PositionOf(seen[i + 1])) << "every message moves forward";
+  }
+}
+
 TEST_P(LiveHttpTest, AnEvictedSessionIsToldItIsGoneAndTheStreamCloses) {
   MustPut("r", {{"capacity", 1}});
   auto a = Open("r", "a");
@@ -271,8 +326,8 @@ TEST_F(LiveRoutesTest, TheWebSocketRouteWantsAnUpgrade) {
 TEST_F(LiveRoutesTest, AFailedHandshakeLeavesNoSessionBehind) {
   MustPut("r", {{"capacity", 1}, {"grace_ms", 60'000}, {"checkin_timeout_ms", 60'000}});
   std::string answer = RawExchange(
-      server().port(), RawRequest("GET", "/v1/rooms/r/ws", {},
-                                  {"Connection: Upgrade", "Upgrade: websocket"}));
+      server().port(),
+      RawRequest("GET", "/v1/rooms/r/ws", {}, {"Connection: Upgrade", "Upgrade: websocket"}));
   EXPECT_EQ(RawStatus(answer), 400) << answer;
   auto deadline = SteadyClock::now() + kWait;
   int64_t active = -1;
@@ -283,13 +338,49 @@ TEST_F(LiveRoutesTest, AFailedHandshakeLeavesNoSessionBehind) {
   }
   EXPECT_EQ(active, 0) << "the session made for the failed stream left";
   // A session the client named is its own: the same failure leaves it in place.
-  answer = RawExchange(server().port(),
-                       RawRequest("GET", "/v1/rooms/r/ws?session=named", {},
-                                  {"Connection: Upgrade", "Upgrade: websocket"}));
+  answer = RawExchange(server().port(), RawRequest("GET", "/v1/rooms/r/ws?session=named", {},
+                                                   {"Connection: Upgrade", "Upgrade: websocket"}));
   EXPECT_EQ(RawStatus(answer), 400) << answer;
   std::this_thread::sleep_for(milliseconds(300));
   HttpResult room = client().GetRoom("r");
   EXPECT_EQ(IntField(room.json, "active"), 1) << room.body;
+}
+
+// Pushing to many clients goes in chunks (here 4 messages each), with the line read again
+// between them: every client still ends up shown its exact position.
+class LiveChunkTest : public ServerTest {
+ protected:
+  std::vector<std::string> ServerArgs() const override { return {"--live-chunk", "4"}; }
+};
+
+TEST_F(LiveChunkTest, EveryClientIsShownItsExactPositionAcrossChunks) {
+  MustPut("r", {{"capacity", 1}});
+  ASSERT_TRUE(IsSession(client().Check("r", "holder"), "active"));
+  constexpr int kClients = 30;
+  std::vector<std::unique_ptr<LiveClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<LiveClient>(
+        server().port(), "/v1/rooms/r/ws?session=c" + std::to_string(i), Kind::kWebSocket));
+    ASSERT_TRUE(clients.back()->ok()) << clients.back()->error();
+    ASSERT_EQ(PositionOf(*clients.back()->Next(kWait)), i + 1);
+  }
+  // Three admissions: the holder leaves, then c0 and c1 in turn.
+  ASSERT_TRUE(IsSession(client().Leave("r", "holder", true), "gone"));
+  ASSERT_TRUE(clients[0]->NextStatus(
+      [](const auto& j) { return StrField(j, "status") == "active"; }, kWait));
+  ASSERT_TRUE(IsSession(client().Leave("r", "c0", true), "gone"));
+  ASSERT_TRUE(clients[1]->NextStatus(
+      [](const auto& j) { return StrField(j, "status") == "active"; }, kWait));
+  ASSERT_TRUE(IsSession(client().Leave("r", "c1", true), "gone"));
+  for (int i = 2; i < kClients; ++i) {
+    int64_t want = i - 2;  // c2 is admitted; the others move up three places
+    auto m = clients[i]->NextStatus(
+        [want](const auto& j) {
+          return want == 0 ? StrField(j, "status") == "active" : IntField(j, "position") == want;
+        },
+        kWait);
+    EXPECT_TRUE(m) << "c" << i << " shown " << (want == 0 ? "active" : std::to_string(want));
+  }
 }
 
 // Two processes on one Redis: streams on one, changes made through the other. The hub reads the
