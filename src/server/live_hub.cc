@@ -50,7 +50,9 @@ void LiveHub::Stop() {
 
 void LiveHub::Arm() {
   if (stopped_) return;
-  timer_.expires_after(std::chrono::milliseconds(options_.tick_ms));
+  // A few polls per tick, so that a round due after a long one starts without waiting for a
+  // whole tick; each room's line is still read once per tick when nothing is being shown.
+  timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(10, options_.tick_ms / 5)));
   timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
     if (ec || alive.expired() || stopped_) return;
     Tick();
@@ -126,10 +128,11 @@ LiveHub::NewSessionGuard::~NewSessionGuard() {
 // ---- the tick ------------------------------------------------------------------------------
 
 void LiveHub::Tick() {
-  // Back-pressure: while the last batches are still being written, a new sweep would only queue
+  // Back-pressure: while earlier batches are still being written, a new sweep would only queue
   // older news behind them (and grow the queues without bound when the writes cannot keep up).
-  // The tick runs as soon as they are out, on the line as it is then: changes are coalesced.
-  if (delivering_->load(std::memory_order_acquire) > 0) {
+  // One flush may still be in flight, so that the threads write it while the next is made; the
+  // tick runs as soon as no more is, on the line as it is then: changes are coalesced.
+  if (flushes_->load(std::memory_order_acquire) > 1) {
     tick_deferred_ = true;
     return;
   }
@@ -145,10 +148,14 @@ void LiveHub::Tick() {
       ++it;
       continue;
     }
-    if (rw.in_round() && now - rw.line_read_ms < kRereadMs) {
+    bool may_start = now - rw.round_started_ms >= options_.tick_ms;
+    if (rw.in_round() && now - rw.line_read_ms < std::min(kRereadMs, options_.tick_ms)) {
       Outbox out;  // the round goes on with the line just read
       Advance(it->first, rw, out);
       Flush(out);
+    } else if (!rw.in_round() && now - rw.line_read_ms < options_.tick_ms &&
+               !(rw.dirty && may_start)) {
+      // Nothing to show yet: the line is read once per tick.
     } else {
       rw.reading = true;
       backend_.ReadLine(it->first, rw.version, [this, room = it->first](auto r) {
@@ -327,8 +334,19 @@ void LiveHub::Advance(const std::string& room, RoomWatch& rw, Outbox& out) {
     if (it == rw.sessions.end() || it->second.check_in_now) continue;  // ended, or asked now
     if (Show(room, rw, it->second, out)) ++queued;
   }
-  // The next chunk is made as soon as this one is written.
-  if (rw.in_round()) tick_deferred_ = true;
+  if (rw.in_round() || rw.dirty) GoOn();
+}
+
+// The next chunk is made while this one is written (one flush may be in flight), or as soon as
+// it is.
+void LiveHub::GoOn() {
+  tick_deferred_ = true;
+  if (go_on_posted_ || flushes_->load(std::memory_order_acquire) > 1) return;
+  go_on_posted_ = true;
+  Home([this] {
+    go_on_posted_ = false;
+    if (tick_deferred_ && !stopped_) Tick();
+  });
 }
 
 bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force) {
@@ -372,19 +390,23 @@ void LiveHub::EndRoom(const std::string& room, Outbox& out) {
 }
 
 void LiveHub::Flush(Outbox& out) {
+  if (out.empty()) return;
+  flushes_->fetch_add(1, std::memory_order_relaxed);
+  // One flush is written when the batch of each of its threads is.
+  auto batches_left = std::make_shared<std::atomic<size_t>>(out.size());
   for (auto& [context, deliveries] : out) {
-    delivering_->fetch_add(1, std::memory_order_relaxed);
-    net::post(*context, [this, alive = std::weak_ptr<bool>(alive_), delivering = delivering_,
-                         deliveries = std::move(deliveries)]() mutable {
+    net::post(*context, [this, alive = std::weak_ptr<bool>(alive_), flushes = flushes_,
+                         batches_left, deliveries = std::move(deliveries)]() mutable {
       for (Delivery& d : deliveries) {
         if (!d.message.empty()) d.stream->Deliver(std::move(d.message));
         if (d.finish) d.stream->Finish();
       }
-      if (delivering->fetch_sub(1, std::memory_order_acq_rel) == 1 && !alive.expired()) {
-        Home([this] {
-          if (tick_deferred_ && !stopped_) Tick();
-        });
-      }
+      if (batches_left->fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      flushes->fetch_sub(1, std::memory_order_acq_rel);
+      if (alive.expired()) return;
+      Home([this] {
+        if (tick_deferred_ && !stopped_) Tick();
+      });
     });
   }
   out.clear();

@@ -155,6 +155,7 @@ class LiveHub {
   void OnPresent(const std::string& room, OpResult<std::vector<core::SessionView>> result);
   // Shows the round's next chunk; starts a round when one is due.
   void Advance(const std::string& room, RoomWatch& rw, Outbox& out);
+  void GoOn();
   // Queues `w`'s status for its streams when what it shows changed (or `force`); true if queued.
   bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force = false);
   Shown ShownFromLine(const RoomWatch& rw, const Watch& w) const;
@@ -177,10 +178,11 @@ class LiveHub {
   bool stopped_ = false;
   std::unordered_map<std::string, RoomWatch> rooms_;  // on home_ only
   std::atomic<size_t> streams_{0};
-  // Delivery batches posted and not yet run (any thread); a tick waits for them, and runs when
-  // the last one is done.
-  std::shared_ptr<std::atomic<int>> delivering_ = std::make_shared<std::atomic<int>>(0);
+  // Flushes (one batch per thread each) posted and not yet written (any thread); a tick waits
+  // while more than one is, and runs when they are down to one.
+  std::shared_ptr<std::atomic<int>> flushes_ = std::make_shared<std::atomic<int>>(0);
   bool tick_deferred_ = false;                                  // on home_
+  bool go_on_posted_ = false;                                   // on home_
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // completions after ~LiveHub
 };
 
