@@ -60,7 +60,7 @@ FDS="$(ulimit -n)"
 echo "== file descriptors: $FDS"
 
 # ---- build -----------------------------------------------------------------------------------------
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom loopback_floor; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
 [[ -x "$BIN" ]] || { echo "bench-live.sh: build $BUILD_DIR first" >&2; exit 1; }
 
@@ -102,6 +102,14 @@ for n in "${RUN_SIZES[@]}"; do
   [[ $rc -eq 0 ]] || echo "-- N=$n: bench live exited $rc"
   cleanup
 done
+
+# ---- the floor: the kernel alone, one message to each of N loopback connections ------------------
+FLOOR="$ROOT/$BUILD_DIR/bench/loopback_floor"
+if [[ -x "$FLOOR" ]]; then
+  n="${RUN_SIZES[-1]}"
+  echo "== floor: loopback_floor $n 2 5 (2 sender threads, one reader; no anteroom code)"
+  "$FLOOR" "$n" 2 5 180 | tee "$OUT/floor.txt"
+fi
 
 # ---- the table -------------------------------------------------------------------------------------
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
