@@ -88,7 +88,7 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
       w.shown_ms = clock_.NowMs();
     } else {
       Outbox out;  // a second stream of the same session: it gets what the others were shown
-      Show(room, rw, w, out, /*force=*/true);
+      Show(room, rw, w, out, clock_.NowMs(), /*force=*/true);
       Flush(out);
     }
   });
@@ -202,7 +202,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
     }
     // Out of the line since the last walk: admitted or dropped. Present tells which, at once.
     for (auto& [id, w] : rw.sessions) {
-      if (w.walk != walk && w.last.status == SessionStatus::kWaiting) w.check_in_now = true;
+      if (w.walk != walk && w.last.status == SessionStatus::kWaiting) CheckInNow(rw, w);
     }
     rw.holder_check_due = true;
   }
@@ -212,7 +212,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
     rw.holder_check_due = false;
     rw.next_holder_check_ms = now + kHolderCheckMs;
     for (auto& [id, w] : rw.sessions) {
-      if (w.last.status != SessionStatus::kWaiting) w.check_in_now = true;
+      if (w.last.status != SessionStatus::kWaiting) CheckInNow(rw, w);
     }
   }
   rw.counts.version = v.version;
@@ -235,7 +235,16 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   Flush(out);
 }
 
+void LiveHub::CheckInNow(RoomWatch& rw, Watch& w) {
+  if (!w.check_in_now) ++rw.check_ins_due;
+  w.check_in_now = true;
+}
+
 void LiveHub::CheckIn(const std::string& room, RoomWatch& rw, bool everyone) {
+  // Runs after every read of the line: without anyone to ask, it must not cost a pass over
+  // every connected session.
+  if (!everyone && rw.check_ins_due == 0) return;
+  rw.check_ins_due = 0;
   std::vector<std::string> batch;
   auto send = [&] {
     ++rw.presenting;
@@ -273,7 +282,7 @@ void LiveHub::OnPresent(const std::string& room, OpResult<std::vector<SessionVie
     if (view.status != SessionStatus::kWaiting || w.last.status != SessionStatus::kWaiting) {
       w.last = std::move(view);
     }
-    Show(room, rw, w, out);
+    Show(room, rw, w, out, clock_.NowMs());
     if (w.last.status == SessionStatus::kGone) {
       EndWatch(w, out);
       gone.push_back(it->first);
@@ -329,10 +338,11 @@ void LiveHub::Advance(const std::string& room, RoomWatch& rw, Outbox& out) {
     for (const auto& entry : rw.sessions) rw.round.push_back(entry.first);
   }
   size_t queued = 0;
+  int64_t now = clock_.NowMs();
   while (rw.in_round() && queued < options_.chunk) {
     auto it = rw.sessions.find(rw.round[rw.round_at++]);
     if (it == rw.sessions.end() || it->second.check_in_now) continue;  // ended, or asked now
-    if (Show(room, rw, it->second, out)) ++queued;
+    if (Show(room, rw, it->second, out, now)) ++queued;
   }
   if (rw.in_round() || rw.dirty) GoOn();
 }
@@ -349,9 +359,9 @@ void LiveHub::GoOn() {
   });
 }
 
-bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force) {
+bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now,
+                   bool force) {
   Shown shown = ShownFromLine(rw, w);
-  int64_t now = clock_.NowMs();
   if (!force) {
     if (shown == w.shown) return false;
     bool counts_only = shown.status == w.shown.status && shown.position == w.shown.position;
@@ -363,15 +373,17 @@ bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out
   w.shown = shown;
   w.shown_ms = now;
   std::string message = StatusMessage(room, ViewFromLine(rw, w));
-  for (const auto& stream : w.streams) {
-    out[&stream->executor().context()].push_back({stream, message});
+  for (size_t i = 0; i < w.streams.size(); ++i) {
+    const auto& stream = w.streams[i];
+    bool last = i + 1 == w.streams.size();  // usually the only one: it takes the message
+    out.For(&stream->executor().context()).push_back({stream, last ? std::move(message) : message});
   }
   return true;
 }
 
 void LiveHub::EndWatch(Watch& w, Outbox& out) {
   for (const auto& stream : w.streams) {
-    out[&stream->executor().context()].push_back({stream, std::string(), /*finish=*/true});
+    out.For(&stream->executor().context()).push_back({stream, std::string(), /*finish=*/true});
   }
 }
 
@@ -383,7 +395,7 @@ void LiveHub::EndRoom(const std::string& room, Outbox& out) {
     SessionView gone;
     gone.session = id;
     w.last = gone;
-    Show(room, rit->second, w, out);
+    Show(room, rit->second, w, out, clock_.NowMs());
     EndWatch(w, out);
   }
   rit->second.sessions.clear();
@@ -393,8 +405,8 @@ void LiveHub::Flush(Outbox& out) {
   if (out.empty()) return;
   flushes_->fetch_add(1, std::memory_order_relaxed);
   // One flush is written when the batch of each of its threads is.
-  auto batches_left = std::make_shared<std::atomic<size_t>>(out.size());
-  for (auto& [context, deliveries] : out) {
+  auto batches_left = std::make_shared<std::atomic<size_t>>(out.by_thread.size());
+  for (auto& [context, deliveries] : out.by_thread) {
     net::post(*context, [this, alive = std::weak_ptr<bool>(alive_), flushes = flushes_,
                          batches_left, deliveries = std::move(deliveries)]() mutable {
       for (Delivery& d : deliveries) {
@@ -409,7 +421,7 @@ void LiveHub::Flush(Outbox& out) {
       });
     });
   }
-  out.clear();
+  out.by_thread.clear();
 }
 
 }  // namespace anteroom::server

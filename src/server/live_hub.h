@@ -137,7 +137,8 @@ class LiveHub {
     size_t round_at = 0;
     int64_t round_started_ms = INT64_MIN / 2;
     int64_t line_read_ms = INT64_MIN / 2;
-    bool dirty = false;  // what a client is shown may have changed since the round started
+    bool dirty = false;        // what a client is shown may have changed since the round started
+    size_t check_ins_due = 0;  // sessions marked check_in_now (an upper bound: some may be gone)
     bool in_round() const { return round_at < round.size(); }
   };
   struct Delivery {
@@ -145,19 +146,31 @@ class LiveHub {
     std::string message;
     bool finish = false;  // close after the message
   };
-  // Messages grouped by the streams' threads: one hand-off per thread per tick.
-  using Outbox = std::unordered_map<boost::asio::io_context*, std::vector<Delivery>>;
+  // Messages grouped by the streams' threads (a handful, so a short list): one hand-off per
+  // thread per flush.
+  struct Outbox {
+    std::vector<std::pair<boost::asio::io_context*, std::vector<Delivery>>> by_thread;
+    std::vector<Delivery>& For(boost::asio::io_context* context) {
+      for (auto& [c, deliveries] : by_thread) {
+        if (c == context) return deliveries;
+      }
+      return by_thread.emplace_back(context, std::vector<Delivery>()).second;
+    }
+    bool empty() const { return by_thread.empty(); }
+  };
 
   void Tick();
   void Arm();
   void OnLine(const std::string& room, OpResult<core::LineView> result);
   void CheckIn(const std::string& room, RoomWatch& rw, bool everyone);
+  void CheckInNow(RoomWatch& rw, Watch& w);  // in the next CheckIn
   void OnPresent(const std::string& room, OpResult<std::vector<core::SessionView>> result);
   // Shows the round's next chunk; starts a round when one is due.
   void Advance(const std::string& room, RoomWatch& rw, Outbox& out);
   void GoOn();
   // Queues `w`'s status for its streams when what it shows changed (or `force`); true if queued.
-  bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, bool force = false);
+  bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now,
+            bool force = false);
   Shown ShownFromLine(const RoomWatch& rw, const Watch& w) const;
   void EndWatch(Watch& w, Outbox& out);
   void EndRoom(const std::string& room, Outbox& out);

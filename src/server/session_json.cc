@@ -1,36 +1,39 @@
 #include "server/session_json.h"
 
+#include <fmt/compile.h>
+
 #include <iterator>
 
 namespace anteroom::server {
 
+// Compiled formats: the live channel writes one of these per client per change.
 void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const core::SessionView& v,
                        const core::TokenSigner& signer, const Clock& clock, std::string_view type) {
   auto it = std::back_inserter(out);
   if (type.empty()) {
-    fmt::format_to(it, "{{");
+    fmt::format_to(it, FMT_COMPILE("{{"));
   } else {
-    fmt::format_to(it, R"({{"type":"{}",)", type);
+    fmt::format_to(it, FMT_COMPILE(R"({{"type":"{}",)"), type);
   }
-  fmt::format_to(it, R"("session":"{}","status":"{}","position":)", v.session,
+  fmt::format_to(it, FMT_COMPILE(R"("session":"{}","status":"{}","position":)"), v.session,
                  core::ToString(v.status));
   if (v.status == core::SessionStatus::kWaiting) {
-    fmt::format_to(it, "{}", v.position);
+    fmt::format_to(it, FMT_COMPILE("{}"), v.position);
   } else {
-    fmt::format_to(it, "null");
+    fmt::format_to(it, FMT_COMPILE("null"));
   }
-  fmt::format_to(it, R"(,"waiting":{},"active":{},"capacity":{},"eta_ms":)", v.waiting, v.active,
-                 v.capacity);
+  fmt::format_to(it, FMT_COMPILE(R"(,"waiting":{},"active":{},"capacity":{},"eta_ms":)"), v.waiting,
+                 v.active, v.capacity);
   if (v.eta_ms) {
-    fmt::format_to(it, "{}", *v.eta_ms);
+    fmt::format_to(it, FMT_COMPILE("{}"), *v.eta_ms);
   } else {
-    fmt::format_to(it, "null");
+    fmt::format_to(it, FMT_COMPILE("null"));
   }
   if (v.status == core::SessionStatus::kActive) {
     std::string token = signer.Mint(room, v.session, v.admission, clock.NowMs());
-    fmt::format_to(it, R"(,"token":"{}"}})", token);
+    fmt::format_to(it, FMT_COMPILE(R"(,"token":"{}"}})"), token);
   } else {
-    fmt::format_to(it, R"(,"token":null}})");
+    fmt::format_to(it, FMT_COMPILE(R"(,"token":null}})"));
   }
 }
 
