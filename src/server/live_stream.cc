@@ -51,6 +51,7 @@ void LiveStream::Pump() {
 
 void LiveStream::Written(bool ok) {
   writing_ = false;
+  in_flight_ = std::string();  // the next message brings its own buffer: none kept meanwhile
   if (!ok) return Ended();
   if (auto fn = std::exchange(on_first_written_, nullptr)) fn();
   Pump();
@@ -101,7 +102,10 @@ class WebSocketStream final : public LiveStream {
 
   void Accept(beast::flat_buffer buffer, beast::http::request<beast::http::string_body> request,
               std::function<void(std::shared_ptr<LiveStream>)> ready) {
-    read_buffer_ = std::move(buffer);  // bytes the client sent after its upgrade request
+    // The HTTP connection's buffer is let go (a client message, rare, allocates its own). Frames
+    // sent before the 101 arrived would be in it: clients wait for the 101 (RFC 6455, 4.1), and
+    // Beast has no way to take them after a parsed request, so they are not supported.
+    (void)buffer;
     auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
     auto req = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(request));
     ws_.async_accept(*req, [self, req, ready = std::move(ready)](beast::error_code ec) {
