@@ -40,6 +40,26 @@ class LiveHttpTest : public ServerTest, public ::testing::WithParamInterface<Kin
   int64_t Field(const LiveMessage& m, std::string_view key) {
     return IntField(m.json, key).value_or(-1);
   }
+  // Calls act(client, i) for i in [0, n), one every `gap`, on another thread, and returns every
+  // status message `c` gets within `span` of the start.
+  template <typename Act>
+  std::vector<LiveMessage> StatusesWhile(LiveClient& c, int n, milliseconds gap, milliseconds span,
+                                         Act act) {
+    auto start = SteadyClock::now();
+    std::thread actor([&] {
+      Client other(server().url());
+      for (int i = 0; i < n; ++i) {
+        act(other, i);
+        std::this_thread::sleep_for(gap);
+      }
+    });
+    std::vector<LiveMessage> seen;
+    while (SteadyClock::now() - start < span) {
+      if (auto m = c.NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
+    }
+    actor.join();
+    return seen;
+  }
   bool RoomIs(const std::string& room, int64_t active, int64_t waiting) {
     HttpResult r = client().GetRoom(room);
     return IntField(r.json, "active") == active && IntField(r.json, "waiting") == waiting;
@@ -178,19 +198,9 @@ TEST_P(LiveHttpTest, ChangesAreCoalescedToAtMostFourMessagesASecond) {
   auto b = Open("r", "b");
   ASSERT_EQ(PositionOf(*b->Next(kWait)), 1);
   // 60 arrivals within about a second: the waiting count changes 60 times.
-  auto start = SteadyClock::now();
-  std::thread arrivals([&] {
-    Client other(server().url());
-    for (int i = 0; i < 60; ++i) {
-      other.Check("r", "x" + std::to_string(i));
-      std::this_thread::sleep_for(milliseconds(16));
-    }
+  auto seen = StatusesWhile(*b, 60, milliseconds(16), milliseconds(2500), [](Client& other, int i) {
+    other.Check("r", "x" + std::to_string(i));
   });
-  std::vector<LiveMessage> seen;
-  while (SteadyClock::now() - start < milliseconds(2500)) {
-    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
-  }
-  arrivals.join();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(Field(seen.back(), "waiting"), 61) << "the last message is exact";
   // In any window of 1 s, at most 4 messages (+1 for a window's edge at tick boundaries).
@@ -215,19 +225,9 @@ TEST_P(LiveHttpTest, CountsAloneGoOutOnceASecondAndPositionsAtEveryTick) {
   ASSERT_EQ(PositionOf(*b->Next(kWait)), 13);
 
   // 30 arrivals behind b over about 1.5 s.
-  auto start = SteadyClock::now();
-  std::thread arrivals([&] {
-    Client other(server().url());
-    for (int i = 0; i < 30; ++i) {
-      other.Check("r", "x" + std::to_string(i));
-      std::this_thread::sleep_for(milliseconds(50));
-    }
+  auto seen = StatusesWhile(*b, 30, milliseconds(50), milliseconds(3000), [](Client& other, int i) {
+    other.Check("r", "x" + std::to_string(i));
   });
-  std::vector<LiveMessage> seen;
-  while (SteadyClock::now() - start < milliseconds(3000)) {
-    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
-  }
-  arrivals.join();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(Field(seen.back(), "waiting"), 43) << "the last message is exact";
   for (size_t i = 0; i + 1 < seen.size(); ++i) {
@@ -238,19 +238,9 @@ TEST_P(LiveHttpTest, CountsAloneGoOutOnceASecondAndPositionsAtEveryTick) {
   }
 
   // Now the people ahead leave, one every 100 ms: each move goes out at the next tick.
-  seen.clear();
-  start = SteadyClock::now();
-  std::thread departures([&] {
-    Client other(server().url());
-    for (int i = 0; i < 12; ++i) {
-      other.EndSession("r", "f" + std::to_string(i));
-      std::this_thread::sleep_for(milliseconds(100));
-    }
+  seen = StatusesWhile(*b, 12, milliseconds(100), milliseconds(2500), [](Client& other, int i) {
+    other.EndSession("r", "f" + std::to_string(i));
   });
-  while (SteadyClock::now() - start < milliseconds(2500)) {
-    if (auto m = b->NextOf("status", milliseconds(200))) seen.push_back(std::move(*m));
-  }
-  departures.join();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(PositionOf(seen.back()), 1);
   EXPECT_GE(seen.size(), 4u) << "positions are not held back to once a second";
