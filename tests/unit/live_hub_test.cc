@@ -1,0 +1,206 @@
+// The live hub against the backend's own answers, without sockets: streams that record what they
+// are sent, a fake clock, tiny chunks (3 messages) so that every round runs in many chunks with
+// the line read again between them. Random joins, departures, evictions, capacity changes and
+// hang-ups; after each batch, once the hub has settled, every open stream's last message must be
+// exactly what the backend says of its session (Present: a check-in that never joins).
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "core/token.h"
+#include "server/live_hub.h"
+#include "server/live_stream.h"
+#include "store/memory/memory_backend.h"
+
+namespace anteroom::server {
+namespace {
+
+namespace net = boost::asio;
+namespace json = boost::json;
+using core::SessionStatus;
+using core::SessionView;
+
+// A live stream whose messages are written at once and kept.
+class RecordingStream final : public LiveStream {
+ public:
+  explicit RecordingStream(net::io_context& ioc) : LiveStream(LiveStreamOptions{}), ioc_(ioc) {}
+  Executor executor() override { return ioc_.get_executor(); }
+  size_t BufferBytes() const override { return 0; }
+  void HangUp() { Ended(); }  // the client goes away
+
+  std::vector<json::value> messages;
+  bool closed = false;
+
+ protected:
+  void WriteMessage(const std::string& message) override {
+    messages.push_back(json::parse(message));
+    Written(true);
+  }
+  void CloseTransport(bool) override { closed = true; }
+
+ private:
+  net::io_context& ioc_;
+};
+
+class LiveHubTest : public ::testing::Test {
+ protected:
+  LiveHubTest()
+      : backend_(clock_, store::MemoryBackendOptions{.run_timer = false}),
+        signer_("live-hub-test", 600'000),
+        hub_(backend_, signer_, clock_, ioc_,
+             LiveHubOptions{.tick_ms = 10, .present_batch = 4, .chunk = 3}) {
+    hub_.Start();
+  }
+  ~LiveHubTest() override {
+    hub_.Stop();
+    ioc_.poll();
+  }
+
+  template <typename T, typename Start>
+  OpResult<T> Call(Start start) {
+    std::promise<OpResult<T>> p;
+    auto f = p.get_future();
+    start([&p](OpResult<T> r) { p.set_value(std::move(r)); });
+    while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) ioc_.run_one();
+    return f.get();
+  }
+
+  void PutRoom(int64_t capacity) {
+    core::RoomPatch patch;
+    patch.capacity = capacity;
+    patch.checkin_timeout_ms = 3'600'000;
+    patch.grace_ms = 3'600'000;
+    auto r = Call<core::RoomInfo>([&](auto done) { backend_.PutRoom("r", patch, done); });
+    ASSERT_TRUE(r.ok()) << r.message();
+  }
+
+  // A session that opens a stream (joining if new).
+  void Watch(const std::string& id) {
+    auto view = Call<SessionView>([&](auto done) { backend_.Check("r", id, done); });
+    ASSERT_TRUE(view.ok());
+    auto stream = std::make_shared<RecordingStream>(ioc_);
+    streams_[id] = stream;
+    hub_.Attach("r", *view, stream);
+  }
+
+  // Lets the hub run: the fake clock moves a tick at a time (and past the once-a-second limit
+  // of count-only updates), the real poll timer fires in between.
+  void Settle() {
+    for (int i = 0; i < 30; ++i) {
+      clock_.Advance(100);
+      ioc_.run_for(std::chrono::milliseconds(3));
+    }
+  }
+
+  // Every open stream shows exactly what the backend says; a gone session's stream is closed.
+  void ExpectStreamsMatchTheBackend(const std::string& when) {
+    for (const auto& [id, stream] : streams_) {
+      auto truth =
+          Call<std::vector<SessionView>>([&](auto done) { backend_.Present("r", {id}, done); });
+      ASSERT_TRUE(truth.ok());
+      const SessionView& v = truth->front();
+      ASSERT_FALSE(stream->messages.empty()) << id << " " << when;
+      const json::object& shown = stream->messages.back().as_object();
+      EXPECT_EQ(shown.at("status").as_string(), core::ToString(v.status)) << id << " " << when;
+      if (v.status == SessionStatus::kGone) {
+        EXPECT_TRUE(stream->closed) << id << " told it is gone, then closed; " << when;
+        continue;
+      }
+      if (v.status == SessionStatus::kWaiting) {
+        EXPECT_EQ(shown.at("position").as_int64(), v.position) << id << " " << when;
+      }
+      EXPECT_EQ(shown.at("waiting").as_int64(), v.waiting) << id << " " << when;
+      EXPECT_EQ(shown.at("active").as_int64(), v.active) << id << " " << when;
+      EXPECT_EQ(shown.at("capacity").as_int64(), v.capacity) << id << " " << when;
+      EXPECT_EQ(shown.at("token").is_null(), v.status != SessionStatus::kActive)
+          << id << " " << when;
+    }
+  }
+
+  net::io_context ioc_;
+  FakeClock clock_;
+  store::MemoryBackend backend_;
+  core::TokenSigner signer_;
+  LiveHub hub_;
+  std::map<std::string, std::shared_ptr<RecordingStream>> streams_;  // open ones
+};
+
+TEST_F(LiveHubTest, EveryClientIsShownItsExactPlaceAcrossChunks) {
+  PutRoom(1);
+  for (int i = 0; i < 20; ++i) Watch("s" + std::to_string(i));
+  Settle();
+  ExpectStreamsMatchTheBackend("after the joins");
+  // Three admissions in a row, with the rounds in chunks of 3.
+  for (int k = 0; k < 3; ++k) {
+    auto r = Call<SessionView>(
+        [&](auto done) { backend_.Leave("r", "s" + std::to_string(k), true, done); });
+    ASSERT_TRUE(r.ok());
+  }
+  Settle();
+  ExpectStreamsMatchTheBackend("after three admissions");
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_TRUE(streams_["s" + std::to_string(k)]->closed) << "left for good: told, then closed";
+  }
+}
+
+TEST_F(LiveHubTest, RandomChangesEndWithEveryStreamExact) {
+  std::mt19937 rng(20261123);
+  PutRoom(3);
+  int next_id = 0;
+  std::vector<std::string> unwatched;  // sessions in the room without a stream
+  auto pick = [&](const auto& container) {
+    auto it = container.begin();
+    std::advance(it, std::uniform_int_distribution<size_t>(0, container.size() - 1)(rng));
+    return *it;
+  };
+  for (int batch = 0; batch < 25; ++batch) {
+    int ops = std::uniform_int_distribution<int>(1, 6)(rng);
+    for (int op = 0; op < ops; ++op) {
+      int what = std::uniform_int_distribution<int>(0, 9)(rng);
+      if (what <= 3 || streams_.empty()) {
+        Watch("s" + std::to_string(next_id++));
+      } else if (what == 4) {
+        std::string id = "u" + std::to_string(next_id++);
+        ASSERT_TRUE(Call<SessionView>([&](auto done) { backend_.Check("r", id, done); }).ok());
+        unwatched.push_back(id);
+      } else if (what == 5) {
+        std::string id = pick(streams_).first;
+        (void)Call<SessionView>(
+            [&](auto done) { backend_.Leave("r", id, true, done); });  // may be gone
+      } else if (what == 6) {
+        std::string id = pick(streams_).first;
+        (void)Call<SessionView>([&](auto done) { backend_.EndSession("r", id, done); });
+      } else if (what == 7 && !unwatched.empty()) {
+        std::string id = pick(unwatched);
+        (void)Call<SessionView>([&](auto done) { backend_.Leave("r", id, true, done); });
+      } else if (what == 8) {
+        PutRoom(std::uniform_int_distribution<int64_t>(1, 6)(rng));
+      } else {
+        // A client hangs up: its session stays (waiting, or in grace) but is no longer watched.
+        auto [id, stream] = pick(streams_);
+        stream->HangUp();
+        streams_.erase(id);
+        unwatched.push_back(id);
+      }
+    }
+    Settle();
+    ExpectStreamsMatchTheBackend("after batch " + std::to_string(batch));
+    if (HasFailure()) return;
+    // Streams of sessions that are gone are closed; forget them.
+    std::erase_if(streams_, [](const auto& entry) { return entry.second->closed; });
+  }
+}
+
+}  // namespace
+}  // namespace anteroom::server
