@@ -95,12 +95,23 @@ class LiveHubTest : public ::testing::Test {
   }
 
   // Lets the hub run: the fake clock moves a tick at a time (and past the once-a-second limit
-  // of count-only updates), the real poll timer fires in between.
+  // of count-only updates), the real poll timer fires in between. Done once nothing new has
+  // been written for 15 steps (at least 30 steps; at most 400, as on a slow sanitizer build).
   void Settle() {
-    for (int i = 0; i < 30; ++i) {
+    size_t quiet = 0;
+    size_t last = Written();
+    for (int i = 0; i < 400 && (i < 30 || quiet < 15); ++i) {
       clock_.Advance(100);
       ioc_.run_for(std::chrono::milliseconds(3));
+      size_t now = Written();
+      quiet = now == last ? quiet + 1 : 0;
+      last = now;
     }
+  }
+  size_t Written() const {
+    size_t n = 0;
+    for (const auto& [id, stream] : streams_) n += stream->messages.size();
+    return n;
   }
 
   // Every open stream shows exactly what the backend says; a gone session's stream is closed.
