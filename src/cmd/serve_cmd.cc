@@ -140,8 +140,13 @@ void Serve(const ServeFlags& flags) {
   core::TokenSigner signer(secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::LiveHub live(backend, signer, clock, pool.Main(),
-                       server::LiveHubOptions{.tick_ms = flags.live_tick_ms,
-                                              .chunk = static_cast<size_t>(flags.live_chunk)});
+                       server::LiveHubOptions{
+                           .tick_ms = flags.live_tick_ms,
+                           .chunk = static_cast<size_t>(flags.live_chunk),
+                           // On Redis each read of a moved line is a whole-line script, made by
+                           // every process: once a tick.
+                           .reread_ms = redis ? flags.live_tick_ms : int64_t{100},
+                       });
   server::StatsHistory history(flags.stats_interval_ms);
   server::Services services{backend, signer, clock, &live, &history, std::move(web)};
   server::RegisterAllRoutes(router, services);

@@ -15,7 +15,6 @@ using core::SessionView;
 namespace {
 constexpr int64_t kMaxKeepaliveMs = 10'000;
 constexpr int64_t kHolderCheckMs = 1'000;
-constexpr int64_t kRereadMs = 100;         // the line, between the chunks of a round
 constexpr int64_t kCountsEveryMs = 1'000;  // a change of the counts alone, per client
 }  // namespace
 
@@ -149,7 +148,7 @@ void LiveHub::Tick() {
       continue;
     }
     bool may_start = now - rw.round_started_ms >= options_.tick_ms;
-    if (rw.in_round() && now - rw.line_read_ms < std::min(kRereadMs, options_.tick_ms)) {
+    if (rw.in_round() && now - rw.line_read_ms < std::min(options_.reread_ms, options_.tick_ms)) {
       Outbox out;  // the round goes on with the line just read
       Advance(it->first, rw, out);
       Flush(out);

@@ -10,9 +10,9 @@
 // Delivery goes in rounds: a round shows every connected session the latest line once, and
 // starts at most once per tick, so a client gets at most one message per tick (4/s at the
 // default). A round goes out in chunks of LiveHubOptions::chunk messages; the next chunk is
-// made when the last one is written (back-pressure), from the line read again if it is older
-// than 100 ms. So when pushing to everyone takes longer than a tick, a client's message is
-// at most about one round old, instead of waiting for a whole stale round to finish first.
+// made while the last one is written (back-pressure: one in flight), from the line read again
+// if it is older than LiveHubOptions::reread_ms. So when pushing to everyone takes longer than
+// a tick, a change waits about one round, not the rest of a stale round and then a new one.
 //
 // A client is sent its status only when something it shows (status, position, waiting,
 // active, capacity, eta) changed. Changes of the counts alone (waiting, active, capacity, eta
@@ -51,9 +51,12 @@ struct LiveHubOptions {
   int64_t tick_ms = 250;
   size_t present_batch = 2'000;  // sessions per Present call (one script each on Redis)
   // Messages per chunk of a delivery round. Between chunks the hub reads the line again (at
-  // most every 100 ms), so in a long round each client is shown the line as it is when its
+  // most every reread_ms), so in a long round each client is shown the line as it is when its
   // turn comes, and HTTP requests on the same threads are served between chunks.
   size_t chunk = 2'048;
+  // A read costs a copy of the line when it moved: cheap in memory, a whole-line script on
+  // Redis (where the server reads at most once per tick instead).
+  int64_t reread_ms = 100;
 };
 
 class LiveHub {
