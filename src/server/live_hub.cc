@@ -50,8 +50,20 @@ void LiveHub::Stop() {
 void LiveHub::Arm() {
   if (stopped_) return;
   // A few polls per tick, so that a round due after a long one starts without waiting for a
-  // whole tick; each room's line is still read once per tick when nothing is being shown.
-  timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(10, options_.tick_ms / 5)));
+  // whole tick; each room's line is still read once per tick when nothing is being shown. The
+  // timer is set for that read (or a round known to be due) when it comes before the next poll.
+  int64_t delay = std::max<int64_t>(10, options_.tick_ms / 5);
+  int64_t now = clock_.NowMs();
+  // (While deliveries hold the tick back, their completion runs it: no early wake-ups then.)
+  if (flushes_->load(std::memory_order_acquire) <= 1) {
+    for (const auto& [room, rw] : rooms_) {
+      if (rw.reading || rw.in_round()) continue;
+      int64_t due = rw.line_read_ms + options_.tick_ms;
+      if (rw.dirty) due = std::min(due, rw.round_started_ms + options_.tick_ms);
+      delay = std::min(delay, std::max<int64_t>(1, due - now));
+    }
+  }
+  timer_.expires_after(std::chrono::milliseconds(delay));
   timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code ec) {
     if (ec || alive.expired() || stopped_) return;
     Tick();
