@@ -40,6 +40,21 @@ OpResult<T> Await(Call&& call) {
   return f.get();
 }
 
+// Pushes `jobs` ready jobs of a ~60-byte JSON payload, 1000 at a time.
+void PushJobs(MemoryBackend& backend, int64_t jobs) {
+  for (int64_t n = 0; n < jobs;) {
+    std::vector<core::JobSpec> batch;
+    for (int k = 0; k < 1000 && n < jobs; ++k, ++n) {
+      core::JobSpec job;
+      job.payload = "{\"user\":" + std::to_string(n) +
+                    ",\"email\":\"someone@example.com\",\"kind\":\"welcome\"}";
+      batch.push_back(std::move(job));
+    }
+    (void)Await<std::vector<core::PushResult>>(
+        [&](auto done) { backend.Push("jobs", std::move(batch), done); });
+  }
+}
+
 struct Built {
   std::string dir;
   log::EmbeddedStore::CompactionStats compaction;
@@ -62,17 +77,7 @@ const Built& Build(int64_t jobs, int64_t sessions, bool snapshot) {
     MemoryBackend backend(clock, {.run_timer = false});
     log::EmbeddedStore store(
         backend, {.dir = b.dir, .fsync = log::FsyncPolicy::kNo, .compact_in_background = false});
-    for (int64_t n = 0; n < jobs;) {
-      std::vector<core::JobSpec> batch;
-      for (int k = 0; k < 1000 && n < jobs; ++k, ++n) {
-        core::JobSpec job;
-        job.payload = "{\"user\":" + std::to_string(n) +
-                      ",\"email\":\"someone@example.com\",\"kind\":\"welcome\"}";
-        batch.push_back(std::move(job));
-      }
-      (void)Await<std::vector<core::PushResult>>(
-          [&](auto done) { backend.Push("jobs", std::move(batch), done); });
-    }
+    PushJobs(backend, jobs);
     core::RoomPatch patch;
     patch.capacity = 1000;
     patch.checkin_timeout_ms = 3'600'000;
@@ -123,6 +128,44 @@ BENCHMARK(BM_Restart)
     ->Args({100'000, 10'000, 1})
     ->Args({1'000'000, 100'000, 0})
     ->Args({1'000'000, 100'000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
+
+// The pause a compaction imposes on requests, by snapshot writer: the fork alone, or the copy
+// of the whole state that replaces it when fork fails (and in sanitizer builds).
+void BM_CompactionPause(benchmark::State& state) {
+  const auto writer = static_cast<log::SnapshotWriter>(state.range(0));
+  const int64_t jobs = state.range(1);
+  std::string dir = BaseDir() + "/pause-" + std::to_string(jobs);
+  std::filesystem::remove_all(dir);
+  FakeClock clock(kStartMs);
+  MemoryBackend backend(clock, {.run_timer = false});
+  log::EmbeddedStore store(backend, {.dir = dir,
+                                     .fsync = log::FsyncPolicy::kNo,
+                                     .compact_in_background = false,
+                                     .snapshot_writer = writer});
+  PushJobs(backend, jobs);
+  double pause_ms = 0, seconds = 0;
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    std::string error;
+    if (!store.Compact(error)) std::abort();
+    auto stats = store.compaction_stats();
+    pause_ms += stats.last_pause_ms;
+    seconds += stats.last_seconds;
+    bytes = stats.last_snapshot_bytes;
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["pause_ms"] = pause_ms / n;
+  state.counters["compaction_s"] = seconds / n;
+  state.counters["snapshot_MB"] = static_cast<double>(bytes) / 1e6;
+}
+
+// {writer (0: forked child, 1: this process), queued jobs}
+BENCHMARK(BM_CompactionPause)
+    ->Args({0, 1'000'000})
+    ->Args({1, 1'000'000})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
     ->UseRealTime();

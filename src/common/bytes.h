@@ -7,6 +7,7 @@
 // answer zeros from then on, so decoders check failed() once at the end instead of after every
 // field.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -42,6 +43,16 @@ class ByteWriter {
     Put<uint32_t>(static_cast<uint32_t>(s.size()));
     out_.append(s);
     MaybeSpill();
+  }
+  // Bytes written by another ByteWriter, passed on unframed (in pieces, so spills still come).
+  void PutBytes(std::string_view raw) {
+    const size_t piece = spill_threshold_ == SIZE_MAX ? raw.size() : spill_threshold_;
+    while (!raw.empty()) {
+      const size_t n = std::min(piece, raw.size());
+      out_.append(raw.substr(0, n));
+      raw.remove_prefix(n);
+      MaybeSpill();
+    }
   }
   size_t size() const { return out_.size(); }
   std::string& buffer() { return out_; }

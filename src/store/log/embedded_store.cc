@@ -208,54 +208,75 @@ void EmbeddedStore::CompactionLoop() {
   }
 }
 
+void EmbeddedStore::WriteSnapshotInChild(uint64_t segment, pid_t parent) {
+  // The state as it was at the cut. Only this thread exists here; it takes no lock and closes
+  // every inherited descriptor (sockets must not outlive the parent's close).
+  ::syscall(SYS_close_range, 3u, ~0u, 0u);
+  // It must not outlive the server (a killed server's child would be an orphan), nor hold the
+  // server's stdout/stderr (whoever reads them waits for their end).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
+  if (int null = ::open("/dev/null", O_RDWR); null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    if (null > 2) ::close(null);
+  }
+  std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
+  int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { backend_.SaveState(out); });
+  ::_exit(rc == 0 ? 0 : (rc & 0x7f) + 1);
+}
+
 bool EmbeddedStore::Compact(std::string& error) {
   std::lock_guard one_at_a_time(compact_mu_);
   auto start = SteadyClock::now();
   uint64_t segment;
-  pid_t pid;
-  pid_t parent;
+  pid_t pid = 0;  // the forked writer; 0 when this process writes
+  int fork_errno = 0;
+  std::string state;  // the copy, when this process writes
   double pause_ms;
   {
-    std::unique_lock world(backend_.world());  // no change half made while we fork
+    std::unique_lock world(backend_.world());  // no change half made while we cut
     auto paused = SteadyClock::now();
     segment = journal_->Rotate();
-    parent = ::getpid();
-    pid = ::fork();
+    if (options_.snapshot_writer == SnapshotWriter::kForkedChild) {
+      const pid_t parent = ::getpid();
+      pid = options_.fork();
+      if (pid == 0) WriteSnapshotInChild(segment, parent);  // never returns
+      if (pid < 0) fork_errno = errno;
+    }
+    if (pid <= 0) {
+      ByteWriter out(state);
+      backend_.SaveState(out);
+    }
     pause_ms = SecondsSince(paused) * 1000;
   }
-  if (pid == 0) {
-    // The child: the state as it was at the cut. Only this thread exists here; it takes no lock
-    // and closes every inherited descriptor (sockets must not outlive the parent's close).
-    ::syscall(SYS_close_range, 3u, ~0u, 0u);
-    // It must not outlive the server (a killed server's child would be an orphan), nor hold
-    // the server's stdout/stderr (whoever reads them waits for their end).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    if (int null = ::open("/dev/null", O_RDWR); null >= 0) {
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      if (null > 2) ::close(null);
-    }
-    std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
-    int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { backend_.SaveState(out); });
-    ::_exit(rc == 0 ? 0 : (rc & 0x7f) + 1);
-  }
-  if (pid < 0) {
-    error = "fork: " + ErrnoText(errno);
-    return false;
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
-  std::string final_path = options_.dir + "/" + SnapshotName(segment);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    ::unlink(tmp.c_str());
-    error = WIFEXITED(status) ? "writing " + tmp + ": " + ErrnoText(WEXITSTATUS(status) - 1)
-                              : "the snapshot writer died";
-    return false;
+  if (fork_errno != 0) {
+    spdlog::warn(
+        "compaction: fork: {}; the state was copied in this process instead (paused {:.1f} ms)",
+        ErrnoText(fork_errno), pause_ms);
   }
+  if (pid <= 0) {
+    int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { out.PutBytes(state); });
+    std::string().swap(state);  // a copy of the whole state: give it back now
+    if (rc != 0) {
+      ::unlink(tmp.c_str());
+      error = "writing " + tmp + ": " + ErrnoText(rc);
+      return false;
+    }
+  } else {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ::unlink(tmp.c_str());
+      error = WIFEXITED(status) ? "writing " + tmp + ": " + ErrnoText(WEXITSTATUS(status) - 1)
+                                : "the snapshot writer died";
+      return false;
+    }
+  }
+  std::string final_path = options_.dir + "/" + SnapshotName(segment);
   if (::rename(tmp.c_str(), final_path.c_str()) != 0 || SyncDir(options_.dir) != 0) {
     error = "publishing " + final_path + ": " + ErrnoText(errno);
     ::unlink(tmp.c_str());
@@ -278,6 +299,8 @@ bool EmbeddedStore::Compact(std::string& error) {
   std::lock_guard lock(stats_mu_);
   ++stats_.compactions;
   stats_.last_pause_ms = pause_ms;
+  if (pid <= 0) ++stats_.written_here;
+  stats_.last_fork_error = fork_errno != 0 ? ErrnoText(fork_errno) : "";
   stats_.last_seconds = SecondsSince(start);
   stats_.last_snapshot_bytes = bytes;
   spdlog::info("compaction: snapshot {} ({} bytes) in {:.3f} s, paused {:.2f} ms", segment, bytes,

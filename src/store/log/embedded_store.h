@@ -12,8 +12,13 @@
 // fork(); the log rotates to a new segment at that cut; the child writes the state as it was at
 // the cut to a snapshot, and the parent, once it is whole and synced, deletes what it replaces.
 // Requests never wait for the snapshot itself, only for the fork.
+//
+// Where fork() fails (ENOMEM under strict overcommit, EAGAIN at a process limit) or is not
+// safe (sanitizer builds), the state is instead copied to memory during the pause and written
+// from this process: correct, but the pause then lasts as long as the copy.
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -30,11 +35,26 @@
 
 namespace anteroom::store::log {
 
+// Who writes a snapshot: a child forked at the cut (copy-on-write keeps its view fixed while
+// the server goes on), or this process, from a copy of the state made during the pause.
+enum class SnapshotWriter { kForkedChild, kThisProcess };
+
+// g++ 12's AddressSanitizer runtime has no fork handlers: a child forked while another thread
+// holds one of its allocator locks hangs in its first malloc (CI saw compaction tests hang for
+// 900 s). Sanitizer builds therefore copy in this process.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr SnapshotWriter kDefaultSnapshotWriter = SnapshotWriter::kThisProcess;
+#else
+inline constexpr SnapshotWriter kDefaultSnapshotWriter = SnapshotWriter::kForkedChild;
+#endif
+
 struct EmbeddedOptions {
   std::string dir = "anteroom-data";
   FsyncPolicy fsync = FsyncPolicy::kEverySec;
   uint64_t compact_min_bytes = 64ull << 20;
   bool compact_in_background = true;  // tests may call Compact() themselves
+  SnapshotWriter snapshot_writer = kDefaultSnapshotWriter;
+  pid_t (*fork)() = ::fork;  // tests make it fail, to see the fallback
 };
 
 struct RecoveryReport {
@@ -71,14 +91,17 @@ class EmbeddedStore {
   void RequestCompaction();
   struct CompactionStats {
     uint64_t compactions = 0;
-    double last_pause_ms = 0;  // world paused for the fork
-    double last_seconds = 0;   // the whole compaction
+    double last_pause_ms = 0;     // world paused for the fork (or the copy)
+    uint64_t written_here = 0;    // snapshots this process wrote itself (no fork, or fork failed)
+    std::string last_fork_error;  // why the last fork failed ("" if none did)
+    double last_seconds = 0;      // the whole compaction
     uint64_t last_snapshot_bytes = 0;
   };
   CompactionStats compaction_stats() const;
 
  private:
   void CompactionLoop();
+  [[noreturn]] void WriteSnapshotInChild(uint64_t segment, pid_t parent);
 
   MemoryBackend& backend_;
   EmbeddedOptions options_;
