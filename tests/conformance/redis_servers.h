@@ -114,11 +114,13 @@ class RedisServers {
         "--save",       "",          "--appendonly",       "no",     "--dir",
         templ,          "--logfile", templ + "/redis.log"};
     args.insert(args.end(), extra.begin(), extra.end());
+    // argv is built before the fork: the child of a threaded process must not allocate (under
+    // ASan a lock another thread held at the fork would hang it).
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
       execvp("redis-server", argv.data());
       _exit(127);
     }
