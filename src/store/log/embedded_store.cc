@@ -208,7 +208,7 @@ void EmbeddedStore::CompactionLoop() {
   }
 }
 
-void EmbeddedStore::WriteSnapshotInChild(uint64_t segment, pid_t parent) {
+void EmbeddedStore::WriteSnapshotInChild(const std::string& tmp, uint64_t segment, pid_t parent) {
   // The state as it was at the cut. Only this thread exists here; it takes no lock and closes
   // every inherited descriptor (sockets must not outlive the parent's close).
   ::syscall(SYS_close_range, 3u, ~0u, 0u);
@@ -222,7 +222,6 @@ void EmbeddedStore::WriteSnapshotInChild(uint64_t segment, pid_t parent) {
     ::dup2(null, 2);
     if (null > 2) ::close(null);
   }
-  std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
   int rc = WriteSnapshotFile(tmp, segment, [&](ByteWriter& out) { backend_.SaveState(out); });
   ::_exit(rc == 0 ? 0 : (rc & 0x7f) + 1);
 }
@@ -231,7 +230,8 @@ bool EmbeddedStore::Compact(std::string& error) {
   std::lock_guard one_at_a_time(compact_mu_);
   auto start = SteadyClock::now();
   uint64_t segment;
-  pid_t pid = 0;  // the forked writer; 0 when this process writes
+  std::string tmp;  // where the snapshot is written before it is published
+  pid_t pid = 0;    // the forked writer; 0 when this process writes
   int fork_errno = 0;
   std::string state;  // the copy, when this process writes
   double pause_ms;
@@ -239,10 +239,11 @@ bool EmbeddedStore::Compact(std::string& error) {
     std::unique_lock world(backend_.world());  // no change half made while we cut
     auto paused = SteadyClock::now();
     segment = journal_->Rotate();
+    tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
     if (options_.snapshot_writer == SnapshotWriter::kForkedChild) {
       const pid_t parent = ::getpid();
       pid = options_.fork();
-      if (pid == 0) WriteSnapshotInChild(segment, parent);  // never returns
+      if (pid == 0) WriteSnapshotInChild(tmp, segment, parent);  // never returns
       if (pid < 0) fork_errno = errno;
     }
     if (pid <= 0) {
@@ -251,7 +252,6 @@ bool EmbeddedStore::Compact(std::string& error) {
     }
     pause_ms = SecondsSince(paused) * 1000;
   }
-  std::string tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
   if (fork_errno != 0) {
     spdlog::warn(
         "compaction: fork: {}; the state was copied in this process instead (paused {:.1f} ms)",

@@ -101,7 +101,7 @@ class EmbeddedStore {
 
  private:
   void CompactionLoop();
-  [[noreturn]] void WriteSnapshotInChild(uint64_t segment, pid_t parent);
+  [[noreturn]] void WriteSnapshotInChild(const std::string& tmp, uint64_t segment, pid_t parent);
 
   MemoryBackend& backend_;
   EmbeddedOptions options_;
