@@ -3,9 +3,12 @@
 // the HTTP layer. Payloads are opaque bytes here (the HTTP layer stores serialized JSON).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/hangup.h"
 
 namespace anteroom::core {
 
@@ -53,6 +56,9 @@ struct FetchRequest {
   int64_t lease_ms = kDefaultLeaseMs;
   int64_t wait_ms = 0;           // > 0: long poll
   std::vector<std::string> ack;  // acked before the fetch, whether or not it then waits
+  // Signalled when the client hangs up while the fetch is parked: the waiter is then dropped
+  // and nothing is delivered to it. Null: nobody watches (the engine's own callers).
+  std::shared_ptr<Hangup> hangup;
 };
 
 struct FetchAnswer {
