@@ -225,7 +225,8 @@ void RegisterQueueRoutes(Router& router, Services& s) {
                                .max = static_cast<size_t>(max->value_or(1)),
                                .lease_ms = lease->value_or(core::kDefaultLeaseMs),
                                .wait_ms = wait->value_or(0),
-                               .ack = {}};
+                               .ack = {},
+                               .hangup = {}};
     bool acking = body->contains("ack");
     if (acking) {
       auto ack = ReadLeases(*body, "ack", /*may_be_empty=*/true);

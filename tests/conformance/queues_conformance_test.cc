@@ -96,7 +96,12 @@ class QueuesConformanceTest : public conformance::BackendTest {
                              int64_t lease_ms = 30'000, int64_t wait_ms = 0) {
     return Await<Deliveries>([&](auto done) {
       b().Fetch(q,
-                {.worker = worker, .max = max, .lease_ms = lease_ms, .wait_ms = wait_ms, .ack = {}},
+                {.worker = worker,
+                 .max = max,
+                 .lease_ms = lease_ms,
+                 .wait_ms = wait_ms,
+                 .ack = {},
+                 .hangup = {}},
                 [done](OpResult<core::FetchAnswer> r) {
                   if (!r.ok()) return done(OpResult<Deliveries>(r.status(), r.message()));
                   done(std::move(r->jobs));
@@ -124,7 +129,12 @@ class QueuesConformanceTest : public conformance::BackendTest {
     auto promise = std::make_shared<std::promise<OpResult<Deliveries>>>();
     PendingFetch pending(promise->get_future());
     b().Fetch(q,
-              {.worker = worker, .max = max, .lease_ms = lease_ms, .wait_ms = wait_ms, .ack = {}},
+              {.worker = worker,
+               .max = max,
+               .lease_ms = lease_ms,
+               .wait_ms = wait_ms,
+               .ack = {},
+               .hangup = {}},
               [promise](OpResult<core::FetchAnswer> r) {
                 if (!r.ok())
                   return promise->set_value(OpResult<Deliveries>(r.status(), r.message()));
@@ -499,7 +509,8 @@ TEST_P(QueuesConformanceTest, FetchAcksItsLeasesFirstWithPerItemOutcomes) {
                .max = 1,
                .lease_ms = 30'000,
                .wait_ms = 0,
-               .ack = {a.lease, forged, a.lease}},
+               .ack = {a.lease, forged, a.lease},
+               .hangup = {}},
               done);
   });
   ASSERT_TRUE(r.ok()) << r.message();
@@ -511,9 +522,14 @@ TEST_P(QueuesConformanceTest, FetchAcksItsLeasesFirstWithPerItemOutcomes) {
   // Acking the last job while taking nothing more: the fetch still answers its outcomes.
   ASSERT_EQ(r->jobs.size(), 1u);
   auto last = Await<core::FetchAnswer>([&](auto done) {
-    b().Fetch(
-        "q", {.worker = "w", .max = 5, .lease_ms = 30'000, .wait_ms = 0, .ack = {r->jobs[0].lease}},
-        done);
+    b().Fetch("q",
+              {.worker = "w",
+               .max = 5,
+               .lease_ms = 30'000,
+               .wait_ms = 0,
+               .ack = {r->jobs[0].lease},
+               .hangup = {}},
+              done);
   });
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(last->acked, Outcomes{kOk});
@@ -526,7 +542,13 @@ TEST_P(QueuesConformanceTest, AFetchThatWaitsHasAckedBeforeItWaits) {
   Delivery a = TakeOne("q", "w");
   auto promise = std::make_shared<std::promise<OpResult<core::FetchAnswer>>>();
   auto future = promise->get_future();
-  b().Fetch("q", {.worker = "w", .max = 1, .lease_ms = 30'000, .wait_ms = 10'000, .ack = {a.lease}},
+  b().Fetch("q",
+            {.worker = "w",
+             .max = 1,
+             .lease_ms = 30'000,
+             .wait_ms = 10'000,
+             .ack = {a.lease},
+             .hangup = {}},
             [promise](OpResult<core::FetchAnswer> r) { promise->set_value(std::move(r)); });
   EXPECT_EQ(future.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   QueueStats s = Stats("q");
@@ -543,7 +565,12 @@ TEST_P(QueuesConformanceTest, AFetchThatWaitsHasAckedBeforeItWaits) {
 TEST_P(QueuesConformanceTest, FetchAckOnAQueueNobodyPushedToIsInvalid) {
   auto r = Await<core::FetchAnswer>([&](auto done) {
     b().Fetch("nobody",
-              {.worker = "w", .max = 1, .lease_ms = 30'000, .wait_ms = 0, .ack = {"1.1.AAAA"}},
+              {.worker = "w",
+               .max = 1,
+               .lease_ms = 30'000,
+               .wait_ms = 0,
+               .ack = {"1.1.AAAA"},
+               .hangup = {}},
               done);
   });
   ASSERT_TRUE(r.ok());

@@ -243,7 +243,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         }
         case 10:
         case 11: {
-          core::FetchRequest f{w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}};
+          core::FetchRequest f{w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {},
+                               {}};
           if (!leases.empty() && pick(2))
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
           auto a = same("fetch", [&](Backend& b) {

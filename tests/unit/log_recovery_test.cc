@@ -165,7 +165,7 @@ class Engine {
   std::vector<core::Delivery> Fetch(const std::string& queue, const std::string& worker,
                                     size_t max) {
     core::FetchRequest request{
-        .worker = worker, .max = max, .lease_ms = 60'000, .wait_ms = 0, .ack = {}};
+        .worker = worker, .max = max, .lease_ms = 60'000, .wait_ms = 0, .ack = {}, .hangup = {}};
     auto r = Await<core::FetchAnswer>(
         [&](auto done) { backend_.Fetch(queue, std::move(request), done); });
     EXPECT_TRUE(r.ok()) << r.message();
