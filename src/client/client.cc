@@ -65,16 +65,35 @@ struct Client::Impl {
     }
     req.keep_alive(true);
     req.prepare_payload();
-    beast::error_code ec;
-    http::write(stream, req, ec);
+    // Written and read at once: a server may answer before the whole body is sent (413, or a
+    // 503 under load) and stop reading; the answer is what matters, not the unsent rest.
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
-    if (!ec) http::read(stream, buffer, parser, ec);
+    beast::error_code write_ec;
+    beast::error_code ec;
+    bool written = false;
+    http::async_write(stream, req, [&](beast::error_code e, size_t) {
+      write_ec = e;
+      written = true;
+    });
+    http::async_read(stream, buffer, parser, [&](beast::error_code e, size_t) {
+      ec = e;
+      if (!written) {
+        beast::error_code ignored;
+        stream.socket().cancel(ignored);  // the rest of the request is not wanted
+      }
+    });
+    ioc.restart();
+    ioc.run();
+    if (!ec && write_ec) {
+      Disconnect();  // answered, but the request was cut short: the connection is spent
+    }
     if (ec) {
       Disconnect();
       // A keep-alive connection the server closed while idle: try once on a new one.
       retry = !fresh;
-      result.error = ec.message();
+      result.error =
+          (write_ec && write_ec != net::error::operation_aborted ? write_ec : ec).message();
       return result;
     }
     auto res = parser.release();
@@ -83,7 +102,7 @@ struct Client::Impl {
     boost::system::error_code jec;
     result.json = boost::json::parse(result.body, jec);
     if (jec) result.json = nullptr;
-    if (!res.keep_alive()) Disconnect();
+    if (!res.keep_alive() && connected) Disconnect();
     return result;
   }
 };

@@ -19,6 +19,7 @@
 #include "common/random_id.h"
 #include "core/token.h"
 #include "server/families.h"
+#include "server/fd_limit.h"
 #include "server/http_server.h"
 #include "server/live_hub.h"
 #include "server/stats_history.h"
@@ -40,6 +41,11 @@ struct ServeFlags {
   int64_t token_ttl_ms = 600'000;
   std::string log_level = "info";
   size_t max_connections = 100'000;
+  size_t max_buffered_mb = 256;
+  int64_t head_timeout_ms = 10'000;
+  int64_t idle_timeout_ms = 120'000;
+  int64_t body_stall_ms = 10'000;
+  size_t min_body_rate = 1024;
   std::string data = "anteroom-data";
   std::string fsync = "everysec";
   bool memory_only = false;
@@ -180,8 +186,17 @@ void Serve(const ServeFlags& flags) {
   }
   setup.reset();
 
+  server::FdFit fds = server::FitConnectionsToFds(flags.max_connections);
   server::HttpServer http(
-      pool, router, flags.max_connections,
+      pool, router,
+      server::ConnectionLimits{
+          .max_connections = fds.max_connections,
+          .head_timeout = std::chrono::milliseconds(flags.head_timeout_ms),
+          .idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms),
+          .body_stall = std::chrono::milliseconds(flags.body_stall_ms),
+          .min_body_rate = flags.min_body_rate,
+          .max_buffered_bytes = flags.max_buffered_mb << 20,
+      },
       server::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
@@ -234,9 +249,37 @@ void AddServeCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
   serve
       ->add_option("--max-connections", flags->max_connections,
-                   "Connections beyond this are answered 503 and closed")
+                   "Connections beyond this are answered 503 and closed (lowered at start to fit "
+                   "the file descriptor limit, which is raised to its hard limit)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
+  serve
+      ->add_option("--max-buffered-mb", flags->max_buffered_mb,
+                   "Request bodies over 64 KiB still arriving may hold this much in all; beyond "
+                   "it new ones get 503 and the senders stalled longest are cut")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  serve
+      ->add_option("--head-timeout-ms", flags->head_timeout_ms,
+                   "A request head must arrive whole within this of its first byte (408)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
+  serve
+      ->add_option("--idle-timeout-ms", flags->idle_timeout_ms,
+                   "A kept-alive connection with no request for this long is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
+  serve
+      ->add_option("--body-stall-ms", flags->body_stall_ms,
+                   "A request body with no new byte for this long is cut (408)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
+  serve
+      ->add_option("--min-body-rate", flags->min_body_rate,
+                   "Bytes per second a request body must average once --body-stall-ms has "
+                   "passed (408 if slower)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30));
   serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   serve->add_option("--data", flags->data, "Data directory: every change is logged there")

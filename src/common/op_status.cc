@@ -26,6 +26,14 @@ WireError ToWire(OpStatus status) {
       return {409, "conflict"};
     case OpStatus::kPayloadTooLarge:
       return {413, "payload_too_large"};
+    case OpStatus::kRequestTimeout:
+      return {408, "request_timeout"};
+    case OpStatus::kHeaderTooLarge:
+      return {431, "header_too_large"};
+    case OpStatus::kRateLimited:
+      return {429, "rate_limited"};
+    case OpStatus::kLimitReached:
+      return {507, "limit_reached"};
     case OpStatus::kUpgradeRequired:
       return {426, "upgrade_required"};
     case OpStatus::kUnavailable:

@@ -22,6 +22,10 @@ enum class OpStatus : uint8_t {
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,
+  kRequestTimeout,   // the request's head or body did not arrive in time
+  kHeaderTooLarge,   // the request's head is over the server's limit
+  kRateLimited,      // a per-client limit: retry after the Retry-After header
+  kLimitReached,     // a server-wide cap on things clients create (--max-rooms, --max-queues)
   kUpgradeRequired,  // a WebSocket route asked without the upgrade
   kUnavailable,      // overload or lost backend: retry later, nothing changed
   kInternal,

@@ -28,7 +28,7 @@ struct Services {
   store::Backend& backend;
   const core::TokenSigner& signer;
   const Clock& clock;
-  LiveHub* live = nullptr;  // the live channel's routes exist only with a hub
+  LiveHub* live = nullptr;                // the live channel's routes exist only with a hub
   StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
   WebOptions web = {};
 };

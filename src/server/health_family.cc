@@ -1,13 +1,54 @@
+// Health: /healthz for liveness (the process answers; whether changes work is reported, not
+// failed), /readyz for load balancers (503 while changes would be refused, so traffic goes to
+// a process that can take it).
 #include <boost/json.hpp>
 
 #include "server/families.h"
 
 namespace anteroom::server {
 
-void RegisterHealthRoutes(Router& router, Services& /*services*/) {
-  router.Add(http::verb::get, "/healthz", [](const Request&, Respond respond) {
-    respond(JsonReply(boost::json::object{{"status", "ok"}}));
+namespace {
+
+// {"status": "ok"} or {"status": "degraded", "reason": ...}: always 200, as restarting a
+// process whose disk is full or whose Redis is gone would not help.
+void Healthz(Services& s, const Request&, Respond respond) {
+  s.backend.CheckHealth([respond = std::move(respond)](OpResult<store::HealthReport> r) {
+    if (r.ok() && r->changes_ok) return respond(JsonReply(boost::json::object{{"status", "ok"}}));
+    std::string reason = r.ok() ? r->problem : r.message();
+    respond(JsonReply(boost::json::object{{"status", "degraded"}, {"reason", reason}}));
   });
+}
+
+// 200 {"status": "ready"}, or 503 {"status": "not_ready", "reason": ...} with Retry-After.
+void Readyz(Services& s, const Request&, Respond respond) {
+  s.backend.CheckHealth([respond = std::move(respond)](OpResult<store::HealthReport> r) {
+    if (r.ok() && r->changes_ok) {
+      return respond(JsonReply(boost::json::object{{"status", "ready"}}));
+    }
+    std::string reason = r.ok() ? r->problem : r.message();
+    Response res = JsonReply(boost::json::object{{"status", "not_ready"}, {"reason", reason}}, 503);
+    res.headers.emplace_back("Retry-After", "1");
+    respond(std::move(res));
+  });
+}
+
+}  // namespace
+
+void RegisterHealthRoutes(Router& router, Services& s) {
+  struct Route {
+    http::verb method;
+    std::string_view path;
+    void (*handler)(Services&, const Request&, Respond);
+  };
+  static constexpr Route kRoutes[] = {
+      {http::verb::get, "/healthz", Healthz},
+      {http::verb::get, "/readyz", Readyz},
+  };
+  for (const Route& r : kRoutes) {
+    router.Add(r.method, r.path, [&s, handler = r.handler](const Request& req, Respond respond) {
+      handler(s, req, std::move(respond));
+    });
+  }
 }
 
 }  // namespace anteroom::server

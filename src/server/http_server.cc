@@ -11,13 +11,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
 
+#include "server/body_budget.h"
 #include "server/live_stream.h"
+#include "server/request_head.h"
 #include "server/socket.h"
 
 namespace anteroom::server {
@@ -31,27 +34,46 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using UpgradeRequest = http::request<http::string_body>;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(120);  // no request on a kept-alive connection
 constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stops reading
-constexpr auto kSweepEvery = std::chrono::seconds(10);
+// Timeouts are checked by a coarse sweep rather than a timer reset per request: a request then
+// costs no timer work at all. Finer while a head or a body is arriving (their timeouts are
+// short), coarse otherwise.
+constexpr auto kSweepEvery = std::chrono::seconds(5);
+constexpr auto kSweepWhileReading = std::chrono::seconds(1);
 constexpr size_t kMaxBatch = 256 * 1024;  // answers queued for one write to pipelined requests
 // Pipelined requests handled at once per connection. Their answers may complete out of order
 // (a change waits for the log, a read does not) and are written in request order.
 constexpr size_t kMaxInFlight = 64;
-constexpr size_t kHeaderLimit = 16 * 1024;
-constexpr size_t kHardBodyLimit = 64 * 1024 * 1024;
+constexpr size_t kReadChunk = 16 * 1024;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             SteadyClock::now().time_since_epoch())
+      .count();
+}
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  // `open` counts live connections for the overload limit; this session holds one of them.
   // `open` is this connection's place in the count of live connections (the overload limit):
   // released when the connection ends, or handed to the live stream it turns into.
-  Session(Socket socket, const Router& router, std::shared_ptr<void> open, LiveStreamOptions live)
+  Session(Socket socket, const Router& router, std::shared_ptr<void> open,
+          std::shared_ptr<const ConnectionLimits> limits, std::shared_ptr<BodyBudget> budget,
+          LiveStreamOptions live)
       : socket_(std::move(socket)),
         sweep_(socket_.get_executor()),
+        buffer_(kReadBufferLimit),
         router_(router),
         open_(std::move(open)),
-        live_(live) {}
+        limits_holder_(std::move(limits)),
+        limits_(*limits_holder_),
+        budget_(std::move(budget)),
+        live_(live) {
+    beast::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    if (!ec) peer_ = remote.address();
+    // Only for the hang-up watch's peek: every other operation here is asynchronous.
+    socket_.non_blocking(true, ec);
+  }
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
@@ -69,6 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::optional<Response> response;
     bool close;
     std::shared_ptr<UpgradeRequest> upgrade;  // kept for a WebSocket handshake
+    std::shared_ptr<Hangup> hangup;           // a request that may park: told if the client goes
   };
   // A stream route answered: the connection becomes a live stream once the answers before it
   // are written.
@@ -78,56 +101,147 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<UpgradeRequest> upgrade;
   };
 
-  // Timeouts by a coarse sweep rather than a timer reset per request: a request then costs
-  // no timer work at all. A request being handled is never timed out here.
   void ArmSweep() {
-    sweep_.expires_after(kSweepEvery);
+    sweep_.expires_after(reading_ ? kSweepWhileReading : kSweepEvery);
     sweep_.async_wait([weak = weak_from_this()](beast::error_code ec) {
       auto self = weak.lock();
-      if (ec || !self || !self->socket_.is_open()) return;
-      auto idle = SteadyClock::now() - self->phase_since_;
-      if ((self->phase_ == Phase::kReading && idle > kIdleTimeout) ||
-          (self->phase_ == Phase::kWriting && idle > kWriteTimeout)) {
-        return self->Close();
-      }
-      self->ArmSweep();
+      if (ec || !self || self->closed_ || self->lingering_) return;
+      self->Sweep();
     });
   }
 
-  void EnterPhase(Phase phase) {
-    phase_ = phase;
-    phase_since_ = SteadyClock::now();
+  // A request being handled is never timed out here; one being read or written is.
+  void Sweep() {
+    auto now = SteadyClock::now();
+    if (reading_body_) {
+      uint64_t received = parser_->get().body().size() + buffer_.size();
+      if (received > body_received_) {
+        body_received_ = received;
+        body_progress_at_ = now;
+        if (ticket_) ticket_->Progress(received, SteadyMs());
+      }
+      auto elapsed = now - body_started_;
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+      uint64_t owed = ms > limits_.body_stall.count()
+                          ? limits_.min_body_rate * (ms - limits_.body_stall.count()) / 1000
+                          : 0;
+      if (now - body_progress_at_ > limits_.body_stall) {
+        return TimeOut(
+            fmt::format("no byte of the body arrived for {} ms", limits_.body_stall.count()));
+      }
+      if (received < owed) {
+        return TimeOut(
+            fmt::format("the body arrived slower than {} bytes/s", limits_.min_body_rate));
+      }
+    } else if (reading_head_) {
+      // No byte of a head yet: a new connection waits for its first request only as long as
+      // for a head; a kept-alive one as long as the idle timeout.
+      if (buffer_.size() == 0 && requests_ > 0) {
+        if (now - phase_since_ > limits_.idle_timeout) return Close();
+      } else if (now - head_started_ > limits_.head_timeout) {
+        if (buffer_.size() == 0) return Close();  // never sent a byte: nobody to answer
+        return TimeOut(fmt::format("the request head did not arrive within {} ms",
+                                   limits_.head_timeout.count()));
+      }
+    } else if (phase_ == Phase::kWriting && now - phase_since_ > kWriteTimeout) {
+      return Close();
+    }
+    ArmSweep();
   }
 
+  // A head or body too slow: the read is cancelled, and its failure answers 408.
+  void TimeOut(std::string message) {
+    timed_out_ = std::move(message);
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
+  void EnterPhase(Phase phase) {
+    if (phase != phase_) {
+      phase_ = phase;
+      phase_since_ = SteadyClock::now();
+    }
+  }
+
+  // Reads the next head: parsed from the buffer once it holds a whole one (the raw bytes are
+  // checked first, for what Beast accepts and we do not), else read on.
   void ReadHeader() {
     parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(kHardBodyLimit);
+    ConfigureRequestParser(*parser_);
     reading_ = true;
+    reading_head_ = true;
+    head_started_ = requests_ == 0 ? accepted_ : SteadyClock::now();
     UpdatePhase();
-    http::async_read_header(
-        socket_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    ParseHeadOrRead();
   }
 
-  void OnHeader(beast::error_code ec) {
+  void ParseHeadOrRead() {
+    auto data = buffer_.cdata();
+    std::string_view pending(static_cast<const char*>(data.data()), data.size());
+    size_t end = HeadEnd(pending);
+    if (end == std::string_view::npos) {
+      if (pending.size() >= kHeaderLimit) {
+        return HeadFailed({OpStatus::kHeaderTooLarge, fmt::format("the request head is larger "
+                                                                  "than {} bytes",
+                                                                  kHeaderLimit)});
+      }
+      size_t room = std::min(kReadChunk, buffer_.max_size() - buffer_.size());
+      socket_.async_read_some(
+          buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, size_t n) {
+            if (ec) return self->ReadFailed(ec);
+            if (self->buffer_.size() == 0 && self->requests_ > 0) {
+              self->head_started_ = SteadyClock::now();  // the first byte of this head
+            }
+            self->buffer_.commit(n);
+            self->ParseHeadOrRead();
+          });
+      return;
+    }
+    if (auto refusal = CheckRawHead(pending.substr(0, end))) return HeadFailed(std::move(*refusal));
+    beast::error_code ec;
+    size_t used = parser_->put(net::buffer(pending.data(), end), ec);
+    buffer_.consume(used);
+    if (!ec && !parser_->is_header_done()) ec = http::error::need_more;  // never: a whole head
     if (ec) return ReadFailed(ec);
+    OnHeader();
+  }
+
+  void HeadFailed(HeadRefusal refusal) {
     reading_ = false;
+    reading_head_ = false;
+    Send(ErrorReply(refusal.status, refusal.message), /*close=*/true);
+  }
+
+  void OnHeader() {
+    reading_head_ = false;
+    reading_ = false;
+    ++requests_;
     auto& header = parser_->get();
     size_t limit = router_.BodyLimitFor(header.target());
     parser_->body_limit(limit);
-    // RFC 9112 6.3: a request whose Transfer-Encoding does not end in chunked has no
-    // determinable length; answering it would read its body as the next request.
-    if (header.count(http::field::transfer_encoding) != 0 && !parser_->chunked()) {
-      return Send(ErrorReply(OpStatus::kInvalidArgument,
-                             "unsupported Transfer-Encoding: chunked must be the last coding"),
-                  /*close=*/true);
+    if (auto refusal = CheckParsedHead(*parser_, limit)) {
+      return Send(ErrorReply(refusal->status, refusal->message), /*close=*/true);
     }
+    fields_in_head_ = FieldCount(*parser_);
+    // A body over the default limit is held against the server-wide budget for as long as it
+    // is being read. A chunked one does not say its size: it may grow to the route's limit.
     auto length = parser_->content_length();
-    if (length && *length > limit) {
-      return Send(ErrorReply(OpStatus::kPayloadTooLarge,
-                             "the body is larger than " + std::to_string(limit) + " bytes"),
-                  /*close=*/true);
+    size_t holds = length ? *length : parser_->chunked() ? limit : 0;
+    if (holds > kDefaultBodyLimit) {
+      ticket_ = budget_->Reserve(holds, SteadyMs(),
+                                 [weak = weak_from_this(), ex = socket_.get_executor()] {
+                                   net::post(ex, [weak] {
+                                     if (auto self = weak.lock(); self && self->reading_body_)
+                                       self->Close();
+                                   });
+                                 });
+      if (!ticket_) {
+        Response busy =
+            ErrorReply(OpStatus::kUnavailable,
+                       "the server holds too many unfinished request bodies; retry shortly");
+        busy.headers.emplace_back("Retry-After", "1");
+        return Send(std::move(busy), /*close=*/true);
+      }
     }
     // The interim answer only when nothing else is on its way out (it must not overtake earlier
     // answers); otherwise the client sends the body after its own short wait, as RFC 9110 lets.
@@ -148,6 +262,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadBody() {
     reading_ = true;
+    reading_body_ = !parser_->is_done();
+    body_started_ = body_progress_at_ = SteadyClock::now();
+    body_received_ = 0;
+    UpdatePhase();
     http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
@@ -155,6 +273,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadFailed(beast::error_code ec) {
     reading_ = false;
+    reading_head_ = false;
+    reading_body_ = false;
+    ticket_.reset();
+    if (timed_out_) {
+      std::string message = std::move(*timed_out_);
+      timed_out_.reset();
+      return Send(ErrorReply(OpStatus::kRequestTimeout, message), true);
+    }
     if (ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::operation_aborted || ec == net::error::bad_descriptor ||
         ec == net::error::connection_reset) {
@@ -164,7 +290,12 @@ class Session : public std::enable_shared_from_this<Session> {
       return Send(ErrorReply(OpStatus::kPayloadTooLarge, "the body is too large"), true);
     }
     if (ec == http::error::header_limit) {
-      return Send(ErrorReply(OpStatus::kInvalidArgument, "the request header is too large"), true);
+      return Send(ErrorReply(OpStatus::kHeaderTooLarge, "the request head is too large"), true);
+    }
+    if (ec == http::error::buffer_overflow) {
+      // Only a trailer can fill the read buffer: heads stop at the header limit first.
+      return Send(ErrorReply(OpStatus::kHeaderTooLarge, "the chunked body's trailer is too large"),
+                  true);
     }
     // Anything else is a malformed request: answer it, then hang up.
     Send(ErrorReply(OpStatus::kInvalidArgument, "malformed HTTP request: " + ec.message()), true);
@@ -173,6 +304,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnRequest(beast::error_code ec) {
     if (ec) return ReadFailed(ec);
     reading_ = false;
+    reading_body_ = false;
+    ticket_.reset();
+    if (auto refusal = CheckTrailer(*parser_, fields_in_head_)) {
+      return Send(ErrorReply(refusal->status, refusal->message), /*close=*/true);
+    }
     auto message = parser_->release();
     // Each request lives until its answer: the next may be handled before this one answers.
     auto request = std::make_shared<Request>();
@@ -180,8 +316,11 @@ class Session : public std::enable_shared_from_this<Session> {
     request->target = std::string(message.target());
     request->body = std::move(message.body());
     request->authorization = std::string(message[http::field::authorization]);
+    request->forwarded_for = std::string(message["X-Forwarded-For"]);
+    request->peer = peer_;
     uint64_t seq = first_seq_ + slots_.size();
-    slots_.push_back({message.version(), message.keep_alive(), std::nullopt, false, nullptr});
+    slots_.push_back(
+        {message.version(), message.keep_alive(), std::nullopt, false, nullptr, nullptr});
     if (!message.keep_alive()) stop_reading_ = true;  // its answer closes the connection
     if (message.method() == http::verb::get && router_.MayStream(request->target)) {
       stop_reading_ = true;  // nothing is read after a request that may become a stream
@@ -190,18 +329,37 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     UpdatePhase();
     // The handler may answer from another thread: come back to this connection's thread.
-    router_.Dispatch(*request, [self = shared_from_this(), request, seq](Response response) {
+    auto respond = [self = shared_from_this(), seq](Response response) {
       net::dispatch(self->socket_.get_executor(), [self, seq, r = std::move(response)]() mutable {
         self->Answered(seq, std::move(r), false);
       });
-    });
+    };
+    try {
+      router_.Dispatch(*request, std::move(respond));
+    } catch (const std::exception& e) {
+      // A handler that throws loses its request, not the process: this connection answers 500
+      // and closes (whatever the handler may still answer is dropped with it).
+      spdlog::error("request {} {}: {}", std::string(http::to_string(request->method)),
+                    request->target.substr(0, 200), e.what());
+      closing_ = true;
+      slots_.clear();
+      Format({11, false, ErrorReply(OpStatus::kInternal, "the request failed"), true, nullptr,
+              nullptr});
+    }
+    if (request->hangup && !closing_) {
+      // Its answer may be long in coming (a long poll): watch the socket meanwhile.
+      if (!slots_.empty() && seq >= first_seq_ && !slots_[seq - first_seq_].response) {
+        slots_[seq - first_seq_].hangup = request->hangup;
+        ++watched_;
+      }
+    }
     Continue();
   }
 
   // An answer that needs no handler (malformed request, over a limit): after the others.
   void Send(Response response, bool close) {
     stop_reading_ = true;
-    slots_.push_back({version_of_last(), false, std::nullopt, false, nullptr});
+    slots_.push_back({version_of_last(), false, std::nullopt, false, nullptr, nullptr});
     Answered(first_seq_ + slots_.size() - 1, std::move(response), close);
   }
 
@@ -215,6 +373,10 @@ class Session : public std::enable_shared_from_this<Session> {
     Slot& slot = slots_[seq - first_seq_];
     slot.response = std::move(response);
     slot.close = close || slot.response->close || !slot.keep_alive;
+    if (slot.hangup) {
+      slot.hangup.reset();
+      --watched_;
+    }
     while (!slots_.empty() && slots_.front().response && !closing_) {
       if (slots_.front().response->stream) {
         Slot& head = slots_.front();
@@ -230,7 +392,10 @@ class Session : public std::enable_shared_from_this<Session> {
       slots_.pop_front();
       ++first_seq_;
     }
-    if (closing_) slots_.clear();
+    if (closing_) {
+      slots_.clear();
+      watched_ = 0;
+    }
     // While handlers run inline (the memory backend), more buffered requests are parsed before
     // anything is written; the write happens when the buffer runs dry.
     if (!in_continue_) Continue();
@@ -265,7 +430,8 @@ class Session : public std::enable_shared_from_this<Session> {
     while (true) {
       if (!closing_ && !stop_reading_ && !reading_ && slots_.size() < kMaxInFlight &&
           out_.size() < kMaxBatch && NextRequestBuffered()) {
-        ReadHeader();  // completes at once from the buffer (or reads the rest of a body)
+        ReadHeader();             // completes at once from the buffer (or reads the rest of a body)
+        if (!reading_) continue;  // refused at once: its answer is queued
         break;
       }
       // Not while a buffered request is being parsed: its answer may join this write.
@@ -276,22 +442,25 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!writing_ && out_.empty() && slots_.empty()) {
         if (handover_) {
           HandOver();
-        } else if (closing_ || stop_reading_) {
-          Close();
+        } else if ((closing_ || stop_reading_) && !reading_) {
+          Linger();
         } else if (!reading_) {
           ReadHeader();
+          if (!reading_) continue;
         }
       }
       break;
     }
     in_continue_ = false;
     UpdatePhase();
+    if (watched_ > 0 && !watching_ && !reading_ && !closed_ && !closing_) WatchForHangup();
   }
 
   void StartWrite() {
     writing_ = true;
     writing_buffer_.swap(out_);
-    UpdatePhase();
+    phase_ = Phase::kWriting;  // each write has kWriteTimeout of its own
+    phase_since_ = SteadyClock::now();
     net::async_write(socket_, net::buffer(writing_buffer_),
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->writing_ = false;
@@ -310,7 +479,43 @@ class Session : public std::enable_shared_from_this<Session> {
   bool NextRequestBuffered() const {
     auto data = buffer_.cdata();
     std::string_view pending(static_cast<const char*>(data.data()), data.size());
-    return pending.find("\r\n\r\n") != std::string_view::npos;
+    return HeadEnd(pending) != std::string_view::npos;
+  }
+
+  // While a request that may park waits for its answer, nothing else reads this socket: wait
+  // until it is readable, and tell the request when that means the client hung up.
+  void WatchForHangup() {
+    watching_ = true;
+    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      self->watching_ = false;
+      if (self->closed_ || self->watched_ == 0 || self->reading_) return;
+      if (ec) return self->ClientGone();
+      char byte;
+      beast::error_code peek;
+      size_t n = self->socket_.receive(net::buffer(&byte, 1), Socket::message_peek, peek);
+      if (peek == net::error::would_block) return self->WatchForHangup();
+      if (peek || n == 0) return self->ClientGone();
+      // More requests (pipelined): into the buffer, so the watch can go on behind them. A
+      // client that fills the buffer is read again once its answers are out.
+      size_t room = self->buffer_.max_size() - self->buffer_.size();
+      if (room == 0) return;
+      beast::error_code rec;
+      size_t got = self->socket_.read_some(self->buffer_.prepare(room), rec);
+      if (!rec) self->buffer_.commit(got);
+      if (rec && rec != net::error::would_block) return self->ClientGone();
+      self->WatchForHangup();
+    });
+  }
+
+  // The client closed (or reset) while requests of its wait: they are told, and nothing more
+  // is read. Their answers are still written, for a client that only half-closed.
+  void ClientGone() {
+    stop_reading_ = true;
+    std::vector<std::shared_ptr<Hangup>> told;
+    for (Slot& slot : slots_) {
+      if (slot.hangup) told.push_back(slot.hangup);
+    }
+    for (auto& h : told) h->Signal();  // may answer inline: slots_ may change
   }
 
   // The socket leaves this session for a live stream, with the connection's place in the count.
@@ -331,13 +536,44 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // The last answer is written and the connection is to close: stop sending, then read and drop
+  // what the client still sends (the rest of a refused body) until it closes too, for a bounded
+  // time and byte count. Closing at once, with its bytes unread, would make the kernel answer
+  // them with a reset, which can discard our answer before the client reads it.
+  void Linger() {
+    if (closed_ || lingering_) return;
+    lingering_ = true;
+    parser_.reset();
+    ticket_.reset();
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    sweep_.expires_after(limits_.linger);
+    sweep_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      if (auto self = weak.lock(); self && !ec) self->Close();
+    });
+    Drain();
+  }
+
+  void Drain() {
+    socket_.async_read_some(buffer_.prepare(std::min(kReadChunk, buffer_.max_size())),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->drained_ += n;
+                              if (ec || self->drained_ > self->limits_.linger_bytes) {
+                                return self->Close();
+                              }
+                              self->Drain();
+                            });
+  }
+
   void Close() {
     if (closed_) return;
     closed_ = true;
+    ticket_.reset();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
     sweep_.cancel();
+    if (watched_ > 0) ClientGone();
   }
 
   Socket socket_;
@@ -345,21 +581,40 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   const Router& router_;
   std::shared_ptr<void> open_;
+  std::shared_ptr<const ConnectionLimits> limits_holder_;
+  const ConnectionLimits& limits_;
+  std::shared_ptr<BodyBudget> budget_;
+  std::shared_ptr<BodyBudget::Ticket> ticket_;  // the body being read, when a big one
   LiveStreamOptions live_;
+  net::ip::address peer_;
   std::optional<Handover> handover_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::deque<Slot> slots_;  // requests in order, from first_seq_ on
   uint64_t first_seq_ = 0;
   unsigned last_version_ = 11;
   std::string out_;             // answers queued for the next write
   std::string writing_buffer_;  // the write in flight (one per connection)
   Phase phase_ = Phase::kReading;
-  SteadyClock::time_point phase_since_ = SteadyClock::now();
+  SteadyClock::time_point accepted_ = SteadyClock::now();
+  SteadyClock::time_point phase_since_ = accepted_;
+  SteadyClock::time_point head_started_ = accepted_;
+  SteadyClock::time_point body_started_;
+  SteadyClock::time_point body_progress_at_;
+  uint64_t body_received_ = 0;
+  uint64_t requests_ = 0;  // heads read on this connection
+  size_t fields_in_head_ = 0;
+  size_t watched_ = 0;  // unanswered requests with a hang-up to signal
+  size_t drained_ = 0;
+  std::optional<std::string> timed_out_;  // why the read in flight was cancelled
   bool reading_ = false;
+  bool reading_head_ = false;
+  bool reading_body_ = false;
   bool writing_ = false;
+  bool watching_ = false;
   bool stop_reading_ = false;  // a request that closes the connection, or a broken stream
   bool closing_ = false;       // an answer that closes the connection is queued
   bool closed_ = false;
+  bool lingering_ = false;
   bool in_continue_ = false;
 };
 
@@ -367,11 +622,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Listener> {
  public:
-  Listener(IoPool& pool, const Router& router, size_t max_connections, LiveStreamOptions live)
+  Listener(IoPool& pool, const Router& router, const ConnectionLimits& limits,
+           LiveStreamOptions live)
       : pool_(pool),
         acceptor_(pool.Main()),
+        backoff_(pool.Main()),
         router_(router),
-        max_connections_(max_connections),
+        limits_(std::make_shared<const ConnectionLimits>(limits)),
+        budget_(BodyBudget::Make(limits.max_buffered_bytes)),
         live_(live) {}
 
   tcp::endpoint Open(const tcp::endpoint& endpoint) {
@@ -387,20 +645,17 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     auto socket = std::make_shared<Socket>(pool_.Next().get_executor());
     acceptor_.async_accept(*socket, [self = shared_from_this(), socket](beast::error_code ec) {
       if (ec == net::error::operation_aborted) return;
-      if (!ec) {
-        self->Admit(std::move(*socket));
-        // Take what else waits in the backlog now: under load (live streams pushing) the next
-        // completion waits behind every handler queued on the main context, which held
-        // accepts to a few per second while thousands of clients connected.
-        for (int i = 0; i < kAcceptBurst; ++i) {
-          Socket next(self->pool_.Next().get_executor());
-          beast::error_code again;
-          self->acceptor_.accept(next, again);  // non-blocking: would_block when none waits
-          if (again) break;
-          self->Admit(std::move(next));
-        }
-      } else {
-        spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors
+      if (ec) return self->AcceptFailed(ec);
+      self->Admit(std::move(*socket));
+      // Take what else waits in the backlog now: under load (live streams pushing) the next
+      // completion waits behind every handler queued on the main context, which held
+      // accepts to a few per second while thousands of clients connected.
+      for (int i = 0; i < kAcceptBurst; ++i) {
+        Socket next(self->pool_.Next().get_executor());
+        beast::error_code again;
+        self->acceptor_.accept(next, again);  // non-blocking: would_block when none waits
+        if (again) break;
+        self->Admit(std::move(next));
       }
       self->Accept();
     });
@@ -409,15 +664,41 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   void Close() {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    backoff_.cancel();
   }
 
  private:
   static constexpr int kAcceptBurst = 256;
+  // Out of descriptors (or kernel memory), accepting again at once fails again at once: that
+  // spun a core and wrote millions of log lines. Wait a little instead; a client is taken
+  // again within this of a descriptor freeing.
+  static constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
+  static constexpr auto kAcceptLogEvery = std::chrono::seconds(10);
+  // Connections refused over the cap while their 503 is written and their request drained:
+  // beyond this many at once, refused connections are closed without a word. Well below
+  // kReservedFds, the descriptors kept beyond the cap.
+  static constexpr size_t kMaxRefusing = 256;
+  static constexpr auto kRefusalLinger = std::chrono::seconds(1);
+
+  void AcceptFailed(beast::error_code ec) {
+    ++accept_failures_;
+    auto now = SteadyClock::now();
+    if (now - last_accept_log_ >= kAcceptLogEvery) {
+      spdlog::warn("accept failed: {} ({} time(s) since the last report; {} connections open)",
+                   ec.message(), accept_failures_, open_->load(std::memory_order_relaxed));
+      accept_failures_ = 0;
+      last_accept_log_ = now;
+    }
+    backoff_.expires_after(kAcceptBackoff);
+    backoff_.async_wait([self = shared_from_this()](beast::error_code wec) {
+      if (!wec) self->Accept();
+    });
+  }
 
   void Admit(Socket socket) {
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    if (open_->fetch_add(1, std::memory_order_relaxed) >= max_connections_) {
+    if (open_->fetch_add(1, std::memory_order_relaxed) >= limits_->max_connections) {
       open_->fetch_sub(1, std::memory_order_relaxed);
       RefuseOverloaded(std::move(socket));
     } else {
@@ -425,43 +706,86 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
       std::shared_ptr<void> place(nullptr, [open = open_](std::nullptr_t) {
         open->fetch_sub(1, std::memory_order_relaxed);
       });
-      std::make_shared<Session>(std::move(socket), router_, std::move(place), live_)->Start();
+      std::make_shared<Session>(std::move(socket), router_, std::move(place), limits_, budget_,
+                                live_)
+          ->Start();
     }
   }
 
   // Over the connection limit: one short 503 and hang up, so clients back off and retry
-  // instead of the server running out of file descriptors.
-  static void RefuseOverloaded(Socket socket) {
-    auto sock = std::make_shared<Socket>(std::move(socket));
-    auto text = std::make_shared<std::string>();
+  // instead of the server running out of file descriptors. What the client sent meanwhile is
+  // drained briefly, so the 503 is read rather than lost to a reset.
+  void RefuseOverloaded(Socket socket) {
+    if (refusing_->fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
+      refusing_->fetch_sub(1, std::memory_order_relaxed);
+      return;  // the socket closes here
+    }
+    struct Refusal {
+      Refusal(Socket s, std::shared_ptr<std::atomic<size_t>> c)
+          : sock(std::move(s)), timer(sock.get_executor()), count(std::move(c)) {}
+      ~Refusal() { count->fetch_sub(1, std::memory_order_relaxed); }
+      Socket sock;
+      net::steady_timer timer;
+      std::shared_ptr<std::atomic<size_t>> count;
+      std::string text;
+      std::array<char, 4096> scratch;
+      size_t drained = 0;
+    };
+    auto r = std::make_shared<Refusal>(std::move(socket), refusing_);
     std::string body =
         ErrorReply(OpStatus::kUnavailable, "too many connections; retry shortly").body;
-    *text = fmt::format(
+    r->text = fmt::format(
         "HTTP/1.1 503 Service Unavailable\r\nServer: anteroom\r\nContent-Type: "
         "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
         body.size(), body);
-    net::async_write(*sock, net::buffer(*text), [sock, text](beast::error_code, size_t) {
-      beast::error_code ignored;
-      sock->shutdown(tcp::socket::shutdown_both, ignored);
+    net::dispatch(r->sock.get_executor(), [r] {
+      net::async_write(r->sock, net::buffer(r->text), [r](beast::error_code ec, size_t) {
+        if (ec) return;
+        beast::error_code ignored;
+        r->sock.shutdown(tcp::socket::shutdown_send, ignored);
+        r->timer.expires_after(kRefusalLinger);
+        r->timer.async_wait([r](beast::error_code) {
+          beast::error_code ignored2;
+          r->sock.close(ignored2);
+        });
+        DrainRefused(r);
+      });
+    });
+  }
+
+  template <typename R>
+  static void DrainRefused(std::shared_ptr<R> r) {
+    r->sock.async_read_some(net::buffer(r->scratch), [r](beast::error_code ec, size_t n) {
+      r->drained += n;
+      if (ec || r->drained > kDefaultBodyLimit) {
+        r->timer.cancel();
+        return;
+      }
+      DrainRefused(r);
     });
   }
 
   IoPool& pool_;
   tcp::acceptor acceptor_;
+  net::steady_timer backoff_;
   const Router& router_;
-  size_t max_connections_;
+  std::shared_ptr<const ConnectionLimits> limits_;
+  std::shared_ptr<BodyBudget> budget_;
   LiveStreamOptions live_;
   std::shared_ptr<std::atomic<size_t>> open_ = std::make_shared<std::atomic<size_t>>(0);
+  std::shared_ptr<std::atomic<size_t>> refusing_ = std::make_shared<std::atomic<size_t>>(0);
+  uint64_t accept_failures_ = 0;
+  SteadyClock::time_point last_accept_log_{};
 };
 
-HttpServer::HttpServer(IoPool& pool, const Router& router, size_t max_connections,
+HttpServer::HttpServer(IoPool& pool, const Router& router, ConnectionLimits limits,
                        LiveStreamOptions live)
-    : pool_(pool), router_(router), max_connections_(max_connections), live_(live) {}
+    : pool_(pool), router_(router), limits_(limits), live_(live) {}
 
 HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
-  listener_ = std::make_shared<Listener>(pool_, router_, max_connections_, live_);
+  listener_ = std::make_shared<Listener>(pool_, router_, limits_, live_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
   return bound;

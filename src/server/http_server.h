@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -14,11 +15,32 @@
 
 namespace anteroom::server {
 
+// What one client may hold, and for how long: the defaults are sized against slowloris (a head
+// sent a byte at a time) and bodies that stop short of their end.
+struct ConnectionLimits {
+  // Connections beyond this are answered 503 and closed. Live streams count too.
+  size_t max_connections = 100'000;
+  // A request's head must arrive whole within this from its first byte (a new connection's
+  // first request: from the accept): else 408.
+  std::chrono::milliseconds head_timeout{10'000};
+  // A kept-alive connection with no request for this long is closed.
+  std::chrono::milliseconds idle_timeout{120'000};
+  // A body with no new byte for this long is cut (408); after that long, a body must also have
+  // come at min_body_rate bytes/s on average.
+  std::chrono::milliseconds body_stall{10'000};
+  size_t min_body_rate = 1024;
+  // Bytes of unfinished request bodies held across the server (BodyBudget).
+  size_t max_buffered_bytes = size_t{256} << 20;
+  // After an answer that closes the connection while the client may still be sending (413,
+  // 400, 431, 503, 408), what it sends is read and dropped for up to this long and this many
+  // bytes, so it sees the answer instead of a reset (nginx's lingering_close).
+  std::chrono::milliseconds linger{5'000};
+  size_t linger_bytes = size_t{64} << 20;
+};
+
 class HttpServer {
  public:
-  // Connections beyond max_connections are answered 503 and closed.
-  // Live streams (stream routes) count as connections too.
-  HttpServer(IoPool& pool, const Router& router, size_t max_connections = 100'000,
+  HttpServer(IoPool& pool, const Router& router, ConnectionLimits limits = {},
              LiveStreamOptions live = {});
   ~HttpServer();
 
@@ -30,7 +52,7 @@ class HttpServer {
   class Listener;
   IoPool& pool_;
   const Router& router_;
-  size_t max_connections_;
+  ConnectionLimits limits_;
   LiveStreamOptions live_;
   std::shared_ptr<Listener> listener_;
 };

@@ -1,5 +1,9 @@
 #include "server/io_pool.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <exception>
 #include <thread>
 
 namespace anteroom::server {
@@ -15,12 +19,41 @@ boost::asio::io_context& IoPool::Next() {
   return *contexts_[next_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()];
 }
 
+namespace {
+
+// Runs a context until it stops. A handler that throws loses what it was doing (its connection
+// is released with the handler's state), not the process: the context runs on. Logged at most
+// once a second per thread, with a count, so a flood of bad input cannot flood the log.
+void RunGuarded(boost::asio::io_context& ctx) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_log{};
+  uint64_t unlogged = 0;
+  while (true) {
+    try {
+      ctx.run();
+      return;
+    } catch (const std::exception& e) {
+      ++unlogged;
+      if (Clock::now() - last_log >= std::chrono::seconds(1)) {
+        spdlog::error("an I/O handler threw ({} time(s) since the last report): {}", unlogged,
+                      e.what());
+        unlogged = 0;
+        last_log = Clock::now();
+      }
+    } catch (...) {
+      spdlog::error("an I/O handler threw something that is not a std::exception");
+    }
+  }
+}
+
+}  // namespace
+
 void IoPool::Run() {
   std::vector<std::thread> threads;
   for (size_t i = 1; i < contexts_.size(); ++i) {
-    threads.emplace_back([ctx = contexts_[i].get()] { ctx->run(); });
+    threads.emplace_back([ctx = contexts_[i].get()] { RunGuarded(*ctx); });
   }
-  contexts_.front()->run();
+  RunGuarded(*contexts_.front());
   for (auto& t : threads) t.join();
 }
 

@@ -205,62 +205,66 @@ void RegisterQueueRoutes(Router& router, Services& s) {
         });
   });
 
-  router.Add(http::verb::post, "/v1/queues/{q}/fetch", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    // Parsed into an arena that starts on the stack: no allocation per JSON node.
-    unsigned char scratch[4096];
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, false, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto worker = ReadName(*body, "worker");
-    if (!worker.ok()) return respond(ErrorReply(worker));
-    if (!*worker) return respond(ErrorReply(OpStatus::kInvalidArgument, "'worker' is required"));
-    auto max = ReadInt(*body, "max", 1, static_cast<int64_t>(core::kMaxBatch));
-    if (!max.ok()) return respond(ErrorReply(max));
-    auto lease = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
-    if (!lease.ok()) return respond(ErrorReply(lease));
-    auto wait = ReadInt(*body, "wait_ms", 0, kMaxWaitMs);
-    if (!wait.ok()) return respond(ErrorReply(wait));
-    core::FetchRequest request{.worker = std::move(**worker),
-                               .max = static_cast<size_t>(max->value_or(1)),
-                               .lease_ms = lease->value_or(core::kDefaultLeaseMs),
-                               .wait_ms = wait->value_or(0),
-                               .ack = {},
-                               .hangup = {}};
-    bool acking = body->contains("ack");
-    if (acking) {
-      auto ack = ReadLeases(*body, "ack", /*may_be_empty=*/true);
-      if (!ack.ok()) return respond(ErrorReply(ack));
-      request.ack = std::move(*ack);
-    }
-    s.backend.Fetch(req.params[0], std::move(request),
-                    [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
-                      if (!r.ok()) return respond(ErrorReply(r));
-                      // Written by hand: payloads are stored serialized and go out verbatim.
-                      Response res;
-                      std::string& out = res.body;
-                      out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
-                      auto it = std::back_inserter(out);
-                      out += R"({"jobs":[)";
-                      bool first = true;
-                      for (const auto& d : r->jobs) {
-                        if (!first) out += ',';
-                        fmt::format_to(
-                            it,
-                            FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
-                                        R"("lease_expires_ms":{},"priority":{}}})"),
-                            d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
-                        first = false;
-                      }
-                      out += ']';
-                      if (acking) {
-                        out += R"(,"acked":)";
-                        AppendOutcomes(out, r->acked_leases, r->acked);
-                      }
-                      out += '}';
-                      respond(std::move(res));
-                    });
-  });
+  router.Add(
+      http::verb::post, "/v1/queues/{q}/fetch",
+      [&s](const Request& req, Respond respond) {
+        if (!QueueParam(req, respond)) return;
+        // Parsed into an arena that starts on the stack: no allocation per JSON node.
+        unsigned char scratch[4096];
+        json::monotonic_resource arena(scratch, sizeof scratch);
+        auto body = ParseObject(req.body, false, &arena);
+        if (!body.ok()) return respond(ErrorReply(body));
+        auto worker = ReadName(*body, "worker");
+        if (!worker.ok()) return respond(ErrorReply(worker));
+        if (!*worker)
+          return respond(ErrorReply(OpStatus::kInvalidArgument, "'worker' is required"));
+        auto max = ReadInt(*body, "max", 1, static_cast<int64_t>(core::kMaxBatch));
+        if (!max.ok()) return respond(ErrorReply(max));
+        auto lease = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
+        if (!lease.ok()) return respond(ErrorReply(lease));
+        auto wait = ReadInt(*body, "wait_ms", 0, kMaxWaitMs);
+        if (!wait.ok()) return respond(ErrorReply(wait));
+        core::FetchRequest request{.worker = std::move(**worker),
+                                   .max = static_cast<size_t>(max->value_or(1)),
+                                   .lease_ms = lease->value_or(core::kDefaultLeaseMs),
+                                   .wait_ms = wait->value_or(0),
+                                   .ack = {},
+                                   .hangup = req.hangup};
+        bool acking = body->contains("ack");
+        if (acking) {
+          auto ack = ReadLeases(*body, "ack", /*may_be_empty=*/true);
+          if (!ack.ok()) return respond(ErrorReply(ack));
+          request.ack = std::move(*ack);
+        }
+        s.backend.Fetch(
+            req.params[0], std::move(request),
+            [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
+              if (!r.ok()) return respond(ErrorReply(r));
+              // Written by hand: payloads are stored serialized and go out verbatim.
+              Response res;
+              std::string& out = res.body;
+              out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
+              auto it = std::back_inserter(out);
+              out += R"({"jobs":[)";
+              bool first = true;
+              for (const auto& d : r->jobs) {
+                if (!first) out += ',';
+                fmt::format_to(it,
+                               FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
+                                           R"("lease_expires_ms":{},"priority":{}}})"),
+                               d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
+                first = false;
+              }
+              out += ']';
+              if (acking) {
+                out += R"(,"acked":)";
+                AppendOutcomes(out, r->acked_leases, r->acked);
+              }
+              out += '}';
+              respond(std::move(res));
+            });
+      },
+      RouteOptions{.parks = true});
 
   router.Add(http::verb::post, "/v1/queues/{q}/ack", [&s](const Request& req, Respond respond) {
     if (!QueueParam(req, respond)) return;

@@ -105,16 +105,30 @@ void Router::Add(http::verb method, std::string_view pattern, Handler handler,
     route.segments.emplace_back(pattern.substr(start, end - start));
     start = end + 1;
   }
-  if (options.stream) stream_endings_.push_back(route.segments.back());
+  if (options.stream) stream_patterns_.push_back(route.segments);
   routes_.push_back(std::move(route));
 }
 
 bool Router::MayStream(std::string_view target) const {
-  if (stream_endings_.empty()) return false;
+  if (stream_patterns_.empty()) return false;
   std::string_view path = target.substr(0, target.find('?'));
   std::string_view last = path.substr(path.rfind('/') + 1);
-  for (const std::string& ending : stream_endings_) {
-    if (last == ending) return true;
+  for (const std::vector<std::string>& pattern : stream_patterns_) {
+    if (last != pattern.back()) continue;
+    // The raw path's segments against the pattern's literals ('/' inside a segment is
+    // percent-encoded, so splitting the raw path counts segments as the router does).
+    size_t i = 0;
+    size_t start = 1;
+    bool match = !path.empty() && path[0] == '/';
+    while (match && start <= path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string_view::npos) end = path.size();
+      match = i < pattern.size() &&
+              (IsCapture(pattern[i]) || pattern[i] == path.substr(start, end - start));
+      ++i;
+      start = end + 1;
+    }
+    if (match && i == pattern.size()) return true;
   }
   return false;
 }
@@ -171,6 +185,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
                                       "or Basic with KEY as the password"));
       return;
     }
+    if (route.options.parks) request.hangup = std::make_shared<Hangup>();
     request.params.clear();
     for (size_t i = 0; i < path.size(); ++i) {
       if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));

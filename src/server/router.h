@@ -3,14 +3,17 @@
 // decoded segment. Families register their routes at start-up (see families.h); after that
 // the table is read-only and shared by every I/O thread.
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/http/verb.hpp>
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/hangup.h"
 #include "server/http_metrics.h"
 #include "server/reply.h"
 
@@ -22,8 +25,13 @@ struct Request {
   http::verb method = http::verb::get;
   std::string target;  // as sent: path and query
   std::string body;
-  std::string authorization;        // the Authorization header, if any
-  bool websocket = false;           // a WebSocket upgrade request
+  std::string authorization;      // the Authorization header, if any
+  std::string forwarded_for;      // the X-Forwarded-For header, if any
+  boost::asio::ip::address peer;  // the address the connection came from
+  bool websocket = false;         // a WebSocket upgrade request
+  // Set by the router for routes that may park (RouteOptions::parks): the connection signals
+  // it when the client hangs up before the answer.
+  std::shared_ptr<Hangup> hangup;
   std::vector<std::string> params;  // captured path segments, in pattern order
   std::vector<std::pair<std::string, std::string>> query;  // decoded query parameters
 
@@ -37,6 +45,7 @@ using Handler = std::function<void(const Request&, Respond)>;
 struct RouteOptions {
   bool admin = false;   // requires the admin key when one is set
   bool stream = false;  // may answer with a live stream (Response::stream)
+  bool parks = false;   // may wait long before answering (a long poll): watch for a hang-up
 };
 
 // Whether an Authorization header carries the admin key: `Bearer KEY`, or HTTP Basic
@@ -53,7 +62,7 @@ class Router {
   void SetBodyLimit(std::string_view path_prefix, size_t limit);
   size_t BodyLimitFor(std::string_view target) const;
   // Whether a GET of `target` may become a live stream: the connection then reads no request
-  // after it. Cheap (the last path segment against the stream routes'), called per request.
+  // after it. Cheap (the last path segment first, then the whole pattern), called per request.
   bool MayStream(std::string_view target) const;
 
   // Matches the route and answers: the handler's reply, or 400/401/404/405. The time until
@@ -76,7 +85,7 @@ class Router {
   std::string admin_key_;
   std::vector<Route> routes_;
   std::vector<std::pair<std::string, size_t>> body_limits_;
-  std::vector<std::string> stream_endings_;  // last segments of stream routes
+  std::vector<std::vector<std::string>> stream_patterns_;  // segments of the stream routes
   HttpMetrics metrics_;
   // Unmatched requests by method: the common ones, then one series for every other method.
   static constexpr std::array<http::verb, 7> kCommonMethods = {

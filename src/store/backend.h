@@ -21,6 +21,13 @@ namespace anteroom::store {
 template <typename T>
 using Completion = std::function<void(OpResult<T>)>;
 
+// Whether changes can be made now (GET /healthz, /readyz). Reads may still work when they
+// cannot: a full disk refuses changes, not reads.
+struct HealthReport {
+  bool changes_ok = true;
+  std::string problem;  // why not, when !changes_ok
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -85,6 +92,9 @@ class Backend {
                            Completion<size_t> done) = 0;
   virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
   virtual void SetPaused(std::string queue, bool paused, Completion<Done> done) = 0;
+
+  // Whether a change made now would be kept (a full disk, a lost or read-only Redis: not).
+  virtual void CheckHealth(Completion<HealthReport> done) = 0;
 };
 
 }  // namespace anteroom::store

@@ -916,7 +916,15 @@ TEST_P(DurabilityDiskFullTest, ChangesAre503WhileFullReadsWorkAndWritesResume) {
     EXPECT_EQ(stats.status, 200) << stats.body;
     EXPECT_TRUE(CountersAddUp(stats.json));
     EXPECT_EQ(c.ListQueues().status, 200);
-    EXPECT_EQ(c.Health().status, 200);
+    // Liveness says what is wrong (still 200: a restart would not help); readiness is 503.
+    HttpResult health = c.Health();
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(StrField(health.json, "status"), "degraded") << health.body;
+    EXPECT_NE(StrField(health.json, "reason").value_or("").find("No space left"), std::string::npos)
+        << health.body;
+    HttpResult ready = c.Request("GET", "/readyz");
+    EXPECT_EQ(ready.status, 503) << ready.body;
+    EXPECT_EQ(StrField(ready.json, "status"), "not_ready") << ready.body;
     EXPECT_EQ(c.GetRoom("r").status, 404);
     EXPECT_TRUE(server->Alive());
 
@@ -932,6 +940,8 @@ TEST_P(DurabilityDiskFullTest, ChangesAre503WhileFullReadsWorkAndWritesResume) {
     EXPECT_LT(SteadyClock::now() - freed_at, seconds(5));
     for (int i = 0; i < 5; ++i) EXPECT_EQ(push(c).status, 201);
     EXPECT_EQ(c.PutRoom("r", {{"capacity", 1}}).status, 200);
+    EXPECT_EQ(StrField(c.Health().json, "status"), "ok");
+    EXPECT_EQ(c.Request("GET", "/readyz").status, 200);
     EXPECT_TRUE(StopClean(*server));
   }
 

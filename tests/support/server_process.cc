@@ -370,18 +370,30 @@ RawConnection::~RawConnection() {
 bool RawConnection::Send(std::string_view bytes) {
   auto deadline = SteadyClock::now() + std::chrono::seconds(5);
   while (!bytes.empty()) {
-    if (fd_ < 0) return false;
+    if (fd_ < 0 || closed_) return false;
     ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n > 0) {
       bytes.remove_prefix(static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      pollfd p{fd_, POLLOUT, 0};
+      // The server may answer before it has read everything (413, 503): keep what it says,
+      // and stop sending once it has closed, as a browser or curl does.
+      pollfd p{fd_, POLLIN | POLLOUT, 0};
       if (poll(&p, 1, MillisLeft(deadline)) <= 0) return false;
+      if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+        char chunk[8192];
+        ssize_t got = recv(fd_, chunk, sizeof chunk, 0);
+        if (got > 0) {
+          buffer_.append(chunk, static_cast<size_t>(got));
+        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+          closed_ = true;
+          return false;
+        }
+      }
       continue;
     }
-    return false;
+    return false;  // reset: what the server said before it is still in buffer_
   }
   return true;
 }

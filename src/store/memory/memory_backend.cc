@@ -60,6 +60,11 @@ std::optional<std::string> MemoryBackend::Refusal(Access access) const {
   return "changes are refused for now: " + journal->Problem() + " (reads still work)";
 }
 
+void MemoryBackend::CheckHealth(Completion<HealthReport> done) {
+  std::optional<std::string> refusal = Refusal(Access::kChange);
+  done(HealthReport{.changes_ok = !refusal, .problem = refusal.value_or("")});
+}
+
 void MemoryBackend::Log(Slot& slot, const std::string& record) {
   slot.last_lsn = journal_.load(std::memory_order_relaxed)->Append(record);
 }

@@ -85,6 +85,7 @@ class MemoryBackend final : public Backend {
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
   void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
+  void CheckHealth(Completion<HealthReport> done) override;
 
   // Processes every deadline due now. The timer thread calls it; so may tests.
   void RunDue();

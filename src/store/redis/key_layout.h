@@ -34,6 +34,9 @@ class KeyLayout {
   std::string WakeChannel() const { return prefix_ + "wake"; }
   // The token secret shared by every process on this Redis.
   std::string Secret() const { return prefix_ + "secret"; }
+  // Written by the health check: a write proves changes would be kept (PING does not see a
+  // read-only replica, maxmemory or a failing disk under MISCONF).
+  std::string Health() const { return prefix_ + "health"; }
 
  private:
   std::string prefix_;

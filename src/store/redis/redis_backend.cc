@@ -288,6 +288,18 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
 }
 
 // Rooms are listed from the registry, then read one by one (each in its own slot).
+void RedisBackend::CheckHealth(Completion<HealthReport> done) {
+  Post([this, done = std::move(done)](Shard& s) {
+    s.client->Call(keys_.Health(), {"SET", keys_.Health(), "1", "PX", "10000"}, [done](Reply r) {
+      if (r.failed()) {
+        return done(HealthReport{.changes_ok = false,
+                                 .problem = "the Redis store refuses changes: " + r.str});
+      }
+      done(HealthReport{});
+    });
+  });
+}
+
 void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   Post([this, done = std::move(done)](Shard& s) {
     auto read = [this](Shard& s, const std::string& name, Answer<core::RoomInfo> answer) {

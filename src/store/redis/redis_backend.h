@@ -101,6 +101,7 @@ class RedisBackend final : public Backend {
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
   void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
+  void CheckHealth(Completion<HealthReport> done) override;
 
   // Sweeps whatever is due now and times out long polls past their deadline; returns when
   // done. For tests with run_timer = false (call from a thread other than the backend's).

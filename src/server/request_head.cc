@@ -1,0 +1,67 @@
+#include "server/request_head.h"
+
+#include <iterator>
+
+namespace anteroom::server {
+
+void ConfigureRequestParser(RequestParser& parser) {
+  parser.header_limit(kHeaderLimit);
+  parser.body_limit(kHardBodyLimit);
+}
+
+size_t HeadEnd(std::string_view data) {
+  size_t end = data.substr(0, kHeaderLimit).find("\r\n\r\n");
+  return end == std::string_view::npos ? end : end + 4;
+}
+
+std::optional<HeadRefusal> CheckRawHead(std::string_view head) {
+  // A line of the head (after the request line) that starts with a space or a tab continues
+  // the line before it. The last CRLF ends the head, so it is not looked at.
+  for (size_t i = head.find("\r\n"); i != std::string_view::npos && i + 2 < head.size();
+       i = head.find("\r\n", i + 2)) {
+    char next = head[i + 2];
+    if (next == ' ' || next == '\t') {
+      return HeadRefusal{OpStatus::kInvalidArgument,
+                         "obsolete line folding (a header line starting with whitespace) is "
+                         "not accepted"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HeadRefusal> CheckParsedHead(const RequestParser& parser, size_t body_limit) {
+  const auto& header = parser.get();
+  if (header.version() >= 11) {
+    size_t hosts = header.count(http::field::host);
+    if (hosts != 1) {
+      return HeadRefusal{OpStatus::kInvalidArgument,
+                         hosts == 0 ? "an HTTP/1.1 request needs a Host header"
+                                    : "a request must not carry more than one Host header"};
+    }
+  }
+  if (header.count(http::field::transfer_encoding) != 0 && !parser.chunked()) {
+    return HeadRefusal{OpStatus::kInvalidArgument,
+                       "unsupported Transfer-Encoding: chunked must be the last coding"};
+  }
+  auto length = parser.content_length();
+  if (length && *length > body_limit) {
+    return HeadRefusal{OpStatus::kPayloadTooLarge,
+                       "the body is larger than " + std::to_string(body_limit) + " bytes"};
+  }
+  return std::nullopt;
+}
+
+size_t FieldCount(const RequestParser& parser) {
+  const auto& fields = parser.get().base();
+  return static_cast<size_t>(std::distance(fields.begin(), fields.end()));
+}
+
+std::optional<HeadRefusal> CheckTrailer(const RequestParser& parser, size_t fields_in_head) {
+  if (FieldCount(parser) != fields_in_head) {
+    return HeadRefusal{OpStatus::kInvalidArgument,
+                       "trailer fields after a chunked body are not accepted"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace anteroom::server
