@@ -42,6 +42,8 @@ struct ServeFlags {
   std::string log_level = "info";
   size_t max_connections = 100'000;
   size_t max_buffered_mb = 256;
+  size_t max_rooms = 10'000;
+  size_t max_queues = 10'000;
   int64_t head_timeout_ms = 10'000;
   int64_t idle_timeout_ms = 120'000;
   int64_t body_stall_ms = 10'000;
@@ -126,7 +128,9 @@ void Serve(const ServeFlags& flags) {
     memory = std::make_unique<store::MemoryBackend>(
         clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
                                            .lease_secret = "anteroom/leases/" + secret,
-                                           .run_timer = true});
+                                           .run_timer = true,
+                                           .max_rooms = flags.max_rooms,
+                                           .max_queues = flags.max_queues});
   }
   if (!flags.memory_only && !redis) {
     lock.reset();  // EmbeddedStore takes it again for its lifetime
@@ -191,6 +195,8 @@ void Serve(const ServeFlags& flags) {
       pool, router,
       server::ConnectionLimits{
           .max_connections = fds.max_connections,
+          // Refusals use the descriptors kept beyond the cap: half of them at most.
+          .max_refusing = std::min<size_t>(256, (fds.soft_limit - fds.max_connections) / 2),
           .head_timeout = std::chrono::milliseconds(flags.head_timeout_ms),
           .idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms),
           .body_stall = std::chrono::milliseconds(flags.body_stall_ms),
@@ -253,6 +259,15 @@ void AddServeCommand(CLI::App& app) {
                    "the file descriptor limit, which is raised to its hard limit)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
+  serve
+      ->add_option("--max-rooms", flags->max_rooms,
+                   "Rooms this server may hold; creating one more answers 507 (0: no cap)")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-queues", flags->max_queues,
+                   "Queues (names pushed to) this server may hold; a push to one more answers "
+                   "507 (0: no cap). Names that hold nothing are never kept")
+      ->capture_default_str();
   serve
       ->add_option("--max-buffered-mb", flags->max_buffered_mb,
                    "Request bodies over 64 KiB still arriving may hold this much in all; beyond "

@@ -98,6 +98,12 @@ class Queue {
 
   // True when a fetch now would get a job (for waking long polls).
   bool CanDeliver() const { return !paused_ && !ready_.empty(); }
+  // True when the queue holds nothing a client put there: no job in any state, no worker, not
+  // paused, never pushed to. Such a queue may be forgotten (a name nobody uses costs nothing).
+  bool HoldsNothing() const {
+    return pushed_ == 0 && ready_.empty() && delayed_.empty() && leases_.empty() && dead_.empty() &&
+           worker_index_.empty() && !paused_;
+  }
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
   int64_t NextDeadline() const;

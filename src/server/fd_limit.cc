@@ -22,6 +22,7 @@ FdFit FitConnectionsToFds(size_t wanted) {
     spdlog::warn("getrlimit(RLIMIT_NOFILE): {}; keeping --max-connections {}", std::strerror(errno),
                  wanted);
     fit.max_connections = wanted;
+    fit.soft_limit = fit.hard_limit = wanted + kReservedFds;  // unknown: as if it fitted
     return fit;
   }
   if (limit.rlim_cur < limit.rlim_max) {

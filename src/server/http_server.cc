@@ -674,10 +674,6 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   // again within this of a descriptor freeing.
   static constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
   static constexpr auto kAcceptLogEvery = std::chrono::seconds(10);
-  // Connections refused over the cap while their 503 is written and their request drained:
-  // beyond this many at once, refused connections are closed without a word. Well below
-  // kReservedFds, the descriptors kept beyond the cap.
-  static constexpr size_t kMaxRefusing = 256;
   static constexpr auto kRefusalLinger = std::chrono::seconds(1);
 
   void AcceptFailed(beast::error_code ec) {
@@ -716,7 +712,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   // instead of the server running out of file descriptors. What the client sent meanwhile is
   // drained briefly, so the 503 is read rather than lost to a reset.
   void RefuseOverloaded(Socket socket) {
-    if (refusing_->fetch_add(1, std::memory_order_relaxed) >= kMaxRefusing) {
+    if (refusing_->fetch_add(1, std::memory_order_relaxed) >= limits_->max_refusing) {
       refusing_->fetch_sub(1, std::memory_order_relaxed);
       return;  // the socket closes here
     }

@@ -20,6 +20,10 @@ namespace anteroom::server {
 struct ConnectionLimits {
   // Connections beyond this are answered 503 and closed. Live streams count too.
   size_t max_connections = 100'000;
+  // Connections refused over the cap whose 503 is being written (and their request drained) at
+  // once; beyond it a refused connection is closed at once. Each holds a descriptor: keep it
+  // within the descriptors left beyond max_connections.
+  size_t max_refusing = 256;
   // A request's head must arrive whole within this from its first byte (a new connection's
   // first request: from the accept): else 408.
   std::chrono::milliseconds head_timeout{10'000};

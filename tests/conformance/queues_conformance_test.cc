@@ -926,6 +926,7 @@ TEST_P(QueuesConformanceTest, HeartbeatDeathWakesALongPoll) {
 }
 
 TEST_P(QueuesConformanceTest, WorkersCountsLiveHeartbeats) {
+  PushOne("q", "job");
   Heartbeat("q", "a", 1'000);
   Heartbeat("q", "b", 5'000);
   EXPECT_EQ(Stats("q").workers, 2);
@@ -933,6 +934,31 @@ TEST_P(QueuesConformanceTest, WorkersCountsLiveHeartbeats) {
   EXPECT_EQ(Stats("q").workers, 1);
   AdvanceTime(4'000);
   EXPECT_EQ(Stats("q").workers, 0);
+}
+
+// Issue 15 item 3: heartbeats and long polls on names nobody pushed to made a queue each (logged,
+// back after a restart). A name that holds nothing is not kept.
+TEST_P(QueuesConformanceTest, NamesNobodyPushedToKeepNothing) {
+  for (int i = 0; i < 50; ++i) Heartbeat("junk" + std::to_string(i), "w", 60'000);
+  EXPECT_EQ(Stats("junk7").workers, 0);
+  PendingFetch poll = StartFetch("polled", "w", 1, 30'000, 1'000);
+  EXPECT_TRUE(poll.StillWaiting());
+  Heartbeat("polled", "w", 60'000);  // a long poll alone does not make the name hold anything
+  AdvanceTime(1'000);
+  auto r = poll.Get();
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->empty());
+  EXPECT_TRUE(List().empty()) << "listed: " << List().size();
+  EXPECT_EQ(Stats("polled").workers, 0);
+  // A long poll on a fresh name still gets the first push there.
+  PendingFetch first = StartFetch("fresh", "w", 1, 30'000, 10'000);
+  PushOne("fresh", "hello");
+  auto got = first.Get();
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(Stats("fresh").workers, 1) << "its fetch registered the worker";
+  Heartbeat("fresh", "w2", 60'000);
+  EXPECT_EQ(Stats("fresh").workers, 2) << "heartbeats count once the queue holds something";
 }
 
 // ---- long polls ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,6 +88,12 @@ pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int o
   std::vector<std::string> env = ChildEnvironment(extra_env);
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(env);
+  // A test may give the child a lower RLIMIT_NOFILE (soft and hard), read here, before the
+  // fork: the child must not allocate.
+  rlim_t nofile = 0;
+  for (const auto& [name, value] : extra_env) {
+    if (name == kRlimitNofileVar) nofile = std::strtoull(value.c_str(), nullptr, 10);
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -102,6 +109,10 @@ pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int o
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(out_fd, STDOUT_FILENO);
     if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    if (nofile != 0) {
+      rlimit limit{nofile, nofile};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

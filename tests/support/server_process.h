@@ -23,6 +23,10 @@ namespace anteroom::testing {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
+// In EXTRA_ENV of SpawnBinary (and so of ServerProcess): the child's RLIMIT_NOFILE, soft and
+// hard, set in the child before exec. The variable is passed on too (the binary ignores it).
+inline constexpr char kRlimitNofileVar[] = "ANTEROOM_TEST_RLIMIT_NOFILE";
+
 // The built binary (ANTEROOM_BINARY, set by tests/CMakeLists.txt).
 const char* BinaryPath();
 

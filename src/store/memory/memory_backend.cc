@@ -108,6 +108,10 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
     std::shared_ptr<RoomSlot> slot;
     if (it != rooms_.end()) {
       slot = it->second;
+    } else if (patch.capacity && options_.max_rooms != 0 && rooms_.size() >= options_.max_rooms) {
+      result.emplace(OpStatus::kLimitReached, "this server holds its maximum of " +
+                                                  std::to_string(options_.max_rooms) +
+                                                  " rooms (--max-rooms): delete one first");
     } else if (patch.capacity) {
       core::RoomConfig config;
       patch.ApplyTo(config);
@@ -290,11 +294,15 @@ void MemoryBackend::RunDue() {
     auto slot = weak.lock();
     if (!slot) continue;  // deleted
     std::shared_lock world(world_);
-    std::lock_guard slot_lock(slot->mu);
-    slot->RunDue(clock_.NowMs(), after);
-    slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
-    Schedule(slot);
-    lsn = std::max(lsn, slot->last_lsn);
+    {
+      std::lock_guard slot_lock(slot->mu);
+      slot->RunDue(clock_.NowMs(), after);
+      slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
+      Schedule(slot);
+      lsn = std::max(lsn, slot->last_lsn);
+    }
+    // A long poll's name whose last waiter timed out, a worker that expired: forgotten.
+    if (auto queue = std::dynamic_pointer_cast<QueueSlot>(slot)) DropIfEmpty(queue);
   }
   if (after.empty()) return;
   Answer<Done>(

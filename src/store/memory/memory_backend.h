@@ -40,6 +40,10 @@ struct MemoryBackendOptions {
   int64_t token_ttl_ms = 600'000;                // how long revocations are remembered
   std::string lease_secret = "anteroom-leases";  // signs queue leases
   bool run_timer = true;                         // tests with a FakeClock call RunDue() themselves
+  // Caps on what clients create (0: none). Beyond them a new room or queue is refused with
+  // kLimitReached; existing ones work as before. Queues count once pushed to.
+  size_t max_rooms = 0;
+  size_t max_queues = 0;
 };
 
 class MemoryBackend final : public Backend {
@@ -146,6 +150,14 @@ class MemoryBackend final : public Backend {
   template <typename T, typename Fn>
   void OnQueue(const std::string& name, Access access, bool create, Completion<T> done, Fn&& fn);
   std::shared_ptr<QueueSlot> FindQueue(const std::string& name, bool create);
+  // Forgets a queue that holds nothing (a long poll's name nobody pushed to, a worker that
+  // expired there): names that hold nothing cost nothing. Takes queues_mu_, then the slot's mu:
+  // call with neither held.
+  void DropIfEmpty(const std::shared_ptr<QueueSlot>& slot);
+  // The queue is pushed to for the first time: counted against max_queues (false: over it).
+  bool MarkListed(QueueSlot& slot);
+  // Counts the listed queues and drops the empty ones, after a snapshot and the log were read.
+  void RecountQueues();
   // 503 when the journal cannot take changes (checked before a change is made).
   std::optional<std::string> Refusal(Access access) const;
   // Answers `result` (and runs `after`) once the slot's records up to `lsn` are safe.
@@ -188,6 +200,7 @@ class MemoryBackend final : public Backend {
   std::unordered_map<std::string, std::shared_ptr<RoomSlot>> rooms_;
   std::shared_mutex queues_mu_;
   std::unordered_map<std::string, std::shared_ptr<QueueSlot>> queues_;
+  std::atomic<size_t> listed_queues_{0};  // queues pushed to (the ones max_queues counts)
 
   std::mutex schedule_mu_;
   std::condition_variable schedule_cv_;

@@ -47,6 +47,43 @@ std::shared_ptr<MemoryBackend::QueueSlot> MemoryBackend::FindQueue(const std::st
   return slot;
 }
 
+bool MemoryBackend::MarkListed(QueueSlot& slot) {
+  if (slot.listed) return true;
+  if (options_.max_queues != 0 &&
+      listed_queues_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queues) {
+    listed_queues_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (options_.max_queues == 0) listed_queues_.fetch_add(1, std::memory_order_relaxed);
+  slot.listed = true;
+  return true;
+}
+
+void MemoryBackend::DropIfEmpty(const std::shared_ptr<QueueSlot>& slot) {
+  if (slot->listed.load(std::memory_order_relaxed)) return;
+  std::unique_lock lock(queues_mu_);
+  std::lock_guard slot_lock(slot->mu);
+  if (!slot->HoldsNothing()) return;
+  auto it = queues_.find(slot->name);
+  if (it != queues_.end() && it->second == slot) queues_.erase(it);  // the timer lets go too
+}
+
+void MemoryBackend::RecountQueues() {
+  std::unique_lock lock(queues_mu_);
+  size_t listed = 0;
+  for (auto it = queues_.begin(); it != queues_.end();) {
+    std::lock_guard slot_lock(it->second->mu);
+    it->second->queue.Advance(clock_.NowMs());
+    if (it->second->HoldsNothing()) {
+      it = queues_.erase(it);
+      continue;
+    }
+    listed += it->second->listed ? 1 : 0;
+    ++it;
+  }
+  listed_queues_ = listed;
+}
+
 template <typename T, typename Fn>
 void MemoryBackend::OnQueue(const std::string& name, Access access, bool create, Completion<T> done,
                             Fn&& fn) {
@@ -60,12 +97,15 @@ void MemoryBackend::OnQueue(const std::string& name, Access access, bool create,
     std::shared_lock world(world_);
     std::shared_ptr<QueueSlot> slot = FindQueue(name, create);
     if (slot) {
-      std::lock_guard lock(slot->mu);
-      int64_t now = clock_.NowMs();
-      result = fn(slot.get(), now, done);
-      slot->Serve(now, after);
-      Schedule(slot);
-      lsn = slot->last_lsn;
+      {
+        std::lock_guard lock(slot->mu);
+        int64_t now = clock_.NowMs();
+        result = fn(slot.get(), now, done);
+        slot->Serve(now, after);
+        Schedule(slot);
+        lsn = slot->last_lsn;
+      }
+      DropIfEmpty(slot);
     } else {
       result = fn(nullptr, clock_.NowMs(), done);  // a queue nobody pushed to: the empty answer
     }
@@ -87,17 +127,22 @@ using Outcomes = std::vector<core::LeaseOutcome>;
 void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                          Completion<std::vector<core::PushResult>> done) {
   using Results = std::vector<core::PushResult>;
-  OnQueue<Results>(queue, Access::kChange, true, std::move(done),
-                   [&](QueueSlot* q, int64_t now, auto&) {
-                     q->listed = true;
-                     Results results = q->queue.Push(jobs, now);
-                     if (Logging()) {
-                       ByteWriter w = BeginChange(scratch_, ChangeKind::kPush, now, q->name);
-                       PutJobs(w, jobs);
-                       Log(*q, scratch_);
-                     }
-                     return Answered<Results>(std::move(results));
-                   });
+  OnQueue<Results>(
+      queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        if (!MarkListed(*q)) {
+          return Answered<Results>(OpResult<Results>(
+              OpStatus::kLimitReached, "this server holds its maximum of " +
+                                           std::to_string(options_.max_queues) +
+                                           " queues (--max-queues): push to an existing queue"));
+        }
+        Results results = q->queue.Push(jobs, now);
+        if (Logging()) {
+          ByteWriter w = BeginChange(scratch_, ChangeKind::kPush, now, q->name);
+          PutJobs(w, jobs);
+          Log(*q, scratch_);
+        }
+        return Answered<Results>(std::move(results));
+      });
 }
 
 // Applies `apply(ref)` to each genuine lease of q and records those that answered ok.
@@ -197,10 +242,15 @@ void MemoryBackend::Extend(std::string queue, std::vector<std::string> leases, i
       });
 }
 
+// A heartbeat on a queue that holds nothing keeps nothing: a worker matters to a queue once it
+// holds jobs (its first fetch registers it), and junk names must cost nothing.
 void MemoryBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
                               Completion<Done> done) {
-  OnQueue<Done>(queue, Access::kChange, true, std::move(done),
+  OnQueue<Done>(queue, Access::kChange, false, std::move(done),
                 [&](QueueSlot* q, int64_t now, auto&) {
+                  if (q == nullptr || (!q->listed && q->queue.HoldsNothing())) {
+                    return Answered<Done>(Done{});
+                  }
                   q->queue.Heartbeat(worker, ttl_ms, now);
                   if (Logging()) {
                     ByteWriter w = BeginChange(scratch_, ChangeKind::kHeartbeat, now, q->name);

@@ -86,7 +86,12 @@ struct MemoryBackend::QueueSlot final : Slot {
   MemoryBackend& backend;
   std::string name;
   core::Queue queue;
-  bool listed = false;  // pushed to at least once: shown by ListQueues
+  // Pushed to at least once: shown by ListQueues, counted against max_queues, never forgotten.
+  // Atomic so DropIfEmpty may skip listed queues without the slot's lock.
+  std::atomic<bool> listed = false;
+
+  // With mu held: nothing here a client would miss if the name were forgotten.
+  bool HoldsNothing() const { return !listed && waiters.empty() && queue.HoldsNothing(); }
 };
 
 // Shared by the room and queue files.

@@ -65,6 +65,7 @@ bool MemoryBackend::LoadState(ByteReader& in) {
 }
 
 void MemoryBackend::ScheduleAll() {
+  RecountQueues();
   std::shared_lock world(world_);
   for (auto& [name, slot] : rooms_) {
     std::lock_guard lock(slot->mu);

@@ -324,9 +324,14 @@ if op == 'fetch' then
   -- ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id, delivery)
   local n, acked = tonumber(ARGV[7]), {}
   if not exists then
+    -- Nothing to fetch, and a name nobody pushed to is not kept: a long poll only leaves its
+    -- POLL mark (with a TTL), so a first push wakes it.
     for i = 1, n do acked[i] = INVALID end
-    if tonumber(ARGV[6]) <= 0 then return {'ok', -1, 0, {acked, {}}} end
-    create(now)  -- a long poll on a queue nobody pushed to yet
+    local wait = tonumber(ARGV[6])
+    if wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
+      redis.call('SET', POLL, '1', 'PX', wait + 1000)
+    end
+    return {'ok', -1, 0, {acked, {}}}
   end
   advance(now)
   if exists then
@@ -341,7 +346,9 @@ if op == 'fetch' then
 end
 
 if op == 'heartbeat' then  -- ARGV 3 worker, 4 ttl
-  if not exists then create(now) end
+  -- A worker matters to a queue that holds jobs (its first fetch of one registers it): on a
+  -- name nobody pushed to, a heartbeat keeps nothing.
+  if not exists then return {'ok', -1, 0, 1} end
   advance(now)
   local w = ARGV[3]
   redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
