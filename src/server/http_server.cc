@@ -77,8 +77,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-      self->ArmSweep();
       self->ReadHeader();
+      self->ArmSweep();
     });
   }
 
@@ -102,12 +102,23 @@ class Session : public std::enable_shared_from_this<Session> {
   };
 
   void ArmSweep() {
-    sweep_.expires_after(reading_ ? kSweepWhileReading : kSweepEvery);
+    sweep_fine_ = NeedsFineSweep();
+    sweep_.expires_after(sweep_fine_ ? kSweepWhileReading : kSweepEvery);
     sweep_.async_wait([weak = weak_from_this()](beast::error_code ec) {
       auto self = weak.lock();
       if (ec || !self || self->closed_ || self->lingering_) return;
       self->Sweep();
     });
+  }
+
+  // A head under way (or a new connection's first), or a body: their timeouts are short.
+  bool NeedsFineSweep() const {
+    return reading_body_ || (reading_head_ && (buffer_.size() > 0 || requests_ == 0));
+  }
+  // Called when a read starts that the coarse sweep would time out too late. Costs a timer
+  // re-arm only for heads that arrive in pieces and bodies that are not already buffered.
+  void FineSweep() {
+    if (!sweep_fine_ && !closed_ && !lingering_) ArmSweep();
   }
 
   // A request being handled is never timed out here; one being read or written is.
@@ -185,6 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                                                   "than {} bytes",
                                                                   kHeaderLimit)});
       }
+      if (buffer_.size() > 0 || requests_ == 0) FineSweep();
       size_t room = std::min(kReadChunk, buffer_.max_size() - buffer_.size());
       socket_.async_read_some(
           buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, size_t n) {
@@ -265,6 +277,8 @@ class Session : public std::enable_shared_from_this<Session> {
     reading_body_ = !parser_->is_done();
     body_started_ = body_progress_at_ = SteadyClock::now();
     body_received_ = 0;
+    auto length = parser_->content_length();
+    if (reading_body_ && !(length && buffer_.size() >= *length)) FineSweep();
     UpdatePhase();
     http::async_read(
         socket_, buffer_, *parser_,
@@ -615,6 +629,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closing_ = false;       // an answer that closes the connection is queued
   bool closed_ = false;
   bool lingering_ = false;
+  bool sweep_fine_ = false;  // the sweep is armed at kSweepWhileReading
   bool in_continue_ = false;
 };
 
