@@ -234,7 +234,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto refusal = CheckParsedHead(*parser_, limit)) {
       return Send(ErrorReply(refusal->status, refusal->message), /*close=*/true);
     }
-    fields_in_head_ = FieldCount(*parser_);
+    fields_in_head_ =
+        parser_->chunked() ? FieldCount(*parser_) : 0;  // only a chunked body has a trailer
     // A body over the default limit is held against the server-wide budget for as long as it
     // is being read. A chunked one does not say its size: it may grow to the route's limit.
     auto length = parser_->content_length();
@@ -320,7 +321,8 @@ class Session : public std::enable_shared_from_this<Session> {
     reading_ = false;
     reading_body_ = false;
     ticket_.reset();
-    if (auto refusal = CheckTrailer(*parser_, fields_in_head_)) {
+    if (auto refusal =
+            parser_->chunked() ? CheckTrailer(*parser_, fields_in_head_) : std::nullopt) {
       return Send(ErrorReply(refusal->status, refusal->message), /*close=*/true);
     }
     auto message = parser_->release();

@@ -853,9 +853,12 @@ TEST_F(QueueCliTest, WorkSecondSignalAbandonsTheRunningJob) {
 TEST_F(QueueCliTest, WorkDoesNotRunAJobThatArrivesAfterTheStopSignal) {
   WorkerProcess& w = StartWorker("wl", "w-late", kLogPayload);
   ASSERT_TRUE(w.started()) << w.error();
-  // Once it heartbeats, its loop is (about to be) in a long poll (1 s).
-  ASSERT_TRUE(WaitFor([&] { return Stat("wl", "workers") == 1; }, kSoon)) << w.Output();
-  std::this_thread::sleep_for(milliseconds(100));
+  // Once it says it runs, its loop is (about to be) in a long poll (1 s). (Its heartbeats do not
+  // show: a queue nobody pushed to keeps no worker.)
+  ASSERT_TRUE(WaitFor([&] { return w.Output().find("1 loop(s) running") != std::string::npos; },
+                      kSoon))
+      << w.Output();
+  std::this_thread::sleep_for(milliseconds(300));
   w.Signal(SIGTERM);
   // The job may reach the pending long poll: the worker must hand it back, not run it. (The
   // signal is handled asynchronously, by whichever thread the kernel picks: on a loaded machine

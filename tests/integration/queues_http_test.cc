@@ -602,12 +602,12 @@ TEST_F(QueuesHttpTest, InflightListsJobsByWorker) {
 // ---- workers, pause, dead letters, cancel --------------------------------------------------
 
 TEST_F(QueuesHttpTest, HeartbeatAndRelease) {
-  HttpResult hb = Post(Path("q", "/workers/w/heartbeat"), R"({"ttl_ms":60000})");
-  ASSERT_EQ(hb.status, 200) << hb.body;
-  EXPECT_EQ(IntField(Stats("q"), "workers"), 1);
   MustPush("q", "a");
   MustPush("q", "b");
   MustPush("q", "c");
+  HttpResult hb = Post(Path("q", "/workers/w/heartbeat"), R"({"ttl_ms":60000})");
+  ASSERT_EQ(hb.status, 200) << hb.body;
+  EXPECT_EQ(IntField(Stats("q"), "workers"), 1);
   ASSERT_EQ(MustFetch("q", "w", 2).size(), 2u);
   HttpResult release = Post(Path("q", "/workers/w/release"), "");
   ASSERT_EQ(release.status, 200) << release.body;
