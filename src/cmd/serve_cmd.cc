@@ -123,6 +123,8 @@ void Serve(const ServeFlags& flags) {
                                                  .key_prefix = flags.redis_prefix,
                                                  .token_ttl_ms = flags.token_ttl_ms,
                                                  .lease_secret = "anteroom/leases/" + secret,
+                                                 .max_rooms = flags.max_rooms,
+                                                 .max_queues = flags.max_queues,
                                                  .contexts = pool.Contexts()});
   } else {
     memory = std::make_unique<store::MemoryBackend>(

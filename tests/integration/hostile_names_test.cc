@@ -16,6 +16,7 @@
 #include "anteroom/client.hpp"
 #include "support/api_checks.h"
 #include "support/hostile.h"
+#include "support/redis_process.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
 
@@ -110,10 +111,7 @@ TEST(HostileNamesTest, JunkNamesKeepNothingAndAreNotLogged) {
   EXPECT_EQ(QueuesListed(again), 2u);
 }
 
-TEST(HostileNamesTest, QueueAndRoomCapsAnswer507AndSpareWhatExists) {
-  ServerProcess server({"--max-queues", "5", "--max-rooms", "3"});
-  ASSERT_TRUE(server.started()) << server.error();
-  Client c(server.url());
+void ExpectCapsHold(Client& c) {
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(c.Push("q" + std::to_string(i), json::object{{"i", i}}).status, 201);
   }
@@ -133,6 +131,56 @@ TEST(HostileNamesTest, QueueAndRoomCapsAnswer507AndSpareWhatExists) {
   EXPECT_TRUE(IsError(room, 507, "limit_reached")) << room.status << " " << room.body;
   EXPECT_EQ(c.PutRoom("r0", {{"capacity", 2}}).status, 200) << "existing rooms still change";
   ASSERT_EQ(c.DeleteRoom("r1").status, 200);
+  EXPECT_EQ(c.PutRoom("r3", {{"capacity", 1}}).status, 200) << "room again once one is gone";
+}
+
+TEST(HostileNamesTest, QueueAndRoomCapsAnswer507AndSpareWhatExists) {
+  ServerProcess server({"--max-queues", "5", "--max-rooms", "3"});
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url());
+  ExpectCapsHold(c);
+}
+
+TEST(HostileNamesTest, OnRedisJunkNamesLeaveNoKeysAndTheCapsHoldAcrossProcesses) {
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  const std::vector<std::string> args = {"--store", redis.url(),   "--max-queues",
+                                         "5",       "--max-rooms", "3"};
+  ServerProcess one(args);
+  ASSERT_TRUE(one.started()) << one.error();
+  Client c(one.url());
+  ASSERT_EQ(c.Push("real", json::object{{"n", 1}}).status, 201);
+  int64_t keys_before = std::stoll(redis.Command({"DBSIZE"}));
+  for (int i = 0; i < 5'000; ++i) {
+    HttpResult r =
+        c.Request("POST", "/v1/queues/junk-" + std::to_string(i) + "/workers/w/heartbeat",
+                  R"({"ttl_ms": 600000})");
+    ASSERT_EQ(r.status, 200) << r.body << r.error;
+  }
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(c.Fetch("poll-" + std::to_string(i), "w", 1, 30'000, 20).status, 200);
+  }
+  std::this_thread::sleep_for(milliseconds(1'500));  // a long poll's mark outlives it by 1 s
+  int64_t keys_after = std::stoll(redis.Command({"DBSIZE"}));
+  EXPECT_LE(keys_after, keys_before + 2) << "5,000 junk heartbeats and 50 long polls left keys";
+  EXPECT_EQ(QueuesListed(c), 1u);
+
+  // The caps count in Redis: a second process sees the first one's queues and rooms.
+  ServerProcess two(args);
+  ASSERT_TRUE(two.started()) << two.error();
+  Client c2(two.url());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(c.Push("q" + std::to_string(i), json::object{{"i", i}}).status, 201);
+  }
+  HttpResult over = c2.Push("q-other", json::object{{"i", 5}});
+  EXPECT_TRUE(IsError(over, 507, "limit_reached")) << over.status << " " << over.body;
+  EXPECT_EQ(c2.Push("q1", json::object{{"again", true}}).status, 201) << "existing queues work";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(c.PutRoom("r" + std::to_string(i), {{"capacity", 1}}).status, 200);
+  }
+  EXPECT_TRUE(IsError(c2.PutRoom("r3", {{"capacity", 1}}), 507, "limit_reached"));
+  EXPECT_EQ(c2.PutRoom("r0", {{"capacity", 2}}).status, 200) << "existing rooms still change";
+  ASSERT_EQ(c2.DeleteRoom("r1").status, 200);
   EXPECT_EQ(c.PutRoom("r3", {{"capacity", 1}}).status, 200) << "room again once one is gone";
 }
 

@@ -37,6 +37,8 @@ class KeyLayout {
   // Written by the health check: a write proves changes would be kept (PING does not see a
   // read-only replica, maxmemory or a failing disk under MISCONF).
   std::string Health() const { return prefix_ + "health"; }
+  // The names of every room ('r') or queue ('q') created, for --max-rooms and --max-queues.
+  std::string Names(char kind) const { return prefix_ + (kind == 'r' ? "rooms" : "queues"); }
 
  private:
   std::string prefix_;

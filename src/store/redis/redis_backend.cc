@@ -254,17 +254,56 @@ void RedisBackend::Publish(Shard& s, const std::string& queue) {
 
 // ---- rooms ---------------------------------------------------------------------------------
 
+void RedisBackend::WithinCap(Shard& s, char kind, const std::string& name,
+                             std::function<void(std::optional<std::string>)> k) {
+  size_t cap = kind == 'r' ? options_.max_rooms : options_.max_queues;
+  if (cap == 0 || s.known.count(kind + name)) return k(std::nullopt);
+  std::string set = keys_.Names(kind);
+  auto member = std::make_shared<bool>(false);
+  // Both on the connection of the set's slot: answered in order.
+  s.client->Call(set, {"SISMEMBER", set, name},
+                 [member](Reply r) { *member = !r.failed() && r.AsInt() == 1; });
+  s.client->Call(set, {"SCARD", set}, [&s, kind, name, cap, member, k](Reply r) {
+    // Redis unreachable: the script that follows answers 503 on its own.
+    if (*member || r.failed() || static_cast<size_t>(r.AsInt()) < cap) {
+      if (*member) s.known.insert(kind + name);
+      return k(std::nullopt);
+    }
+    k(kind == 'r' ? "this server holds its maximum of " + std::to_string(cap) +
+                        " rooms (--max-rooms): delete one first"
+                  : "this server holds its maximum of " + std::to_string(cap) +
+                        " queues (--max-queues): push to an existing queue");
+  });
+}
+
+void RedisBackend::Created(Shard& s, char kind, const std::string& name,
+                           std::function<void()> then) {
+  if ((kind == 'r' ? options_.max_rooms : options_.max_queues) == 0) return then();
+  if (!s.known.insert(kind + name).second) return then();
+  if (s.known.size() > kKnownNames) s.known.clear();
+  // Answered once the name is counted, so a creation that follows the answer sees it.
+  s.client->Call(keys_.Names(kind), {"SADD", keys_.Names(kind), name},
+                 [then = std::move(then)](Reply) { then(); });
+}
+
 void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
-    RoomScript(s, room,
-               {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
-                OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
-                OptBool(patch.paused), OptUrl(patch.target_url)},
-               [room, done](OpResult<Reply> r) {
-                 if (!r.ok()) return done({r.status(), r.message()});
-                 done(ToInfo(room, r->at(2)));
-               });
+    auto put = [this, &s, room, patch, done] {
+      RoomScript(s, room,
+                 {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
+                  OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
+                  OptBool(patch.paused), OptUrl(patch.target_url)},
+                 [this, &s, room, done](OpResult<Reply> r) {
+                   if (!r.ok()) return done({r.status(), r.message()});
+                   Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
+                 });
+    };
+    if (!patch.capacity) return put();  // a change: creates nothing
+    WithinCap(s, 'r', room, [put, done](std::optional<std::string> refusal) {
+      if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
+      put();
+    });
   });
 }
 
@@ -282,7 +321,11 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
     RoomScript(s, room, {"delete"}, [this, &s, room, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       s.client->Call(keys_.Registry(), {"ZREM", keys_.Registry(), "r:" + room}, [](Reply) {});
-      done(ToInfo(room, r->at(2)));
+      s.known.erase('r' + room);
+      // Answered once the name is uncounted, so a creation that follows the answer fits.
+      s.client->Call(
+          keys_.Names('r'), {"SREM", keys_.Names('r'), room},
+          [done, info = ToInfo(room, r->at(2))](Reply) mutable { done(std::move(info)); });
     });
   });
 }

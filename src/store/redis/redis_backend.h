@@ -31,6 +31,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
@@ -52,6 +53,11 @@ struct RedisBackendOptions {
   bool run_timer = true;   // false: nothing sweeps or times out until RunDue() (tests)
   int64_t timeout_ms = 3000;
   int64_t sweep_interval_ms = 100;
+  // Caps on what clients create (0: none), as the memory backend's. Counted in Redis (a set of
+  // names per kind), checked before a name this thread has not seen exist: processes sharing
+  // the Redis may overshoot a cap by the creations they make at the same moment.
+  size_t max_rooms = 0;
+  size_t max_queues = 0;
   // The threads to run on (e.g. the HTTP server's); empty: a thread of the backend's own.
   // They must outlive the backend; they need not run yet.
   std::vector<boost::asio::io_context*> contexts = {};
@@ -127,7 +133,17 @@ class RedisBackend final : public Backend {
     std::unique_ptr<Client> client;
     core::LeaseMac lease_mac;
     std::mt19937_64 rng{std::random_device{}()};  // backoff jitter for nacks
+    // Rooms ('r' + name) and queues ('q' + name) seen to exist: no cap check for them. Bounded:
+    // cleared when it grows past kKnownNames.
+    std::unordered_set<std::string> known;
   };
+  static constexpr size_t kKnownNames = 100'000;
+
+  // Calls k(nullopt) when `name` of `kind` ('r', 'q') exists or fits under its cap, else
+  // k(the refusal's message). After a creation, Created() counts the name, then calls `then`.
+  void WithinCap(Shard& s, char kind, const std::string& name,
+                 std::function<void(std::optional<std::string>)> k);
+  void Created(Shard& s, char kind, const std::string& name, std::function<void()> then);
 
   // Runs fn(shard) now when called on a shard's thread, else on the next shard's thread.
   template <typename Fn>

@@ -141,16 +141,21 @@ void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
       argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
       argv.push_back(std::to_string(j.max_attempts));
     }
-    QueueScript(s, queue, std::move(argv), [done](OpResult<Reply> r) {
-      if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
-      const Reply& flat = r->at(3);
-      std::vector<core::PushResult> out;
-      for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
-        out.push_back({static_cast<core::JobId>(flat.elements[i].AsInt()),
-                       flat.elements[i + 1].AsInt() == 1});
-      }
-      done(std::move(out));
-    });
+    WithinCap(s, 'q', queue,
+              [this, &s, queue, argv = std::move(argv),
+               done](std::optional<std::string> refusal) mutable {
+                if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
+                QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
+                  if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
+                  const Reply& flat = r->at(3);
+                  std::vector<core::PushResult> out;
+                  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
+                    out.push_back({static_cast<core::JobId>(flat.elements[i].AsInt()),
+                                   flat.elements[i + 1].AsInt() == 1});
+                  }
+                  Created(s, 'q', queue, [done, out = std::move(out)] { done(out); });
+                });
+              });
   });
 }
 
