@@ -39,6 +39,7 @@ std::shared_ptr<BodyBudget::Ticket> BodyBudget::Reserve(size_t bytes, int64_t no
       return ticket;
     }
     ++refused_;
+    if (bytes > limit_) return nullptr;  // would not fit with everyone cut: cut nobody
     // The stalest first: a sender that stopped sending is the likeliest to be holding memory
     // on purpose (all but the last byte, then silence).
     std::vector<Ticket*> stalled;
