@@ -158,6 +158,9 @@ class MemoryBackend final : public Backend {
   bool MarkListed(QueueSlot& slot);
   // Counts the listed queues and drops the empty ones, after a snapshot and the log were read.
   void RecountQueues();
+  // A parked fetch whose client hung up (`key`: its Hangup) leaves the line, answered at once
+  // with an error and no job. Any thread; no lock held.
+  void DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Hangup* key);
   // 503 when the journal cannot take changes (checked before a change is made).
   std::optional<std::string> Refusal(Access access) const;
   // Answers `result` (and runs `after`) once the slot's records up to `lsn` are safe.

@@ -175,6 +175,8 @@ Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& 
 
 void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
                           Completion<core::FetchAnswer> done) {
+  std::shared_ptr<Hangup> hangup = request.hangup;
+  std::weak_ptr<QueueSlot> parked_in;
   OnQueue<core::FetchAnswer>(
       queue, Access::kChange, request.wait_ms > 0, std::move(done),
       [&](QueueSlot* q, int64_t now,
@@ -185,6 +187,8 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
           answer.acked_leases = std::move(request.ack);
           return Answered<core::FetchAnswer>(std::move(answer));
         }
+        // A client already gone gets no job (its acks stand: that work was done).
+        if (hangup && hangup->happened()) return Answered<core::FetchAnswer>(QueueSlot::HungUp());
         // Ready jobs exist only when nobody is waiting (Serve runs after every change).
         answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
         if (!answer.jobs.empty()) LogFetch(*q, request, now);
@@ -196,8 +200,33 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
         // A parked fetch is answered by Serve; its acks must be safe by then, and they are:
         // every later record of this queue has a higher sequence number.
         q->Park(std::move(request), std::move(answer.acked), deadline, std::move(done_ref));
+        if (hangup) parked_in = q->weak_from_this();
         return std::nullopt;
       });
+  if (parked_in.expired()) return;
+  // Registered with no lock held: the callback runs here at once when the client is already
+  // gone, and it takes the locks. The waiter may have been answered in between: the callback
+  // then finds nothing to drop. It holds the slot weakly: a slot (or backend) gone, it does
+  // nothing.
+  hangup->OnHangup([parked_in, key = hangup.get()] {
+    if (auto slot = parked_in.lock()) slot->backend.DropWaiter(slot, key);
+  });
+}
+
+void MemoryBackend::DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Hangup* key) {
+  Completion<core::FetchAnswer> done;
+  {
+    std::shared_lock world(world_);
+    {
+      std::lock_guard lock(slot->mu);
+      auto it = slot->watched.find(key);
+      if (it == slot->watched.end()) return;  // answered meanwhile
+      done = slot->Drop(it->second);
+      // Its deadline left the schedule's view: a stale wake-up costs one empty pass.
+    }
+    DropIfEmpty(slot);  // a long poll's name nobody pushed to is forgotten with its last waiter
+  }
+  done(QueueSlot::HungUp());
 }
 
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,

@@ -4,7 +4,10 @@
 
 #include <list>
 #include <map>
+#include <memory>
+#include <unordered_map>
 
+#include "common/hangup.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::store {
@@ -18,7 +21,13 @@ struct MemoryBackend::RoomSlot final : Slot {
   core::Room room;
 };
 
-struct MemoryBackend::QueueSlot final : Slot {
+// Long polls and their clients' hang-ups: a waiter whose request carries a Hangup is also in
+// `watched`, and its hang-up callback (registered by Fetch once the locks are released) holds
+// only a weak_ptr to the slot, so it does nothing once the slot (or the backend) is gone.
+// Invariants (under mu): `waiters`, `deadlines` and `watched` name the same waiters; a waiter
+// leaves all three at once (Unlink), and its hang-up is then cleared, so the callback (and what
+// it holds) goes with it; a waiter whose client hung up is never handed a job.
+struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<QueueSlot> {
   QueueSlot(MemoryBackend& b, std::string n, int64_t now)
       : backend(b), name(std::move(n)), queue(name, b.lease_key_, now, SeedFor(name)) {}
 
@@ -35,27 +44,50 @@ struct MemoryBackend::QueueSlot final : Slot {
   // waiters by deadline, so the next deadline and the timed-out ones cost O(log n).
   Waiters waiters;
   std::multimap<int64_t, Waiters::iterator> deadlines;
+  // The waiters whose client may hang up, by their Hangup (one per request).
+  std::unordered_map<const Hangup*, Waiters::iterator> watched;
 
   void Park(core::FetchRequest request, std::vector<core::LeaseOutcome> acked, int64_t deadline,
             Completion<core::FetchAnswer> done) {
     auto it = waiters.insert(waiters.end(),
                              Waiter{std::move(request), std::move(acked), {}, std::move(done)});
     it->by_deadline = deadlines.emplace(deadline, it);
+    if (it->request.hangup) watched.emplace(it->request.hangup.get(), it);
+  }
+
+  // Takes a waiter out of the line; its hang-up callback is dropped with it.
+  Waiter Unlink(Waiters::iterator it) {
+    deadlines.erase(it->by_deadline);
+    if (it->request.hangup) {
+      watched.erase(it->request.hangup.get());
+      it->request.hangup->Clear();
+    }
+    Waiter w = std::move(*it);
+    waiters.erase(it);
+    return w;
   }
 
   // Removes a waiter; its completion is to be called with `jobs` after the locks are released
   // (and, with a journal, once the deliveries are safe).
   void Reply(Waiters::iterator it, std::vector<core::Delivery> jobs, Deferred& after) {
-    deadlines.erase(it->by_deadline);
-    after.push_back([done = std::move(it->done),
-                     answer = core::FetchAnswer{std::move(it->acked), std::move(it->request.ack),
+    Waiter w = Unlink(it);
+    after.push_back([done = std::move(w.done),
+                     answer = core::FetchAnswer{std::move(w.acked), std::move(w.request.ack),
                                                 std::move(jobs)}](bool safe) mutable {
       if (safe) return done(std::move(answer));
       done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable,
                                        "the delivery could not be saved; fetch again later"));
     });
-    waiters.erase(it);
   }
+
+  // Removes a waiter whose client hung up, with nothing for it (nothing to log: it got no job).
+  // Its completion is returned, to be called after the locks are released; the answer goes
+  // nowhere, or to a client that only half-closed.
+  Completion<core::FetchAnswer> Drop(Waiters::iterator it) { return std::move(Unlink(it).done); }
+  static OpResult<core::FetchAnswer> HungUp() {
+    return {OpStatus::kUnavailable, "the client hung up"};
+  }
+  static bool HungUp(const Waiter& w) { return w.request.hangup && w.request.hangup->happened(); }
 
   int64_t NextDeadline() const override {
     int64_t next = queue.NextDeadline();
@@ -72,10 +104,15 @@ struct MemoryBackend::QueueSlot final : Slot {
     }
   }
 
-  // Hands ready jobs to long polls, oldest waiter first (not while changes are refused).
+  // Hands ready jobs to long polls, oldest waiter first (not while changes are refused). A
+  // waiter whose client hung up is dropped instead, should its callback not have run yet.
   void Serve(int64_t now, Deferred& after) {
     if (waiters.empty() || !queue.CanDeliver() || backend.Refusal(Access::kChange)) return;
     while (!waiters.empty() && queue.CanDeliver()) {
+      if (HungUp(waiters.front())) {
+        after.push_back([done = Drop(waiters.begin())](bool) { done(HungUp()); });
+        continue;
+      }
       const core::FetchRequest& r = waiters.front().request;
       std::vector<core::Delivery> jobs = queue.Fetch(r.worker, r.max, r.lease_ms, now);
       backend.LogFetch(*this, r, now);
