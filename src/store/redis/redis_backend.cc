@@ -148,7 +148,7 @@ RedisBackend::~RedisBackend() {
     sweep_timer_->cancel();
     for (auto& [queue, polls] : polls_) {
       for (auto& w : polls->waiters) {
-        w->timer.cancel();
+        w->Retire();
         w->done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable, "the server is stopping"));
       }
     }

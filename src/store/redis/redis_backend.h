@@ -229,7 +229,12 @@ class RedisBackend final : public Backend {
             int64_t deadline, Completion<core::FetchAnswer> done);
   void Wake(const std::string& queue);
   void ServeWaiters(const std::string& queue);
+  void Served(const std::string& queue, const std::shared_ptr<Waiter>& w, OpResult<Reply> r);
   void ExpireWaiters(int64_t now);
+  void DropWaiter(const std::shared_ptr<Waiter>& w);
+  // What a fetch answers when its client hung up; GiveBack returns what was leased for it.
+  static OpResult<core::FetchAnswer> HungUp();
+  void GiveBack(Shard& s, const std::string& queue, const std::vector<core::Delivery>& jobs);
 
   // Sweeping (redis_backend.cc), on the home shard.
   void Sweep(std::function<void()> done);

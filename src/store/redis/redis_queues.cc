@@ -9,6 +9,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "common/base64url.h"
 #include "store/redis/polls.h"
 #include "store/redis/redis_backend.h"
@@ -166,11 +168,13 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
         done = std::move(done)](Shard& s) mutable {
     std::vector<int> slots;
     std::vector<std::string> acks = LeaseArgs(s, queue, request.ack, slots, false);
+    // A client already gone: its acks only (that work was done), no job, no wait.
+    bool gone = request.hangup && request.hangup->happened();
     std::vector<std::string> argv{"fetch",
                                   request.worker,
-                                  std::to_string(request.max),
+                                  gone ? "0" : std::to_string(request.max),
                                   std::to_string(request.lease_ms),
-                                  std::to_string(request.wait_ms),
+                                  gone ? "0" : std::to_string(request.wait_ms),
                                   std::to_string(acks.size() / 2)};
     argv.insert(argv.end(), acks.begin(), acks.end());
     QueueScript(
@@ -181,6 +185,11 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
           core::FetchAnswer answer;
           answer.acked = MergeOutcomes(slots, r->at(3).at(0));
           answer.jobs = Deliveries(s, queue, r->at(3).at(1));
+          // The client hung up while the script ran: what it leased goes back at once.
+          if (request.hangup && request.hangup->happened()) {
+            GiveBack(s, queue, answer.jobs);
+            return done(HungUp());
+          }
           answer.acked_leases = std::move(request.ack);
           request.ack.clear();
           if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
@@ -194,6 +203,33 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                 Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
               });
         });
+  });
+}
+
+OpResult<core::FetchAnswer> RedisBackend::HungUp() {
+  return {OpStatus::kUnavailable, "the client hung up"};
+}
+
+// Deliveries whose answer can reach nobody (the client hung up while the fetch ran) go back to
+// the head of the queue at once, their attempt not counted: queue.lua `giveback`. A nack would
+// count a failure (history, and a dead letter at the last attempt), and a lease of 0 would
+// expire as one; neither happened to the job.
+void RedisBackend::GiveBack(Shard& s, const std::string& queue,
+                            const std::vector<core::Delivery>& jobs) {
+  if (jobs.empty()) return;
+  std::vector<std::string> argv{"giveback", "0"};
+  for (const core::Delivery& d : jobs) {
+    core::JobId id;
+    uint64_t delivery;
+    if (!ParseLease(s, queue, d.lease, id, delivery)) continue;  // signed here: cannot fail
+    argv.push_back(std::to_string(id));
+    argv.push_back(std::to_string(delivery));
+  }
+  argv[1] = std::to_string((argv.size() - 2) / 2);
+  QueueScript(s, queue, std::move(argv), [queue](OpResult<Reply> r) {
+    // Lost with Redis: the lease brings the jobs back when it ends, as after any failure.
+    if (!r.ok())
+      spdlog::warn("queue {}: could not give back a hung-up fetch's jobs: {}", queue, r.message());
   });
 }
 
@@ -358,10 +394,11 @@ void RedisBackend::SetPaused(std::string queue, bool paused, Completion<Done> do
 void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
                         core::FetchAnswer answer, int64_t deadline,
                         Completion<core::FetchAnswer> done) {
+  if (request.hangup && request.hangup->happened()) return done(HungUp());
   auto& polls = polls_[queue];
   if (!polls) polls = std::make_unique<Polls>();
-  auto w = std::make_shared<Waiter>(home().io, std::move(request), std::move(answer), deadline,
-                                    std::move(done));
+  auto w = std::make_shared<Waiter>(home().io, queue, std::move(request), std::move(answer),
+                                    deadline, std::move(done));
   polls->waiters.push_back(w);
   if (options_.run_timer) {
     w->timer.expires_after(
@@ -370,8 +407,31 @@ void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
       if (!ec) ExpireWaiters(clock_.NowMs());
     });
   }
+  if (w->request.hangup) {
+    // Signalled on any thread (or here, if the client is gone already): the waiter is dropped
+    // on this one. The waiter is held weakly, and `this` is touched only while it is parked
+    // (Retire clears the callback; the backend retires every waiter before it goes).
+    w->request.hangup->OnHangup([this, weak = std::weak_ptr<Waiter>(w), &io = home().io] {
+      boost::asio::post(io, [this, weak] {
+        if (auto waiter = weak.lock(); waiter && !waiter->gone) DropWaiter(waiter);
+      });
+    });
+  }
   // A job may have been pushed between the fetch and now: look once more.
   ServeWaiters(queue);
+}
+
+// A waiter whose client hung up leaves the line at once, answered with no job; unless its fetch
+// is in flight: that answer drops it (and gives back what it leased).
+void RedisBackend::DropWaiter(const std::shared_ptr<Waiter>& w) {
+  auto it = polls_.find(w->queue);
+  if (it == polls_.end()) return;
+  Polls& p = *it->second;
+  if (p.serving && !p.waiters.empty() && p.waiters.front() == w) return;
+  p.waiters.remove(w);
+  w->Retire();
+  if (p.waiters.empty() && !p.serving) polls_.erase(it);
+  w->done(HungUp());
 }
 
 void RedisBackend::Wake(const std::string& queue) {
@@ -388,48 +448,69 @@ void RedisBackend::ServeWaiters(const std::string& queue) {
     p.again = true;
     return;
   }
-  if (p.waiters.empty()) {
-    polls_.erase(it);
-    return;
+  // Waiters whose client hung up are not served (their drop may not have run yet).
+  std::vector<std::shared_ptr<Waiter>> dropped;
+  while (!p.waiters.empty() && p.waiters.front()->hung_up()) {
+    dropped.push_back(std::move(p.waiters.front()));
+    p.waiters.pop_front();
+    dropped.back()->Retire();
   }
-  p.serving = true;
-  p.again = false;
-  std::shared_ptr<Waiter> w = p.waiters.front();
-  int64_t left = std::max<int64_t>(1, w->deadline - clock_.NowMs());
-  QueueScript(home(), queue,
-              {"fetch", w->request.worker, std::to_string(w->request.max),
-               std::to_string(w->request.lease_ms), std::to_string(left), "0"},
-              [this, queue, w](OpResult<Reply> r) {
-                auto it = polls_.find(queue);
-                if (it == polls_.end()) return;  // stopping
-                Polls& p = *it->second;
-                p.serving = false;
-                std::vector<core::Delivery> jobs;
-                if (r.ok()) jobs = Deliveries(home(), queue, r->at(3).at(1));
-                bool expired = w->deadline <= clock_.NowMs();
-                if (!jobs.empty() || expired) {
-                  p.waiters.remove(w);
-                  w->timer.cancel();
-                  w->answer.jobs = std::move(jobs);
-                  w->done(std::move(w->answer));
-                  return ServeWaiters(queue);
-                }
-                if (p.again) ServeWaiters(queue);
-              });
+  bool empty = p.waiters.empty();
+  if (!empty) {
+    p.serving = true;
+    p.again = false;
+    std::shared_ptr<Waiter> w = p.waiters.front();
+    int64_t left = std::max<int64_t>(1, w->deadline - clock_.NowMs());
+    QueueScript(home(), queue,
+                {"fetch", w->request.worker, std::to_string(w->request.max),
+                 std::to_string(w->request.lease_ms), std::to_string(left), "0"},
+                [this, queue, w](OpResult<Reply> r) { Served(queue, w, std::move(r)); });
+  } else {
+    polls_.erase(it);
+  }
+  for (auto& w : dropped) w->done(HungUp());
+}
+
+// The answer of the fetch made for `w`, the first waiter.
+void RedisBackend::Served(const std::string& queue, const std::shared_ptr<Waiter>& w,
+                          OpResult<Reply> r) {
+  auto it = polls_.find(queue);
+  if (it == polls_.end()) return;  // stopping
+  Polls& p = *it->second;
+  p.serving = false;
+  std::vector<core::Delivery> jobs;
+  if (r.ok()) jobs = Deliveries(home(), queue, r->at(3).at(1));
+  bool hung_up = w->hung_up();
+  bool expired = w->deadline <= clock_.NowMs();
+  if (hung_up || !jobs.empty() || expired) {
+    p.waiters.remove(w);
+    w->Retire();
+    if (hung_up) {
+      // Given back before the next waiter's fetch is sent, on the same connection: Redis runs
+      // them in that order, so the next waiter can take these jobs.
+      GiveBack(home(), queue, jobs);
+      w->done(HungUp());
+    } else {
+      w->answer.jobs = std::move(jobs);
+      w->done(std::move(w->answer));
+    }
+    return ServeWaiters(queue);
+  }
+  if (p.again) ServeWaiters(queue);
 }
 
 // Long polls past their deadline answer their acks and no jobs (not one being served: its
 // fetch answers it).
 void RedisBackend::ExpireWaiters(int64_t now) {
+  std::vector<std::shared_ptr<Waiter>> expired;
   for (auto it = polls_.begin(); it != polls_.end();) {
     Polls& p = *it->second;
     for (auto w = p.waiters.begin(); w != p.waiters.end();) {
       bool busy = p.serving && w == p.waiters.begin();
       if ((*w)->deadline <= now && !busy) {
-        auto waiter = *w;
+        expired.push_back(*w);
         w = p.waiters.erase(w);
-        waiter->timer.cancel();
-        waiter->done(std::move(waiter->answer));
+        expired.back()->Retire();
       } else {
         ++w;
       }
@@ -438,6 +519,13 @@ void RedisBackend::ExpireWaiters(int64_t now) {
       it = polls_.erase(it);
     } else {
       ++it;
+    }
+  }
+  for (auto& w : expired) {
+    if (w->hung_up()) {
+      w->done(HungUp());
+    } else {
+      w->done(std::move(w->answer));
     }
   }
 }

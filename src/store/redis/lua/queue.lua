@@ -373,7 +373,7 @@ if not exists then  -- reads and changes of a queue nobody pushed to: the empty 
   if op == 'inflight' or op == 'dead' then return {'ok', -1, 0, {}} end
   if op == 'advance' or op == 'hint' then return {'ok', NEVER, 0, 0} end
   if op == 'cancel' then return {'ok', -1, 0, 1} end
-  return {'ok', -1, 0, 0}  -- release, requeue, cancel (unknown)
+  return {'ok', -1, 0, 0}  -- release, requeue, giveback, cancel (unknown)
 end
 
 if op == 'hint' then  -- the sweeper, after recording the next deadline: the one last reported
@@ -420,6 +420,23 @@ if op == 'ack' or op == 'nack' or op == 'extend' then
     end
   end
   return answer(false, out)
+elseif op == 'giveback' then
+  -- ARGV 3 n, then n x (id, delivery): deliveries whose answer reached nobody (the long poll's
+  -- client hung up while its fetch ran). Each job goes back to the head of the line as if it
+  -- had not been fetched: its attempt is taken back, with no history, nack or expiry counted.
+  local n, list = tonumber(ARGV[3]), {}
+  for i = 0, n - 1 do
+    local _, x = current(tonumber(ARGV[4 + i * 2]), tonumber(ARGV[5 + i * 2]))
+    if x then list[#list + 1] = x end
+  end
+  table.sort(list, by_ready_key)
+  for i = #list, 1, -1 do  -- the last first, so together they keep their order
+    local x = list[i]
+    end_lease(x)
+    x.attempt = x.attempt - 1
+    make_ready(x, true)
+  end
+  return answer(false, #list)
 elseif op == 'release' then  -- ARGV 3 worker
   local w = ARGV[3]
   local alive = redis.call('HGET', W, w)
