@@ -10,8 +10,10 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -125,7 +127,8 @@ class QueuesConformanceTest : public conformance::BackendTest {
     return d[0];
   }
   PendingFetch StartFetch(const std::string& q, const std::string& worker, size_t max,
-                          int64_t lease_ms, int64_t wait_ms) {
+                          int64_t lease_ms, int64_t wait_ms,
+                          std::shared_ptr<Hangup> hangup = nullptr) {
     auto promise = std::make_shared<std::promise<OpResult<Deliveries>>>();
     PendingFetch pending(promise->get_future());
     b().Fetch(q,
@@ -134,7 +137,7 @@ class QueuesConformanceTest : public conformance::BackendTest {
                .lease_ms = lease_ms,
                .wait_ms = wait_ms,
                .ack = {},
-               .hangup = {}},
+               .hangup = std::move(hangup)},
               [promise](OpResult<core::FetchAnswer> r) {
                 if (!r.ok())
                   return promise->set_value(OpResult<Deliveries>(r.status(), r.message()));
@@ -1046,6 +1049,106 @@ TEST_P(QueuesConformanceTest, ExpiredLongPollGivesWayToTheNext) {
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(Payloads(*l), (std::vector<std::string>{"job"}));
   EXPECT_TRUE(Inflight("q", "short").empty());
+}
+
+// ---- long polls whose client hung up -------------------------------------------------------
+
+// No job for a long poll whose client is gone: it leaves the line at once, answered with no job,
+// and the next waiter takes the job as a first attempt.
+TEST_P(QueuesConformanceTest, HungUpLongPollLeavesTheLineAndTheNextWaiterTakesTheJob) {
+  auto hangup = std::make_shared<Hangup>();
+  PendingFetch gone = StartFetch("q", "gone", 1, 30'000, 10'000, hangup);
+  EXPECT_TRUE(gone.StillWaiting());
+  PendingFetch live = StartFetch("q", "live", 1, 30'000, 10'000);
+  EXPECT_TRUE(live.StillWaiting());
+  hangup->Signal();
+  auto g = gone.Get();
+  EXPECT_TRUE(!g.ok() || g->empty()) << "a job for a client that hung up";
+  EXPECT_TRUE(live.StillWaiting());
+  PushOne("q", "job");
+  auto l = live.Get();
+  ASSERT_TRUE(l.ok()) << l.message();
+  ASSERT_EQ(Payloads(*l), (std::vector<std::string>{"job"}));
+  EXPECT_EQ((*l)[0].attempt, 1);
+  EXPECT_TRUE(Inflight("q", "gone").empty());
+  EXPECT_EQ(Inflight("q", "live").size(), 1u);
+  ExpectCounts("q", 0, 0, 1, 0);
+  EXPECT_EQ(Ack("q", {(*l)[0].lease}), Outcomes{kOk});
+}
+
+TEST_P(QueuesConformanceTest, AJobPushedAfterAHangUpGoesToTheNextFetch) {
+  auto hangup = std::make_shared<Hangup>();
+  PendingFetch gone = StartFetch("q", "gone", 5, 30'000, 10'000, hangup);
+  EXPECT_TRUE(gone.StillWaiting());
+  hangup->Signal();
+  PushOne("q", "job");  // perhaps before the drop is done: the waiter is skipped all the same
+  auto g = gone.Get();
+  EXPECT_TRUE(!g.ok() || g->empty()) << "a job for a client that hung up";
+  Delivery d = TakeOne("q", "live");
+  EXPECT_EQ(d.payload, "job");
+  EXPECT_EQ(d.attempt, 1);
+  EXPECT_EQ(Stats("q").expired, 0);
+  EXPECT_TRUE(Inflight("q", "gone").empty());
+}
+
+TEST_P(QueuesConformanceTest, AFetchWhoseClientHungUpBeforeItParksIsAnsweredWithNoJob) {
+  auto hangup = std::make_shared<Hangup>();
+  hangup->Signal();
+  PendingFetch gone = StartFetch("q", "gone", 1, 30'000, 10'000, hangup);
+  auto g = gone.Get();
+  EXPECT_TRUE(!g.ok() || g->empty()) << "a job for a client that hung up";
+  PushOne("q", "job");
+  Delivery d = TakeOne("q", "live");
+  EXPECT_EQ(d.payload, "job");
+  EXPECT_EQ(d.attempt, 1);
+  EXPECT_TRUE(Inflight("q", "gone").empty());
+  // Not even a ready job goes to it.
+  auto again = StartFetch("q", "gone", 1, 30'000, 10'000, hangup).Get();
+  EXPECT_TRUE(!again.ok() || again->empty());
+  PushOne("q", "second");
+  EXPECT_EQ(TakeOne("q", "live").attempt, 1);
+}
+
+// Hang-ups at random moments around pushes and parks (on Redis, also while fetch scripts are
+// out): whatever a hung-up waiter's completion did not receive is back in the queue at once,
+// not leased until its lease ends, and every job taken is a first attempt.
+TEST_P(QueuesConformanceTest, HangUpsAtRandomMomentsLeaseNothingThatNobodyReceived) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    std::string q = "q" + std::to_string(round);
+    std::vector<std::shared_ptr<Hangup>> hangups;
+    std::vector<PendingFetch> polls;
+    for (int i = 0; i < 3; ++i) {
+      hangups.push_back(std::make_shared<Hangup>());
+      polls.push_back(StartFetch(q, "w" + std::to_string(i), 1, 30'000, 10'000, hangups.back()));
+    }
+    if (round % 2 == 0) PushOne(q, "early");
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2'000));
+    std::thread signaller([&hangups, delay = rng() % 1'500] {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay));
+      for (auto& h : hangups) h->Signal();
+    });
+    PushOne(q, "a");
+    PushOne(q, "b");
+    signaller.join();
+    int64_t received = 0;
+    for (auto& p : polls) {
+      // Every client hung up: no poll may wait for its deadline.
+      if (p.StillWaiting(2'000)) return ADD_FAILURE() << "round " << round << ": still parked";
+      auto r = p.Get();
+      if (!r.ok()) continue;
+      for (const Delivery& d : *r) {
+        EXPECT_EQ(d.attempt, 1) << "round " << round;
+        ++received;
+      }
+    }
+    QueueStats s = Stats(q);
+    EXPECT_EQ(s.inflight, received) << "round " << round << ": leased, and received by nobody";
+    EXPECT_EQ(s.ready, s.pushed - received) << "round " << round;
+    Deliveries rest = Take(q, "live", 10);
+    EXPECT_EQ(static_cast<int64_t>(rest.size()), s.ready) << "round " << round;
+    for (const Delivery& d : rest) EXPECT_EQ(d.attempt, 1) << "round " << round;
+  }
 }
 
 // ---- accounting ----------------------------------------------------------------------------
