@@ -18,6 +18,10 @@
 //    another; then 4 workers over 3 processes, 2 producers: no job delivered to two workers
 //    while a lease is valid, no acked job delivered again, every push answered 201 acked, the
 //    counters add up.
+//  - NoJobWaitsForALeaseWhileItsWorkerAsks: a long poll whose client left gets no job; the live
+//    worker asking next (same worker name, another process pushing) gets it at once, attempt 1.
+//  - QueueBenchmarkRunTwiceDoesNotWaitForLeases: `anteroom bench queue` on 3 processes, twice on
+//    the same queues (scripts/bench-redis.sh's 3-process scenario): no job waits for a lease.
 //  - SurvivorRunsExpiry: 3 processes, two killed with SIGKILL; rooms' grace, check-in and idle
 //    deadlines, and queues' leases, heartbeats and delays set up through the killed ones still
 //    happen on time (within ~1 s) through the survivor.
@@ -1453,6 +1457,113 @@ TEST(RedisBackendTest, MultiProcessQueues) {
 }
 
 // ==== c. all processes but one killed ===========================================================
+
+// A worker whose client left while its long poll was parked (as a benchmark generator that
+// exits, or a worker killed mid-poll) must not take the next job: it stayed leased to nobody
+// for the whole lease (30 s), first in line, while a live worker asking for it got nothing.
+// Each of 3 processes has such a waiter on a queue of its own, with the worker name the live
+// worker uses next; the job is pushed through another process (so the wake-up comes over
+// Pub/Sub) and must reach the live worker at once, as a first attempt.
+TEST(RedisBackendTest, NoJobWaitsForALeaseWhileItsWorkerAsks) {
+  SKIP_WITHOUT_REDIS();
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  std::string error;
+  Servers servers = StartAnterooms(3, redis.url(), &error);
+  ASSERT_EQ(servers.size(), 3u) << error;
+  std::vector<uint16_t> ports = Ports(servers);
+  auto queue = [](size_t i) { return "left-q" + std::to_string(i); };
+  {
+    std::vector<std::unique_ptr<RawConnection>> gone;
+    for (size_t i = 0; i < ports.size(); ++i) {
+      gone.push_back(std::make_unique<RawConnection>(ports[i]));
+      ASSERT_TRUE(gone.back()->connected());
+      ASSERT_TRUE(gone.back()->Send(
+          RawRequest("POST", QueuePath(queue(i), "/fetch"),
+                     R"({"worker":"w","max":1,"lease_ms":30000,"wait_ms":20000})")));
+    }
+    std::this_thread::sleep_for(milliseconds(300));  // parked by now
+  }                                                  // their clients close
+  std::this_thread::sleep_for(milliseconds(300));    // and the processes have read that
+  for (size_t i = 0; i < ports.size(); ++i) {
+    size_t via = (i + 1) % ports.size();
+    HttpConn live(ports[i]);
+    HttpConn producer(ports[via]);
+    Answer fetched;
+    std::thread poller([&] {
+      fetched = live.Post(QueuePath(queue(i), "/fetch"),
+                          {{"worker", "w"}, {"max", 1}, {"lease_ms", 30000}, {"wait_ms", 5000}},
+                          seconds(10));
+    });
+    std::this_thread::sleep_for(milliseconds(300));  // parked behind the one that left
+    Answer pushed = producer.Post(QueuePath(queue(i), "/jobs"), {{"payload", {{"i", i}}}});
+    poller.join();
+    ASSERT_EQ(pushed.status, 201) << pushed.Describe() << Logs(servers);
+    ASSERT_EQ(fetched.status, 200) << fetched.Describe() << Logs(servers);
+    const json::array* jobs = Arr(fetched.json, "jobs");
+    ASSERT_TRUE(jobs != nullptr && jobs->size() == 1)
+        << "process " << i << ": the live worker got no job in " << fetched.ms()
+        << " ms; it went to the long poll whose client had left: " << fetched.body << "; stats "
+        << StatsOf(live, queue(i)).body;
+    EXPECT_EQ(Int((*jobs)[0], "attempt"), 1);
+    int64_t wake_ms = MsBetween(pushed.sent, fetched.received);
+    EXPECT_LT(wake_ms, 1000) << "process " << i;
+    QueueStats stats = StatsOf(live, queue(i));
+    EXPECT_EQ(stats.inflight, 1) << stats.body;
+    EXPECT_EQ(stats.expired, 0) << stats.body;
+  }
+}
+
+// The benchmark that showed it (scripts/bench-redis.sh, its 3-process queue scenario): three
+// `anteroom bench queue` generators, each on its own process and queue, run twice in a row on
+// the same queues. The first run's workers leave long polls parked when they exit; the second
+// run's first jobs went to them and waited out the 30 s lease. No job may wait that long.
+TEST(RedisBackendTest, QueueBenchmarkRunTwiceDoesNotWaitForLeases) {
+  SKIP_WITHOUT_REDIS();
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  std::string error;
+  Servers servers = StartAnterooms(3, redis.url(), &error);
+  ASSERT_EQ(servers.size(), 3u) << error;
+  std::vector<uint16_t> ports = Ports(servers);
+  const int jobs = kSanitized ? 300 : 1500;
+  for (int run = 0; run < 2; ++run) {
+    // As the script does between scenarios (each generator checks its queue's counters).
+    ASSERT_EQ(redis.Command({"FLUSHALL"}), "OK\n");
+    std::vector<CliResult> results(ports.size());
+    std::vector<std::thread> generators;
+    for (size_t g = 0; g < ports.size(); ++g) {
+      generators.emplace_back([&, g] {
+        results[g] =
+            RunCli({"bench", "queue", "--server", "http://127.0.0.1:" + std::to_string(ports[g]),
+                    "--queue", "bench-q" + std::to_string(g), "--jobs", std::to_string(jobs),
+                    "--producers", "2", "--workers", "2", "--batch", "1", "--pipeline", "8",
+                    "--timeout", "60"},
+                   {}, seconds(90));
+      });
+    }
+    for (auto& t : generators) t.join();
+    for (size_t g = 0; g < results.size(); ++g) {
+      const CliResult& r = results[g];
+      ASSERT_EQ(r.exit_code, 0) << "run " << run << ", generator " << g << ": " << r.out << r.err
+                                << Logs(servers);
+      std::string line = r.out.substr(0, r.out.find('\n'));
+      boost::system::error_code ec;
+      json::value j = json::parse(line, ec);
+      ASSERT_FALSE(ec) << line;
+      auto max_ms = j.as_object().if_contains("push_to_fetch_max_ms");
+      ASSERT_TRUE(max_ms != nullptr && max_ms->is_number()) << line;
+      EXPECT_LT(max_ms->to_number<double>(), 10'000)
+          << "run " << run << ", generator " << g << ": a job waited for its lease: " << line;
+      std::printf("run %d, generator %zu: %s\n", run, g, line.c_str());
+    }
+    for (size_t g = 0; g < ports.size(); ++g) {
+      HttpConn conn(ports[g]);
+      QueueStats stats = StatsOf(conn, "bench-q" + std::to_string(g));
+      EXPECT_EQ(stats.expired, 0) << "run " << run << ": " << stats.body;
+    }
+  }
+}
 
 TEST(RedisBackendTest, SurvivorRunsExpiry) {
   SKIP_WITHOUT_REDIS();
