@@ -357,7 +357,10 @@ if op == 'heartbeat' then  -- ARGV 3 worker, 4 ttl
 end
 
 if op == 'setpaused' then  -- ARGV 3: 1 or 0
-  if not exists then create(now) end
+  if not exists then
+    if tonumber(ARGV[3]) == 0 then return {'ok', -1, 0, 1} end  -- unpausing nothing keeps nothing
+    create(now)
+  end
   advance(now)
   Q.paused = tonumber(ARGV[3])
   return answer(false, 1)
