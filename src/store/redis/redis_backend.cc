@@ -18,7 +18,6 @@ namespace anteroom::store::redis {
 namespace asio = boost::asio;
 
 namespace {
-constexpr int64_t kNever = 9007199254740991;  // NEVER in the scripts: nothing pending
 constexpr const char* kSweepBatch = "256";
 
 bool IsTransient(const Reply& r) {
@@ -158,7 +157,7 @@ RedisBackend::~RedisBackend() {
   // On each shard's own thread while it runs; directly once its threads are gone.
   for (size_t i = 0; i < shards_.size(); ++i) {
     Shard* s = shards_[i].get();
-    auto stop = [this, s, i, stop_home] {
+    auto stop = [s, i, stop_home] {
       if (i == 0) stop_home();
       s->client->Close();
     };
