@@ -24,6 +24,42 @@ std::string Sha1Hex(std::string_view text) {
 }
 }  // namespace
 
+bool ParseRedirect(std::string_view error, std::string_view asked_host, uint16_t& slot,
+                   Endpoint& to) {
+  // "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381"
+  size_t sp1 = error.find(' ');
+  size_t sp2 = sp1 == std::string_view::npos ? sp1 : error.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return false;
+  unsigned s = 0;
+  auto [end, ec] = std::from_chars(error.data() + sp1 + 1, error.data() + sp2, s);
+  if (ec != std::errc() || s > 16383) return false;
+  slot = static_cast<uint16_t>(s);
+  std::string_view addr = error.substr(sp2 + 1);
+  size_t colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  to.host = std::string(addr.substr(0, colon));
+  if (to.host.empty()) to.host = std::string(asked_host);
+  unsigned port = 0;
+  std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), port);
+  to.port = static_cast<uint16_t>(port);
+  return port != 0;
+}
+
+std::vector<SlotRange> ParseSlotMap(const Reply& answer, std::string_view asked_host) {
+  std::vector<SlotRange> out;
+  for (const Reply& range : answer.elements) {
+    if (range.elements.size() < 3) continue;
+    int64_t first = std::max<int64_t>(range.at(0).AsInt(), 0);
+    int64_t last = std::min<int64_t>(range.at(1).AsInt(), 16383);
+    if (first > last) continue;
+    const Reply& master = range.at(2);
+    Endpoint e{master.at(0).str, static_cast<uint16_t>(master.at(1).AsInt())};
+    if (e.host.empty()) e.host = std::string(asked_host);  // "" means: the node asked
+    out.push_back({static_cast<uint16_t>(first), static_cast<uint16_t>(last), std::move(e)});
+  }
+  return out;
+}
+
 uint16_t KeySlot(std::string_view key) {
   size_t open = key.find('{');
   if (open != std::string_view::npos) {
@@ -112,16 +148,9 @@ void Client::RefreshSlots(std::function<void(std::string)> done) {
       if (done) done(why);
       return;
     }
-    for (const Reply& range : r.elements) {
-      if (range.elements.size() < 3) continue;
-      int64_t first = range.at(0).AsInt(), last = range.at(1).AsInt();
-      const Reply& master = range.at(2);
-      Endpoint e{master.at(0).str, static_cast<uint16_t>(master.at(1).AsInt())};
-      if (e.host.empty()) e.host = url_.seeds.front().host;  // "" means: the node asked
-      auto conn = NodeFor(e);
-      for (int64_t s = std::max<int64_t>(first, 0); s <= std::min<int64_t>(last, 16383); ++s) {
-        slots_[static_cast<size_t>(s)] = conn;
-      }
+    for (const SlotRange& range : ParseSlotMap(r, url_.seeds.front().host)) {
+      auto conn = NodeFor(range.master);
+      for (size_t s = range.first; s <= range.last; ++s) slots_[s] = conn;
     }
     if (done) done("");
   });
@@ -180,26 +209,6 @@ void Client::RetryLater(std::shared_ptr<Request> req, int ms) {
   });
 }
 
-bool Client::ParseRedirect(const std::string& error, uint16_t& slot, Endpoint& to) const {
-  // "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381"
-  size_t sp1 = error.find(' ');
-  size_t sp2 = sp1 == std::string::npos ? sp1 : error.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) return false;
-  unsigned s = 0;
-  auto [end, ec] = std::from_chars(error.data() + sp1 + 1, error.data() + sp2, s);
-  if (ec != std::errc() || s > 16383) return false;
-  slot = static_cast<uint16_t>(s);
-  std::string addr = error.substr(sp2 + 1);
-  size_t colon = addr.rfind(':');
-  if (colon == std::string::npos) return false;
-  to.host = addr.substr(0, colon);
-  if (to.host.empty()) to.host = url_.seeds.front().host;
-  unsigned port = 0;
-  std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), port);
-  to.port = static_cast<uint16_t>(port);
-  return port != 0;
-}
-
 void Client::OnReply(std::shared_ptr<Request> req, Reply reply) {
   if (reply.type == Reply::Type::kError) {
     uint16_t slot;
@@ -210,7 +219,7 @@ void Client::OnReply(std::shared_ptr<Request> req, Reply reply) {
       return Dispatch(std::move(req), nullptr, false);
     }
     if ((reply.IsError("MOVED") || reply.IsError("ASK")) && ++req->redirects <= kMaxRedirects &&
-        ParseRedirect(reply.str, slot, to)) {
+        ParseRedirect(reply.str, url_.seeds.front().host, slot, to)) {
       auto conn = NodeFor(to);
       if (reply.IsError("ASK")) return Dispatch(std::move(req), conn, true);
       slots_[slot] = conn;

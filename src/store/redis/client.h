@@ -25,6 +25,20 @@ namespace anteroom::store::redis {
 // The slot of a key: CRC16 of its hash tag ({...}) or of the whole key.
 uint16_t KeySlot(std::string_view key);
 
+// A MOVED or ASK error ("MOVED 3999 127.0.0.1:6381"): the slot and where it went (an empty
+// host means the node that answered, `asked_host`); false if it does not read so.
+bool ParseRedirect(std::string_view error, std::string_view asked_host, uint16_t& slot,
+                   Endpoint& to);
+
+// One range of a CLUSTER SLOTS answer: slots first..last (within 0..16383) on `master`.
+struct SlotRange {
+  uint16_t first = 0, last = 0;
+  Endpoint master;
+};
+// The ranges of a CLUSTER SLOTS answer, in order; ranges that do not read so, or hold no slot,
+// are skipped.
+std::vector<SlotRange> ParseSlotMap(const Reply& answer, std::string_view asked_host);
+
 struct Script {
   std::string source;
   std::string sha;  // SHA-1 hex of source
@@ -60,7 +74,6 @@ class Client {
   void RetryLater(std::shared_ptr<Request> req, int ms);
   bool CanRetry(const Request& req) const;
   void RefreshSlots(std::function<void(std::string)> done = nullptr);
-  bool ParseRedirect(const std::string& error, uint16_t& slot, Endpoint& to) const;
 
   boost::asio::io_context& io_;
   RedisUrl url_;

@@ -1,7 +1,6 @@
 #include "store/redis/connection.h"
 
 #include <hiredis/hiredis.h>
-#include <hiredis/read.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -19,35 +18,6 @@ namespace {
 constexpr std::chrono::milliseconds kMaxBackoff{2000};
 constexpr size_t kReadChunk = 64 * 1024;
 
-Reply Convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-      out.type = Reply::Type::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_STRING:
-      out.type = Reply::Type::kString;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      out.type = Reply::Type::kStatus;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.type = Reply::Type::kError;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.type = Reply::Type::kArray;
-      out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(Convert(r->element[i]));
-      break;
-    default:
-      out.type = Reply::Type::kNil;
-  }
-  return out;
-}
 }  // namespace
 
 int64_t Reply::AsInt() const {
@@ -90,12 +60,9 @@ Connection::Connection(asio::io_context& io, Endpoint endpoint, ConnectionOption
       socket_(io),
       retry_timer_(io),
       watchdog_(io),
-      in_(kReadChunk),
-      reader_(redisReaderCreate()) {}
+      in_(kReadChunk) {}
 
-Connection::~Connection() {
-  if (reader_) redisReaderFree(reader_);
-}
+Connection::~Connection() = default;
 
 void Connection::Start() {
   if (state_ == State::kDown && !retry_pending_) Connect();
@@ -200,28 +167,27 @@ void Connection::Flush() {
 void Connection::Read() {
   uint64_t gen = generation_;
   auto self = shared_from_this();
-  socket_.async_read_some(
-      asio::buffer(in_), [this, self, gen](const boost::system::error_code& ec, size_t n) {
-        if (gen != generation_) return;
-        if (ec) {
-          return Fail(ec == asio::error::eof ? "redis closed the connection"
-                                             : "read failed: " + ec.message());
-        }
-        if (redisReaderFeed(reader_, in_.data(), n) != REDIS_OK) {
-          return Fail("bad reply from redis");
-        }
-        while (gen == generation_) {
-          void* raw = nullptr;
-          if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-            return Fail(std::string("bad reply from redis: ") + reader_->errstr);
-          }
-          if (raw == nullptr) break;
-          Reply reply = Convert(static_cast<redisReply*>(raw));
-          freeReplyObject(raw);
-          Dispatch(std::move(reply));
-        }
-        if (gen == generation_) Read();
-      });
+  socket_.async_read_some(asio::buffer(in_),
+                          [this, self, gen](const boost::system::error_code& ec, size_t n) {
+                            if (gen != generation_) return;
+                            if (ec) {
+                              return Fail(ec == asio::error::eof ? "redis closed the connection"
+                                                                 : "read failed: " + ec.message());
+                            }
+                            if (!reader_.Feed(std::string_view(in_.data(), n))) {
+                              return Fail("bad reply from redis");
+                            }
+                            while (gen == generation_) {
+                              Reply reply;
+                              auto next = reader_.Next(reply);
+                              if (next == ReplyReader::Result::kError) {
+                                return Fail("bad reply from redis: " + reader_.error());
+                              }
+                              if (next == ReplyReader::Result::kNeedMore) break;
+                              Dispatch(std::move(reply));
+                            }
+                            if (gen == generation_) Read();
+                          });
 }
 
 void Connection::Dispatch(Reply reply) {
@@ -261,8 +227,7 @@ void Connection::Fail(const std::string& why) {
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   resolver_.cancel();
-  redisReaderFree(reader_);
-  reader_ = redisReaderCreate();
+  reader_.Reset();
   out_.clear();
   writing_.clear();
   write_busy_ = false;

@@ -22,8 +22,7 @@
 
 #include "store/redis/redis_url.h"
 #include "store/redis/reply.h"
-
-struct redisReader;
+#include "store/redis/reply_reader.h"
 
 namespace anteroom::store::redis {
 
@@ -97,7 +96,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;  // being written
   bool write_busy_ = false;
   std::vector<char> in_;
-  redisReader* reader_ = nullptr;
+  ReplyReader reader_;
 
   MessageHandler on_message_;
   UpHandler on_up_;
