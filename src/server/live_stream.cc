@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "server/websocket_options.h"
+
 namespace anteroom::server {
 
 namespace net = boost::asio;
@@ -15,7 +17,6 @@ namespace websocket = beast::websocket;
 
 namespace {
 constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stopped reading
-constexpr size_t kMaxClientMessage = 4096;                // clients have nothing big to say
 }  // namespace
 
 void LiveStream::Deliver(std::string message) {
@@ -88,16 +89,7 @@ class WebSocketStream final : public LiveStream {
  public:
   WebSocketStream(Socket socket, LiveStreamOptions options)
       : LiveStream(options), ws_(std::move(socket)), timer_(ws_.get_executor()) {
-    websocket::stream_base::timeout timeouts{};
-    timeouts.handshake_timeout = std::chrono::seconds(10);
-    // A peer that answers nothing, not even the pings sent at half this, is gone.
-    timeouts.idle_timeout = std::chrono::seconds(60);
-    timeouts.keep_alive_pings = true;
-    ws_.set_option(timeouts);
-    ws_.read_message_max(kMaxClientMessage);
-    ws_.text(true);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(beast::http::field::server, "anteroom"); }));
+    ApplyWebSocketOptions(ws_);
   }
 
   void Accept(beast::flat_buffer buffer, beast::http::request<beast::http::string_body> request,
