@@ -116,7 +116,7 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
   auto it = rooms_.find(name);
   if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2) {
     core::RoomPatch patch = GetRoomPatch(r, kind);
-    if (r.failed()) return Diverged("room patch does not decode");
+    if (!r.done()) return Diverged("room patch does not decode");
     if (it != rooms_.end()) {
       it->second->room.Reconfigure(patch, now);
     } else if (patch.capacity) {
@@ -130,18 +130,27 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
   }
   if (it == rooms_.end()) return Diverged("no room named '" + name + "'");
   core::Room& room = it->second->room;
+  // Every body is decoded whole before it is applied: a record that does not decode changes
+  // nothing.
+  auto undecodable = [kind] {
+    return Diverged(fmt::format("room change of kind {} does not decode", static_cast<int>(kind)));
+  };
   switch (kind) {
     case ChangeKind::kDeleteRoom:
+      if (!r.done()) return undecodable();
       rooms_.erase(it);
       return Done{};
-    case ChangeKind::kCheck:
-      room.Check(r.GetView(), now);
+    case ChangeKind::kCheck: {
+      std::string_view session = r.GetView();
+      if (!r.done()) return undecodable();
+      room.Check(session, now);
       return Done{};
+    }
     case ChangeKind::kPresent: {
       uint32_t n = r.Get<uint32_t>();
       std::vector<std::string> sessions;
       for (uint32_t i = 0; i < n && !r.failed(); ++i) sessions.push_back(r.GetString());
-      if (r.failed()) return Diverged("present record does not decode");
+      if (!r.done()) return Diverged("present record does not decode");
       room.Present(sessions, now);
       return Done{};
     }
@@ -149,10 +158,11 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
     case ChangeKind::kLeave:
     case ChangeKind::kEvict: {
       std::string session = r.GetString();
-      OpResult<core::SessionView> v = kind == ChangeKind::kTouch ? room.Touch(session, now)
-                                      : kind == ChangeKind::kLeave
-                                          ? room.Leave(session, r.GetBool(), now)
-                                          : room.Evict(session, now);
+      bool final = kind == ChangeKind::kLeave && r.GetBool();
+      if (!r.done()) return undecodable();
+      OpResult<core::SessionView> v = kind == ChangeKind::kTouch   ? room.Touch(session, now)
+                                      : kind == ChangeKind::kLeave ? room.Leave(session, final, now)
+                                                                   : room.Evict(session, now);
       if (!v.ok()) return Diverged("session '" + session + "': " + v.message());
       return Done{};
     }
@@ -163,9 +173,16 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
 
 OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const std::string& name,
                                           ByteReader& r) {
-  auto& slot = queues_[name];
-  if (!slot) slot = std::make_shared<QueueSlot>(*this, name, now);
-  core::Queue& q = slot->queue;
+  // Every body is decoded whole before it is applied: a record that does not decode changes
+  // nothing (not even the queue's existence).
+  auto undecodable = [kind] {
+    return Diverged(fmt::format("queue change of kind {} does not decode", static_cast<int>(kind)));
+  };
+  auto slot_for = [&]() -> QueueSlot& {
+    auto& slot = queues_[name];
+    if (!slot) slot = std::make_shared<QueueSlot>(*this, name, now);
+    return *slot;
+  };
   auto each_ok = [&](const std::vector<core::LeaseRef>& refs, auto&& apply) -> OpResult<Done> {
     for (const auto& ref : refs) {
       if (apply(ref) != core::LeaseOutcome::kOk) {
@@ -176,62 +193,85 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
     return Done{};
   };
   switch (kind) {
-    case ChangeKind::kPush:
-      slot->listed = true;
-      q.Push(GetJobs(r), now);
+    case ChangeKind::kPush: {
+      auto jobs = GetJobs(r);
+      if (!r.done()) return undecodable();
+      QueueSlot& slot = slot_for();
+      slot.listed = true;
+      slot.queue.Push(jobs, now);
       return Done{};
+    }
     case ChangeKind::kFetch: {
       std::string worker = r.GetString();
       auto max = r.Get<uint64_t>();
       auto lease_ms = r.Get<int64_t>();
-      if (q.Fetch(worker, max, lease_ms, now).empty()) {
+      if (!r.done()) return undecodable();
+      if (slot_for().queue.Fetch(worker, max, lease_ms, now).empty()) {
         return Diverged("queue '" + name + "': a recorded fetch found no job");
       }
       return Done{};
     }
-    case ChangeKind::kAck:
-      return each_ok(GetLeases(r), [&](core::LeaseRef ref) { return q.Ack(ref, now); });
+    case ChangeKind::kAck: {
+      auto refs = GetLeases(r);
+      if (!r.done()) return undecodable();
+      core::Queue& q = slot_for().queue;
+      return each_ok(refs, [&](core::LeaseRef ref) { return q.Ack(ref, now); });
+    }
     case ChangeKind::kNack: {
       auto refs = GetLeases(r);
       auto delay = GetOptional(r);
       std::string error = r.GetString();
+      if (!r.done()) return undecodable();
+      core::Queue& q = slot_for().queue;
       return each_ok(refs, [&](core::LeaseRef ref) { return q.Nack(ref, delay, error, now); });
     }
     case ChangeKind::kExtend: {
       auto refs = GetLeases(r);
       auto lease_ms = r.Get<int64_t>();
+      if (!r.done()) return undecodable();
+      core::Queue& q = slot_for().queue;
       return each_ok(refs, [&](core::LeaseRef ref) { return q.Extend(ref, lease_ms, now); });
     }
     case ChangeKind::kHeartbeat: {
       std::string worker = r.GetString();
-      q.Heartbeat(worker, r.Get<int64_t>(), now);
+      auto ttl_ms = r.Get<int64_t>();
+      if (!r.done()) return undecodable();
+      slot_for().queue.Heartbeat(worker, ttl_ms, now);
       return Done{};
     }
-    case ChangeKind::kReleaseWorker:
-      q.ReleaseWorker(r.GetView(), now);
+    case ChangeKind::kReleaseWorker: {
+      std::string_view worker = r.GetView();
+      if (!r.done()) return undecodable();
+      slot_for().queue.ReleaseWorker(worker, now);
       return Done{};
+    }
     case ChangeKind::kRequeueDead: {
       bool all = r.GetBool();
       uint32_t n = r.Get<uint32_t>();
       if (n > r.remaining() / 8) return Diverged("requeue list does not decode");
       std::vector<core::JobId> ids(n);
       for (auto& id : ids) id = r.Get<core::JobId>();
+      if (!r.done()) return undecodable();
       std::optional<std::vector<core::JobId>> chosen;
       if (!all) chosen = std::move(ids);
-      if (q.RequeueDead(chosen, now) == 0)
+      if (slot_for().queue.RequeueDead(chosen, now) == 0)
         return Diverged("queue '" + name + "': nothing to requeue");
       return Done{};
     }
     case ChangeKind::kCancel: {
       auto id = r.Get<core::JobId>();
-      if (q.Cancel(id, now) != core::CancelOutcome::kCancelled) {
+      if (!r.done()) return undecodable();
+      if (slot_for().queue.Cancel(id, now) != core::CancelOutcome::kCancelled) {
         return Diverged(fmt::format("queue '{}': job {} cannot be cancelled", name, id));
       }
       return Done{};
     }
-    case ChangeKind::kSetPaused:
-      q.SetPaused(r.GetBool(), now);
+    case ChangeKind::kSetPaused: {
+      bool paused = r.GetBool();
+      if (!r.done()) return undecodable();
+      slot_for().queue.SetPaused(paused, now);
       return Done{};
+    }
     default:
       return Diverged(fmt::format("unknown queue change kind {}", static_cast<int>(kind)));
   }
