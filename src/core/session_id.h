@@ -18,7 +18,9 @@ class SessionId {
     size_ = static_cast<uint32_t>(id.size());
     if (id.size() <= kInline) {
       heap_.reset();
-      std::memcpy(inline_, id.data(), id.size());
+      // An empty view may have a null data(), which memcpy must not be given even for 0 bytes
+      // (a snapshot cut short reads as empty views).
+      if (!id.empty()) std::memcpy(inline_, id.data(), id.size());
     } else {
       heap_ = std::make_unique<char[]>(id.size());
       std::memcpy(heap_.get(), id.data(), id.size());

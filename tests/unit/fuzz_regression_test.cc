@@ -6,7 +6,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/bytes.h"
 #include "common/clock.h"
+#include "core/room_types.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom {
@@ -52,6 +54,33 @@ TEST(FuzzRegressionTest, ReplayAppliesNothingFromARecordThatDoesNotDecode) {
   r = backend.Replay(Unhex("03b5577d10a2010000010000007203000000616e6e"));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(backend.Summarize().sessions, 1u);
+}
+
+// log_records: a snapshot cut inside a session id. The room's loader handed the reader's empty
+// view (null data) to memcpy: undefined behaviour, caught by UBSan.
+TEST(FuzzRegressionTest, SnapshotCutInsideASessionIdDoesNotLoad) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  core::RoomPatch patch;
+  patch.capacity = 1;
+  backend.PutRoom("r", patch, [](OpResult<core::RoomInfo> r) { ASSERT_TRUE(r.ok()); });
+  for (const char* s : {"ann", "bobby-the-waiting-one"}) {
+    backend.Check("r", s, [](OpResult<core::SessionView> r) { ASSERT_TRUE(r.ok()); });
+  }
+  std::string state;
+  ByteWriter w(state);
+  backend.SaveState(w);
+  size_t at = state.find("bobby-the-waiting-one");
+  ASSERT_NE(at, std::string::npos);
+  for (size_t cut : {at - 2, at, at + 5}) {  // inside the length, at the id, inside the id
+    store::MemoryBackend loaded(clock, store::MemoryBackendOptions{.run_timer = false});
+    ByteReader in(std::string_view(state).substr(0, cut));
+    EXPECT_FALSE(loaded.LoadState(in)) << "cut at " << cut;
+  }
+  store::MemoryBackend whole(clock, store::MemoryBackendOptions{.run_timer = false});
+  ByteReader in(state);
+  ASSERT_TRUE(whole.LoadState(in));
+  EXPECT_EQ(whole.Summarize().sessions, 2u);
 }
 
 }  // namespace
