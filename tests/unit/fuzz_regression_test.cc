@@ -2,6 +2,8 @@
 // what it must do now. The same inputs are in the fuzz targets' seed corpora.
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,6 +12,11 @@
 #include "common/clock.h"
 #include "core/room_types.h"
 #include "store/memory/memory_backend.h"
+#include "store/redis/reply_reader.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/allocator_interface.h>
+#endif
 
 namespace anteroom {
 namespace {
@@ -20,6 +27,16 @@ std::string Unhex(std::string_view hex) {
     out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
   }
   return out;
+}
+
+// Bytes the heap holds now (the sanitizer's count under ASan, glibc's otherwise).
+size_t HeapBytes() {
+#if defined(__SANITIZE_ADDRESS__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#endif
 }
 
 // log_records: a check-in record whose session length runs past the record. Replay applied
@@ -81,6 +98,38 @@ TEST(FuzzRegressionTest, SnapshotCutInsideASessionIdDoesNotLoad) {
   ByteReader in(state);
   ASSERT_TRUE(whole.LoadState(in));
   EXPECT_EQ(whole.Summarize().sessions, 2u);
+}
+
+// resp_reader: an array header announcing 2^31-1 elements made hiredis's reply objects
+// allocate the whole element table (16 GiB) before any element arrived.
+TEST(FuzzRegressionTest, RespArrayCountsAllocateNothingUpFront) {
+  store::redis::ReplyReader reader;
+  size_t before = HeapBytes();
+  ASSERT_TRUE(reader.Feed("*2147483647\r\n:1\r\n$3\r\nabc\r\n"));
+  store::redis::Reply reply;
+  EXPECT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kNeedMore);
+  EXPECT_LT(HeapBytes() - before, size_t{1} << 20) << "memory follows the bytes received";
+
+  // Replies that arrive whole still read, nested, after a reset.
+  reader.Reset();
+  ASSERT_TRUE(reader.Feed("*3\r\n:7\r\n*2\r\n$2\r\nab\r\n$-1\r\n-ERR no\r\n+OK\r\n"));
+  ASSERT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kReply);
+  ASSERT_EQ(reply.type, store::redis::Reply::Type::kArray);
+  ASSERT_EQ(reply.elements.size(), 3u);
+  EXPECT_EQ(reply.at(0).AsInt(), 7);
+  ASSERT_EQ(reply.at(1).elements.size(), 2u);
+  EXPECT_EQ(reply.at(1).at(0).str, "ab");
+  EXPECT_EQ(reply.at(1).at(1).type, store::redis::Reply::Type::kNil);
+  EXPECT_TRUE(reply.at(2).IsError("ERR"));
+  ASSERT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kReply);
+  EXPECT_EQ(reply.type, store::redis::Reply::Type::kStatus);
+  EXPECT_EQ(reply.str, "OK");
+  EXPECT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kNeedMore);
+
+  // Not RESP: refused with a reason.
+  ASSERT_TRUE(reader.Feed("?what\r\n"));
+  EXPECT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kError);
+  EXPECT_FALSE(reader.error().empty());
 }
 
 }  // namespace

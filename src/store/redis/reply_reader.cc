@@ -1,45 +1,65 @@
 #include "store/redis/reply_reader.h"
 
-#include <hiredis/hiredis.h>
 #include <hiredis/read.h>
+
+#include <algorithm>
+#include <memory>
 
 namespace anteroom::store::redis {
 
 namespace {
 
-Reply Convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-      out.type = Reply::Type::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_STRING:
-      out.type = Reply::Type::kString;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      out.type = Reply::Type::kStatus;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.type = Reply::Type::kError;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.type = Reply::Type::kArray;
-      out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(Convert(r->element[i]));
-      break;
-    default:
-      out.type = Reply::Type::kNil;
-  }
-  return out;
+// hiredis's reader builds each reply through these callbacks. They build Reply directly:
+// hiredis's own objects allocate an array's element table up front from the announced count
+// (calloc of 16 GiB for "*2147483647\r\n"); here an array grows only with the elements that
+// actually arrive, so memory stays bounded by the bytes received.
+//
+// A child is added to its parent when it is created. The parent is always the last element
+// of its own parent (or the root) and is complete before a sibling is added, so the pointers
+// hiredis keeps to unfinished arrays stay valid.
+Reply* Place(const redisReadTask* task, Reply value) {
+  if (task->parent == nullptr) return new Reply(std::move(value));  // the root: hiredis owns it
+  auto* parent = static_cast<Reply*>(task->parent->obj);
+  parent->elements.push_back(std::move(value));
+  return &parent->elements.back();
 }
+
+constexpr size_t kReserveAtMost = 1024;  // of an announced count, before the elements arrive
+
+void* CreateString(const redisReadTask* task, char* str, size_t len) {
+  Reply r;
+  r.type = task->type == REDIS_REPLY_ERROR    ? Reply::Type::kError
+           : task->type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
+                                              : Reply::Type::kString;
+  r.str.assign(str, len);
+  return Place(task, std::move(r));
+}
+
+void* CreateArray(const redisReadTask* task, int elements) {
+  Reply r;
+  r.type = Reply::Type::kArray;
+  r.elements.reserve(std::min<size_t>(static_cast<size_t>(std::max(elements, 0)), kReserveAtMost));
+  return Place(task, std::move(r));
+}
+
+void* CreateInteger(const redisReadTask* task, long long value) {  // NOLINT(runtime/int)
+  Reply r;
+  r.type = Reply::Type::kInteger;
+  r.integer = value;
+  return Place(task, std::move(r));
+}
+
+void* CreateNil(const redisReadTask* task) { return Place(task, Reply()); }
+
+// Only ever called on a root (hiredis frees nothing else).
+void FreeObject(void* reply) { delete static_cast<Reply*>(reply); }
+
+redisReplyObjectFunctions kFunctions = {CreateString, CreateArray, CreateInteger, CreateNil,
+                                        FreeObject};
 
 }  // namespace
 
-ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {}
+ReplyReader::ReplyReader() : reader_(redisReaderCreateWithFunctions(&kFunctions)) {}
 
 ReplyReader::~ReplyReader() {
   if (reader_) redisReaderFree(reader_);
@@ -53,8 +73,8 @@ ReplyReader::Result ReplyReader::Next(Reply& out) {
   void* raw = nullptr;
   if (redisReaderGetReply(reader_, &raw) != REDIS_OK) return Result::kError;
   if (raw == nullptr) return Result::kNeedMore;
-  out = Convert(static_cast<redisReply*>(raw));
-  freeReplyObject(raw);
+  std::unique_ptr<Reply> reply(static_cast<Reply*>(raw));
+  out = std::move(*reply);
   return Result::kReply;
 }
 
@@ -62,7 +82,7 @@ std::string ReplyReader::error() const { return reader_->errstr; }
 
 void ReplyReader::Reset() {
   redisReaderFree(reader_);
-  reader_ = redisReaderCreate();
+  reader_ = redisReaderCreateWithFunctions(&kFunctions);
 }
 
 }  // namespace anteroom::store::redis
