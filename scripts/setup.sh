@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
   chromium fonts-dejavu-core
+  clang libclang-rt-14-dev
 )
 # Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
 # (e.g. NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
