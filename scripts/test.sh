@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: the whole test suite, twice: an optimised build, then the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then a short smoke of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -15,3 +15,8 @@ for preset in release asan; do
   echo "=== $preset: test"
   ctest --preset "$preset"
 done
+
+# Every libFuzzer target for 20 s, two at a time (clang build included: about 4 minutes on
+# 2 cores). Longer runs: scripts/fuzz.sh SECONDS; see docs/security.md.
+echo "=== fuzz: smoke"
+FUZZ_JOBS=2 bash scripts/fuzz.sh 20
