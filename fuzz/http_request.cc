@@ -1,86 +1,89 @@
-// Raw bytes as they arrive on a connection: parsed as the server parses them (header limit,
-// then the route's body limit, the Transfer-Encoding and Content-Length checks), and each
-// request that parses dispatched to every route over a memory backend. Pipelined requests are
-// handled in order until one ends the connection, as in src/server/http_server.cc.
+// Raw bytes as they arrive on a connection, read as src/server/http_server.cc reads them: the
+// head found and checked raw (CheckRawHead), parsed with the server's parser set-up
+// (ConfigureRequestParser), checked parsed against the route's body limit (CheckParsedHead),
+// the body read through a buffer of kReadBufferLimit, the trailer refused (CheckTrailer); each
+// request that passes is dispatched to every route over a memory backend. Pipelined requests
+// are handled in order until one ends the connection.
 //
 // The answers are checked by World: each request answered exactly once, with a known status,
 // JSON answers valid JSON, no header that breaks the framing.
 
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/string.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "harness.h"
+#include "server/request_head.h"
 
 namespace {
 
 namespace http = boost::beast::http;
 using anteroom::fuzz::World;
+using anteroom::server::RequestParser;
 
-// As src/server/http_server.cc sets up its parser (kHeaderLimit, kHardBodyLimit).
-constexpr size_t kHeaderLimit = 16 * 1024;
-constexpr size_t kHardBodyLimit = 64 * 1024 * 1024;
 constexpr int kMaxRequests = 64;  // per connection, so one input stays quick
 
-// Feeds `rest` to the parser until it has the header (or the whole message), or fails. The
-// input ending is the peer closing its side.
-void Feed(http::request_parser<http::string_body>& parser, std::string_view& rest, bool header,
-          boost::beast::error_code& ec) {
-  while (!(header ? parser.is_header_done() : parser.is_done())) {
-    if (rest.empty()) {
-      parser.put_eof(ec);
-      if (!ec && !(header ? parser.is_header_done() : parser.is_done())) {
-        ec = http::error::partial_message;
-      }
-      return;
-    }
-    size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
+// Reads the body from `rest` as the server's read loop does: the parser sees at most what the
+// read buffer holds (kReadBufferLimit); the input ending is the client closing its side.
+// False when the server would answer an error and close.
+bool ReadBody(RequestParser& parser, std::string_view& rest) {
+  using anteroom::server::kReadBufferLimit;
+  parser.eager(true);
+  while (!parser.is_done()) {
+    if (rest.empty()) return false;  // the client went away mid-body
+    std::string_view window = rest.substr(0, kReadBufferLimit);
+    boost::beast::error_code ec;
+    size_t used = parser.put(boost::asio::buffer(window.data(), window.size()), ec);
     rest.remove_prefix(used);
     if (ec == http::error::need_more) {
-      ec = {};
-      if (used == 0) {  // the rest is an incomplete element: nothing more will come
-        rest = {};
-      }
+      // A full buffer that the parser cannot use: buffer_overflow (the trailer is too large).
+      // Otherwise the server waits for bytes that will not come.
+      if (used == 0) return false;
       continue;
     }
-    if (ec) return;
+    if (ec) return false;
   }
+  return true;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace anteroom::server;
   World world;
   std::string_view rest(reinterpret_cast<const char*>(data), size);
   for (int n = 0; n < kMaxRequests && !rest.empty(); ++n) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(kHeaderLimit);
-    parser.body_limit(kHardBodyLimit);
+    size_t end = HeadEnd(rest);
+    if (end == std::string_view::npos) break;  // 431 at the header limit, or the client left
+    std::string_view head = rest.substr(0, end);
+    if (CheckRawHead(head)) break;  // 400 and close
+    RequestParser parser;
+    ConfigureRequestParser(parser);
     boost::beast::error_code ec;
-    Feed(parser, rest, /*header=*/true, ec);
-    if (ec) break;  // the server answers 400/413 and closes
-    const auto& header = parser.get();
-    size_t limit = world.router().BodyLimitFor(header.target());
+    size_t used = parser.put(boost::asio::buffer(head.data(), head.size()), ec);
+    rest.remove_prefix(used);
+    if (ec || !parser.is_header_done()) break;
+    size_t limit = world.router().BodyLimitFor(parser.get().target());
     parser.body_limit(limit);
-    if (header.count(http::field::transfer_encoding) != 0 && !parser.chunked()) break;
-    if (auto length = parser.content_length(); length && *length > limit) break;
-    parser.eager(true);
-    Feed(parser, rest, /*header=*/false, ec);
-    if (ec) break;
+    if (CheckParsedHead(parser, limit)) break;
+    size_t fields_in_head = FieldCount(parser);
+    if (!ReadBody(parser, rest)) break;
+    if (parser.chunked() && CheckTrailer(parser, fields_in_head)) break;
 
     auto message = parser.release();
-    anteroom::server::Request request;
+    Request request;
     request.method = message.method();
     request.target = std::string(message.target());
     request.body = std::move(message.body());
     request.authorization = std::string(message[http::field::authorization]);
+    request.forwarded_for = std::string(message["X-Forwarded-For"]);
+    request.peer = boost::asio::ip::make_address_v4("127.0.0.1");
     bool last = !message.keep_alive();
     if (message.method() == http::verb::get && world.router().MayStream(request.target)) {
       last = true;  // nothing is read after a request that may become a stream
@@ -89,6 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     world.Dispatch(request);
     if (last) break;
   }
+  // The connection ends here; half the time the client hangs up on what still waits.
+  if (size % 2 == 1) world.HangUp();
   world.Settle();
   return 0;
 }
