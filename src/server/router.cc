@@ -205,8 +205,10 @@ void Router::Dispatch(Request& request, Respond respond) const {
     answer(UnmatchedSeries(request.method), std::move(r));
     return;
   }
+  // The path as sent (ASCII): decoded, it may hold bytes that are not UTF-8, and the answer
+  // would not be JSON.
   answer(UnmatchedSeries(request.method),
-         ErrorReply(OpStatus::kNotFound, "no such route: " + std::string(url->path())));
+         ErrorReply(OpStatus::kNotFound, "no such route: " + std::string(url->encoded_path())));
 }
 
 }  // namespace anteroom::server

@@ -4,13 +4,16 @@
 
 #include <malloc.h>
 
+#include <boost/json/parse.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/bytes.h"
 #include "common/clock.h"
-#include "core/room_types.h"
+#include "server/router.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/reply_reader.h"
 
@@ -130,6 +133,25 @@ TEST(FuzzRegressionTest, RespArrayCountsAllocateNothingUpFront) {
   ASSERT_TRUE(reader.Feed("?what\r\n"));
   EXPECT_EQ(reader.Next(reply), store::redis::ReplyReader::Result::kError);
   EXPECT_FALSE(reader.error().empty());
+}
+
+// http_request: a 404 echoed the decoded path, and "%EC" decodes to a byte that is not UTF-8:
+// the answer was not JSON.
+TEST(FuzzRegressionTest, NotFoundEchoesThePathAsSent) {
+  server::Router router("");
+  router.Add(server::http::verb::post, "/v1/rooms/{room}/check",
+             [](const server::Request&, server::Respond respond) { respond({}); });
+  server::Request request;
+  request.method = server::http::verb::post;
+  request.target = "/v1/rooms/r/c%eck";
+  std::optional<server::Response> answer;
+  router.Dispatch(request, [&](server::Response r) { answer = std::move(r); });
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 404u);
+  boost::system::error_code ec;
+  boost::json::value body = boost::json::parse(answer->body, ec);
+  ASSERT_FALSE(ec) << answer->body;
+  EXPECT_EQ(body.at("error").at("message").as_string(), "no such route: /v1/rooms/r/c%eck");
 }
 
 }  // namespace
