@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/queue.h"
+#include "core/room_types.h"
 
 namespace anteroom::core {
 
@@ -89,7 +90,7 @@ bool Queue::Restore(ByteReader& in) {
   q.now_ = in.Get<int64_t>();
   std::istringstream rng(std::string(in.GetView()));
   rng >> q.rng_;
-  if (in.failed() || rng.fail()) return false;
+  if (in.failed() || rng.fail() || q.now_ < 0 || q.now_ > kLatestTimeMs) return false;
 
   uint64_t n = in.GetCount(sizeof(JobId));
   q.slab_.resize(n);

@@ -22,6 +22,32 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (target_url) config.target_url = *target_url;
 }
 
+namespace {
+bool Within(int64_t v, int64_t min, int64_t max) { return v >= min && v <= max; }
+bool UrlInRange(const std::optional<std::string>& url) {
+  return !url || url->size() <= kMaxTargetUrlBytes;
+}
+}  // namespace
+
+bool InRange(const RoomConfig& c) {
+  return Within(c.capacity, 1, kMaxCapacity) && Within(c.grace_ms, 0, kMaxDurationMs) &&
+         Within(c.checkin_timeout_ms, 0, kMaxDurationMs) &&
+         (!c.idle_timeout_ms || Within(*c.idle_timeout_ms, 0, kMaxDurationMs)) &&
+         (!c.admit_per_minute || Within(*c.admit_per_minute, 1, kMaxAdmitPerMinute)) &&
+         UrlInRange(c.target_url);
+}
+
+bool InRange(const RoomPatch& p) {
+  return (!p.capacity || Within(*p.capacity, 1, kMaxCapacity)) &&
+         (!p.grace_ms || Within(*p.grace_ms, 0, kMaxDurationMs)) &&
+         (!p.checkin_timeout_ms || Within(*p.checkin_timeout_ms, 0, kMaxDurationMs)) &&
+         (!p.idle_timeout_ms || !*p.idle_timeout_ms ||
+          Within(**p.idle_timeout_ms, 0, kMaxDurationMs)) &&
+         (!p.admit_per_minute || !*p.admit_per_minute ||
+          Within(**p.admit_per_minute, 1, kMaxAdmitPerMinute)) &&
+         (!p.target_url || UrlInRange(*p.target_url));
+}
+
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
                              std::optional<int64_t> admit_per_minute) {
   if (freed_last_minute == 0) return std::nullopt;

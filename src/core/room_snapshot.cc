@@ -108,7 +108,10 @@ bool Room::Restore(ByteReader& in) {
   }
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
-  if (in.failed()) return false;
+  if (in.failed() || !InRange(r.config_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||
+      r.revocation_ttl_ms_ < 0 || r.revocation_ttl_ms_ > kMaxDurationMs) {
+    return false;
+  }
 
   uint64_t n = in.GetCount(4 + 8 * 3 + 2);
   r.slab_.resize(n);

@@ -16,6 +16,9 @@ inline constexpr int64_t kMaxCapacity = 1'000'000'000;
 inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
 inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
 inline constexpr size_t kMaxTargetUrlBytes = 2048;
+// Times the engine is given (ms since the epoch) lie in [0, kLatestTimeMs] (the year 3000), so
+// a deadline (a time plus at most a few kMaxDurationMs) never overflows.
+inline constexpr int64_t kLatestTimeMs = 32'503'680'000'000;
 
 struct RoomConfig {
   int64_t capacity = 1;
@@ -41,6 +44,12 @@ struct RoomPatch {
 
   void ApplyTo(RoomConfig& config) const;
 };
+
+// Whether every value lies in the wire ranges above. The HTTP layer enforces them; the log's
+// records and snapshots are held to them on reading, so damage there cannot hand the rules a
+// value they were never written for (a negative admission rate made Advance loop forever).
+bool InRange(const RoomConfig& config);
+bool InRange(const RoomPatch& patch);
 
 enum class SessionStatus : uint8_t { kWaiting, kActive, kGrace, kGone };
 const char* ToString(SessionStatus status);

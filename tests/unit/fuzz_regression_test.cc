@@ -13,7 +13,9 @@
 
 #include "common/bytes.h"
 #include "common/clock.h"
+#include "core/room_types.h"
 #include "server/router.h"
+#include "store/memory/change_record.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/reply_reader.h"
 
@@ -74,6 +76,48 @@ TEST(FuzzRegressionTest, ReplayAppliesNothingFromARecordThatDoesNotDecode) {
   r = backend.Replay(Unhex("03b5577d10a2010000010000007203000000616e6e"));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(backend.Summarize().sessions, 1u);
+}
+
+// log_records: a room record with values the HTTP layer never passes (a check-in timeout of
+// 8,700 years, a negative admission rate) was applied, and Room::Advance then looped forever;
+// a record dated in the year 200 million overflowed deadlines. Both are damage now.
+TEST(FuzzRegressionTest, ReplayRefusesValuesOutOfTheWireRanges) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  auto r = backend.Replay(
+      Unhex("07a8577d10a2010000010000007201020000000000000001e80300000000000001881352e341fa00"
+            "00010160ea000000000000010158020000ffffffff000101050000002f73686f70"));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(backend.Summarize().rooms, 0u);
+
+  core::RoomPatch patch;
+  patch.capacity = 2;
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom2, 1'700'000'000'000, "r");
+  store::PutRoomPatch(w, patch);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  r = backend.Replay(Unhex("03c97d01100000a257010000007203000000626f62"));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(backend.Summarize().sessions, 0u);
+
+  // A snapshot holding such a room does not load either. Layout: u32 format, u64 rooms,
+  // str "r", then the room: u32 format, i64 capacity.
+  std::string state;
+  ByteWriter sw(state);
+  backend.SaveState(sw);
+  const size_t capacity_at = 4 + 8 + 4 + 1 + 4;
+  ASSERT_EQ(state[capacity_at], 2);
+  state[capacity_at] = 0;
+  store::MemoryBackend loaded(clock, store::MemoryBackendOptions{.run_timer = false});
+  ByteReader in(state);
+  EXPECT_FALSE(loaded.LoadState(in)) << "a room of capacity 0";
+  patch.admit_per_minute = std::optional<int64_t>(-1);
+  EXPECT_FALSE(core::InRange(patch));
+  core::RoomConfig config;
+  config.admit_per_minute = -1;
+  EXPECT_FALSE(core::InRange(config));
+  config.admit_per_minute = 600;
+  EXPECT_TRUE(core::InRange(config));
 }
 
 // log_records: a snapshot cut inside a session id. The room's loader handed the reader's empty

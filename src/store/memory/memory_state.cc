@@ -102,6 +102,9 @@ OpResult<Done> MemoryBackend::Replay(std::string_view record) {
   int64_t now = r.Get<int64_t>();
   std::string name = r.GetString();
   if (r.failed()) return {OpStatus::kInternal, "change record too short"};
+  if (now < 0 || now > core::kLatestTimeMs) {
+    return {OpStatus::kInternal, fmt::format("change record time {} is out of range", now)};
+  }
   OpResult<Done> result =
       IsRoomChange(kind) ? ReplayRoom(kind, now, name, r) : ReplayQueue(kind, now, name, r);
   if (result.ok() && !r.done()) {
@@ -117,6 +120,7 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
   if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2) {
     core::RoomPatch patch = GetRoomPatch(r, kind);
     if (!r.done()) return Diverged("room patch does not decode");
+    if (!core::InRange(patch)) return Diverged("room patch out of range");
     if (it != rooms_.end()) {
       it->second->room.Reconfigure(patch, now);
     } else if (patch.capacity) {
@@ -178,6 +182,12 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
   auto undecodable = [kind] {
     return Diverged(fmt::format("queue change of kind {} does not decode", static_cast<int>(kind)));
   };
+  // Values the HTTP layer would never have passed (so never logged) are damage: out of these
+  // ranges the rules' deadline arithmetic could overflow.
+  auto out_of_range = [kind] {
+    return Diverged(fmt::format("queue change of kind {} out of range", static_cast<int>(kind)));
+  };
+  auto duration = [](int64_t ms) { return ms >= 0 && ms <= core::kMaxDurationMs; };
   auto slot_for = [&]() -> QueueSlot& {
     auto& slot = queues_[name];
     if (!slot) slot = std::make_shared<QueueSlot>(*this, name, now);
@@ -196,6 +206,12 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
     case ChangeKind::kPush: {
       auto jobs = GetJobs(r);
       if (!r.done()) return undecodable();
+      for (const auto& job : jobs) {
+        if (!duration(job.delay_ms) || job.max_attempts < 1 ||
+            job.max_attempts > core::kMaxMaxAttempts) {
+          return out_of_range();
+        }
+      }
       QueueSlot& slot = slot_for();
       slot.listed = true;
       slot.queue.Push(jobs, now);
@@ -206,6 +222,7 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
       auto max = r.Get<uint64_t>();
       auto lease_ms = r.Get<int64_t>();
       if (!r.done()) return undecodable();
+      if (!duration(lease_ms)) return out_of_range();
       if (slot_for().queue.Fetch(worker, max, lease_ms, now).empty()) {
         return Diverged("queue '" + name + "': a recorded fetch found no job");
       }
@@ -222,6 +239,7 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
       auto delay = GetOptional(r);
       std::string error = r.GetString();
       if (!r.done()) return undecodable();
+      if (delay && !duration(*delay)) return out_of_range();
       core::Queue& q = slot_for().queue;
       return each_ok(refs, [&](core::LeaseRef ref) { return q.Nack(ref, delay, error, now); });
     }
@@ -229,6 +247,7 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
       auto refs = GetLeases(r);
       auto lease_ms = r.Get<int64_t>();
       if (!r.done()) return undecodable();
+      if (!duration(lease_ms)) return out_of_range();
       core::Queue& q = slot_for().queue;
       return each_ok(refs, [&](core::LeaseRef ref) { return q.Extend(ref, lease_ms, now); });
     }
@@ -236,6 +255,7 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
       std::string worker = r.GetString();
       auto ttl_ms = r.Get<int64_t>();
       if (!r.done()) return undecodable();
+      if (!duration(ttl_ms)) return out_of_range();
       slot_for().queue.Heartbeat(worker, ttl_ms, now);
       return Done{};
     }
