@@ -20,7 +20,8 @@
 #include "store/redis/reply_reader.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+// In every ASan runtime, but g++ 12 ships no <sanitizer/allocator_interface.h> (clang does).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 namespace anteroom {
