@@ -32,6 +32,8 @@ WireError ToWire(OpStatus status) {
       return {431, "header_too_large"};
     case OpStatus::kRateLimited:
       return {429, "rate_limited"};
+    case OpStatus::kChallengeRequired:
+      return {403, "challenge_required"};
     case OpStatus::kLimitReached:
       return {507, "limit_reached"};
     case OpStatus::kUpgradeRequired:

@@ -22,12 +22,13 @@ enum class OpStatus : uint8_t {
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,
-  kRequestTimeout,   // the request's head or body did not arrive in time
-  kHeaderTooLarge,   // the request's head is over the server's limit
-  kRateLimited,      // a per-client limit: retry after the Retry-After header
-  kLimitReached,     // a server-wide cap on things clients create (--max-rooms, --max-queues)
-  kUpgradeRequired,  // a WebSocket route asked without the upgrade
-  kUnavailable,      // overload or lost backend: retry later, nothing changed
+  kRequestTimeout,     // the request's head or body did not arrive in time
+  kHeaderTooLarge,     // the request's head is over the server's limit
+  kRateLimited,        // a per-client limit: retry after the Retry-After header
+  kChallengeRequired,  // joining this room takes a solved proof-of-work puzzle
+  kLimitReached,       // a server-wide cap on things clients create (--max-rooms, --max-queues)
+  kUpgradeRequired,    // a WebSocket route asked without the upgrade
+  kUnavailable,        // overload or lost backend: retry later, nothing changed
   kInternal,
 };
 
@@ -48,6 +49,13 @@ class [[nodiscard]] OpResult {
   bool ok() const { return status_ == OpStatus::kOk; }
   OpStatus status() const { return status_; }
   const std::string& message() const { return message_; }
+  // With kRateLimited: how long until a retry may succeed, in ms (0: not said). The HTTP layer
+  // answers it as Retry-After, in whole seconds rounded up.
+  int64_t retry_after_ms() const { return retry_after_ms_; }
+  OpResult&& WithRetryAfter(int64_t ms) && {
+    retry_after_ms_ = ms;
+    return std::move(*this);
+  }
 
   T& value() & { return *value_; }
   const T& value() const& { return *value_; }
@@ -60,6 +68,7 @@ class [[nodiscard]] OpResult {
  private:
   OpStatus status_;
   std::string message_;
+  int64_t retry_after_ms_ = 0;
   std::optional<T> value_;
 };
 

@@ -21,10 +21,6 @@
 
 namespace anteroom::core {
 
-inline constexpr int64_t kMinChallengeDifficulty = 1;
-inline constexpr int64_t kMaxChallengeDifficulty = 24;  // ~16M hashes: minutes in a browser
-inline constexpr int64_t kDefaultChallengeDifficulty = 16;
-
 // Leading zero bits of a digest.
 int LeadingZeroBits(std::string_view digest);
 // SHA-256 (OpenSSL EVP), 32 raw bytes.

@@ -20,6 +20,11 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (admit_per_minute) config.admit_per_minute = *admit_per_minute;
   if (paused) config.paused = *paused;
   if (target_url) config.target_url = *target_url;
+  if (joins_per_minute_per_client) {
+    config.joins_per_minute_per_client = *joins_per_minute_per_client;
+  }
+  if (places_per_client) config.places_per_client = *places_per_client;
+  if (challenge_difficulty) config.challenge_difficulty = *challenge_difficulty;
 }
 
 namespace {
@@ -34,7 +39,12 @@ bool InRange(const RoomConfig& c) {
          Within(c.checkin_timeout_ms, 0, kMaxDurationMs) &&
          (!c.idle_timeout_ms || Within(*c.idle_timeout_ms, 0, kMaxDurationMs)) &&
          (!c.admit_per_minute || Within(*c.admit_per_minute, 1, kMaxAdmitPerMinute)) &&
-         UrlInRange(c.target_url);
+         UrlInRange(c.target_url) &&
+         (!c.joins_per_minute_per_client ||
+          Within(*c.joins_per_minute_per_client, 1, kMaxJoinsPerMinutePerClient)) &&
+         (!c.places_per_client || Within(*c.places_per_client, 1, kMaxPlacesPerClient)) &&
+         (!c.challenge_difficulty ||
+          Within(*c.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty));
 }
 
 bool InRange(const RoomPatch& p) {
@@ -45,7 +55,13 @@ bool InRange(const RoomPatch& p) {
           Within(**p.idle_timeout_ms, 0, kMaxDurationMs)) &&
          (!p.admit_per_minute || !*p.admit_per_minute ||
           Within(**p.admit_per_minute, 1, kMaxAdmitPerMinute)) &&
-         (!p.target_url || UrlInRange(*p.target_url));
+         (!p.target_url || UrlInRange(*p.target_url)) &&
+         (!p.joins_per_minute_per_client || !*p.joins_per_minute_per_client ||
+          Within(**p.joins_per_minute_per_client, 1, kMaxJoinsPerMinutePerClient)) &&
+         (!p.places_per_client || !*p.places_per_client ||
+          Within(**p.places_per_client, 1, kMaxPlacesPerClient)) &&
+         (!p.challenge_difficulty || !*p.challenge_difficulty ||
+          Within(**p.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty));
 }
 
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
@@ -78,7 +94,8 @@ Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
       now_(now_ms),
       index_(0, IdHash{&slab_}, IdEq{&slab_}),
       line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
-      version_(static_cast<uint64_t>(now_ms) << 20) {}
+      version_(static_cast<uint64_t>(now_ms) << 20),
+      client_index_(0, ClientHash{&clients_}, ClientEq{&clients_}) {}
 
 // ---- queries -------------------------------------------------------------------------------
 
@@ -155,6 +172,9 @@ size_t Room::MemoryBytes() const {
   size_t bytes = slab_.capacity() * sizeof(Session) + free_.capacity() * sizeof(Index);
   for (const Session& s : slab_) bytes += s.id.HeapBytes();
   bytes += index_.bucket_count() * (sizeof(Index) + 1);  // one metadata byte per slot
+  bytes += clients_.capacity() * sizeof(Client) + free_clients_.capacity() * sizeof(uint32_t);
+  for (const Client& c : clients_) bytes += c.key.capacity() > 15 ? c.key.capacity() : 0;
+  bytes += client_index_.bucket_count() * (sizeof(uint32_t) + 1) + client_refills_.MemoryBytes();
   return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
 }
 
@@ -185,6 +205,7 @@ void Room::Free(Index i) {
   ++version_;
   index_.erase(i);  // before the id is cleared: the hash reads it
   if (deadlines_.Contains(i)) deadlines_.Remove(i);
+  CountGone(i);
   Session& s = slab_[i];
   s.id.Clear();
   s.status = SessionStatus::kGone;
@@ -304,6 +325,7 @@ void Room::Advance(int64_t now_ms) {
   }
   now_ = target;
   ForgetOldRevocations(now_);
+  ForgetFullBuckets(now_);
 }
 
 // ---- operations ----------------------------------------------------------------------------
@@ -311,16 +333,29 @@ void Room::Advance(int64_t now_ms) {
 void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
   Advance(now_ms);
   ++version_;
+  bool new_rate = patch.joins_per_minute_per_client &&
+                  *patch.joins_per_minute_per_client != config_.joins_per_minute_per_client;
   patch.ApplyTo(config_);
+  // Debts are in units of the old rate: start every bucket full rather than convert them.
+  if (new_rate) RefillAllBuckets();
   if (patch.grace_ms || patch.checkin_timeout_ms || patch.idle_timeout_ms) RekeyAll();
   Fill(now_);
 }
 
-SessionView Room::Check(std::string_view id, int64_t now_ms) {
+OpResult<SessionView> Room::Check(std::string_view id, const Arrival& arrival, int64_t now_ms) {
+  Advance(now_ms);
+  if (Find(id) == kNoIndex) {
+    if (auto refusal = JoinRefusal(arrival)) return std::move(*refusal);
+  }
+  return CheckRecorded(id, arrival.client, now_);
+}
+
+SessionView Room::CheckRecorded(std::string_view id, std::string_view client, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
   if (i == kNoIndex) {
     i = Join(id, now_);
+    CountJoin(i, client);
     Fill(now_);
   }
   Session& s = slab_[i];
@@ -421,6 +456,128 @@ SessionView Room::End(Index i, std::string_view id) {
     Fill(now_);
   }
   return GoneView(id);  // `id` is the caller's: the slab's copy is gone
+}
+
+// ---- clients -------------------------------------------------------------------------------
+
+uint32_t Room::FindClient(std::string_view key) const {
+  auto it = client_index_.find(key);
+  return it == client_index_.end() ? kNoClient : *it;
+}
+
+int64_t Room::PlacesOf(std::string_view client) const {
+  uint32_t c = FindClient(client);
+  return c == kNoClient ? 0 : clients_[c].places;
+}
+
+// Repaid at `rate` units per ms since debt_at (no overflow: the product stays below debt + rate).
+int64_t Room::DebtAt(const Client& c, int64_t now) const {
+  if (!config_.joins_per_minute_per_client || c.debt == 0) return 0;
+  int64_t rate = *config_.joins_per_minute_per_client;
+  int64_t elapsed = now - c.debt_at;
+  if (elapsed >= CeilDiv(c.debt, rate)) return 0;
+  return c.debt - elapsed * rate;
+}
+
+int64_t Room::FullAt(const Client& c) const {
+  if (!config_.joins_per_minute_per_client) return c.debt_at;
+  return c.debt_at + CeilDiv(c.debt, *config_.joins_per_minute_per_client);
+}
+
+std::optional<OpResult<SessionView>> Room::JoinRefusal(const Arrival& arrival) const {
+  if (config_.challenge_difficulty && arrival.proof_bits < *config_.challenge_difficulty) {
+    return OpResult<SessionView>(OpStatus::kChallengeRequired,
+                                 "joining this room takes a solved challenge of " +
+                                     std::to_string(*config_.challenge_difficulty) +
+                                     " bits (room setting 'challenge')");
+  }
+  if (arrival.client.empty() || !LimitsClients()) return std::nullopt;
+  uint32_t c = FindClient(arrival.client);
+  if (c == kNoClient) {
+    if (client_index_.size() < max_clients_) return std::nullopt;  // a full bucket, no place
+    return OpResult<SessionView>(OpStatus::kRateLimited,
+                                 "this room keeps per-client limits for as many clients as it "
+                                 "can (" +
+                                     std::to_string(max_clients_) + "); retry later")
+        .WithRetryAfter(kTableFullRetryMs);
+  }
+  const Client& client = clients_[c];
+  if (config_.places_per_client && client.places >= *config_.places_per_client) {
+    return OpResult<SessionView>(
+               OpStatus::kRateLimited,
+               "places_per_client: this client already holds as many places in this room as it "
+               "may (" +
+                   std::to_string(*config_.places_per_client) +
+                   "); give one up (leave, or let it drop out) first")
+        .WithRetryAfter(std::max<int64_t>(config_.checkin_timeout_ms, 1'000));
+  }
+  if (config_.joins_per_minute_per_client) {
+    int64_t rate = *config_.joins_per_minute_per_client;
+    int64_t over = DebtAt(client, now_) + kTokenUnits - kTokenUnits * rate;
+    if (over > 0) {
+      return OpResult<SessionView>(OpStatus::kRateLimited,
+                                   "joins_per_minute_per_client: this client has used up its " +
+                                       std::to_string(rate) + " joins a minute in this room")
+          .WithRetryAfter(CeilDiv(over, rate));
+    }
+  }
+  return std::nullopt;
+}
+
+void Room::CountJoin(Index i, std::string_view key) {
+  if (key.empty() || !LimitsClients()) return;
+  uint32_t c = FindClient(key);
+  if (c == kNoClient) {
+    if (!free_clients_.empty()) {
+      c = free_clients_.back();
+      free_clients_.pop_back();
+    } else {
+      c = static_cast<uint32_t>(clients_.size());
+      clients_.emplace_back();
+    }
+    clients_[c] = Client{};
+    clients_[c].key.assign(key);
+    client_index_.insert(c);
+  }
+  Client& client = clients_[c];
+  ++client.places;
+  if (client_refills_.Contains(c)) client_refills_.Remove(c);  // it holds a place now
+  if (config_.joins_per_minute_per_client) {
+    client.debt = DebtAt(client, now_) + kTokenUnits;
+    client.debt_at = now_;
+  }
+  slab_[i].client = c;
+}
+
+void Room::CountGone(Index i) {
+  uint32_t c = slab_[i].client;
+  if (c == kNoClient) return;
+  slab_[i].client = kNoClient;
+  Client& client = clients_[c];
+  if (--client.places > 0) return;
+  if (DebtAt(client, now_) == 0) return ForgetClient(c);
+  client_refills_.Set(c, static_cast<uint64_t>(FullAt(client)));
+}
+
+void Room::ForgetClient(uint32_t c) {
+  client_index_.erase(c);  // before the key is cleared: the hash reads it
+  if (client_refills_.Contains(c)) client_refills_.Remove(c);
+  clients_[c] = Client{};
+  free_clients_.push_back(c);
+}
+
+void Room::ForgetFullBuckets(int64_t now) {
+  while (!client_refills_.empty() && static_cast<int64_t>(client_refills_.Top().key) <= now) {
+    ForgetClient(client_refills_.Top().member);
+  }
+}
+
+void Room::RefillAllBuckets() {
+  while (!client_refills_.empty()) ForgetClient(client_refills_.Top().member);
+  for (uint32_t c : client_index_) {
+    clients_[c].debt = 0;
+    clients_[c].debt_at = now_;
+  }
 }
 
 bool Room::IsRevoked(std::string_view id, uint64_t admission, int64_t now_ms) {

@@ -20,6 +20,22 @@
 //  - active:   admitted + checkin_timeout while unclaimed   -> dropped, slot freed
 //              last_seen + idle_timeout                     -> grace (as if it had left)
 //  - grace:    grace_until                                  -> gone, slot freed
+//
+// Per-client limits (RoomConfig::joins_per_minute_per_client, places_per_client), on joins
+// that name a client (Arrival::client) while either limit is on ("tracked" joins):
+//  - a tracked session counts as a place of its client from its join until it is gone;
+//    sessions that joined untracked never count, even once a limit is turned on;
+//  - a client's token bucket holds joins_per_minute_per_client joins and refills continuously
+//    (one join per 60,000 / N ms); each tracked join takes one, check-ins of known sessions
+//    never do, a refused join takes nothing. Changing the figure refills every bucket;
+//  - the room keeps state for exactly the clients that hold a place or whose bucket is not
+//    full (forgotten at the moment their bucket is full again, as of the last Advance); at
+//    most max_clients of them: a join of any other client is refused while the table is full;
+//  - refusals answer kRateLimited with retry_after_ms: the bucket's wait for a token; the
+//    check-in timeout for places_per_client (a place left behind drops out by then); 60 s for
+//    a full table (buckets refill within a minute).
+// A room with a challenge (challenge_difficulty) refuses joins whose proof shows fewer bits,
+// before any per-client limit is looked at (kChallengeRequired). Refused joins change nothing.
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
@@ -52,8 +68,16 @@ class Room {
   const RoomConfig& config() const { return config_; }
   void Reconfigure(const RoomPatch& patch, int64_t now_ms);
 
-  // Joins (unknown or gone session), or checks in. Answers only active or waiting.
-  SessionView Check(std::string_view session, int64_t now_ms);
+  // Joins (unknown or gone session), or checks in. Answers only active or waiting. A join is
+  // refused by the challenge or a per-client limit (see above); a check-in never is.
+  OpResult<SessionView> Check(std::string_view session, const Arrival& arrival, int64_t now_ms);
+  // A check that was accepted before (log replay): a join is counted for `client` as then, and
+  // never refused, as limits were applied when it was made.
+  SessionView CheckRecorded(std::string_view session, std::string_view client, int64_t now_ms);
+  // Joins or checks in with no client and no limits (tools and tests).
+  SessionView Check(std::string_view session, int64_t now_ms) {
+    return CheckRecorded(session, {}, now_ms);
+  }
   // Activity of a known session: refreshes presence; a session in grace is active again.
   OpResult<SessionView> Touch(std::string_view session, int64_t now_ms);
   // Waiting: out of the line. Active: grace (or gone at once when final).
@@ -76,6 +100,12 @@ class Room {
   // Earliest time at which Advance has work, INT64_MAX when none.
   int64_t NextDeadline() const;
 
+  // How many clients the room keeps per-client state for at most (a server setting, not saved).
+  void set_max_clients(size_t max_clients) { max_clients_ = max_clients; }
+  size_t clients() const { return client_index_.size(); }
+  // The places a client holds (0 when the room keeps nothing for it).
+  int64_t PlacesOf(std::string_view client) const;
+
   int64_t holders() const { return holders_; }
   int64_t waiting() const { return static_cast<int64_t>(line_.size()); }
   const RoomCounters& counters() const { return counters_; }
@@ -97,8 +127,22 @@ class Room {
     Line::Ticket ticket = 0;
     SessionStatus status = SessionStatus::kWaiting;
     bool claimed = false;
+    uint32_t client = kNoClient;  // the client its join counted for (tracked joins only)
   };
   using Index = uint32_t;
+
+  // Per-client state, for clients that hold a place or whose bucket is not full.
+  struct Client {
+    std::string key;     // empty: a free slot
+    int64_t places = 0;  // live tracked sessions that joined as this client
+    // The bucket as debt: kTokenUnits per join taken, repaid at `rate` units per ms (rate =
+    // joins_per_minute_per_client), so a full bucket is 0 and an empty one kTokenUnits x rate.
+    int64_t debt = 0;
+    int64_t debt_at = 0;  // when `debt` was last written
+  };
+  static constexpr uint32_t kNoClient = UINT32_MAX;
+  static constexpr int64_t kTokenUnits = 60'000;  // ms per minute: exact integer refill
+  static constexpr int64_t kTableFullRetryMs = 60'000;
 
   // Hash and equality over slab indices, looked up by id: the id is stored once, in the slab.
   struct IdHash {
@@ -113,6 +157,20 @@ class Room {
     bool operator()(Index a, Index b) const { return a == b; }
     bool operator()(std::string_view id, Index i) const { return (*slab)[i].id.view() == id; }
     bool operator()(Index i, std::string_view id) const { return (*slab)[i].id.view() == id; }
+  };
+  // The same over the client slab, by key.
+  struct ClientHash {
+    using is_transparent = void;
+    const std::vector<Client>* slab;
+    size_t operator()(uint32_t c) const { return (*this)((*slab)[c].key); }
+    size_t operator()(std::string_view key) const { return HashId(key); }
+  };
+  struct ClientEq {
+    using is_transparent = void;
+    const std::vector<Client>* slab;
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(std::string_view key, uint32_t c) const { return (*slab)[c].key == key; }
+    bool operator()(uint32_t c, std::string_view key) const { return (*slab)[c].key == key; }
   };
 
   static constexpr uint64_t kNever = UINT64_MAX;
@@ -140,6 +198,24 @@ class Room {
   std::optional<int64_t> Eta(int64_t position, int64_t now) const;
   void ForgetOldRevocations(int64_t now);
 
+  // Per-client limits (room.cc, "clients").
+  bool LimitsClients() const {
+    return config_.joins_per_minute_per_client.has_value() || config_.places_per_client.has_value();
+  }
+  uint32_t FindClient(std::string_view key) const;
+  int64_t DebtAt(const Client& c, int64_t now) const;
+  int64_t FullAt(const Client& c) const;
+  // Why a join must be refused now, if it must (the challenge, then the per-client limits).
+  std::optional<OpResult<SessionView>> JoinRefusal(const Arrival& arrival) const;
+  // A join of session i made as `client`: counted, a token taken (tracked joins only).
+  void CountJoin(Index i, std::string_view client);
+  // Session i is gone: its client holds one place less.
+  void CountGone(Index i);
+  void ForgetClient(uint32_t c);
+  void ForgetFullBuckets(int64_t now);
+  void RefillAllBuckets();
+  bool RestoreClients(ByteReader& in);  // room_snapshot.cc
+
   RoomConfig config_;
   int64_t revocation_ttl_ms_;
   int64_t now_ = 0;  // the latest time seen; time never goes backwards inside a room
@@ -165,6 +241,13 @@ class Room {
   };
   std::unordered_map<std::string, Revoked> revoked_;
   std::deque<std::pair<int64_t, std::string>> revoked_order_;  // by `until`, for forgetting
+
+  std::vector<Client> clients_;
+  std::vector<uint32_t> free_clients_;
+  boost::unordered_flat_set<uint32_t, ClientHash, ClientEq> client_index_;
+  // Clients that hold no place, by the time their bucket is full again (then forgotten).
+  DeadlineHeap client_refills_;
+  size_t max_clients_ = kDefaultMaxClientsPerRoom;
 };
 
 }  // namespace anteroom::core

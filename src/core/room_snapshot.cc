@@ -11,7 +11,12 @@ namespace {
 // directory written by an older anteroom still opens:
 //   1: the layout below without `paused` and `target_url` (they read as not paused, unset).
 //   2: adds, after admit_per_minute: u8 paused | u8 has target_url | [str target_url].
-constexpr uint32_t kRoomFormat = 2;
+//   3: adds, after target_url: joins_per_minute_per_client, places_per_client and
+//      challenge_difficulty (each u8 has | i64); a u32 client index per session, after
+//      `claimed`; and, at the end, the client table: u64 n, n x (str key, i64 places, i64 debt,
+//      i64 debt_at) | u64 free, free x u32 | u64 refills, refills x (u32 client, u64 full_at).
+//      Older formats load with every limit off and no client state.
+constexpr uint32_t kRoomFormat = 3;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -35,6 +40,9 @@ void Room::Save(ByteWriter& out) const {
   out.PutBool(config_.paused);
   out.PutBool(config_.target_url.has_value());
   if (config_.target_url) out.PutString(*config_.target_url);
+  SaveOptional(out, config_.joins_per_minute_per_client);
+  SaveOptional(out, config_.places_per_client);
+  SaveOptional(out, config_.challenge_difficulty);
   out.Put(revocation_ttl_ms_);
   out.Put(now_);
 
@@ -46,6 +54,7 @@ void Room::Save(ByteWriter& out) const {
     out.Put(s.admission);
     out.Put(s.status);
     out.PutBool(s.claimed);
+    out.Put(s.client);
   }
   out.Put<uint64_t>(free_.size());
   for (Index i : free_) out.Put(i);
@@ -89,6 +98,23 @@ void Room::Save(ByteWriter& out) const {
     out.Put(until);
     out.PutString(id);
   }
+  out.Put<uint64_t>(clients_.size());
+  for (const Client& c : clients_) {
+    out.PutString(c.key);
+    out.Put(c.places);
+    out.Put(c.debt);
+    out.Put(c.debt_at);
+  }
+  out.Put<uint64_t>(free_clients_.size());
+  for (uint32_t c : free_clients_) out.Put(c);
+  std::vector<DeadlineHeap::Entry> refills = client_refills_.entries();
+  std::sort(refills.begin(), refills.end(),
+            [](const auto& a, const auto& b) { return a.member < b.member; });
+  out.Put<uint64_t>(refills.size());
+  for (const auto& e : refills) {
+    out.Put(e.member);
+    out.Put(e.key);
+  }
 }
 
 bool Room::Restore(ByteReader& in) {
@@ -106,6 +132,14 @@ bool Room::Restore(ByteReader& in) {
     r.config_.paused = in.GetBool();
     if (in.GetBool()) r.config_.target_url = in.GetString();
   }
+  r.config_.joins_per_minute_per_client.reset();
+  r.config_.places_per_client.reset();
+  r.config_.challenge_difficulty.reset();
+  if (format >= 3) {
+    r.config_.joins_per_minute_per_client = LoadOptional(in);
+    r.config_.places_per_client = LoadOptional(in);
+    r.config_.challenge_difficulty = LoadOptional(in);
+  }
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
   if (in.failed() || !InRange(r.config_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||
@@ -122,6 +156,7 @@ bool Room::Restore(ByteReader& in) {
     s.admission = in.Get<uint64_t>();
     s.status = in.Get<SessionStatus>();
     s.claimed = in.GetBool();
+    s.client = format >= 3 ? in.Get<uint32_t>() : kNoClient;
     if (s.status > SessionStatus::kGone) in.Fail();
   }
   uint64_t free_count = in.GetCount(sizeof(Index));
@@ -172,7 +207,56 @@ bool Room::Restore(ByteReader& in) {
     int64_t until = in.Get<int64_t>();
     r.revoked_order_.emplace_back(until, in.GetString());
   }
+  if (format >= 3 && !RestoreClients(in)) return false;
   return !in.failed() && static_cast<size_t>(r.waiting()) == waiting;
+}
+
+// The client table, checked against the sessions: every place a live session counts is in its
+// client's count, and only live entries are indexed.
+bool Room::RestoreClients(ByteReader& in) {
+  uint64_t n = in.GetCount(4 + 8 * 3);
+  if (n >= kNoClient) in.Fail();
+  clients_.resize(in.failed() ? 0 : n);
+  for (Client& c : clients_) {
+    c.key = in.GetString();
+    c.places = in.Get<int64_t>();
+    c.debt = in.Get<int64_t>();
+    c.debt_at = in.Get<int64_t>();
+    // Held to what the rules can write: a bucket's worth of debt, times the engine accepts.
+    if (c.debt < 0 || c.debt > kTokenUnits * kMaxJoinsPerMinutePerClient || c.debt_at < 0 ||
+        c.debt_at > kLatestTimeMs) {
+      in.Fail();
+    }
+  }
+  std::vector<int64_t> places(clients_.size(), 0);
+  for (const Session& s : slab_) {
+    if (s.client == kNoClient) continue;
+    if (s.client >= clients_.size() || s.status == SessionStatus::kGone) return false;
+    ++places[s.client];
+  }
+  uint64_t free_count = in.GetCount(sizeof(uint32_t));
+  for (uint64_t k = 0; k < free_count && !in.failed(); ++k) {
+    uint32_t c = in.Get<uint32_t>();
+    if (c >= clients_.size() || !clients_[c].key.empty()) return false;
+    free_clients_.push_back(c);
+  }
+  if (in.failed()) return false;
+  for (uint32_t c = 0; c < clients_.size(); ++c) {
+    if (clients_[c].places != places[c]) return false;
+    if (!clients_[c].key.empty() && !client_index_.insert(c).second) return false;
+  }
+  if (client_index_.size() + free_clients_.size() != clients_.size()) return false;
+  uint64_t refills = in.GetCount(sizeof(uint32_t) + 8);
+  for (uint64_t k = 0; k < refills && !in.failed(); ++k) {
+    uint32_t c = in.Get<uint32_t>();
+    uint64_t key = in.Get<uint64_t>();
+    if (c >= clients_.size() || clients_[c].key.empty() || clients_[c].places != 0 ||
+        client_refills_.Contains(c)) {
+      return false;
+    }
+    client_refills_.Set(c, key);
+  }
+  return !in.failed();
 }
 
 }  // namespace anteroom::core

@@ -16,6 +16,14 @@ inline constexpr int64_t kMaxCapacity = 1'000'000'000;
 inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
 inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
 inline constexpr size_t kMaxTargetUrlBytes = 2048;
+inline constexpr int64_t kMaxJoinsPerMinutePerClient = 100'000;
+inline constexpr int64_t kMaxPlacesPerClient = 1'000'000;
+inline constexpr int64_t kMinChallengeDifficulty = 1;   // bits of proof of work (challenge.h)
+inline constexpr int64_t kMaxChallengeDifficulty = 24;  // ~16M hashes: minutes in a browser
+inline constexpr int64_t kDefaultChallengeDifficulty = 16;
+// Clients a room keeps per-client state for, unless the server says otherwise
+// (`anteroom serve --max-clients-per-room`): beyond it, joins of new clients are refused.
+inline constexpr size_t kDefaultMaxClientsPerRoom = 1'000'000;
 // Times the engine is given (ms since the epoch) lie in [0, kLatestTimeMs] (the year 3000), so
 // a deadline (a time plus at most a few kMaxDurationMs) never overflows.
 inline constexpr int64_t kLatestTimeMs = 32'503'680'000'000;
@@ -30,6 +38,19 @@ struct RoomConfig {
   // Where the default waiting page sends admitted people (validated by the HTTP layer: an
   // absolute http(s) URL or a path starting with "/"). Plain data: the rules never read it.
   std::optional<std::string> target_url;
+  // Per-client limits on joining (nullopt: off). A client is what the HTTP layer names it
+  // (server/client_address.h: an IPv4 address or an IPv6 /64); only joins that carry one count.
+  std::optional<int64_t> joins_per_minute_per_client;  // a token bucket of this many joins
+  std::optional<int64_t> places_per_client;            // live places one client holds at once
+  // Leading zero bits of proof of work a join must show (core/challenge.h); nullopt: none.
+  std::optional<int64_t> challenge_difficulty;
+};
+
+// What a join brings besides the session id (Room::Check). The default, no client and no
+// proof, is not limited per client, and cannot join a room that has a challenge.
+struct Arrival {
+  std::string client;      // the key per-client limits count under; empty: none
+  int64_t proof_bits = 0;  // leading zero bits of a verified proof for this room and session
 };
 
 // The fields a PUT names; the rest keep their value. Creating a room requires capacity.
@@ -41,6 +62,9 @@ struct RoomPatch {
   std::optional<std::optional<int64_t>> admit_per_minute;
   std::optional<bool> paused;
   std::optional<std::optional<std::string>> target_url;  // inner nullopt: clear it
+  std::optional<std::optional<int64_t>> joins_per_minute_per_client;
+  std::optional<std::optional<int64_t>> places_per_client;
+  std::optional<std::optional<int64_t>> challenge_difficulty;
 
   void ApplyTo(RoomConfig& config) const;
 };

@@ -40,7 +40,14 @@ class Backend {
   // Answers the room as it was just before it was deleted.
   virtual void DeleteRoom(std::string room, Completion<core::RoomInfo> done) = 0;
 
-  virtual void Check(std::string room, std::string session, Completion<core::SessionView> done) = 0;
+  // Joins (a session the room does not know) or checks in. A join may be refused by the room's
+  // challenge (kChallengeRequired) or its per-client limits (kRateLimited, retry_after_ms set).
+  virtual void Check(std::string room, std::string session, core::Arrival arrival,
+                     Completion<core::SessionView> done) = 0;
+  // With no client and no proof (tools and tests): no per-client limit applies.
+  void Check(std::string room, std::string session, Completion<core::SessionView> done) {
+    Check(std::move(room), std::move(session), core::Arrival{}, std::move(done));
+  }
   virtual void Touch(std::string room, std::string session, Completion<core::SessionView> done) = 0;
   virtual void Leave(std::string room, std::string session, bool final,
                      Completion<core::SessionView> done) = 0;

@@ -44,7 +44,9 @@ class Harness {
 
 class MemoryHarness : public Harness {
  public:
-  MemoryHarness() : backend_(clock_, MemoryBackendOptions{.run_timer = false}) {}
+  explicit MemoryHarness(size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom)
+      : backend_(clock_, MemoryBackendOptions{.run_timer = false,
+                                              .max_clients_per_room = max_clients_per_room}) {}
   Backend& backend() override { return backend_; }
   void AdvanceTime(int64_t ms) override {
     clock_.Advance(ms);
@@ -87,11 +89,14 @@ class DurableHarness final : public MemoryHarness {
 // key prefix of its own.
 class RedisHarness final : public Harness {
  public:
-  explicit RedisHarness(const std::string& url)
-      : backend_(
-            clock_,
-            redis::RedisBackendOptions{
-                .url = url, .key_prefix = NextPrefix(), .redis_time = false, .run_timer = false}) {}
+  explicit RedisHarness(const std::string& url,
+                        size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom)
+      : backend_(clock_, redis::RedisBackendOptions{.url = url,
+                                                    .key_prefix = NextPrefix(),
+                                                    .redis_time = false,
+                                                    .run_timer = false,
+                                                    .max_clients_per_room = max_clients_per_room}) {
+  }
   Backend& backend() override { return backend_; }
   void AdvanceTime(int64_t ms) override {
     clock_.Advance(ms);

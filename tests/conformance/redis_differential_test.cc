@@ -43,12 +43,14 @@ std::string Show(const core::SessionView& v) {
 }
 std::string Show(const core::RoomInfo& i) {
   return fmt::format(
-      "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} active={} waiting={} adm={} "
-      "drop={} rel={}",
+      "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} active={} "
+      "waiting={} adm={} drop={} rel={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
       i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
-      i.config.paused, i.config.target_url.value_or("(none)"), i.active, i.waiting,
-      i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total);
+      i.config.paused, i.config.target_url.value_or("(none)"),
+      i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
+      i.config.challenge_difficulty.value_or(-1), i.active, i.waiting, i.counters.admitted_total,
+      i.counters.dropped_total, i.counters.released_total);
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -109,8 +111,13 @@ std::string Show(size_t n) { return std::to_string(n); }
 std::string Show(Done) { return "done"; }
 std::string Show(core::CancelOutcome c) { return std::to_string(static_cast<int>(c)); }
 
+// Refusals of joins are compared whole: status, when to retry, and the message.
 template <typename T>
 std::string Describe(const OpResult<T>& r) {
+  if (r.status() == OpStatus::kRateLimited || r.status() == OpStatus::kChallengeRequired) {
+    return fmt::format("error {} retry={} '{}'", static_cast<int>(r.status()), r.retry_after_ms(),
+                       r.message());
+  }
   if (!r.ok()) return fmt::format("error {}", static_cast<int>(r.status()));
   return Show(*r);
 }
@@ -131,8 +138,9 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     std::mt19937_64 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
 
-    MemoryHarness memory;
-    RedisHarness redis(RedisServers::Get().Single());
+    // A client table of 3 per room (clients c0..c4 below), so it fills up and empties.
+    MemoryHarness memory(3);
+    RedisHarness redis(RedisServers::Get().Single(), 3);
     std::vector<Harness*> both{&memory, &redis};
     std::vector<std::string> leases;  // handed out so far (some stale by now)
     int i_now = -1;
@@ -166,16 +174,24 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(25);
+      int op = pick(26);
       std::string r = room(), s = session(), q = queue(), w = worker();
       switch (op) {
         case 0:
-        case 1:
-        case 2:
           (void)same("check", [&](Backend& b) {
             return Wait<core::SessionView>([&](auto done) { b.Check(r, s, done); });
           });
           break;
+        case 1:
+        case 2:
+        case 24: {
+          core::Arrival arrival{.client = pick(6) == 0 ? "" : "c" + std::to_string(pick(5)),
+                                .proof_bits = pick(4)};
+          (void)same("join", [&](Backend& b) {
+            return Wait<core::SessionView>([&](auto done) { b.Check(r, s, arrival, done); });
+          });
+          break;
+        }
         case 3:
           (void)same("touch", [&](Backend& b) {
             return Wait<core::SessionView>([&](auto done) { b.Touch(r, s, done); });
@@ -221,6 +237,12 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           if (pick(4) == 0) {
             p.admit_per_minute = pick(2) ? std::optional<int64_t>(2 + pick(3)) : std::nullopt;
           }
+          auto maybe = [&](int64_t lo, int64_t n) {
+            return pick(3) ? std::optional<int64_t>(lo + pick(static_cast<int>(n))) : std::nullopt;
+          };
+          if (pick(3) == 0) p.joins_per_minute_per_client = maybe(1, 7);
+          if (pick(3) == 0) p.places_per_client = maybe(1, 3);
+          if (pick(6) == 0) p.challenge_difficulty = maybe(1, 3);
           (void)same("put", [&](Backend& b) {
             return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
           });

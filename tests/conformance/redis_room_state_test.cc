@@ -123,5 +123,58 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePausedAndTargetUrlStillLoads) {
   EXPECT_GE(FieldCount(meta), kFieldsBeforeSettings + 2);
 }
 
+// Rooms written before the per-client limits and the challenge (19 fields: up to `ver`) load
+// with all three off, and a session stored without a client counts for none.
+TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
+  constexpr int kFieldsBeforeLimits = 19;
+  FakeClock clock;
+  std::string prefix = "legacy-limits" + std::to_string(getpid()) + ":";
+  redis::RedisBackend backend(clock, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                                .key_prefix = prefix,
+                                                                .redis_time = false,
+                                                                .run_timer = false});
+  auto put = [&](const core::RoomPatch& patch) {
+    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
+  };
+  auto join = [&](const std::string& session, const std::string& client) {
+    core::Arrival arrival{.client = client, .proof_bits = 0};
+    return Await<core::SessionView>(
+        [&](auto done) { backend.Check("old", session, arrival, done); });
+  };
+  core::RoomPatch create;
+  create.capacity = 5;
+  ASSERT_TRUE(put(create).ok());
+  ASSERT_TRUE(join("a", "192.0.2.1").ok());  // limits off: counted for nobody
+  core::RoomPatch limits;
+  limits.places_per_client = std::optional<int64_t>(1);
+  limits.joins_per_minute_per_client = std::optional<int64_t>(10);
+  limits.challenge_difficulty = std::optional<int64_t>(3);
+  ASSERT_TRUE(put(limits).ok());
+
+  const std::string meta = prefix + "{r:old}:m";
+  ASSERT_EQ(FieldCount(meta), kFieldsBeforeLimits + 3);
+  std::string cut = EvalOnSingle(
+      "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
+      "for i = 1, " +
+          std::to_string(kFieldsBeforeLimits) +
+          " do old[i] = t[i] end "
+          "redis.call('SET', KEYS[1], cmsgpack.pack(old)) return #old",
+      meta);
+  ASSERT_EQ(cut, std::to_string(kFieldsBeforeLimits));
+
+  auto info = Await<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
+  ASSERT_TRUE(info.ok()) << info.message();
+  EXPECT_EQ(info->config.joins_per_minute_per_client, std::nullopt);
+  EXPECT_EQ(info->config.places_per_client, std::nullopt);
+  EXPECT_EQ(info->config.challenge_difficulty, std::nullopt);
+  EXPECT_EQ(info->active, 1);
+  // Turned on again: "a" (stored without a client) holds no place of 192.0.2.1.
+  core::RoomPatch one;
+  one.places_per_client = std::optional<int64_t>(1);
+  ASSERT_TRUE(put(one).ok());
+  EXPECT_TRUE(join("b", "192.0.2.1").ok());
+  EXPECT_EQ(join("c", "192.0.2.1").status(), OpStatus::kRateLimited);
+}
+
 }  // namespace
 }  // namespace anteroom::store::conformance

@@ -37,6 +37,11 @@ class RoomsConformanceTest : public conformance::BackendTest {
   OpResult<SessionView> Check(const std::string& room, const std::string& session) {
     return Await<SessionView>([&](auto done) { b().Check(room, session, done); });
   }
+  OpResult<SessionView> Join(const std::string& room, const std::string& session,
+                             const std::string& client, int64_t proof_bits = 0) {
+    core::Arrival arrival{.client = client, .proof_bits = proof_bits};
+    return Await<SessionView>([&](auto done) { b().Check(room, session, arrival, done); });
+  }
   OpResult<SessionView> Touch(const std::string& room, const std::string& session) {
     return Await<SessionView>([&](auto done) { b().Touch(room, session, done); });
   }
@@ -113,6 +118,9 @@ TEST_P(RoomsConformanceTest, CreateAppliesDefaultsAndAnswersTheRoom) {
   EXPECT_EQ(created->config.admit_per_minute, std::nullopt);
   EXPECT_FALSE(created->config.paused);
   EXPECT_EQ(created->config.target_url, std::nullopt);
+  EXPECT_EQ(created->config.joins_per_minute_per_client, std::nullopt);
+  EXPECT_EQ(created->config.places_per_client, std::nullopt);
+  EXPECT_EQ(created->config.challenge_difficulty, std::nullopt);
   EXPECT_EQ(created->active, 0);
   EXPECT_EQ(created->waiting, 0);
   auto got = Get("shop");
@@ -616,6 +624,140 @@ TEST_P(RoomsConformanceTest, RoomsAreIndependent) {
   ASSERT_TRUE(Delete("one").ok());
   EXPECT_EQ(StatusOf("two", "u"), SessionStatus::kActive);
   EXPECT_EQ(PositionOf("two", "x"), 1);
+}
+
+// ---- per-client limits and the challenge (issue 15, item 5) ---------------------------------
+
+TEST_P(RoomsConformanceTest, LimitsAndChallengeAreSetEchoedAndCleared) {
+  MakeRoom("r", 2);
+  RoomPatch on;
+  on.joins_per_minute_per_client = std::optional<int64_t>(60);
+  on.places_per_client = std::optional<int64_t>(5);
+  on.challenge_difficulty = std::optional<int64_t>(12);
+  auto set = Put("r", on);
+  ASSERT_TRUE(set.ok()) << set.message();
+  EXPECT_EQ(set->config.joins_per_minute_per_client, std::optional<int64_t>(60));
+  EXPECT_EQ(set->config.places_per_client, std::optional<int64_t>(5));
+  EXPECT_EQ(set->config.challenge_difficulty, std::optional<int64_t>(12));
+  EXPECT_EQ(set->config.capacity, 2);
+  RoomPatch other;
+  other.capacity = 3;
+  auto kept = Put("r", other);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->config.places_per_client, std::optional<int64_t>(5));
+  RoomPatch off;
+  off.joins_per_minute_per_client = std::optional<int64_t>();
+  off.places_per_client = std::optional<int64_t>();
+  off.challenge_difficulty = std::optional<int64_t>();
+  auto cleared = Put("r", off);
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(cleared->config.joins_per_minute_per_client, std::nullopt);
+  EXPECT_EQ(cleared->config.places_per_client, std::nullopt);
+  EXPECT_EQ(cleared->config.challenge_difficulty, std::nullopt);
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.places_per_client, std::nullopt);
+}
+
+TEST_P(RoomsConformanceTest, PlacesPerClientCapsLivePlaces) {
+  MakeRoom("r", 1, /*grace_ms=*/5'000, /*checkin_timeout_ms=*/9'000);
+  RoomPatch limit;
+  limit.places_per_client = std::optional<int64_t>(2);
+  ASSERT_TRUE(Put("r", limit).ok());
+  ASSERT_TRUE(Join("r", "a", "192.0.2.1").ok());  // active
+  ASSERT_TRUE(Join("r", "b", "192.0.2.1").ok());  // waiting
+  auto third = Join("r", "c", "192.0.2.1");
+  EXPECT_EQ(third.status(), OpStatus::kRateLimited);
+  EXPECT_EQ(third.retry_after_ms(), 9'000);  // a place left behind drops out by then
+  EXPECT_NE(third.message().find("places_per_client"), std::string::npos) << third.message();
+  ExpectCounts("r", 1, 1);  // the refused join changed nothing
+  // Check-ins of places it holds are never refused; other clients and joins without a client
+  // are not counted.
+  EXPECT_TRUE(Join("r", "a", "192.0.2.1").ok());
+  EXPECT_TRUE(Join("r", "b", "192.0.2.1").ok());
+  EXPECT_TRUE(Join("r", "x", "192.0.2.2").ok());
+  EXPECT_TRUE(Check("r", "y").ok());
+  // A place given up (here: a waiting session leaving) lets it join again.
+  ASSERT_TRUE(Leave("r", "b", false).ok());
+  EXPECT_TRUE(Join("r", "c", "192.0.2.1").ok());
+  EXPECT_EQ(Join("r", "d", "192.0.2.1").status(), OpStatus::kRateLimited);
+  // Grace still holds the place; the end of grace gives it back.
+  ASSERT_TRUE(Leave("r", "a", false).ok());
+  EXPECT_EQ(Join("r", "d", "192.0.2.1").status(), OpStatus::kRateLimited);
+  AdvanceTime(5'000);
+  EXPECT_TRUE(Join("r", "d", "192.0.2.1").ok());
+}
+
+TEST_P(RoomsConformanceTest, JoinsPerMinutePerClientIsATokenBucket) {
+  MakeRoom("r", 100);
+  RoomPatch limit;
+  limit.joins_per_minute_per_client = std::optional<int64_t>(3);  // one token per 20 s
+  ASSERT_TRUE(Put("r", limit).ok());
+  for (const char* s : {"a", "b", "c"}) ASSERT_TRUE(Join("r", s, "192.0.2.1").ok()) << s;
+  auto empty = Join("r", "d", "192.0.2.1");
+  EXPECT_EQ(empty.status(), OpStatus::kRateLimited);
+  EXPECT_EQ(empty.retry_after_ms(), 20'000);
+  EXPECT_NE(empty.message().find("joins_per_minute_per_client"), std::string::npos);
+  // Check-ins take no token; another client has a bucket of its own.
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(Join("r", "a", "192.0.2.1").ok());
+  EXPECT_TRUE(Join("r", "x", "2001:db8::/64").ok());
+  // Refilled continuously: one token after 20 s, not a whole minute's worth.
+  AdvanceTime(19'999);
+  EXPECT_EQ(Join("r", "d", "192.0.2.1").retry_after_ms(), 1);
+  AdvanceTime(1);
+  EXPECT_TRUE(Join("r", "d", "192.0.2.1").ok());
+  EXPECT_EQ(Join("r", "e", "192.0.2.1").retry_after_ms(), 20'000);
+  // Leaving gives no token back: tokens count joins, places count what is held.
+  ASSERT_TRUE(Leave("r", "d", true).ok());
+  EXPECT_EQ(Join("r", "e", "192.0.2.1").status(), OpStatus::kRateLimited);
+  // A new rate starts every bucket full.
+  limit.joins_per_minute_per_client = std::optional<int64_t>(2);
+  ASSERT_TRUE(Put("r", limit).ok());
+  EXPECT_TRUE(Join("r", "e", "192.0.2.1").ok());
+  EXPECT_TRUE(Join("r", "f", "192.0.2.1").ok());
+  EXPECT_EQ(Join("r", "g", "192.0.2.1").retry_after_ms(), 30'000);
+  ExpectCounts("r", 6, 0);  // a, b, c, x, e, f
+}
+
+TEST_P(RoomsConformanceTest, ChallengeGuardsNewPlacesOnly) {
+  MakeRoom("r", 1);
+  RoomPatch on;
+  on.challenge_difficulty = std::optional<int64_t>(6);
+  on.places_per_client = std::optional<int64_t>(1);
+  ASSERT_TRUE(Put("r", on).ok());
+  auto weak = Join("r", "a", "192.0.2.1", 5);
+  EXPECT_EQ(weak.status(), OpStatus::kChallengeRequired);
+  EXPECT_EQ(Check("r", "a").status(), OpStatus::kChallengeRequired);  // no client, no proof
+  ExpectCounts("r", 0, 0);
+  auto a = Join("r", "a", "192.0.2.1", 6);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->status, SessionStatus::kActive);
+  // Known: check-ins need no proof. The challenge comes before the per-client limits.
+  EXPECT_TRUE(Join("r", "a", "192.0.2.1", 0).ok());
+  EXPECT_TRUE(Check("r", "a").ok());
+  EXPECT_EQ(Join("r", "b", "192.0.2.1", 0).status(), OpStatus::kChallengeRequired);
+  EXPECT_EQ(Join("r", "b", "192.0.2.1", 30).status(), OpStatus::kRateLimited);
+  // Gone, it must show a proof again.
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  EXPECT_EQ(Join("r", "a", "192.0.2.1", 0).status(), OpStatus::kChallengeRequired);
+  // Off again: anyone joins.
+  RoomPatch off;
+  off.challenge_difficulty = std::optional<int64_t>();
+  ASSERT_TRUE(Put("r", off).ok());
+  EXPECT_TRUE(Check("r", "z").ok());
+}
+
+TEST_P(RoomsConformanceTest, ClientStateOfADeletedRoomIsGone) {
+  MakeRoom("r", 1);
+  RoomPatch limit;
+  limit.places_per_client = std::optional<int64_t>(1);
+  ASSERT_TRUE(Put("r", limit).ok());
+  ASSERT_TRUE(Join("r", "a", "192.0.2.1").ok());
+  EXPECT_EQ(Join("r", "b", "192.0.2.1").status(), OpStatus::kRateLimited);
+  ASSERT_TRUE(Delete("r").ok());
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Put("r", limit).ok());
+  EXPECT_TRUE(Join("r", "b", "192.0.2.1").ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RoomsConformanceTest,

@@ -94,7 +94,7 @@ TEST(FuzzRegressionTest, ReplayRefusesValuesOutOfTheWireRanges) {
   core::RoomPatch patch;
   patch.capacity = 2;
   std::string record;
-  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom2, 1'700'000'000'000, "r");
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, 1'700'000'000'000, "r");
   store::PutRoomPatch(w, patch);
   ASSERT_TRUE(backend.Replay(record).ok());
   r = backend.Replay(Unhex("03c97d01100000a257010000007203000000626f62"));

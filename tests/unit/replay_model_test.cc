@@ -59,7 +59,10 @@ void AdvanceAll(MemoryBackend& b, int rooms, int queues) {
 class Walk {
  public:
   explicit Walk(uint64_t seed)
-      : rng_(seed), backend_(clock_, {.token_ttl_ms = 5'000, .run_timer = false}) {
+      // A small client table, so joins are refused for it too (replay, with the default
+      // table, must not refuse what was accepted: recorded checks are never refused again).
+      : rng_(seed),
+        backend_(clock_, {.token_ttl_ms = 5'000, .run_timer = false, .max_clients_per_room = 2}) {
     backend_.AttachJournal(&journal_);
   }
   ~Walk() { backend_.AttachJournal(nullptr); }
@@ -76,8 +79,11 @@ class Walk {
       int op = static_cast<int>(U(0, 99));
       if (op < 8) {
         PutRoom();
-      } else if (op < 30) {
+      } else if (op < 20) {
         backend_.Check(Pick("r", kRooms), Pick("s", 16), [](auto) {});
+      } else if (op < 30) {
+        core::Arrival arrival{.client = Chance(80) ? Pick("c", 4) : "", .proof_bits = U(0, 3)};
+        backend_.Check(Pick("r", kRooms), Pick("s", 16), arrival, [](auto) {});
       } else if (op < 32) {
         backend_.Touch(Pick("r", kRooms), Pick("s", 16), [](auto) {});
       } else if (op < 34) {
@@ -165,6 +171,12 @@ class Walk {
       p.target_url.emplace();  // set, or (half the time) cleared
       if (Chance(50)) *p.target_url = "/shop/" + std::to_string(U(0, 99));
     }
+    auto maybe = [&](int64_t lo, int64_t hi) {
+      return Chance(60) ? std::optional<int64_t>(U(lo, hi)) : std::nullopt;
+    };
+    if (Chance(30)) p.joins_per_minute_per_client = maybe(1, 6);
+    if (Chance(30)) p.places_per_client = maybe(1, 3);
+    if (Chance(15)) p.challenge_difficulty = maybe(1, 2);
     backend_.PutRoom(Pick("r", kRooms), p, [](auto) {});
   }
 

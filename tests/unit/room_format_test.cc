@@ -1,7 +1,8 @@
 // The durable formats that carry a room's settings: the room snapshot (core/room_snapshot.cc)
 // and the log record of a room change (store/memory/change_record.h). Each test of an old
 // format decodes bytes that an earlier anteroom wrote (kept here verbatim), so a data directory
-// from before `paused` and `target_url` still opens, with the room unpaused and no target URL.
+// from before `paused` and `target_url` still opens, with the room unpaused and no target URL,
+// and one from before the per-client limits and the challenge opens with all of them off.
 
 #include <gtest/gtest.h>
 
@@ -127,7 +128,7 @@ TEST(RoomFormatTest, SnapshotKeepsPausedAndTargetUrl) {
 TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
   core::Room room(WrittenConfig(), kTtl, kT0);
   std::string bytes = Save(room);
-  for (uint32_t format : {0u, 3u}) {
+  for (uint32_t format : {0u, 4u}) {
     std::string changed = bytes;
     changed[0] = static_cast<char>(format);
     core::Room restored(core::RoomConfig{}, kTtl, 0);
@@ -172,7 +173,7 @@ TEST(RoomFormatTest, Format1PutRoomRecordStillReplays) {
   pause.paused = true;
   pause.target_url = std::optional<std::string>("/welcome");
   std::string record;
-  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom2, kT0 + 3'000, "lobby");
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0 + 3'000, "lobby");
   store::PutRoomPatch(w, pause);
   ASSERT_TRUE(backend.Replay(record).ok());
   info = GetRoom(backend, "lobby");
@@ -199,7 +200,7 @@ TEST(RoomFormatTest, PutRoomRecordRoundTripsEveryShapeOfTheNewFields) {
     ByteWriter w(body);
     store::PutRoomPatch(w, p);
     ByteReader r(body);
-    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom2);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom3);
     EXPECT_TRUE(r.done()) << i;
     EXPECT_EQ(got.capacity, p.capacity) << i;
     EXPECT_EQ(got.grace_ms, p.grace_ms) << i;
@@ -208,7 +209,231 @@ TEST(RoomFormatTest, PutRoomRecordRoundTripsEveryShapeOfTheNewFields) {
     EXPECT_EQ(got.admit_per_minute, p.admit_per_minute) << i;
     EXPECT_EQ(got.paused, p.paused) << i;
     EXPECT_EQ(got.target_url, p.target_url) << i;
+    EXPECT_EQ(got.joins_per_minute_per_client, p.joins_per_minute_per_client) << i;
+    EXPECT_EQ(got.places_per_client, p.places_per_client) << i;
+    EXPECT_EQ(got.challenge_difficulty, p.challenge_difficulty) << i;
   }
+}
+
+TEST(RoomFormatTest, PutRoomRecordRoundTripsTheLimitsAndTheChallenge) {
+  std::vector<core::RoomPatch> patches(5);
+  patches[1].joins_per_minute_per_client = std::optional<int64_t>(60);
+  patches[2].places_per_client = std::optional<int64_t>(5);
+  patches[2].challenge_difficulty = std::optional<int64_t>(16);
+  patches[3].joins_per_minute_per_client = std::optional<int64_t>();  // off
+  patches[3].places_per_client = std::optional<int64_t>();
+  patches[3].challenge_difficulty = std::optional<int64_t>();
+  patches[4].capacity = 9;
+  patches[4].target_url = std::optional<std::string>("/x");
+  patches[4].joins_per_minute_per_client = std::optional<int64_t>(100'000);
+  for (size_t i = 0; i < patches.size(); ++i) {
+    const core::RoomPatch& p = patches[i];
+    std::string body;
+    ByteWriter w(body);
+    store::PutRoomPatch(w, p);
+    ByteReader r(body);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom3);
+    EXPECT_TRUE(r.done()) << i;
+    EXPECT_EQ(got.capacity, p.capacity) << i;
+    EXPECT_EQ(got.target_url, p.target_url) << i;
+    EXPECT_EQ(got.joins_per_minute_per_client, p.joins_per_minute_per_client) << i;
+    EXPECT_EQ(got.places_per_client, p.places_per_client) << i;
+    EXPECT_EQ(got.challenge_difficulty, p.challenge_difficulty) << i;
+  }
+}
+
+// ---- format 2: before per-client limits and the challenge ------------------------------------
+
+// Room format 2, as written by anteroom before the per-client limits (commit 08f795f), for the
+// room FormatTwoRoom() builds.
+const std::string kRoomFormat2 =
+    Unhex(
+        "0200000002000000000000008813000000000000307500000000000001e09304"
+        "0000000000010a000000000000000000c027090000000000e86be5cf8b010000"
+        "040000000000000000000000f469e5cf8b010000f469e5cf8b01000001000000"
+        "0000000003000100000062f469e5cf8b010000f469e5cf8b0100000200000000"
+        "00000001000100000063e86be5cf8b010000e86be5cf8b010000030000000000"
+        "0000010001000000640368e5cf8b010000000000000000000000000000000000"
+        "00000001000000000000000000000003000000000000000100000049becb9f17"
+        "0300000200000031c2cb9f170300000300000066bacb9f170300000100000000"
+        "0000000300000002000000000000000300000000000000") +
+    EmptyBuckets(20) + Unhex("00f1536500000000020000000000000001f15365000000000100000000000000") +
+    EmptyBuckets(59) + Unhex("01f15365000000000100000000000000") + EmptyBuckets(38) +
+    Unhex(
+        "0300000000000000000000000000000001000000000000000100000000000000"
+        "01000000610100000000000000a893eecf8b0100000100000000000000a893ee"
+        "cf8b0100000100000061");
+
+// Created paused with a target URL, four arrivals, resumed with the URL cleared, one final leave.
+void FormatTwoRoom(core::Room& room) {
+  room.Check("a", kT0);
+  room.Check("b", kT0 + 1);
+  room.Check("c", kT0 + 2);
+  room.Check("d", kT0 + 3);
+  core::RoomPatch resume;
+  resume.paused = false;
+  resume.target_url = std::optional<std::string>();
+  room.Reconfigure(resume, kT0 + 500);
+  ASSERT_TRUE(room.Leave("a", /*final=*/true, kT0 + 1'000).ok());
+}
+
+TEST(RoomFormatTest, Format2SnapshotStillRestoresWithLimitsAndChallengeOff) {
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(kRoomFormat2);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(restored.config().joins_per_minute_per_client, std::nullopt);
+  EXPECT_EQ(restored.config().places_per_client, std::nullopt);
+  EXPECT_EQ(restored.config().challenge_difficulty, std::nullopt);
+  EXPECT_EQ(restored.clients(), 0u);
+
+  core::RoomConfig config = WrittenConfig();
+  config.paused = true;
+  config.target_url = "/welcome";
+  core::Room live(config, kTtl, kT0);
+  FormatTwoRoom(live);
+  EXPECT_EQ(Save(restored), Save(live));
+  // Limits turned on after the restore count only joins made from then on.
+  core::RoomPatch limits;
+  limits.places_per_client = std::optional<int64_t>(1);
+  restored.Reconfigure(limits, kT0 + 2'000);
+  core::Arrival client{.client = "192.0.2.1"};
+  EXPECT_TRUE(restored.Check("e", client, kT0 + 2'001).ok());
+  auto second = restored.Check("f", client, kT0 + 2'002);
+  EXPECT_EQ(second.status(), OpStatus::kRateLimited);
+  EXPECT_EQ(restored.PlacesOf("192.0.2.1"), 1);
+}
+
+// A kPutRoom2 record as written before kPutRoom3: room "lobby" at kT0 + 2000, capacity 3, grace
+// 4000, idle timeout off, admit_per_minute 7, paused, target URL "/welcome".
+const std::string kPutRoomFormat2 = Unhex(
+    "07d06fe5cf8b010000050000006c6f62627901030000000000000001a00f0000"
+    "000000000001000101070000000000000001010101080000002f77656c636f6d"
+    "65");
+// A kCheck record of session "ann" in "lobby" at kT0 + 2500 (still written for checks that
+// count for no client).
+const std::string kCheckFormat1 = Unhex("03c471e5cf8b010000050000006c6f62627903000000616e6e");
+
+TEST(RoomFormatTest, Format2PutRoomAndFormat1CheckStillReplay) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  ASSERT_TRUE(backend.Replay(kPutRoomFormat2).ok());
+  ASSERT_TRUE(backend.Replay(kCheckFormat1).ok());
+  auto info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.capacity, 3);
+  EXPECT_TRUE(info->config.paused);
+  EXPECT_EQ(info->config.target_url, std::optional<std::string>("/welcome"));
+  EXPECT_EQ(info->config.joins_per_minute_per_client, std::nullopt);
+  EXPECT_EQ(info->config.places_per_client, std::nullopt);
+  EXPECT_EQ(info->config.challenge_difficulty, std::nullopt);
+  EXPECT_EQ(info->waiting, 1);  // ann, in line: the room is paused
+}
+
+// ---- format 3: per-client state --------------------------------------------------------------
+
+TEST(RoomFormatTest, SnapshotKeepsTheClientTable) {
+  core::RoomConfig config = WrittenConfig();
+  config.joins_per_minute_per_client = 3;
+  config.places_per_client = 2;
+  config.challenge_difficulty = 4;
+  core::Room room(config, kTtl, kT0);
+  core::Arrival one{.client = "192.0.2.1", .proof_bits = 4};
+  core::Arrival two{.client = "2001:db8::/64", .proof_bits = 9};
+  ASSERT_TRUE(room.Check("a", one, kT0).ok());
+  ASSERT_TRUE(room.Check("b", one, kT0 + 1).ok());
+  ASSERT_TRUE(room.Check("c", two, kT0 + 2).ok());
+  ASSERT_TRUE(room.Leave("c", /*final=*/true, kT0 + 3).ok());  // "two": no place, bucket not full
+  room.Check("untracked", kT0 + 4);
+  EXPECT_EQ(room.clients(), 2u);
+  std::string bytes = Save(room);
+
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(Save(restored), bytes);
+  EXPECT_EQ(restored.config().joins_per_minute_per_client, std::optional<int64_t>(3));
+  EXPECT_EQ(restored.config().places_per_client, std::optional<int64_t>(2));
+  EXPECT_EQ(restored.config().challenge_difficulty, std::optional<int64_t>(4));
+  EXPECT_EQ(restored.PlacesOf("192.0.2.1"), 2);
+  // The same answers as the original from here on: places full for one, the bucket for two.
+  for (core::Room* r : {&room, &restored}) {
+    auto full = r->Check("d", one, kT0 + 10);
+    EXPECT_EQ(full.status(), OpStatus::kRateLimited);
+    EXPECT_EQ(full.retry_after_ms(), 30'000);  // the check-in timeout
+    EXPECT_TRUE(r->Check("e", two, kT0 + 11).ok());
+    EXPECT_TRUE(r->Leave("e", /*final=*/true, kT0 + 11).ok());
+    EXPECT_TRUE(r->Check("f", two, kT0 + 12).ok());
+    auto empty = r->Check("g", two, kT0 + 13);  // 3 joins a minute: c, e, f
+    EXPECT_EQ(empty.status(), OpStatus::kRateLimited);
+    EXPECT_EQ(empty.retry_after_ms(), 20'000 - 11);  // c's token comes back 20 s after c
+  }
+  EXPECT_EQ(Save(restored), Save(room));
+  // The departed client is forgotten once its bucket is full again: 3 tokens taken, the last
+  // at +12, refilled 3 units a ms.
+  ASSERT_TRUE(restored.Leave("f", true, kT0 + 21).ok());
+  restored.Advance(kT0 + 60'001);
+  EXPECT_EQ(restored.clients(), 2u);
+  restored.Advance(kT0 + 60'002);
+  EXPECT_EQ(restored.clients(), 1u);
+}
+
+// Damage that would hand the rules a rate of 0 (a division by zero in the bucket), a negative
+// place count or a difficulty no proof can show: refused on reading, as the wire would refuse it.
+TEST(RoomFormatTest, LimitsOutOfTheWireRangesAreDamage) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  std::vector<core::RoomPatch> bad(5);
+  for (auto& p : bad) p.capacity = 2;
+  bad[0].joins_per_minute_per_client = std::optional<int64_t>(0);
+  bad[1].joins_per_minute_per_client =
+      std::optional<int64_t>(core::kMaxJoinsPerMinutePerClient + 1);
+  bad[2].places_per_client = std::optional<int64_t>(-1);
+  bad[3].challenge_difficulty = std::optional<int64_t>(0);
+  bad[4].challenge_difficulty = std::optional<int64_t>(core::kMaxChallengeDifficulty + 1);
+  for (size_t i = 0; i < bad.size(); ++i) {
+    std::string record;
+    ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "r");
+    store::PutRoomPatch(w, bad[i]);
+    EXPECT_FALSE(backend.Replay(record).ok()) << i;
+  }
+  EXPECT_EQ(backend.Summarize().rooms, 0u);
+
+  core::RoomConfig config = WrittenConfig();
+  config.joins_per_minute_per_client = 0;
+  core::Room room(config, kTtl, kT0);
+  std::string bytes = Save(room);
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  EXPECT_FALSE(restored.Restore(in));
+}
+
+TEST(RoomFormatTest, Check2RecordsCountForTheirClientOnReplay) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  core::RoomPatch create;
+  create.capacity = 1;
+  create.places_per_client = std::optional<int64_t>(2);
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "lobby");
+  store::PutRoomPatch(w, create);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  for (const char* session : {"a", "b"}) {
+    ByteWriter c = store::BeginChange(record, store::ChangeKind::kCheck2, kT0 + 1, "lobby");
+    c.PutString(session);
+    c.PutString("192.0.2.1");
+    ASSERT_TRUE(backend.Replay(record).ok());
+  }
+  // Two places replayed for 192.0.2.1: a third join of it is refused, another client's is not.
+  std::optional<OpResult<core::SessionView>> third, other;
+  backend.Check("lobby", "c", core::Arrival{.client = "192.0.2.1"},
+                [&](OpResult<core::SessionView> r) { third.emplace(std::move(r)); });
+  backend.Check("lobby", "d", core::Arrival{.client = "192.0.2.2"},
+                [&](OpResult<core::SessionView> r) { other.emplace(std::move(r)); });
+  ASSERT_TRUE(third && other);
+  EXPECT_EQ(third->status(), OpStatus::kRateLimited);
+  EXPECT_TRUE(other->ok());
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
 // (time, kind) order, drop-outs of waiting sessions first at equal times; the line is refilled
 // after every event (unless the room is paused); an event whose time has already passed happens
 // "now". While paused nobody is admitted and waiting sessions have no ETA.
+//
+// Per-client limits, written the other way round from core::Room (which keeps a debt per
+// client and forgets clients by a heap): here a bucket is a level of tokens (1 token = 60,000
+// units, refilled at `rate` units per ms up to rate tokens), places are counted from the
+// sessions, and "the clients the room knows" is a predicate evaluated by scanning everything.
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/op_status.h"
 #include "core/room_types.h"
 
 namespace anteroom::testing {
@@ -30,9 +36,16 @@ class ReferenceRoom {
     int64_t since = 0;
     uint64_t admission = 0;
     bool claimed = false;
+    std::string client;  // set for tracked joins only
   };
   struct Result {
     bool unknown_session = false;
+    core::SessionView view;
+  };
+  // A check with an arrival: refused (status, retry) or answered.
+  struct ArrivalResult {
+    OpStatus status = OpStatus::kOk;
+    int64_t retry_after_ms = 0;
     core::SessionView view;
   };
 
@@ -43,7 +56,7 @@ class ReferenceRoom {
     Advance(now);
     Session* s = Find(id);
     if (s == nullptr) {
-      sessions_.push_back(Session{id, Status::kWaiting, now_, 0, 0, false});
+      sessions_.push_back(Session{id, Status::kWaiting, now_, 0, 0, false, {}});
       line_.push_back(id);
       Fill(now_);
       s = Find(id);
@@ -54,6 +67,50 @@ class ReferenceRoom {
       s->claimed = true;
     }
     return {false, View(*s)};
+  }
+
+  ArrivalResult Check(const std::string& id, const core::Arrival& arrival, int64_t now) {
+    Advance(now);
+    if (Find(id) == nullptr) {
+      if (config_.challenge_difficulty && arrival.proof_bits < *config_.challenge_difficulty) {
+        return {OpStatus::kChallengeRequired, 0, {}};
+      }
+      bool tracked = !arrival.client.empty() &&
+                     (config_.joins_per_minute_per_client || config_.places_per_client);
+      if (tracked) {
+        const std::string& c = arrival.client;
+        if (!Known(c) && KnownClients() >= max_clients_) {
+          return {OpStatus::kRateLimited, 60'000, {}};
+        }
+        if (config_.places_per_client && Places(c) >= *config_.places_per_client) {
+          return {OpStatus::kRateLimited, std::max<int64_t>(config_.checkin_timeout_ms, 1'000), {}};
+        }
+        if (config_.joins_per_minute_per_client && Level(c) < kTokenUnits) {
+          int64_t rate = *config_.joins_per_minute_per_client;
+          return {OpStatus::kRateLimited, (kTokenUnits - Level(c) + rate - 1) / rate, {}};
+        }
+        if (config_.joins_per_minute_per_client) buckets_[c] = {Level(c) - kTokenUnits, now_};
+      }
+      Result r = Check(id, now_);
+      Find(id)->client = tracked ? arrival.client : std::string();
+      return {OpStatus::kOk, 0, r.view};
+    }
+    return {OpStatus::kOk, 0, Check(id, now_).view};
+  }
+
+  void set_max_clients(size_t n) { max_clients_ = n; }
+  // Clients holding a place, or whose bucket is not full.
+  size_t KnownClients() const {
+    std::map<std::string, bool> names;
+    for (const Session& s : sessions_) {
+      if (!s.client.empty()) names[s.client] = true;
+    }
+    for (const auto& [name, bucket] : buckets_) names[name] = true;
+    return std::count_if(names.begin(), names.end(), [&](const auto& n) { return Known(n.first); });
+  }
+  int64_t Places(const std::string& client) const {
+    return std::count_if(sessions_.begin(), sessions_.end(),
+                         [&](const Session& s) { return s.client == client; });
   }
 
   Result Touch(const std::string& id, int64_t now) {
@@ -106,6 +163,10 @@ class ReferenceRoom {
 
   void Reconfigure(const core::RoomPatch& patch, int64_t now) {
     Advance(now);
+    if (patch.joins_per_minute_per_client &&
+        *patch.joins_per_minute_per_client != config_.joins_per_minute_per_client) {
+      buckets_.clear();  // a new rate: every bucket full
+    }
     patch.ApplyTo(config_);
     Fill(now_);
   }
@@ -174,6 +235,26 @@ class ReferenceRoom {
   const core::RoomConfig& config() const { return config_; }
 
  private:
+  static constexpr int64_t kTokenUnits = 60'000;
+  struct Bucket {
+    int64_t level;  // units
+    int64_t at;
+  };
+
+  int64_t Level(const std::string& client) const {
+    if (!config_.joins_per_minute_per_client) return INT64_MAX;
+    int64_t rate = *config_.joins_per_minute_per_client;
+    int64_t capacity = kTokenUnits * rate;
+    auto it = buckets_.find(client);
+    if (it == buckets_.end()) return capacity;
+    return std::min(capacity, it->second.level + (now_ - it->second.at) * rate);
+  }
+  bool Known(const std::string& client) const {
+    if (Places(client) > 0) return true;
+    return config_.joins_per_minute_per_client &&
+           Level(client) < kTokenUnits * *config_.joins_per_minute_per_client;
+  }
+
   Session* Find(const std::string& id) {
     for (Session& s : sessions_) {
       if (s.id == id) return &s;
@@ -307,6 +388,8 @@ class ReferenceRoom {
   std::map<std::string, std::pair<uint64_t, int64_t>> revoked_;  // id -> (admission, until)
   uint64_t admissions_ = 0;
   core::RoomCounters counters_;
+  std::map<std::string, Bucket> buckets_;
+  size_t max_clients_ = core::kDefaultMaxClientsPerRoom;
 };
 
 }  // namespace anteroom::testing

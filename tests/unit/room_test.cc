@@ -913,5 +913,97 @@ TEST(RoomTest, RateCapInvariantsHoldUnderRandomOperations) {
   }
 }
 
+// ---- per-client limits and the challenge (issue 15, item 5) -------------------------------
+
+Arrival From(const char* client, int64_t proof_bits = 0) {
+  return Arrival{.client = client, .proof_bits = proof_bits};
+}
+
+TEST(RoomTest, BucketRefillsContinuouslyOneJoinAtATime) {
+  RoomConfig c = Config(1'000);
+  c.joins_per_minute_per_client = 60;  // a token a second, 60 at most
+  auto room = MakeRoom(c);
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) {
+    accepted += room->Check("s" + std::to_string(i), From("192.0.2.1"), kT0).ok() ? 1 : 0;
+  }
+  EXPECT_EQ(accepted, 60);  // the bucket's worth, at once
+  auto refused = room->Check("x", From("192.0.2.1"), kT0);
+  EXPECT_EQ(refused.status(), OpStatus::kRateLimited);
+  EXPECT_EQ(refused.retry_after_ms(), 1'000);
+  // 2.5 s later: two tokens, not a minute's worth and not three.
+  EXPECT_TRUE(room->Check("x", From("192.0.2.1"), kT0 + 2'500).ok());
+  EXPECT_TRUE(room->Check("y", From("192.0.2.1"), kT0 + 2'500).ok());
+  auto third = room->Check("z", From("192.0.2.1"), kT0 + 2'500);
+  EXPECT_EQ(third.retry_after_ms(), 500);
+  // Over a long run the rate is the figure: 60 more in the next minute, no more.
+  int later = 0;
+  for (int64_t t = kT0 + 2'500; t <= kT0 + 62'500; t += 100) {
+    later += room->Check("late" + std::to_string(t), From("192.0.2.1"), t).ok() ? 1 : 0;
+  }
+  EXPECT_EQ(later, 60);
+  EXPECT_EQ(room->PlacesOf("192.0.2.1"), 60 + 2 + 60);
+}
+
+TEST(RoomTest, PlacesCountWaitingActiveAndGraceUntilGone) {
+  RoomConfig c = Config(1);
+  c.places_per_client = 2;
+  auto room = MakeRoom(c);
+  ASSERT_TRUE(room->Check("a", From("192.0.2.1"), kT0).ok());      // active
+  ASSERT_TRUE(room->Check("b", From("192.0.2.1"), kT0 + 1).ok());  // waiting
+  EXPECT_EQ(room->PlacesOf("192.0.2.1"), 2);
+  ASSERT_TRUE(room->Leave("a", false, kT0 + 2).ok());  // grace: still a place
+  EXPECT_EQ(room->Check("c", From("192.0.2.1"), kT0 + 3).status(), OpStatus::kRateLimited);
+  // a's grace ends at kT0 + 5,002 and b is admitted then; b never claims its slot (no check
+  // within the check-in timeout), so it is dropped at kT0 + 35,002.
+  room->Advance(kT0 + 5'002);
+  EXPECT_EQ(room->PlacesOf("192.0.2.1"), 1);
+  room->Advance(kT0 + 35'002);
+  EXPECT_EQ(room->PlacesOf("192.0.2.1"), 0);
+  EXPECT_EQ(room->clients(), 0u);  // no place and no bucket: forgotten
+  EXPECT_TRUE(room->Check("c", From("192.0.2.1"), kT0 + 35'003).ok());
+}
+
+TEST(RoomTest, TheClientTableIsBoundedAndForgetsFullBuckets) {
+  RoomConfig c = Config(10);
+  c.joins_per_minute_per_client = 6;  // a token every 10 s
+  auto room = MakeRoom(c);
+  room->set_max_clients(2);
+  ASSERT_TRUE(room->Check("a", From("2001:db8:0:1::/64"), kT0).ok());
+  ASSERT_TRUE(room->Check("b", From("2001:db8:0:2::/64"), kT0).ok());
+  auto third = room->Check("c", From("2001:db8:0:3::/64"), kT0);
+  EXPECT_EQ(third.status(), OpStatus::kRateLimited);
+  EXPECT_EQ(third.retry_after_ms(), 60'000);
+  EXPECT_NE(third.message().find("as many clients"), std::string::npos);
+  // Known clients still join; untracked joins (no client) are not limited.
+  EXPECT_TRUE(room->Check("a2", From("2001:db8:0:1::/64"), kT0 + 1).ok());
+  EXPECT_TRUE(room->Check("u", kT0 + 1).status == SessionStatus::kActive);
+  // b leaves: its client holds no place but its bucket refills until kT0 + 10 s.
+  ASSERT_TRUE(room->Leave("b", true, kT0 + 2).ok());
+  EXPECT_EQ(room->clients(), 2u);
+  EXPECT_EQ(room->Check("c", From("2001:db8:0:3::/64"), kT0 + 9'999).status(),
+            OpStatus::kRateLimited);
+  EXPECT_TRUE(room->Check("c", From("2001:db8:0:3::/64"), kT0 + 10'000).ok());
+  EXPECT_EQ(room->clients(), 2u);
+}
+
+TEST(RoomTest, ChallengeComesFirstAndOnlyForNewPlaces) {
+  RoomConfig c = Config(1);
+  c.challenge_difficulty = 8;
+  c.joins_per_minute_per_client = 1;
+  auto room = MakeRoom(c);
+  auto none = room->Check("a", From("192.0.2.1", 7), kT0);
+  EXPECT_EQ(none.status(), OpStatus::kChallengeRequired);
+  EXPECT_EQ(room->sessions(), 0u);
+  EXPECT_EQ(room->clients(), 0u);  // refused: no token taken, nothing kept
+  ASSERT_TRUE(room->Check("a", From("192.0.2.1", 8), kT0).ok());
+  EXPECT_TRUE(room->Check("a", From("192.0.2.1", 0), kT0 + 1).ok());  // a check-in
+  EXPECT_EQ(room->Check("b", From("192.0.2.1", 0), kT0 + 2).status(), OpStatus::kChallengeRequired);
+  EXPECT_EQ(room->Check("b", From("192.0.2.1", 20), kT0 + 2).status(), OpStatus::kRateLimited);
+  // A replayed log record is never refused, whatever it shows.
+  EXPECT_EQ(room->CheckRecorded("b", "192.0.2.1", kT0 + 3).status, SessionStatus::kWaiting);
+  EXPECT_EQ(room->PlacesOf("192.0.2.1"), 2);
+}
+
 }  // namespace
 }  // namespace anteroom::core

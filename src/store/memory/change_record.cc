@@ -14,7 +14,9 @@ std::optional<int64_t> GetOptional(ByteReader& r) {
 
 // Each field: u8 named, then (for those that can be cleared) u8 has-value, then the value.
 // Format 1 (kPutRoom) ends after admit_per_minute; format 2 (kPutRoom2) adds paused
-// (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]).
+// (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]); format 3 (kPutRoom3)
+// adds joins_per_minute_per_client, places_per_client and challenge_difficulty (each u8 named
+// [u8 has-value [i64]]).
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   PutOptional(w, p.capacity);
   PutOptional(w, p.grace_ms);
@@ -30,6 +32,11 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
     w.PutBool(p.target_url->has_value());
     if (*p.target_url) w.PutString(**p.target_url);
   }
+  for (const auto* field :
+       {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
+    w.PutBool(field->has_value());
+    if (*field) PutOptional(w, **field);
+  }
 }
 
 core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
@@ -44,6 +51,11 @@ core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
   if (r.GetBool()) {
     p.target_url.emplace();
     if (r.GetBool()) *p.target_url = r.GetString();
+  }
+  if (kind == ChangeKind::kPutRoom2) return p;
+  for (auto* field :
+       {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
+    if (r.GetBool()) *field = GetOptional(r);
   }
   return p;
 }

@@ -13,6 +13,10 @@
 //
 // History of changed bodies (the old kind is never written again, and always replayed):
 //   kPutRoom (1) -> kPutRoom2 (7): the room patch gained `paused` and `target_url`.
+//   kPutRoom2 (7) -> kPutRoom3 (8): it gained `joins_per_minute_per_client`,
+//     `places_per_client` and `challenge_difficulty`.
+//   kCheck (3) is still written for checks that count for no client; kCheck2 (9) adds the
+//     client a join counts for (rooms with per-client limits).
 
 #include <cstdint>
 #include <optional>
@@ -34,7 +38,10 @@ enum class ChangeKind : uint8_t {
   kTouch = 4,       // str session
   kLeave = 5,       // str session, u8 final
   kEvict = 6,       // str session
-  kPutRoom2 = 7,    // RoomPatch format 2: creates the room or changes it
+  kPutRoom2 = 7,    // RoomPatch format 2 (logs written before kPutRoom3; replay only)
+  kPutRoom3 = 8,    // RoomPatch format 3: creates the room or changes it
+  kCheck2 = 9,      // str session, str client: a check that counts for a client
+                    // (replayed by Room::CheckRecorded: never refused)
   kPresent = 12,    // u32 n, n x str session: live connections' check-ins (Room::Present)
   // queues
   kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
@@ -63,9 +70,9 @@ inline ByteWriter BeginChange(std::string& out, ChangeKind kind, int64_t now_ms,
   return w;
 }
 
-// Writes the body of a kPutRoom2 record.
+// Writes the body of a kPutRoom3 record.
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
-// Reads the body of a kPutRoom (format 1) or kPutRoom2 record.
+// Reads the body of a kPutRoom (format 1), kPutRoom2 or kPutRoom3 record.
 core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind);
 void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs);
 std::vector<core::JobSpec> GetJobs(ByteReader& r);

@@ -41,6 +41,13 @@ core::RoomInfo MemoryBackend::Info(const RoomSlot& slot) {
   return info;
 }
 
+std::shared_ptr<MemoryBackend::RoomSlot> MemoryBackend::MakeRoomSlot(const std::string& name,
+                                                                     const core::RoomConfig& config,
+                                                                     int64_t now) const {
+  return std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now,
+                                    options_.max_clients_per_room);
+}
+
 void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
   int64_t next = slot->NextDeadline();
   if (next >= slot->scheduled) return;
@@ -115,7 +122,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
     } else if (patch.capacity) {
       core::RoomConfig config;
       patch.ApplyTo(config);
-      slot = std::make_shared<RoomSlot>(room, config, options_.token_ttl_ms, now);
+      slot = MakeRoomSlot(room, config, now);
       rooms_.emplace(room, slot);
     } else {
       result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
@@ -127,7 +134,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
         Schedule(slot);
       }
       if (Logging()) {
-        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom2, now, room);
+        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom3, now, room);
         PutRoomPatch(w, patch);
         Log(*slot, scratch_);
       }
@@ -193,17 +200,24 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
   Answer(lsn, Access::kChange, std::move(done), std::move(*result), {});
 }
 
-void MemoryBackend::Check(std::string room, std::string session,
+// A refused join changes nothing but time: only accepted checks are recorded, with the client
+// when the room counts per client (replay then counts the join as it was counted here).
+void MemoryBackend::Check(std::string room, std::string session, core::Arrival arrival,
                           Completion<core::SessionView> done) {
   OnRoom<core::SessionView>(
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-        core::SessionView view = slot.room.Check(session, now);
-        if (Logging()) {
-          ByteWriter w = BeginChange(scratch_, ChangeKind::kCheck, now, slot.name);
+        OpResult<core::SessionView> result = slot.room.Check(session, arrival, now);
+        if (result.ok() && Logging()) {
+          bool tracked =
+              !arrival.client.empty() && (slot.room.config().joins_per_minute_per_client ||
+                                          slot.room.config().places_per_client);
+          ByteWriter w = BeginChange(scratch_, tracked ? ChangeKind::kCheck2 : ChangeKind::kCheck,
+                                     now, slot.name);
           w.PutString(session);
+          if (tracked) w.PutString(arrival.client);
           Log(slot, scratch_);
         }
-        return OpResult<core::SessionView>(std::move(view));
+        return result;
       });
 }
 

@@ -44,6 +44,8 @@ struct MemoryBackendOptions {
   // kLimitReached; existing ones work as before. Queues count once pushed to.
   size_t max_rooms = 0;
   size_t max_queues = 0;
+  // Clients each room keeps per-client state for (core::Room::set_max_clients).
+  size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
 };
 
 class MemoryBackend final : public Backend {
@@ -55,7 +57,9 @@ class MemoryBackend final : public Backend {
   void GetRoom(std::string room, Completion<core::RoomInfo> done) override;
   void ListRooms(Completion<std::vector<core::RoomInfo>> done) override;
   void DeleteRoom(std::string room, Completion<core::RoomInfo> done) override;
-  void Check(std::string room, std::string session, Completion<core::SessionView> done) override;
+  using Backend::Check;
+  void Check(std::string room, std::string session, core::Arrival arrival,
+             Completion<core::SessionView> done) override;
   void Touch(std::string room, std::string session, Completion<core::SessionView> done) override;
   void Leave(std::string room, std::string session, bool final,
              Completion<core::SessionView> done) override;
@@ -188,6 +192,8 @@ class MemoryBackend final : public Backend {
                                             const std::string& session, std::optional<bool> final,
                                             Apply&& apply);
   static uint64_t SeedFor(std::string_view queue);
+  std::shared_ptr<RoomSlot> MakeRoomSlot(const std::string& name, const core::RoomConfig& config,
+                                         int64_t now) const;
   static core::RoomInfo Info(const RoomSlot& slot);
   // Call with slot.mu held, after any change.
   void Schedule(const std::shared_ptr<Slot>& slot);

@@ -13,8 +13,10 @@
 namespace anteroom::store {
 
 struct MemoryBackend::RoomSlot final : Slot {
-  RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now)
-      : name(std::move(n)), room(config, ttl, now) {}
+  RoomSlot(std::string n, core::RoomConfig config, int64_t ttl, int64_t now, size_t max_clients)
+      : name(std::move(n)), room(config, ttl, now) {
+    room.set_max_clients(max_clients);
+  }
   int64_t NextDeadline() const override { return room.NextDeadline(); }
   void RunDue(int64_t now, Deferred&) override { room.Advance(now); }
   std::string name;

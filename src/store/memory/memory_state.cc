@@ -49,7 +49,7 @@ bool MemoryBackend::LoadState(ByteReader& in) {
   uint64_t rooms = in.GetCount(8);
   for (uint64_t k = 0; k < rooms && !in.failed(); ++k) {
     std::string name = in.GetString();
-    auto slot = std::make_shared<RoomSlot>(name, core::RoomConfig{}, options_.token_ttl_ms, 0);
+    auto slot = MakeRoomSlot(name, core::RoomConfig{}, 0);
     if (!slot->room.Restore(in)) return false;
     rooms_[name] = std::move(slot);
   }
@@ -117,7 +117,8 @@ OpResult<Done> MemoryBackend::Replay(std::string_view record) {
 OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std::string& name,
                                          ByteReader& r) {
   auto it = rooms_.find(name);
-  if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2) {
+  if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2 ||
+      kind == ChangeKind::kPutRoom3) {
     core::RoomPatch patch = GetRoomPatch(r, kind);
     if (!r.done()) return Diverged("room patch does not decode");
     if (!core::InRange(patch)) return Diverged("room patch out of range");
@@ -126,7 +127,7 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
     } else if (patch.capacity) {
       core::RoomConfig config;
       patch.ApplyTo(config);
-      rooms_[name] = std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now);
+      rooms_[name] = MakeRoomSlot(name, config, now);
     } else {
       return Diverged("room '" + name + "' created without a capacity");
     }
@@ -148,6 +149,13 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
       std::string_view session = r.GetView();
       if (!r.done()) return undecodable();
       room.Check(session, now);
+      return Done{};
+    }
+    case ChangeKind::kCheck2: {
+      std::string_view session = r.GetView();
+      std::string_view client = r.GetView();
+      if (!r.done()) return undecodable();
+      room.CheckRecorded(session, client, now);
       return Done{};
     }
     case ChangeKind::kPresent: {

@@ -62,6 +62,12 @@ core::RoomInfo ToInfo(const std::string& room, const Reply& a) {
   info.counters.released_total = a.at(9).AsInt();
   info.config.paused = a.at(10).AsInt() == 1;
   if (const std::string& url = a.at(11).str; !url.empty()) info.config.target_url = url;
+  auto off_when_negative = [](int64_t v) {
+    return v >= 0 ? std::optional<int64_t>(v) : std::nullopt;
+  };
+  info.config.joins_per_minute_per_client = off_when_negative(a.at(12).AsInt());
+  info.config.places_per_client = off_when_negative(a.at(13).AsInt());
+  info.config.challenge_difficulty = off_when_negative(a.at(14).AsInt());
   return info;
 }
 
@@ -201,6 +207,11 @@ OpResult<Reply> Checked(Reply r) {
     return {OpStatus::kUnknownSession, "the room does not know this session"};
   }
   if (word == "invalid_argument") return {OpStatus::kInvalidArgument, r.at(1).str};
+  // {'rate_limited', register, retry ms, message}, {'challenge_required', register, message}
+  if (word == "rate_limited") {
+    return OpResult<Reply>(OpStatus::kRateLimited, r.at(3).str).WithRetryAfter(r.at(2).AsInt());
+  }
+  if (word == "challenge_required") return {OpStatus::kChallengeRequired, r.at(2).str};
   if (word == "unknown_room") return {OpStatus::kUnknownRoom, ""};
   return {OpStatus::kInternal, "redis: unexpected answer from a script"};
 }
@@ -292,7 +303,9 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
       RoomScript(s, room,
                  {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
                   OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
-                  OptBool(patch.paused), OptUrl(patch.target_url)},
+                  OptBool(patch.paused), OptUrl(patch.target_url),
+                  OptNone(patch.joins_per_minute_per_client), OptNone(patch.places_per_client),
+                  OptNone(patch.challenge_difficulty)},
                  [this, &s, room, done](OpResult<Reply> r) {
                    if (!r.ok()) return done({r.status(), r.message()});
                    Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
@@ -361,14 +374,20 @@ void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   });
 }
 
-void RedisBackend::Check(std::string room, std::string session,
+void RedisBackend::Check(std::string room, std::string session, core::Arrival arrival,
                          Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session),
+  Post([this, room = std::move(room), session = std::move(session), arrival = std::move(arrival),
         done = std::move(done)](Shard& s) {
-    RoomScript(s, room, {"check", session}, [session, done](OpResult<Reply> r) {
-      if (!r.ok()) return done({r.status(), r.message()});
-      done(ToView(session, r->at(2)));
-    });
+    RoomScript(s, room,
+               {"check", session, arrival.client, std::to_string(arrival.proof_bits),
+                std::to_string(options_.max_clients_per_room)},
+               [session, done](OpResult<Reply> r) {
+                 if (!r.ok()) {
+                   return done(OpResult<core::SessionView>(r.status(), r.message())
+                                   .WithRetryAfter(r.retry_after_ms()));
+                 }
+                 done(ToView(session, r->at(2)));
+               });
   });
 }
 

@@ -61,6 +61,8 @@ struct RedisBackendOptions {
   // The threads to run on (e.g. the HTTP server's); empty: a thread of the backend's own.
   // They must outlive the backend; they need not run yet.
   std::vector<boost::asio::io_context*> contexts = {};
+  // Clients each room keeps per-client state for (as core::Room::set_max_clients).
+  size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
 };
 
 class RedisBackend final : public Backend {
@@ -73,7 +75,9 @@ class RedisBackend final : public Backend {
   void GetRoom(std::string room, Completion<core::RoomInfo> done) override;
   void ListRooms(Completion<std::vector<core::RoomInfo>> done) override;
   void DeleteRoom(std::string room, Completion<core::RoomInfo> done) override;
-  void Check(std::string room, std::string session, Completion<core::SessionView> done) override;
+  using Backend::Check;
+  void Check(std::string room, std::string session, core::Arrival arrival,
+             Completion<core::SessionView> done) override;
   void Touch(std::string room, std::string session, Completion<core::SessionView> done) override;
   void Leave(std::string room, std::string session, bool final,
              Completion<core::SessionView> done) override;

@@ -5,6 +5,9 @@
 --       3 sessions (hash: session -> "st:last_seen:since:admission:claimed")
 --       4 deadlines (zset: session -> when*2+kind; lazily re-keyed, never later than due)
 --       5 revoked (hash: session -> admission)  6 revoked expiry (zset: session -> until)
+--       7 clients (hash: client -> "places:debt:debt_at"; clients holding a place or whose
+--         bucket is not full)  8 refills (zset: client -> when its bucket is full again, for
+--         clients holding no place; forgotten then)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
@@ -13,6 +16,8 @@
 local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
 local M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local C, CF = KEYS[7], KEYS[8]
+local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
 local op = ARGV[1]
 local ttl = tonumber(ARGV[3])
 
@@ -28,10 +33,11 @@ local function key(when, kind) return when * 2 + kind end
 local R = {}
 -- New fields go at the end, with a default for state written before they existed (below).
 -- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
+-- jpm, ppc, pow: joins_per_minute_per_client, places_per_client, challenge difficulty; -1 off.
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
                 'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'paused', 'url',
-                'ver'}
-local DEFAULTS = {paused = 0, url = '', ver = 0}
+                'ver', 'jpm', 'ppc', 'pow'}
+local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
@@ -89,16 +95,128 @@ end
 -- ver: bumped by every change of the line or of a holder's status (live channels re-read the
 -- line only then). Rooms saved before it existed start from 0.
 local function bump() R.ver = (R.ver or 0) + 1 end
+-- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
 local function get(id)
   local v = redis.call('HGET', S, id)
   if not v then return nil end
-  local st, ls, since, adm, cl = string.match(v, '^(%a):(%-?%d+):(%-?%d+):(%d+):(%d)$')
+  local st, ls, since, adm, cl, client = string.match(v, '^(%a):(%-?%d+):(%-?%d+):(%d+):(%d):?(.*)$')
   return {id = id, st = st, last_seen = tonumber(ls), since = tonumber(since),
-          admission = tonumber(adm), claimed = cl == '1'}
+          admission = tonumber(adm), claimed = cl == '1', client = client}
 end
 local function put(x)
+  local client = (x.client ~= nil and x.client ~= '') and (':' .. x.client) or ''
   redis.call('HSET', S, x.id, x.st .. ':' .. s(x.last_seen) .. ':' .. s(x.since) .. ':' ..
-             s(x.admission) .. ':' .. (x.claimed and '1' or '0'))
+             s(x.admission) .. ':' .. (x.claimed and '1' or '0') .. client)
+end
+
+-- ---- clients: per-client limits (the rules of src/core/room.h) ---------------------------------
+local function limits_clients() return R.jpm >= 0 or R.ppc >= 0 end
+local function cget(client)
+  local v = redis.call('HGET', C, client)
+  if not v then return nil end
+  local places, debt, at = string.match(v, '^(%d+):(%d+):(%-?%d+)$')
+  return {places = tonumber(places), debt = tonumber(debt), at = tonumber(at)}
+end
+local function cput(client, e)
+  redis.call('HSET', C, client, s(e.places) .. ':' .. s(e.debt) .. ':' .. s(e.at))
+end
+-- The bucket's debt at `now`: repaid at jpm units per ms since it was written.
+local function debt_at(e, now)
+  if R.jpm < 0 or e.debt == 0 then return 0 end
+  local elapsed = now - e.at
+  if elapsed >= math.ceil(e.debt / R.jpm) then return 0 end
+  return e.debt - elapsed * R.jpm
+end
+local function full_at(e)
+  if R.jpm < 0 then return e.at end
+  return e.at + math.ceil(e.debt / R.jpm)
+end
+local function forget_client(client)
+  redis.call('HDEL', C, client)
+  redis.call('ZREM', CF, client)
+end
+-- Clients holding no place whose bucket is full by `now` (at most `limit` of them, nil: all).
+local function forget_full_buckets(now, limit)
+  while true do
+    local due
+    if limit then
+      due = redis.call('ZRANGEBYSCORE', CF, '-inf', now, 'LIMIT', 0, limit)
+    else
+      due = redis.call('ZRANGEBYSCORE', CF, '-inf', now, 'LIMIT', 0, 1000)
+    end
+    for _, client in ipairs(due) do redis.call('HDEL', C, client) end
+    if #due > 0 then redis.call('ZREM', CF, unpack(due)) end
+    if limit or #due < 1000 then return end
+  end
+end
+local function refill_all_buckets(now)
+  redis.call('DEL', CF)
+  local all = redis.call('HGETALL', C)
+  for i = 1, #all, 2 do
+    local e = cget(all[i])
+    if e.places == 0 then
+      redis.call('HDEL', C, all[i])
+    else
+      e.debt, e.at = 0, now
+      cput(all[i], e)
+    end
+  end
+end
+-- A join of x made as `client`: counted, a token taken (tracked joins only).
+local function count_join(x, client, now)
+  if client == '' or not limits_clients() then return end
+  local e = cget(client) or {places = 0, debt = 0, at = 0}
+  e.places = e.places + 1
+  redis.call('ZREM', CF, client)
+  if R.jpm >= 0 then
+    e.debt = debt_at(e, now) + TOKEN_UNITS
+    e.at = now
+  end
+  cput(client, e)
+  x.client = client
+end
+-- x is gone: its client holds one place less.
+local function count_gone(x)
+  if x.client == nil or x.client == '' then return end
+  local e = cget(x.client)
+  if not e then return end
+  e.places = e.places - 1
+  if e.places > 0 then return cput(x.client, e) end
+  if debt_at(e, R.now) == 0 then return forget_client(x.client) end
+  cput(x.client, e)
+  redis.call('ZADD', CF, full_at(e), x.client)
+end
+-- Why a join must be refused now: {code, [retry ms,] message}, or nil.
+local function join_refusal(client, bits, max_clients)
+  if R.pow >= 0 and bits < R.pow then
+    return {'challenge_required', 'joining this room takes a solved challenge of ' .. s(R.pow) ..
+            " bits (room setting 'challenge')"}
+  end
+  if client == '' or not limits_clients() then return nil end
+  local e = cget(client)
+  if e and e.places == 0 and debt_at(e, R.now) == 0 then  -- due to be forgotten: it is new
+    forget_client(client)
+    e = nil
+  end
+  if not e then
+    if redis.call('HLEN', C) >= max_clients then forget_full_buckets(R.now, nil) end
+    if redis.call('HLEN', C) < max_clients then return nil end
+    return {'rate_limited', 60000, 'this room keeps per-client limits for as many clients as it ' ..
+            'can (' .. s(max_clients) .. '); retry later'}
+  end
+  if R.ppc >= 0 and e.places >= R.ppc then
+    return {'rate_limited', math.max(R.cto, 1000), 'places_per_client: this client already ' ..
+            'holds as many places in this room as it may (' .. s(R.ppc) .. '); give one up ' ..
+            '(leave, or let it drop out) first'}
+  end
+  if R.jpm >= 0 then
+    local over = debt_at(e, R.now) + TOKEN_UNITS - TOKEN_UNITS * R.jpm
+    if over > 0 then
+      return {'rate_limited', math.ceil(over / R.jpm), 'joins_per_minute_per_client: this ' ..
+              'client has used up its ' .. s(R.jpm) .. ' joins a minute in this room'}
+    end
+  end
+  return nil
 end
 local function due_key(x)
   if x.st == 'w' then return key(x.last_seen + R.cto, KIND_DROPOUT) end
@@ -123,10 +241,11 @@ local function reschedule(x)
   if k and (not cur or k < tonumber(cur)) then redis.call('ZADD', D, k, x.id) end
   if not k and cur then redis.call('ZREM', D, x.id) end
 end
-local function free(id)
+local function free(x)
   bump()
-  redis.call('HDEL', S, id)
-  redis.call('ZREM', D, id)
+  count_gone(x)
+  redis.call('HDEL', S, x.id)
+  redis.call('ZREM', D, x.id)
 end
 local function revoke(x, now)
   redis.call('HSET', V, x.id, s(x.admission))
@@ -139,11 +258,11 @@ local function release(x, now, dropped)
   if dropped then R.dropped = R.dropped + 1 end
   R.fw = win_add(R.fw, now)
   revoke(x, now)
-  free(x.id)
+  free(x)
 end
-local function drop_waiting(id)
-  redis.call('ZREM', L, id)
-  free(id)
+local function drop_waiting(x)
+  redis.call('ZREM', L, x.id)
+  free(x)
 end
 local function admit(id, now)
   local x = get(id)
@@ -178,7 +297,7 @@ end
 local function process_due(x, when)
   if x.st == 'w' then
     R.dropped = R.dropped + 1
-    drop_waiting(x.id)
+    drop_waiting(x)
   elseif x.st == 'a' then
     if not x.claimed and x.since + R.cto <= when then
       release(x, when, true)
@@ -231,6 +350,7 @@ local function advance(now)
   end
   R.now = target
   forget_old_revocations(R.now)
+  forget_full_buckets(R.now, 256)  -- the rest later; a join at the table's cap forgets them all
 end
 
 local function next_deadline()
@@ -285,7 +405,7 @@ local function claim_presence(x)
 end
 local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
-          R.released, R.paused, R.url}
+          R.released, R.paused, R.url, R.jpm, R.ppc, R.pow}
 end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
@@ -299,19 +419,23 @@ local now = now_ms()
 if op == 'put' then
   -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
   -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
+  -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)
   local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
-                 paused = ARGV[9]}
+                 paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
   local url = ARGV[10] or ''
   local exists = load()
   if not exists then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
          adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = '', paused = 0, url = '', ver = now * 1000}
+         aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1}
   else
     advance(now)
   end
+  -- Debts are in units of the old rate: every bucket starts full rather than be converted.
+  local new_rate = patch.jpm ~= '' and tonumber(patch.jpm) ~= R.jpm
   for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+  if new_rate then refill_all_buckets(R.now) end
   if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
   bump()
   if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
@@ -335,17 +459,26 @@ elseif op == 'hint' then  -- the sweeper, after recording that: the deadline las
 elseif op == 'delete' then
   advance(now)
   local out = info()
-  redis.call('DEL', M, L, S, D, V, X)
+  redis.call('DEL', M, L, S, D, V, X, C, CF)
   return {'ok', -1, out}
 elseif op == 'check' then
-  local id = ARGV[4]
+  -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
+  local id, client = ARGV[4], ARGV[5] or ''
   advance(now)
   local x = get(id)
   if not x then
+    local refusal = join_refusal(client, tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or '0'))
+    if refusal then
+      local reg = to_register(false)
+      save()
+      if refusal[1] == 'challenge_required' then return {refusal[1], reg, refusal[2]} end
+      return {refusal[1], reg, refusal[2], refusal[3]}
+    end
     R.seq = R.seq + 1
     redis.call('ZADD', L, R.seq, id)
     bump()
     x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
+    count_join(x, client, R.now)
     put(x)
     set_deadline(x)
     fill(R.now)
@@ -395,7 +528,7 @@ elseif op == 'touch' or op == 'leave' or op == 'evict' then
     return answer(to_register(false), view(x))
   end
   if x.st == 'w' then
-    drop_waiting(id)
+    drop_waiting(x)
   else
     release(x, R.now, false)
     fill(R.now)
