@@ -56,6 +56,8 @@ struct ServeFlags {
   std::string redis_prefix = "anteroom:";
   int64_t stats_interval_ms = 5000;
   std::string templates;  // a directory whose wait.html replaces the built-in waiting page
+  std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
+  size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -100,6 +102,11 @@ void Serve(const ServeFlags& flags) {
   auto [host, port] = SplitHostPort(flags.listen);
   // Read before anything is opened, so a bad --templates fails start-up at once.
   server::WebOptions web = server::LoadWebOptions(flags.templates);
+  server::TrustedProxies trusted;
+  for (const std::string& cidr : flags.trusted_proxies) {
+    std::string error;
+    if (!trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
+  }
   std::string admin_key;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
 
@@ -119,20 +126,23 @@ void Serve(const ServeFlags& flags) {
   std::optional<store::log::EmbeddedStore> store;
   if (redis) {
     shared = std::make_unique<store::redis::RedisBackend>(
-        clock, store::redis::RedisBackendOptions{.url = flags.store,
-                                                 .key_prefix = flags.redis_prefix,
-                                                 .token_ttl_ms = flags.token_ttl_ms,
-                                                 .lease_secret = "anteroom/leases/" + secret,
-                                                 .max_rooms = flags.max_rooms,
-                                                 .max_queues = flags.max_queues,
-                                                 .contexts = pool.Contexts()});
+        clock,
+        store::redis::RedisBackendOptions{.url = flags.store,
+                                          .key_prefix = flags.redis_prefix,
+                                          .token_ttl_ms = flags.token_ttl_ms,
+                                          .lease_secret = "anteroom/leases/" + secret,
+                                          .max_rooms = flags.max_rooms,
+                                          .max_queues = flags.max_queues,
+                                          .contexts = pool.Contexts(),
+                                          .max_clients_per_room = flags.max_clients_per_room});
   } else {
     memory = std::make_unique<store::MemoryBackend>(
         clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
                                            .lease_secret = "anteroom/leases/" + secret,
                                            .run_timer = true,
                                            .max_rooms = flags.max_rooms,
-                                           .max_queues = flags.max_queues});
+                                           .max_queues = flags.max_queues,
+                                           .max_clients_per_room = flags.max_clients_per_room});
   }
   if (!flags.memory_only && !redis) {
     lock.reset();  // EmbeddedStore takes it again for its lifetime
@@ -160,7 +170,9 @@ void Serve(const ServeFlags& flags) {
                            .reread_ms = redis ? flags.live_tick_ms : int64_t{100},
                        });
   server::StatsHistory history(flags.stats_interval_ms);
-  server::Services services{backend, signer, clock, &live, &history, std::move(web)};
+  core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
+  server::Services services{
+      backend, signer, clock, &live, &history, std::move(web), std::move(trusted), &puzzles};
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -343,6 +355,15 @@ void AddServeCommand(CLI::App& app) {
                    "15 minutes are kept)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
+  serve->add_option("--trusted-proxy", flags->trusted_proxies,
+                    "A proxy (CIDR, IPv4 or IPv6; repeatable) whose X-Forwarded-For says who the "
+                    "client is, for per-client limits; without it the client is the peer address");
+  serve
+      ->add_option("--max-clients-per-room", flags->max_clients_per_room,
+                   "Clients a room with per-client limits keeps state for; beyond it, joins of "
+                   "other clients get 429 until buckets refill")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
   serve->add_option("--templates", flags->templates,
                     "Directory of page templates: its wait.html (if any) replaces the built-in "
                     "waiting page at /wait/{room}; read at start-up");

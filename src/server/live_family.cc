@@ -2,6 +2,7 @@
 // Opening one is a check-in (joining when the session is new); the hub then pushes the status.
 #include "common/names.h"
 #include "common/random_id.h"
+#include "server/arrival.h"
 #include "server/families.h"
 #include "server/live_hub.h"
 
@@ -41,20 +42,23 @@ Handler LiveHandler(Services& s, Transport transport) {
       return respond(ErrorReply(OpStatus::kInvalidArgument,
                                 "this route is an event stream; WebSockets are served at /ws"));
     }
-    s.backend.Check(
-        room, std::move(session),
-        [&s, room, created, respond = std::move(respond)](OpResult<core::SessionView> r) {
-          if (!r.ok()) return respond(ErrorReply(r));
-          std::shared_ptr<LiveHub::NewSessionGuard> guard;
-          if (created) guard = s.live->GuardNewSession(room, r->session);
-          Response upgrade;
-          upgrade.stream = [&s, room, guard,
-                            view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
-            if (guard) stream->OnFirstWritten([guard] { guard->Delivered(); });
-            s.live->Attach(room, view, std::move(stream));
-          };
-          respond(std::move(upgrade));
-        });
+    // A new session joins the line here, under the same rules as POST /check.
+    ArrivalRead arrival =
+        ReadArrival(req, s, room, session, req.Query("challenge"), req.Query("solution"));
+    s.backend.Check(room, session, std::move(arrival.arrival),
+                    [&s, room, session, created, problem = std::move(arrival.proof_problem),
+                     respond = std::move(respond)](OpResult<core::SessionView> r) {
+                      if (!r.ok()) return respond(JoinRefusal(r, room, session, problem));
+                      std::shared_ptr<LiveHub::NewSessionGuard> guard;
+                      if (created) guard = s.live->GuardNewSession(room, r->session);
+                      Response upgrade;
+                      upgrade.stream = [&s, room, guard,
+                                        view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
+                        if (guard) stream->OnFirstWritten([guard] { guard->Delivered(); });
+                        s.live->Attach(room, view, std::move(stream));
+                      };
+                      respond(std::move(upgrade));
+                    });
   };
 }
 

@@ -34,9 +34,14 @@ Response JsonReply(const boost::json::value& body, unsigned status = 200);
 // {"error": {"code", "message"}} with the status ToWire() gives.
 Response ErrorReply(OpStatus status, std::string_view message);
 
+// Adds Retry-After (whole seconds, rounded up) when the result says when to retry.
 template <typename T>
 Response ErrorReply(const OpResult<T>& result) {
-  return ErrorReply(result.status(), result.message());
+  Response r = ErrorReply(result.status(), result.message());
+  if (int64_t ms = result.retry_after_ms(); ms > 0) {
+    r.headers.emplace_back("Retry-After", std::to_string((ms + 999) / 1000));
+  }
+  return r;
 }
 
 }  // namespace anteroom::server

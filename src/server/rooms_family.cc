@@ -7,6 +7,8 @@
 
 #include "common/names.h"
 #include "common/random_id.h"
+#include "core/challenge.h"
+#include "server/arrival.h"
 #include "server/families.h"
 #include "server/json_body.h"
 #include "server/session_json.h"
@@ -25,6 +27,12 @@ json::value Nullable(const std::optional<int64_t>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
+// The room setting `challenge`: null, or {"type": "pow", "difficulty": N}.
+json::value ChallengeJson(const std::optional<int64_t>& difficulty) {
+  if (!difficulty) return nullptr;
+  return json::object{{"type", "pow"}, {"difficulty", *difficulty}};
+}
+
 json::object RoomJson(const RoomInfo& info) {
   return json::object{
       {"room", info.room},
@@ -38,6 +46,9 @@ json::object RoomJson(const RoomInfo& info) {
       {"paused", info.config.paused},
       {"target_url",
        info.config.target_url ? json::value(*info.config.target_url) : json::value(nullptr)},
+      {"joins_per_minute_per_client", Nullable(info.config.joins_per_minute_per_client)},
+      {"places_per_client", Nullable(info.config.places_per_client)},
+      {"challenge", ChallengeJson(info.config.challenge_difficulty)},
       {"admitted_total", info.counters.admitted_total},
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
@@ -76,6 +87,32 @@ store::Completion<RoomInfo> AnswerRoom(Respond respond) {
   };
 }
 
+// `challenge`: absent (keep), null (off), or {"type": "pow", "difficulty"?: N}.
+OpResult<std::optional<std::optional<int64_t>>> ReadChallenge(const json::object& body) {
+  using Out = std::optional<std::optional<int64_t>>;
+  const json::value* v = body.if_contains("challenge");
+  if (v == nullptr) return Out();
+  if (v->is_null()) return Out(std::optional<int64_t>());
+  const char* shape =
+      "'challenge' must be null or {\"type\": \"pow\", \"difficulty\": 1..24} (difficulty "
+      "defaults to 16)";
+  if (!v->is_object()) return {OpStatus::kInvalidArgument, shape};
+  const json::object& o = v->as_object();
+  const json::value* type = o.if_contains("type");
+  if (type == nullptr || !type->is_string() || type->as_string() != "pow") {
+    return {OpStatus::kInvalidArgument, shape};
+  }
+  for (const auto& field : o) {
+    if (field.key() != "type" && field.key() != "difficulty") {
+      return {OpStatus::kInvalidArgument, shape};
+    }
+  }
+  auto difficulty =
+      ReadInt(o, "difficulty", core::kMinChallengeDifficulty, core::kMaxChallengeDifficulty);
+  if (!difficulty.ok()) return {difficulty.status(), "'challenge': " + difficulty.message()};
+  return Out(difficulty->value_or(core::kDefaultChallengeDifficulty));
+}
+
 OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   core::RoomPatch patch;
   auto capacity = ReadInt(body, "capacity", 1, core::kMaxCapacity);
@@ -90,6 +127,13 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   if (!rate.ok()) return {rate.status(), rate.message()};
   auto paused = ReadBool(body, "paused");
   if (!paused.ok()) return {paused.status(), paused.message()};
+  auto joins =
+      ReadNullableInt(body, "joins_per_minute_per_client", 1, core::kMaxJoinsPerMinutePerClient);
+  if (!joins.ok()) return {joins.status(), joins.message()};
+  auto places = ReadNullableInt(body, "places_per_client", 1, core::kMaxPlacesPerClient);
+  if (!places.ok()) return {places.status(), places.message()};
+  auto challenge = ReadChallenge(body);
+  if (!challenge.ok()) return {challenge.status(), challenge.message()};
   if (const json::value* url = body.if_contains("target_url")) {
     if (url->is_null()) {
       patch.target_url.emplace();  // null clears it
@@ -107,6 +151,9 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   patch.idle_timeout_ms = *idle;
   patch.admit_per_minute = *rate;
   patch.paused = *paused;
+  patch.joins_per_minute_per_client = *joins;
+  patch.places_per_client = *places;
+  patch.challenge_difficulty = *challenge;
   return patch;
 }
 
@@ -182,10 +229,61 @@ void RegisterRoomRoutes(Router& router, Services& s) {
     if (!body.ok()) return respond(ErrorReply(body));
     auto session = ReadName(*body, "session");
     if (!session.ok()) return respond(ErrorReply(session));
+    auto nonce = ReadString(*body, "challenge");
+    if (!nonce.ok()) return respond(ErrorReply(nonce));
+    auto solution = ReadString(*body, "solution");
+    if (!solution.ok()) return respond(ErrorReply(solution));
     std::string id = *session ? std::move(**session) : NewRandomId();
-    s.backend.Check(req.params[0], std::move(id),
-                    AnswerSession(req.params[0], std::move(respond), s));
+    ArrivalRead arrival =
+        ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
+                    solution->has_value() ? &**solution : nullptr);
+    s.backend.Check(req.params[0], id, std::move(arrival.arrival),
+                    [room = req.params[0], id, problem = std::move(arrival.proof_problem),
+                     respond = std::move(respond), &s](OpResult<SessionView> r) {
+                      if (!r.ok()) return respond(JoinRefusal(r, room, id, problem));
+                      respond(SessionReply(room, *r, s));
+                    });
   });
+
+  // A proof-of-work puzzle for joining the room as `session` (core/challenge.h). Without
+  // `session` the server names one, to be used for the join.
+  router.Add(
+      http::verb::get, "/v1/rooms/{room}/challenge", [&s](const Request& req, Respond respond) {
+        if (!RoomParam(req, respond)) return;
+        std::string session;
+        if (const std::string* given = req.Query("session")) {
+          if (!IsValidName(*given)) {
+            return respond(ErrorReply(OpStatus::kInvalidArgument,
+                                      "'session' must be 1-128 bytes of [A-Za-z0-9._:-]"));
+          }
+          session = *given;
+        } else {
+          session = NewRandomId();
+        }
+        if (s.puzzles == nullptr) {
+          return respond(ErrorReply(OpStatus::kUnavailable, "this server hands out no challenges"));
+        }
+        s.backend.GetRoom(req.params[0], [room = req.params[0], session = std::move(session),
+                                          respond = std::move(respond), &s](OpResult<RoomInfo> r) {
+          if (!r.ok()) return respond(ErrorReply(r));
+          json::object out{{"room", room}, {"session", session}};
+          const std::optional<int64_t>& difficulty = r->config.challenge_difficulty;
+          if (!difficulty) {
+            out["type"] = nullptr;
+            return respond(JsonReply(out));
+          }
+          // 72 random bits (12 base64url characters): puzzles differ; the tag makes them safe.
+          core::PowPuzzles::Puzzle p =
+              s.puzzles->Issue(room, session, s.clock.NowMs(),
+                               NewRandomId().substr(0, core::PowPuzzles::kRandomBytes));
+          out["type"] = "pow";
+          out["algorithm"] = "sha256-leading-zero-bits";
+          out["difficulty"] = *difficulty;
+          out["nonce"] = p.nonce;
+          out["expires_ms"] = p.expires_ms;
+          respond(JsonReply(out));
+        });
+      });
 
   router.Add(http::verb::post, "/v1/rooms/{room}/touch", [&s](const Request& req, Respond respond) {
     if (!RoomParam(req, respond)) return;
