@@ -31,7 +31,15 @@
  * Transport: a WebSocket (/v1/rooms/ROOM/ws); if it never works, Server-Sent Events
  * (/v1/rooms/ROOM/events); if those never work either, polling POST /v1/rooms/ROOM/check every
  * min(2000, checkin_timeout_ms / 3) ms. A transport that has worked once is reconnected with
- * exponential backoff and jitter (250 ms doubling up to 10 s) instead of being abandoned.
+ * exponential backoff and jitter (250 ms doubling up to 10 s) instead of being abandoned; a
+ * 429 waits at least its Retry-After.
+ *
+ * Challenge: when the room has one ({"type": "pow", "difficulty": N} in its room object),
+ * wait() first gets a puzzle for its session (GET /v1/rooms/ROOM/challenge?session=ID) and
+ * solves it with Web Crypto's SHA-256 (batches of hashes, yielding to the page every 50 ms,
+ * giving up after 64 x 2^N tries), then joins with `challenge` and `solution` (query
+ * parameters of the live channel, body fields of a check). The proof is reused on reconnects
+ * until shortly before it expires.
  */
 (() => {
   'use strict';
@@ -43,6 +51,9 @@
   const POLL_MAX_MS = 2000;
   const POLL_MIN_MS = 250;
   const TRANSPORTS = ['ws', 'sse', 'poll'];
+  const SOLVE_BATCH = 64;          // hashes in flight at once
+  const SOLVE_SLICE_MS = 50;       // longest run without yielding to the page
+  const PROOF_MARGIN_MS = 30000;   // a proof this close to its expiry is solved anew
 
   const scriptOrigin = (() => {
     try {
@@ -53,11 +64,12 @@
   })();
 
   class ApiError extends Error {
-    constructor(status, code, message) {
+    constructor(status, code, message, retryAfterMs = 0) {
       super(message || code);
       this.name = 'ApiError';
       this.status = status;  // HTTP status
       this.code = code;      // the API's error code, e.g. "unknown_room"
+      this.retryAfterMs = retryAfterMs;  // from Retry-After (429), 0 when not said
     }
   }
 
@@ -95,16 +107,56 @@
     try { data = await response.json(); } catch (_) { /* not JSON */ }
     if (!response.ok) {
       const error = (data && data.error) || {};
+      const retryAfter = Number(response.headers && response.headers.get('Retry-After'));
       throw new ApiError(response.status, error.code || `http_${response.status}`,
-        error.message || response.statusText);
+        error.message || response.statusText, retryAfter > 0 ? retryAfter * 1000 : 0);
     }
     return data;
+  }
+
+  function leadingZeroBits(bytes) {
+    let bits = 0;
+    for (const byte of bytes) {
+      if (byte === 0) { bits += 8; continue; }
+      return bits + Math.clz32(byte) - 24;
+    }
+    return bits;
+  }
+
+  // A solution of a proof-of-work puzzle: the first decimal string s such that
+  // SHA-256(nonce || s) starts with `difficulty` zero bits, or null when `stopped()` says so or
+  // after 64 x 2^difficulty tries (a miss that unlikely means something is wrong).
+  async function solvePuzzle(nonce, difficulty, stopped) {
+    const subtle = globalThis.crypto && globalThis.crypto.subtle;
+    if (!subtle || typeof subtle.digest !== 'function') return null;
+    const prefix = Array.from(nonce, (c) => c.charCodeAt(0));
+    const limit = 64 * 2 ** Math.min(difficulty, 32);
+    let sliceEnd = Date.now() + SOLVE_SLICE_MS;
+    for (let start = 0; start < limit; start += SOLVE_BATCH) {
+      const tries = [];
+      for (let i = start; i < start + SOLVE_BATCH; i++) {
+        const text = String(i);
+        const bytes = new Uint8Array(prefix.length + text.length);
+        bytes.set(prefix);
+        for (let k = 0; k < text.length; k++) bytes[prefix.length + k] = text.charCodeAt(k);
+        tries.push(subtle.digest('SHA-256', bytes).then((d) => [text, new Uint8Array(d)]));
+      }
+      for (const [text, digest] of await Promise.all(tries)) {
+        if (leadingZeroBits(digest) >= difficulty) return text;
+      }
+      if (Date.now() >= sliceEnd) {
+        await new Promise((resolve) => setTimeout(resolve, 0));  // let the page breathe
+        if (stopped()) return null;
+        sliceEnd = Date.now() + SOLVE_SLICE_MS;
+      }
+    }
+    return null;
   }
 
   // A refusal that retrying cannot fix (bad name, unknown room), as opposed to a network error,
   // a 5xx or overload.
   const isFatal = (err) => err instanceof ApiError && err.status >= 400 && err.status < 500 &&
-    err.status !== 408 && err.status !== 429;
+    err.status !== 408 && err.status !== 429 && err.code !== 'challenge_required';
 
   function backoffMs(attempt) {
     const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** Math.min(attempt, 16));
@@ -137,8 +189,13 @@
   // One session's live status: connects, falls back, reconnects, and hands every status
   // object to onStatus until close(). onFatal(err) once when the API refuses for good.
   class Live {
-    constructor({ room, base, session, onStatus, onFatal }) {
-      Object.assign(this, { room, base, session, onStatus, onFatal });
+    // solve: whether this connection may solve the room's challenge to join (wait() does;
+    // stay() keeps a place and never joins anew).
+    constructor({ room, base, session, onStatus, onFatal, solve = false }) {
+      Object.assign(this, { room, base, session, onStatus, onFatal, solve });
+      this.challenge = null;  // the room's {type, difficulty}, when it has one
+      this.proof = null;      // {challenge, solution, expiresMs, difficulty} for this session
+      this.proofTries = 0;    // refusals of our proof since the last status
       this.level = 0;       // index into TRANSPORTS
       this.worked = {};     // transport -> it delivered a message once
       this.attempt = 0;     // failures since the last message, for the backoff
@@ -169,11 +226,57 @@
     learnRoom(info) {
       const timeout = info && Number(info.checkin_timeout_ms);
       if (timeout >= 0) this.pollMs = Math.max(POLL_MIN_MS, Math.min(POLL_MAX_MS, timeout / 3));
+      if (info && 'challenge' in info) this.challenge = info.challenge || null;
+    }
+
+    // Whether joining takes a proof this connection does not hold (or holds too close to its
+    // expiry, or for a lower difficulty than the room's now).
+    needsProof() {
+      const c = this.challenge;
+      if (!this.solve || !c || c.type !== 'pow') return false;
+      const p = this.proof;
+      return !(p && p.difficulty >= c.difficulty && p.expiresMs - PROOF_MARGIN_MS > Date.now());
+    }
+
+    // Gets a puzzle for this session and solves it. Rejects with an ApiError when it cannot.
+    async prove() {
+      this.proof = null;
+      const query = this.session ? `?session=${encodeURIComponent(this.session)}` : '';
+      const asked = Date.now();
+      const puzzle = await api(this.base, 'GET', `${roomPath(this.room)}/challenge${query}`);
+      if (!puzzle || puzzle.type !== 'pow') return;  // turned off meanwhile
+      if (puzzle.session) this.session = puzzle.session;
+      const solution = await solvePuzzle(puzzle.nonce, puzzle.difficulty, () => this.closed);
+      if (solution === null) {
+        if (this.closed) return;
+        throw new ApiError(403, 'challenge_required',
+          'this browser could not solve the room\'s challenge (no Web Crypto?)');
+      }
+      // Expiry by this clock (expires_in_ms), not the server's: the two may disagree.
+      this.proof = { challenge: puzzle.nonce, solution, difficulty: puzzle.difficulty,
+        expiresMs: asked + Number(puzzle.expires_in_ms) };
     }
 
     get transport() { return TRANSPORTS[this.level]; }
 
+    // Solves the room's challenge first when needed, then connects.
     connect() {
+      if (this.closed) return;
+      if (this.needsProof()) {
+        this.prove().then(() => this.open(), (err) => {
+          if (this.closed) return;
+          if (isFatal(err) || (err instanceof ApiError && err.code === 'challenge_required')) {
+            return this.fail(err);
+          }
+          this.retryTimer = setTimeout(() => this.connect(),
+            Math.max(backoffMs(this.attempt++), err.retryAfterMs || 0));
+        });
+        return;
+      }
+      this.open();
+    }
+
+    open() {
       if (this.closed) return;
       this.received = false;
       const kind = this.transport;
@@ -183,6 +286,10 @@
       const url = new URL(this.base + roomPath(this.room) + (kind === 'ws' ? '/ws' : '/events'));
       if (kind === 'ws') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       if (this.session) url.searchParams.set('session', this.session);
+      if (this.proof) {
+        url.searchParams.set('challenge', this.proof.challenge);
+        url.searchParams.set('solution', this.proof.solution);
+      }
       let source;
       try {
         source = kind === 'ws' ? new WebSocket(url.href) : new EventSource(url.href);
@@ -206,6 +313,9 @@
         try {
           if (!this.pollMs) this.learnRoom(await api(this.base, 'GET', roomPath(this.room)));
           const body = this.session ? { session: this.session } : {};
+          if (this.proof) {
+            Object.assign(body, { challenge: this.proof.challenge, solution: this.proof.solution });
+          }
           const status = await api(this.base, 'POST', `${roomPath(this.room)}/check`, body);
           if (conn.stopped) return;
           this.deliver({ type: 'status', ...status });
@@ -215,7 +325,16 @@
         } catch (err) {
           if (conn.stopped) return;
           if (isFatal(err)) return this.fail(err);
-          this.pollFailed = true;
+          if (err instanceof ApiError && err.code === 'challenge_required') {
+            // Our proof no longer does (expired, or the difficulty went up): solve anew, twice
+            // at most before giving up.
+            if (!this.solve || this.proofTries++ >= 2) return this.fail(err);
+            this.proof = null;
+            this.learnRoom(await api(this.base, 'GET', roomPath(this.room)).catch(() => null));
+          } else {
+            this.pollFailed = true;
+          }
+          this.retryAfterMs = (err instanceof ApiError && err.retryAfterMs) || 0;
           this.dropped();
         }
       };
@@ -246,6 +365,7 @@
       this.received = true;
       this.worked[this.transport] = true;
       this.attempt = 0;
+      this.proofTries = 0;
       if (status.session) this.session = status.session;
       if (this.transport !== 'poll') this.arm(SILENCE_MS);
       this.onStatus(status);
@@ -257,7 +377,9 @@
       this.teardown();
       if (this.closed) return;
       if (!this.received && !this.worked[kind] && kind !== 'poll') return this.fallBack();
-      this.retryTimer = setTimeout(() => this.reconnect(), backoffMs(this.attempt++));
+      const wait = Math.max(backoffMs(this.attempt++), this.retryAfterMs || 0);
+      this.retryAfterMs = 0;
+      this.retryTimer = setTimeout(() => this.reconnect(), wait);
     }
 
     async reconnect() {
@@ -330,6 +452,7 @@
         room,
         base,
         session,
+        solve: true,
         onStatus: (status) => {
           if (status.session) storage.set(sessionKey(room), status.session);
           if (status.token) storage.set(tokenKey(room), status.token);

@@ -281,6 +281,7 @@ void RegisterRoomRoutes(Router& router, Services& s) {
           out["difficulty"] = *difficulty;
           out["nonce"] = p.nonce;
           out["expires_ms"] = p.expires_ms;
+      out["expires_in_ms"] = core::PowPuzzles::kLifetimeMs;  // for clients whose clock differs
           respond(JsonReply(out));
         });
       });

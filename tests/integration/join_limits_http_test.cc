@@ -163,6 +163,7 @@ TEST_F(JoinLimitsHttpTest, ChallengeFlowWithASolver) {
   EXPECT_EQ(StrField(puzzle.json, "algorithm"), "sha256-leading-zero-bits");
   EXPECT_EQ(IntField(puzzle.json, "difficulty"), 10);
   EXPECT_EQ(StrField(puzzle.json, "session"), "ann");
+  EXPECT_EQ(IntField(puzzle.json, "expires_in_ms"), 600'000);
   int64_t expires = IntField(puzzle.json, "expires_ms").value_or(0);
   EXPECT_NEAR(static_cast<double>(expires), NowSeconds() * 1000.0 + 600'000, 30'000);
   std::string nonce = *StrField(puzzle.json, "nonce");

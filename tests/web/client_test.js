@@ -410,3 +410,93 @@ test('an unreachable server is retried with growing delays', async () => {
   await sleep(1500);
   assert.equal(calls, after, 'nothing is sent after leave');
 });
+
+// SHA-256(nonce || solution) has at least `bits` leading zero bits.
+function proofShows(nonce, solution, bits) {
+  const digest = crypto.createHash('sha256').update(nonce + solution).digest();
+  let zeros = 0;
+  for (const byte of digest) {
+    if (byte === 0) { zeros += 8; continue; }
+    zeros += Math.clz32(byte) - 24;
+    break;
+  }
+  return zeros >= bits;
+}
+
+test('a room with a challenge: wait() solves its puzzle, then joins with the proof', async () => {
+  await api('PUT', '/v1/rooms/pow', { capacity: 1, challenge: { type: 'pow', difficulty: 8 } });
+  const refused = await api('POST', '/v1/rooms/pow/check', { session: 'no-proof' });
+  assert.equal(refused.status, 403);
+  assert.equal(refused.body.error.code, 'challenge_required');
+
+  const attempts = [];
+  const puzzles = [];
+  const counting = (url, init) => {
+    if (String(url).includes('/challenge')) puzzles.push(String(url));
+    return fetch(url, init);
+  };
+  const t = tab({ fetchImpl: counting, transports: networkTransports(attempts) });
+  const w = waitIn(t, 'pow');
+  await eventually('admission', () => w.outcome.token);
+  const session = t.storage.get('anteroom:session:pow');
+  assert.deepEqual(puzzles, [`${server.base}/v1/rooms/pow/challenge?session=${session}`]);
+  // Every transport carried the session's proof (the WebSocket's upgrade joined; SSE went on
+  // as the same session), and the proof is right.
+  assert.deepEqual(attempts.map(([kind]) => kind), ['ws', 'sse']);
+  for (const [, url] of attempts) {
+    const params = new URL(url).searchParams;
+    assert.equal(params.get('session'), session);
+    assert.match(params.get('solution'), /^\d+$/);
+    assert.ok(proofShows(params.get('challenge'), params.get('solution'), 8), url);
+  }
+  assert.equal(t.Anteroom.decodeToken(w.outcome.token).sub, session);
+  assert.equal((await api('GET', '/v1/rooms/pow')).body.active, 1);
+  await t.Anteroom.leave({});
+});
+
+test('polling joins a room with a challenge with the proof in the body', async () => {
+  await api('PUT', '/v1/rooms/pow-poll',
+    { capacity: 1, checkin_timeout_ms: 900, challenge: { type: 'pow', difficulty: 6 } });
+  const bodies = [];
+  const recording = (url, init) => {
+    if (String(url).endsWith('/check')) bodies.push(JSON.parse(init.body));
+    return fetch(url, init);
+  };
+  const t = tab({ fetchImpl: recording, transports: blockedTransports([]) });
+  const w = waitIn(t, 'pow-poll');
+  await eventually('admission', () => w.outcome.token);
+  assert.ok(bodies.length >= 1);
+  const [first] = bodies;
+  assert.equal(first.session, t.storage.get('anteroom:session:pow-poll'));
+  assert.ok(proofShows(first.challenge, first.solution, 6));
+  await t.Anteroom.leave({});
+});
+
+test('a refused join (429) is retried no sooner than its Retry-After', async () => {
+  // One place per client (every tab here is 127.0.0.1); a place left behind drops out after
+  // 5 s, which is what Retry-After says.
+  await api('PUT', '/v1/rooms/limited',
+    { capacity: 5, checkin_timeout_ms: 5000, places_per_client: 1 });
+  const holder = (await api('POST', '/v1/rooms/limited/check', { session: 'holder' }));
+  assert.equal(holder.status, 200);
+  let checks = 0;
+  let retryAfter = null;
+  const counting = async (url, init) => {
+    const response = await fetch(url, init);
+    if (String(url).endsWith('/check')) {
+      checks++;
+      retryAfter = response.headers.get('Retry-After');
+    }
+    return response;
+  };
+  const t = tab({ fetchImpl: counting, transports: blockedTransports([]) });
+  const w = waitIn(t, 'limited');
+  await sleep(3000);
+  assert.equal(retryAfter, '5');
+  assert.equal(checks, 1, 'asked again before Retry-After');
+  assert.equal(w.outcome.error, null, 'a 429 is not fatal');
+  // The holder gives its place up: the tab gets in once Retry-After has passed.
+  await api('POST', '/v1/rooms/limited/leave', { session: 'holder', final: true });
+  await eventually('admission', () => w.outcome.token, 10000);
+  await t.Anteroom.leave({});
+});
