@@ -350,7 +350,9 @@ local function advance(now)
   end
   R.now = target
   forget_old_revocations(R.now)
-  forget_full_buckets(R.now, 256)  -- the rest later; a join at the table's cap forgets them all
+  -- Refills pend only while a rate is set (changing it empties them): most rooms skip this.
+  -- 256 at most here; a join refused for a full table forgets all that are due first.
+  if R.jpm >= 0 then forget_full_buckets(R.now, 256) end
 end
 
 local function next_deadline()
