@@ -332,7 +332,13 @@ class Session : public std::enable_shared_from_this<Session> {
     request->target = std::string(message.target());
     request->body = std::move(message.body());
     request->authorization = std::string(message[http::field::authorization]);
-    request->forwarded_for = std::string(message["X-Forwarded-For"]);
+    // Every X-Forwarded-For line, in order, as one list (RFC 9110 5.3): a proxy that adds a
+    // line of its own (HAProxy's `option forwardfor`) must not leave the client's line alone.
+    auto forwarded = message.equal_range("X-Forwarded-For");
+    for (auto it = forwarded.first; it != forwarded.second; ++it) {
+      if (!request->forwarded_for.empty()) request->forwarded_for += ", ";
+      request->forwarded_for.append(it->value());
+    }
     request->peer = peer_;
     uint64_t seq = first_seq_ + slots_.size();
     slots_.push_back(

@@ -139,6 +139,22 @@ TEST_F(JoinLimitsHttpTest, Ipv6ClientsAreCountedPerSlash64) {
   EXPECT_EQ(As("").Check("r", "f").status, 429);  // 127.0.0.1 again
 }
 
+// A proxy that adds an X-Forwarded-For line of its own (HAProxy's `option forwardfor`) rather
+// than appending to the client's: the lines are one list, so the client's own line is to the
+// left of the proxy's and never believed.
+TEST_F(JoinLimitsHttpTest, SeveralForwardedForLinesAreOneList) {
+  MustPut("r", {{"capacity", 10}, {"places_per_client", 1}});
+  RawConnection conn(server().port());
+  for (int i = 0; i < 3; ++i) {
+    std::string spoofed = "X-Forwarded-For: 192.0.2." + std::to_string(i + 1);
+    ASSERT_TRUE(conn.Send(RawRequest("POST", "/v1/rooms/r/check",
+                                     R"({"session":"s)" + std::to_string(i) + R"("})",
+                                     {spoofed, "X-Forwarded-For: 203.0.113.9"})));
+    std::string answer = conn.ReadResponse();
+    EXPECT_EQ(RawStatus(answer), i == 0 ? 200 : 429) << answer;
+  }
+}
+
 class UntrustedForwardedForTest : public ServerTest {};
 
 TEST_F(UntrustedForwardedForTest, WithoutTrustedProxyTheHeaderIsIgnored) {
