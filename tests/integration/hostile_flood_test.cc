@@ -170,7 +170,8 @@ void OneClientFloods(std::vector<ServerProcess*> servers, const char* backend) {
   ProbeStats stats = good.Stop();
   size_t rss_after = RssKiB(servers[0]->pid());
   std::printf(
-      "%s: flood of %d joins in %.2f s: %d places, %d refused (429); churn %d joins in %.2f s, "
+      "[ note     ] %s: flood of %d joins in %.2f s: %d places, %d refused (429); churn %d joins "
+      "in %.2f s, "
       "%d refused; good client %zu answers, p50 %.2f ms, p99 %.2f ms, max %.2f ms; RSS %zu -> "
       "%zu KiB\n",
       backend, kFloodJoins, flood.seconds, flood.accepted, flood.refused, churn.accepted,
@@ -179,7 +180,9 @@ void OneClientFloods(std::vector<ServerProcess*> servers, const char* backend) {
   EXPECT_EQ(stats.failed, 0u) << stats.first_failure;
   EXPECT_GT(stats.answered, 50u);
   EXPECT_LT(stats.p99_ms, 100) << "the good client's p99 during the attack";
-  EXPECT_LT(rss_after, rss_before + 64 * 1024) << "RSS grew by more than 64 MiB";
+  if (!kSanitized) {  // ASan's quarantine and shadow memory make RSS say little
+    EXPECT_LT(rss_after, rss_before + 64 * 1024) << "RSS grew by more than 64 MiB";
+  }
 }
 
 // Many /64s, each a client of its own: the per-room client table is capped, so memory is
@@ -221,7 +224,8 @@ void Ipv6ClientsFlood(ServerProcess& server, size_t table, const char* backend) 
   ProbeStats stats = good.Stop();
   size_t rss_after = RssKiB(server.pid());
   std::printf(
-      "%s: %d IPv6 /64s in %.2f s: %d places, %d refused (client table of %zu full); good client "
+      "[ note     ] %s: %d IPv6 /64s in %.2f s: %d places, %d refused (client table of %zu full); "
+      "good client "
       "p99 %.2f ms, max %.2f ms; RSS %zu -> %zu KiB\n",
       backend, kPrefixes, out.seconds, out.accepted, out.refused, table, stats.p99_ms, stats.max_ms,
       rss_before, rss_after);
