@@ -150,7 +150,9 @@ bool Room::Restore(ByteReader& in) {
   uint64_t n = in.GetCount(4 + 8 * 3 + 2);
   r.slab_.resize(n);
   for (Session& s : r.slab_) {
-    s.id.Assign(in.GetView());
+    std::string_view id = in.GetView();
+    if (id.size() > SessionId::kMaxBytes) in.Fail();
+    s.id.Assign(id.substr(0, SessionId::kMaxBytes));
     s.last_seen = in.Get<int64_t>();
     s.since = in.Get<int64_t>();
     s.admission = in.Get<uint64_t>();

@@ -913,6 +913,19 @@ TEST(RoomTest, RateCapInvariantsHoldUnderRandomOperations) {
   }
 }
 
+// Ids of every length the naming rule allows (1-128 bytes), inline or on the heap, and up to
+// SessionId's own bound.
+TEST(RoomTest, IdsOfEveryLengthAreKeptWhole) {
+  auto room = MakeRoom(Config(1'000));
+  std::vector<std::string> ids;
+  for (size_t n : {size_t{1}, size_t{22}, size_t{23}, size_t{24}, size_t{128}, size_t{255}}) {
+    ids.push_back(std::string(n - 1, 'x') + std::to_string(n % 10));
+  }
+  for (const std::string& id : ids) EXPECT_EQ(room->Check(id, kT0).session, id);
+  for (const std::string& id : ids) EXPECT_TRUE(room->Touch(id, kT0 + 1).ok()) << id.size();
+  EXPECT_EQ(room->sessions(), ids.size());
+}
+
 // ---- per-client limits and the challenge (issue 15, item 5) -------------------------------
 
 Arrival From(const char* client, int64_t proof_bits = 0) {
