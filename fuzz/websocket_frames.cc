@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "harness.h"
+#include "server/request_head.h"
 #include "server/websocket_options.h"
 
 namespace {
@@ -31,7 +32,6 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 using anteroom::fuzz::Fail;
 
-constexpr size_t kHeaderLimit = 16 * 1024;  // as src/server/http_server.cc
 constexpr std::string_view kUpgrade =
     "GET /v1/rooms/r/ws?session=ann HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n"
     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -42,9 +42,8 @@ constexpr std::string_view kStatus =
 
 // The upgrade request at the start of `in`, consumed from it; false if it does not parse.
 bool ParseUpgrade(std::string_view& in, http::request<http::string_body>& out) {
-  http::request_parser<http::string_body> parser;
-  parser.header_limit(kHeaderLimit);
-  parser.body_limit(64 * 1024);
+  anteroom::server::RequestParser parser;
+  anteroom::server::ConfigureRequestParser(parser);  // as the connection reads the upgrade
   beast::error_code ec;
   size_t used = parser.put(net::buffer(in.data(), in.size()), ec);
   if (ec || !parser.is_header_done()) return false;
