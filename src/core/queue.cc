@@ -201,7 +201,7 @@ void Queue::WorkerDied(uint32_t w, int64_t now) {
   Worker& worker = workers_[w];
   std::string error = "worker '" + worker.name + "' stopped sending heartbeats";
   worker.alive_until = 0;
-  heartbeats_.Remove(w);
+  if (heartbeats_.Contains(w)) heartbeats_.Remove(w);
   std::vector<Index> jobs(worker.jobs.begin(), worker.jobs.end());
   std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
   // Each goes to the head: the last first, so together they keep the order they had.
@@ -248,8 +248,15 @@ void Queue::Advance(int64_t now_ms) {
       for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
         Fail(*it, "lease expired", when, /*expired=*/true);  // to the head, keeping their order
       }
-    } else {
-      WorkerDied(heartbeats_.Top().member, when);
+    } else {  // every worker silent since this ms, by name (as Redis orders a sorted set's ties)
+      std::vector<uint32_t> silent;
+      while (!heartbeats_.empty() && heartbeats_.Top().key == next) {
+        silent.push_back(heartbeats_.Top().member);
+        heartbeats_.Remove(silent.back());  // WorkerDied finds it gone
+      }
+      std::sort(silent.begin(), silent.end(),
+                [&](uint32_t a, uint32_t b) { return workers_[a].name < workers_[b].name; });
+      for (uint32_t w : silent) WorkerDied(w, when);
     }
   }
   now_ = target;

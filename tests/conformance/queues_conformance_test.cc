@@ -899,6 +899,26 @@ TEST_P(QueuesConformanceTest, SilentWorkerIsDeadBeforeItsLeaseRunsOut) {
   EXPECT_EQ(again.attempt, 2);
 }
 
+// Workers silent since the same ms die in name order, each returning its jobs to the head, on
+// every backend (RedisDifferentialTest, seed 5: the embedded backend went by slot order).
+TEST_P(QueuesConformanceTest, WorkersSilentAtTheSameMsDieInNameOrder) {
+  JobId first = PushOne("q", "first");
+  JobId second = PushOne("q", "second");
+  Heartbeat("q", "b", 2'000);  // registered first, named last
+  Heartbeat("q", "a", 2'000);
+  Delivery of_b = TakeOne("q", "b", 60'000);
+  Delivery of_a = TakeOne("q", "a", 60'000);
+  ASSERT_EQ(of_b.id, first);
+  ASSERT_EQ(of_a.id, second);
+  AdvanceTime(2'000);
+  ExpectCounts("q", 2, 0, 0, 0);
+  Deliveries again = Take("q", "c", 2);
+  ASSERT_EQ(again.size(), 2u);
+  // "a" died first, then "b" put its job ahead of it.
+  EXPECT_EQ(again[0].id, first);
+  EXPECT_EQ(again[1].id, second);
+}
+
 TEST_P(QueuesConformanceTest, HeartbeatsKeepAWorkerAlive) {
   PushOne("q", "job");
   Heartbeat("q", "w", 2'000);
@@ -962,6 +982,27 @@ TEST_P(QueuesConformanceTest, NamesNobodyPushedToKeepNothing) {
   EXPECT_EQ(Stats("fresh").workers, 1) << "its fetch registered the worker";
   Heartbeat("fresh", "w2", 60'000);
   EXPECT_EQ(Stats("fresh").workers, 2) << "heartbeats count once the queue holds something";
+}
+
+// A paused name holds something (the pause); once resumed, with no worker left, it holds
+// nothing again and is forgotten: later heartbeats there keep nothing (found by
+// RedisDifferentialTest, seed 4271496043: Redis kept the resumed name and its heartbeats).
+TEST_P(QueuesConformanceTest, ANameResumedAndLeftByItsWorkersKeepsNothing) {
+  SetPaused("p", true);
+  SetPaused("p", false);
+  Heartbeat("p", "w", 60'000);
+  EXPECT_EQ(Stats("p").workers, 0);
+  EXPECT_TRUE(List().empty()) << "listed: " << List().size();
+
+  SetPaused("held", true);
+  Heartbeat("held", "w", 2'000);
+  EXPECT_EQ(Stats("held").workers, 1) << "a paused queue holds something: its heartbeats count";
+  SetPaused("held", false);
+  EXPECT_EQ(Stats("held").workers, 1) << "the live worker keeps the name";
+  AdvanceTime(2'000);
+  EXPECT_EQ(Stats("held").workers, 0);
+  Heartbeat("held", "w", 60'000);
+  EXPECT_EQ(Stats("held").workers, 0) << "silent, then nothing held: the name was forgotten";
 }
 
 // ---- long polls ----------------------------------------------------------------------------

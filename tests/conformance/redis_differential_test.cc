@@ -6,7 +6,8 @@
 //
 // Durations and time steps are whole 100 ms, so deadlines are often hit to the millisecond.
 //
-// Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED.
+// Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
+// (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -144,12 +145,18 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     std::vector<Harness*> both{&memory, &redis};
     std::vector<std::string> leases;  // handed out so far (some stale by now)
     int i_now = -1;
+    std::string r_now, q_now, w_now;  // this op's names, for the trace
+    const bool trace = std::getenv("ANTEROOM_REDIS_DIFF_TRACE") != nullptr;
 
     // Runs `call(backend)` on both and compares the answers' descriptions.
     bool differed = false;
     auto same = [&](const char* what, auto call) {
       auto a = call(memory.backend());
       auto b = call(redis.backend());
+      if (trace) {
+        fmt::print(stderr, "op {} {} r={} q={} w={}: {}\n", i_now, what, r_now, q_now, w_now,
+                   Describe(a));
+      }
       if (Describe(a) != Describe(b)) {
         ADD_FAILURE() << what << " at op " << i_now << "\n memory: " << Describe(a)
                       << "\n redis:  " << Describe(b);
@@ -176,6 +183,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
       i_now = i;
       int op = pick(26);
       std::string r = room(), s = session(), q = queue(), w = worker();
+      r_now = r, q_now = q, w_now = w;
       switch (op) {
         case 0:
           (void)same("check", [&](Backend& b) {

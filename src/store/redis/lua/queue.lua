@@ -217,8 +217,17 @@ local function wake()
   end
   return 0
 end
+-- A queue that holds nothing a client put there (never pushed to, not paused, no worker) is
+-- forgotten, as the embedded backend forgets it: a name nobody uses costs nothing.
+local function holds_nothing()
+  return Q.listed == 0 and Q.pushed == 0 and Q.paused == 0 and redis.call('HLEN', W) == 0
+end
 -- Every answer of a queue that exists: {'ok', register, wake, payload}
 local function answer(force, payload)
+  if holds_nothing() then
+    redis.call('DEL', M, W, HB, WJ)
+    return {'ok', -1, 0, payload}
+  end
   local reg = to_register(force)
   local wk = wake()
   save()
@@ -348,7 +357,7 @@ end
 if op == 'heartbeat' then  -- ARGV 3 worker, 4 ttl
   -- A worker matters to a queue that holds jobs (its first fetch of one registers it): on a
   -- name nobody pushed to, a heartbeat keeps nothing.
-  if not exists then return {'ok', -1, 0, 1} end
+  if not exists or holds_nothing() then return {'ok', -1, 0, 1} end
   advance(now)
   local w = ARGV[3]
   redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
