@@ -18,6 +18,7 @@
 #include "common/names.h"
 #include "common/random_id.h"
 #include "core/token.h"
+#include "server/body_budget.h"
 #include "server/families.h"
 #include "server/fd_limit.h"
 #include "server/http_server.h"
@@ -204,6 +205,7 @@ void Serve(const ServeFlags& flags) {
   }
   setup.reset();
 
+  server::ReturnBigBlocksToTheSystem();
   server::FdFit fds = server::FitConnectionsToFds(flags.max_connections);
   server::HttpServer http(
       pool, router,

@@ -1,5 +1,7 @@
 #include "server/body_budget.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -79,6 +81,12 @@ uint64_t BodyBudget::refused() const {
 uint64_t BodyBudget::cut() const {
   std::lock_guard lock(mu_);
   return cut_;
+}
+
+void ReturnBigBlocksToTheSystem() {
+#ifdef M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
 }
 
 }  // namespace anteroom::server
