@@ -31,6 +31,18 @@ async function position(p) {
   return (await p.page.locator('#position').textContent()).trim();
 }
 
+// What the room and a page say, for a failure message: which side lagged.
+async function explain(server, p, since) {
+  const room = (await api(server, 'GET', '/v1/rooms/demo')).json;
+  const page = await p.page.evaluate(() => ({
+    url: location.pathname, status: document.body.dataset.status,
+    position: document.querySelector('#position')?.textContent?.trim(),
+  })).catch((e) => String(e));
+  return `${Date.now() - since} ms on: room active=${room?.active} waiting=${room?.waiting} ` +
+    `admitted_total=${room?.admitted_total} dropped_total=${room?.dropped_total}; ` +
+    `page ${JSON.stringify(page)}`;
+}
+
 async function demoServer(grace_ms) {
   const server = await startServer(['--demo-room', 'demo:3']);
   const r = await api(server, 'PUT', '/v1/rooms/demo',
@@ -73,7 +85,8 @@ describe('the waiting page', () => {
       const closed = Date.now();
       await new Promise((r) => setTimeout(r, 1_500));
       assert.equal(await position(people[4]), '1', 'still waiting during grace');
-      await eventually(() => isInside(people[4]), 6_000, 'page 4 admitted after grace');
+      await eventually(() => isInside(people[4]), 6_000, 'page 4 admitted after grace')
+        .catch(async (e) => { throw new Error(`${e.message}; ${await explain(server, people[4], closed)}`); });
       assert.ok(Date.now() - closed >= 2_500, `admitted ${Date.now() - closed} ms after close`);
     } finally {
       for (const p of people) await p.context.close().catch(() => {});
