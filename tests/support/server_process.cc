@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -79,7 +80,13 @@ int KillAndReap(pid_t pid, std::chrono::milliseconds grace, bool term_first) {
 
 }  // namespace
 
-const char* BinaryPath() { return ANTEROOM_BINARY; }
+const char* BinaryPath() {
+  static const char* path = [] {
+    const char* other = std::getenv("ANTEROOM_TEST_BINARY");
+    return other && *other ? other : ANTEROOM_BINARY;
+  }();
+  return path;
+}
 
 // Between fork and exec the child only makes async-signal-safe calls.
 pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,

@@ -27,7 +27,9 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 // hard, set in the child before exec. The variable is passed on too (the binary ignores it).
 inline constexpr char kRlimitNofileVar[] = "ANTEROOM_TEST_RLIMIT_NOFILE";
 
-// The built binary (ANTEROOM_BINARY, set by tests/CMakeLists.txt).
+// The built binary (ANTEROOM_BINARY, set by tests/CMakeLists.txt), or the one named by the
+// environment's ANTEROOM_TEST_BINARY: today's tests against another build (e.g. to show a
+// regression test fails on the code before its fix).
 const char* BinaryPath();
 
 // fork + execve of `anteroom ARGS...` with ANTEROOM_* cleared from the inherited environment
