@@ -1,8 +1,15 @@
 #pragma once
 // Each feature is a family: one file of handlers with a Register function that adds its routes.
 // Handlers translate HTTP to Backend calls and back; the rules live in src/core.
+//
+// The shape of a family file (docs/design.md): one named handler per route (`CmdPush`,
+// `CmdCheck`, ...) that reads the request, makes one backend call and writes the answer; then,
+// at the bottom, the family's route table (an array of RouteDef) added in one AddRoutes call.
+// The table is where a route's access rule (scope), body limit and CORS are read from.
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "common/clock.h"
 #include "core/challenge.h"
@@ -38,7 +45,47 @@ struct Services {
   // Puzzles for rooms with a challenge; without them no proof is accepted and
   // GET /v1/rooms/{room}/challenge answers 503.
   const core::PowPuzzles* puzzles = nullptr;
+  // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
+  const HttpMetrics* http_metrics = nullptr;
 };
+
+// A route's handler in a family: the services, the request (params checked by the router's
+// pattern only), and the one answer.
+using FamilyHandler = void (*)(Services&, const Request&, Respond);
+
+// What else a route does (RouteOptions::stream, RouteOptions::parks).
+enum class RouteKind : uint8_t {
+  kPlain,   // answers now or soon
+  kStream,  // may become a live stream
+  kParks,   // a long poll: may wait long, watched for a hang-up
+};
+
+// One row of a family's route table: every field is written out in each row.
+struct RouteDef {
+  http::verb method;
+  std::string_view pattern;
+  Scope scope;
+  size_t body_limit;
+  Cors cors;
+  RouteKind kind;
+  FamilyHandler handler;
+};
+
+// Adds every row of `table` to the router, each handler bound to `services`.
+inline void AddRoutes(Router& router, Services& services, std::span<const RouteDef> table) {
+  for (const RouteDef& r : table) {
+    router.Add(
+        r.method, r.pattern,
+        [&services, handler = r.handler](const Request& req, Respond respond) {
+          handler(services, req, std::move(respond));
+        },
+        RouteOptions{.scope = r.scope,
+                     .body_limit = r.body_limit,
+                     .cors = r.cors,
+                     .stream = r.kind == RouteKind::kStream,
+                     .parks = r.kind == RouteKind::kParks});
+  }
+}
 
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);

@@ -11,7 +11,7 @@ namespace {
 
 // {"status": "ok"} or {"status": "degraded", "reason": ...}: always 200, as restarting a
 // process whose disk is full or whose Redis is gone would not help.
-void Healthz(Services& s, const Request&, Respond respond) {
+void CmdHealthz(Services& s, const Request&, Respond respond) {
   s.backend.CheckHealth([respond = std::move(respond)](OpResult<store::HealthReport> r) {
     if (r.ok() && r->changes_ok) return respond(JsonReply(boost::json::object{{"status", "ok"}}));
     std::string reason = r.ok() ? r->problem : r.message();
@@ -20,7 +20,7 @@ void Healthz(Services& s, const Request&, Respond respond) {
 }
 
 // 200 {"status": "ready"}, or 503 {"status": "not_ready", "reason": ...} with Retry-After.
-void Readyz(Services& s, const Request&, Respond respond) {
+void CmdReadyz(Services& s, const Request&, Respond respond) {
   s.backend.CheckHealth([respond = std::move(respond)](OpResult<store::HealthReport> r) {
     if (r.ok() && r->changes_ok) {
       return respond(JsonReply(boost::json::object{{"status", "ready"}}));
@@ -35,20 +35,16 @@ void Readyz(Services& s, const Request&, Respond respond) {
 }  // namespace
 
 void RegisterHealthRoutes(Router& router, Services& s) {
-  struct Route {
-    http::verb method;
-    std::string_view path;
-    void (*handler)(Services&, const Request&, Respond);
+  using enum Scope;
+  using enum Cors;
+  using enum RouteKind;
+  using http::verb;
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      {verb::get, "/healthz", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdHealthz},
+      {verb::get, "/readyz", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdReadyz},
   };
-  static constexpr Route kRoutes[] = {
-      {http::verb::get, "/healthz", Healthz},
-      {http::verb::get, "/readyz", Readyz},
-  };
-  for (const Route& r : kRoutes) {
-    router.Add(r.method, r.path, [&s, handler = r.handler](const Request& req, Respond respond) {
-      handler(s, req, std::move(respond));
-    });
-  }
+  AddRoutes(router, s, kRoutes);
 }
 
 }  // namespace anteroom::server

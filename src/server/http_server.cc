@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/wire_errors.h"
 #include "server/body_budget.h"
 #include "server/live_stream.h"
 #include "server/request_head.h"
@@ -137,12 +138,10 @@ class Session : public std::enable_shared_from_this<Session> {
                           ? limits_.min_body_rate * (ms - limits_.body_stall.count()) / 1000
                           : 0;
       if (now - body_progress_at_ > limits_.body_stall) {
-        return TimeOut(
-            fmt::format("no byte of the body arrived for {} ms", limits_.body_stall.count()));
+        return TimeOut(wire::BodyStalled(limits_.body_stall.count()));
       }
       if (received < owed) {
-        return TimeOut(
-            fmt::format("the body arrived slower than {} bytes/s", limits_.min_body_rate));
+        return TimeOut(wire::BodyTooSlow(limits_.min_body_rate));
       }
     } else if (reading_head_) {
       // No byte of a head yet: a new connection waits for its first request only as long as
@@ -151,8 +150,7 @@ class Session : public std::enable_shared_from_this<Session> {
         if (now - phase_since_ > limits_.idle_timeout) return Close();
       } else if (now - head_started_ > limits_.head_timeout) {
         if (buffer_.size() == 0) return Close();  // never sent a byte: nobody to answer
-        return TimeOut(fmt::format("the request head did not arrive within {} ms",
-                                   limits_.head_timeout.count()));
+        return TimeOut(wire::HeadTooSlow(limits_.head_timeout.count()));
       }
     } else if (phase_ == Phase::kWriting && now - phase_since_ > kWriteTimeout) {
       return Close();
@@ -192,9 +190,7 @@ class Session : public std::enable_shared_from_this<Session> {
     size_t end = HeadEnd(pending);
     if (end == std::string_view::npos) {
       if (pending.size() >= kHeaderLimit) {
-        return HeadFailed({OpStatus::kHeaderTooLarge, fmt::format("the request head is larger "
-                                                                  "than {} bytes",
-                                                                  kHeaderLimit)});
+        return HeadFailed({OpStatus::kHeaderTooLarge, wire::HeadLargerThan(kHeaderLimit)});
       }
       if (buffer_.size() > 0 || requests_ == 0) FineSweep();
       size_t room = std::min(kReadChunk, buffer_.max_size() - buffer_.size());
@@ -249,9 +245,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                    });
                                  });
       if (!ticket_) {
-        Response busy =
-            ErrorReply(OpStatus::kUnavailable,
-                       "the server holds too many unfinished request bodies; retry shortly");
+        Response busy = ErrorReply(OpStatus::kUnavailable, wire::kTooManyBodies);
         busy.headers.emplace_back("Retry-After", "1");
         return Send(std::move(busy), /*close=*/true);
       }
@@ -302,18 +296,17 @@ class Session : public std::enable_shared_from_this<Session> {
       return Close();
     }
     if (ec == http::error::body_limit) {
-      return Send(ErrorReply(OpStatus::kPayloadTooLarge, "the body is too large"), true);
+      return Send(ErrorReply(OpStatus::kPayloadTooLarge, wire::kBodyTooLarge), true);
     }
     if (ec == http::error::header_limit) {
-      return Send(ErrorReply(OpStatus::kHeaderTooLarge, "the request head is too large"), true);
+      return Send(ErrorReply(OpStatus::kHeaderTooLarge, wire::kHeadTooLarge), true);
     }
     if (ec == http::error::buffer_overflow) {
       // Only a trailer can fill the read buffer: heads stop at the header limit first.
-      return Send(ErrorReply(OpStatus::kHeaderTooLarge, "the chunked body's trailer is too large"),
-                  true);
+      return Send(ErrorReply(OpStatus::kHeaderTooLarge, wire::kTrailerTooLarge), true);
     }
     // Anything else is a malformed request: answer it, then hang up.
-    Send(ErrorReply(OpStatus::kInvalidArgument, "malformed HTTP request: " + ec.message()), true);
+    Send(ErrorReply(OpStatus::kInvalidArgument, wire::MalformedRequest(ec.message())), true);
   }
 
   void OnRequest(beast::error_code ec) {
@@ -365,7 +358,7 @@ class Session : public std::enable_shared_from_this<Session> {
                     request->target.substr(0, 200), e.what());
       closing_ = true;
       slots_.clear();
-      Format({11, false, ErrorReply(OpStatus::kInternal, "the request failed"), true, nullptr,
+      Format({11, false, ErrorReply(OpStatus::kInternal, wire::kRequestFailed), true, nullptr,
               nullptr});
     }
     if (request->hangup && !closing_) {
@@ -751,8 +744,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
       size_t drained = 0;
     };
     auto r = std::make_shared<Refusal>(std::move(socket), refusing_);
-    std::string body =
-        ErrorReply(OpStatus::kUnavailable, "too many connections; retry shortly").body;
+    std::string body = ErrorReply(OpStatus::kUnavailable, wire::kTooManyConnections).body;
     r->text = fmt::format(
         "HTTP/1.1 503 Service Unavailable\r\nServer: anteroom\r\nContent-Type: "
         "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",

@@ -2,9 +2,8 @@
 
 #include <boost/json/parse.hpp>
 
-#include <fmt/format.h>
-
 #include "common/names.h"
+#include "common/wire_errors.h"
 
 namespace anteroom::server {
 
@@ -15,8 +14,8 @@ OpResult<json::object> ParseObject(std::string_view body, bool empty_is_object,
   if (body.empty() && empty_is_object) return json::object(storage);
   boost::system::error_code ec;
   json::value v = json::parse(body, ec, storage);
-  if (ec) return {OpStatus::kInvalidJson, "the body is not valid JSON: " + ec.message()};
-  if (!v.is_object()) return {OpStatus::kInvalidJson, "the body must be a JSON object"};
+  if (ec) return {OpStatus::kInvalidJson, wire::NotJson(ec.message())};
+  if (!v.is_object()) return {OpStatus::kInvalidJson, std::string(wire::kNotAnObject)};
   return std::move(v.as_object());
 }
 
@@ -29,11 +28,10 @@ OpResult<std::optional<int64_t>> IntValue(const json::value& v, std::string_view
   } else if (v.is_uint64()) {
     n = INT64_MAX;  // above every range we accept
   } else {
-    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be an integer", key)};
+    return {OpStatus::kInvalidArgument, wire::NotAnInteger(key)};
   }
   if (n < min || n > max) {
-    return {OpStatus::kInvalidArgument,
-            fmt::format("'{}' must be an integer from {} to {}", key, min, max)};
+    return {OpStatus::kInvalidArgument, wire::IntegerOutOfRange(key, min, max)};
   }
   return std::optional<int64_t>(n);
 }
@@ -61,16 +59,14 @@ OpResult<std::optional<std::optional<int64_t>>> ReadNullableInt(const json::obje
 OpResult<std::optional<bool>> ReadBool(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::optional<bool>();
-  if (!v->is_bool())
-    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a boolean", key)};
+  if (!v->is_bool()) return {OpStatus::kInvalidArgument, wire::NotABoolean(key)};
   return std::optional<bool>(v->as_bool());
 }
 
 OpResult<std::optional<std::string>> ReadString(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string())
-    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be a string", key)};
+  if (!v->is_string()) return {OpStatus::kInvalidArgument, wire::NotAString(key)};
   return std::optional<std::string>(std::string(v->as_string()));
 }
 
@@ -78,8 +74,7 @@ OpResult<std::optional<std::string>> ReadName(const json::object& o, std::string
   auto s = ReadString(o, key);
   if (!s.ok() || !*s) return s;
   if (!IsValidName(**s)) {
-    return {OpStatus::kInvalidArgument,
-            fmt::format("'{}' must be 1-128 bytes of [A-Za-z0-9._:-]", key)};
+    return {OpStatus::kInvalidArgument, wire::BadNameField(key)};
   }
   return s;
 }

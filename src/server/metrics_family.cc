@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/prometheus_text.h"
 #include "server/stats_history.h"
@@ -101,36 +102,42 @@ std::string RenderMetrics(const OpResult<std::vector<core::RoomInfo>>& rooms,
   return out;
 }
 
+// GET /metrics: the Prometheus text of rooms, queues and the HTTP latency histograms.
+void CmdMetrics(Services& s, const Request&, Respond respond) {
+  s.backend.ListRooms(
+      [&s, respond = std::move(respond)](OpResult<std::vector<core::RoomInfo>> rooms) mutable {
+        s.backend.ListQueues([&s, respond = std::move(respond),
+                              rooms = std::move(rooms)](OpResult<QueueList> queues) {
+          Response r;
+          r.content_type = std::string(kPrometheusContentType);
+          r.body = RenderMetrics(rooms, queues, *s.http_metrics);
+          respond(std::move(r));
+        });
+      });
+}
+
+// GET /v1/stats/history: the last 15 minutes of samples.
+void CmdStatsHistory(Services& s, const Request&, Respond respond) {
+  if (s.stats_history == nullptr) {
+    return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoStatsHistory));
+  }
+  respond(JsonReply(s.stats_history->ToJson(s.clock.NowMs())));
+}
+
 }  // namespace
 
 void RegisterMetricsRoutes(Router& router, Services& s) {
-  RouteOptions admin{.admin = true};
-
-  router.Add(
-      http::verb::get, "/metrics",
-      [&s, &router](const Request&, Respond respond) {
-        s.backend.ListRooms([&s, &router, respond = std::move(respond)](
-                                OpResult<std::vector<core::RoomInfo>> rooms) mutable {
-          s.backend.ListQueues([&router, respond = std::move(respond),
-                                rooms = std::move(rooms)](OpResult<QueueList> queues) {
-            Response r;
-            r.content_type = std::string(kPrometheusContentType);
-            r.body = RenderMetrics(rooms, queues, router.http_metrics());
-            respond(std::move(r));
-          });
-        });
-      },
-      admin);
-
-  router.Add(
-      http::verb::get, "/v1/stats/history",
-      [&s](const Request&, Respond respond) {
-        if (s.stats_history == nullptr) {
-          return respond(ErrorReply(OpStatus::kUnavailable, "the stats history is not kept"));
-        }
-        respond(JsonReply(s.stats_history->ToJson(s.clock.NowMs())));
-      },
-      admin);
+  s.http_metrics = &router.http_metrics();
+  using enum Scope;
+  using enum Cors;
+  using enum RouteKind;
+  using http::verb;
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      {verb::get, "/metrics", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdMetrics},
+      {verb::get, "/v1/stats/history", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdStatsHistory},
+  };
+  AddRoutes(router, s, kRoutes);
 }
 
 }  // namespace anteroom::server

@@ -10,8 +10,10 @@
 #include <iterator>
 
 #include "common/names.h"
+#include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/json_body.h"
+#include "server/preamble.h"
 
 namespace anteroom::server {
 
@@ -33,12 +35,6 @@ json::object StatsJson(const std::string& name, const core::QueueStats& s) {
                       {"workers", s.workers}, {"paused", s.paused}};
 }
 
-bool QueueParam(const Request& req, const Respond& respond) {
-  if (IsValidName(req.params[0])) return true;
-  respond(ErrorReply(OpStatus::kInvalidArgument, "queue names are 1-128 bytes of [A-Za-z0-9._:-]"));
-  return false;
-}
-
 std::optional<core::JobId> ParseJobId(const json::value& v) {
   if (v.is_int64() && v.as_int64() > 0) return static_cast<core::JobId>(v.as_int64());
   if (v.is_uint64()) return v.as_uint64();
@@ -52,25 +48,25 @@ std::optional<core::JobId> ParseJobId(const json::value& v) {
 }
 
 // One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?}
-OpResult<core::JobSpec> ReadJob(const json::value& v, size_t index) {
-  auto at = [&](const std::string& m) { return fmt::format("jobs[{}]: {}", index, m); };
-  if (!v.is_object()) return {OpStatus::kInvalidArgument, at("a job must be a JSON object")};
+// Errors name the field only; a batch adds which job (wire::JobAt).
+OpResult<core::JobSpec> ReadJob(const json::value& v) {
+  if (!v.is_object()) return {OpStatus::kInvalidArgument, std::string(wire::kJobNotObject)};
   const json::object& o = v.as_object();
   const json::value* payload = o.if_contains("payload");
-  if (payload == nullptr) return {OpStatus::kInvalidArgument, at("'payload' is required")};
+  if (payload == nullptr) return {OpStatus::kInvalidArgument, wire::FieldRequired("payload")};
   core::JobSpec spec;
   spec.payload = json::serialize(*payload);
   if (spec.payload.size() > kMaxPayloadBytes) {
-    return {OpStatus::kPayloadTooLarge, at("the payload is larger than 1 MiB")};
+    return {OpStatus::kPayloadTooLarge, std::string(wire::kPayloadOver1MiB)};
   }
   auto delay = ReadInt(o, "delay_ms", 0, core::kMaxDurationMs);
-  if (!delay.ok()) return {delay.status(), at(delay.message())};
+  if (!delay.ok()) return {delay.status(), delay.message()};
   auto priority = ReadInt(o, "priority", INT32_MIN, INT32_MAX);
-  if (!priority.ok()) return {priority.status(), at(priority.message())};
+  if (!priority.ok()) return {priority.status(), priority.message()};
   auto attempts = ReadInt(o, "max_attempts", 1, core::kMaxMaxAttempts);
-  if (!attempts.ok()) return {attempts.status(), at(attempts.message())};
+  if (!attempts.ok()) return {attempts.status(), attempts.message()};
   auto dedupe = ReadName(o, "dedupe_key");
-  if (!dedupe.ok()) return {dedupe.status(), at(dedupe.message())};
+  if (!dedupe.ok()) return {dedupe.status(), dedupe.message()};
   spec.delay_ms = delay->value_or(0);
   spec.priority = static_cast<int32_t>(priority->value_or(0));
   spec.max_attempts = static_cast<int32_t>(attempts->value_or(core::kDefaultMaxAttempts));
@@ -78,24 +74,46 @@ OpResult<core::JobSpec> ReadJob(const json::value& v, size_t index) {
   return spec;
 }
 
-// {"leases": [string, ...]}: 1..1000 strings.
+// The jobs of a push body: {"jobs": [job, ...]} (1 to 1000, all or nothing) or one job.
+OpResult<std::vector<core::JobSpec>> ReadJobs(const json::object& body, bool batch) {
+  std::vector<core::JobSpec> specs;
+  if (!batch) {
+    auto spec = ReadJob(body);
+    if (!spec.ok()) return {spec.status(), spec.message()};
+    specs.push_back(std::move(*spec));
+    return specs;
+  }
+  const json::value& jobs = body.at("jobs");
+  if (!jobs.is_array() || jobs.as_array().empty() || jobs.as_array().size() > core::kMaxBatch) {
+    return {OpStatus::kInvalidArgument, std::string(wire::kJobsCount)};
+  }
+  specs.reserve(jobs.as_array().size());
+  for (size_t i = 0; i < jobs.as_array().size(); ++i) {
+    auto spec = ReadJob(jobs.as_array()[i]);
+    if (!spec.ok()) return {spec.status(), wire::JobAt(i, spec.message())};
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
 // body[key]: an array of lease strings, 1 to 1000 (0 allowed when `may_be_empty`).
 OpResult<std::vector<std::string>> ReadLeases(const json::object& body,
                                               std::string_view key = "leases",
                                               bool may_be_empty = false) {
   const json::value* v = body.if_contains(key);
   if (v == nullptr || !v->is_array()) {
-    return {OpStatus::kInvalidArgument, fmt::format("'{}' must be an array of lease strings", key)};
+    return {OpStatus::kInvalidArgument, wire::LeasesNotArray(key)};
   }
   const json::array& a = v->as_array();
   if ((a.empty() && !may_be_empty) || a.size() > core::kMaxBatch) {
-    return {OpStatus::kInvalidArgument,
-            fmt::format("'{}' must hold {} to 1000 leases", key, may_be_empty ? 0 : 1)};
+    return {OpStatus::kInvalidArgument, wire::LeasesCount(key, may_be_empty ? 0 : 1)};
   }
   std::vector<std::string> leases;
   leases.reserve(a.size());
   for (const json::value& l : a) {
-    if (!l.is_string()) return {OpStatus::kInvalidArgument, "every lease must be a string"};
+    if (!l.is_string()) {
+      return {OpStatus::kInvalidArgument, std::string(wire::kLeaseNotString)};
+    }
     leases.emplace_back(l.as_string());
   }
   return leases;
@@ -145,358 +163,336 @@ store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<st
 
 Response CountReply(size_t n) { return JsonReply(json::object{{"count", n}}); }
 
+// --- Handlers: each reads the request, makes one backend call, writes the answer ---------------
+
+// POST /v1/queues/{q}/jobs: one job, or {"jobs": [...]}. 201 when any job was created, 200
+// when every one was a dedupe hit.
+void CmdPush(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  bool batch = in.body().contains("jobs");
+  auto specs = ReadJobs(in.body(), batch);
+  if (!specs.ok()) return respond(ErrorReply(specs));
+  s.backend.Push(req.params[0], std::move(*specs),
+                 [batch, respond = std::move(respond)](OpResult<std::vector<core::PushResult>> r) {
+                   if (!r.ok()) return respond(ErrorReply(r));
+                   if (r->empty())
+                     return respond(ErrorReply(OpStatus::kInternal, wire::kPushAnsweredNothing));
+                   bool any_created = false;
+                   Response res;
+                   std::string& out = res.body;
+                   out.reserve(16 + r->size() * 24);
+                   auto it = std::back_inserter(out);
+                   if (batch) {
+                     out += R"({"ids":[)";
+                     for (size_t i = 0; i < r->size(); ++i) {
+                       fmt::format_to(it, FMT_COMPILE(R"({}"{}")"), i ? "," : "", (*r)[i].id);
+                       any_created = any_created || (*r)[i].created;
+                     }
+                     out += ']';
+                   } else {
+                     fmt::format_to(it, FMT_COMPILE(R"({{"id":"{}")"), (*r)[0].id);
+                     any_created = (*r)[0].created;
+                   }
+                   out += '}';
+                   res.status = any_created ? 201 : 200;  // all dedupe hits: 200
+                   respond(std::move(res));
+                 });
+}
+
+// POST /v1/queues/{q}/fetch: up to `max` jobs leased to `worker`, waiting up to `wait_ms` (a
+// long poll); `ack` acknowledges earlier leases in the same call.
+void CmdFetch(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  const json::object& body = in.body();
+  auto worker = ReadName(body, "worker");
+  if (!worker.ok()) return respond(ErrorReply(worker));
+  if (!*worker)
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::FieldRequired("worker")));
+  auto max = ReadInt(body, "max", 1, static_cast<int64_t>(core::kMaxBatch));
+  if (!max.ok()) return respond(ErrorReply(max));
+  auto lease = ReadInt(body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
+  if (!lease.ok()) return respond(ErrorReply(lease));
+  auto wait = ReadInt(body, "wait_ms", 0, kMaxWaitMs);
+  if (!wait.ok()) return respond(ErrorReply(wait));
+  core::FetchRequest request{.worker = std::move(**worker),
+                             .max = static_cast<size_t>(max->value_or(1)),
+                             .lease_ms = lease->value_or(core::kDefaultLeaseMs),
+                             .wait_ms = wait->value_or(0),
+                             .ack = {},
+                             .hangup = req.hangup};
+  bool acking = body.contains("ack");
+  if (acking) {
+    auto ack = ReadLeases(body, "ack", /*may_be_empty=*/true);
+    if (!ack.ok()) return respond(ErrorReply(ack));
+    request.ack = std::move(*ack);
+  }
+  s.backend.Fetch(req.params[0], std::move(request),
+                  [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
+                    if (!r.ok()) return respond(ErrorReply(r));
+                    // Written by hand: payloads are stored serialized and go out verbatim.
+                    Response res;
+                    std::string& out = res.body;
+                    out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
+                    auto it = std::back_inserter(out);
+                    out += R"({"jobs":[)";
+                    bool first = true;
+                    for (const auto& d : r->jobs) {
+                      if (!first) out += ',';
+                      fmt::format_to(
+                          it,
+                          FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
+                                      R"("lease_expires_ms":{},"priority":{}}})"),
+                          d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
+                      first = false;
+                    }
+                    out += ']';
+                    if (acking) {
+                      out += R"(,"acked":)";
+                      AppendOutcomes(out, r->acked_leases, r->acked);
+                    }
+                    out += '}';
+                    respond(std::move(res));
+                  });
+}
+
+// POST /v1/queues/{q}/ack: {"leases": [...]}, an outcome per lease.
+void CmdAck(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto leases = ReadLeases(in.body());
+  if (!leases.ok()) return respond(ErrorReply(leases));
+  std::vector<std::string> copy = *leases;
+  s.backend.Ack(req.params[0], std::move(*leases), AnswerOutcomes(copy, std::move(respond)));
+}
+
+// POST /v1/queues/{q}/nack: {"leases", "delay_ms"?, "error"?}: the jobs go back (or die).
+void CmdNack(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto leases = ReadLeases(in.body());
+  if (!leases.ok()) return respond(ErrorReply(leases));
+  auto delay = ReadInt(in.body(), "delay_ms", 0, core::kMaxDurationMs);
+  if (!delay.ok()) return respond(ErrorReply(delay));
+  auto error = ReadString(in.body(), "error");
+  if (!error.ok()) return respond(ErrorReply(error));
+  std::vector<std::string> copy = *leases;
+  s.backend.Nack(req.params[0], std::move(*leases), *delay, error->value_or(""),
+                 AnswerOutcomes(copy, std::move(respond)));
+}
+
+// POST /v1/queues/{q}/extend: {"leases", "lease_ms"?}: the leases run longer.
+void CmdExtend(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto leases = ReadLeases(in.body());
+  if (!leases.ok()) return respond(ErrorReply(leases));
+  auto lease_ms = ReadInt(in.body(), "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
+  if (!lease_ms.ok()) return respond(ErrorReply(lease_ms));
+  std::vector<std::string> copy = *leases;
+  s.backend.Extend(req.params[0], std::move(*leases), lease_ms->value_or(core::kDefaultLeaseMs),
+                   AnswerOutcomes(copy, std::move(respond)));
+}
+
+// GET /v1/queues: every queue's stats.
+void CmdListQueues(Services& s, const Request&, Respond respond) {
+  s.backend.ListQueues([respond = std::move(respond)](
+                           OpResult<std::vector<std::pair<std::string, core::QueueStats>>> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::array queues;
+    for (const auto& [name, stats] : *r) queues.push_back(StatsJson(name, stats));
+    respond(JsonReply(json::object{{"queues", std::move(queues)}}));
+  });
+}
+
+// GET /v1/queues/{q}: one queue's stats.
+void CmdGetQueue(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  s.backend.GetQueue(req.params[0], [name = req.params[0],
+                                     respond = std::move(respond)](OpResult<core::QueueStats> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    respond(JsonReply(StatsJson(name, *r)));
+  });
+}
+
+// GET /v1/queues/{q}/inflight[?worker=W]: the leased jobs (of one worker).
+void CmdInflight(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  std::optional<std::string> worker;
+  if (const std::string* w = req.Query("worker")) {
+    if (!IsValidName(*w)) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::BadNameField("worker")));
+    }
+    worker = *w;
+  }
+  s.backend.Inflight(req.params[0], worker,
+                     [respond = std::move(respond)](OpResult<std::vector<core::InflightJob>> r) {
+                       if (!r.ok()) return respond(ErrorReply(r));
+                       json::array jobs;
+                       for (const auto& j : *r) {
+                         jobs.push_back(json::object{{"id", std::to_string(j.id)},
+                                                     {"worker", j.worker},
+                                                     {"attempt", j.attempt},
+                                                     {"lease_expires_ms", j.lease_expires_ms}});
+                       }
+                       respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
+                     });
+}
+
+// POST /v1/queues/{q}/workers/{w}/heartbeat: {"ttl_ms"}: the worker is alive that long.
+void CmdHeartbeat(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames, wire::kWorkerNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto ttl = ReadInt(in.body(), "ttl_ms", 1, kMaxTtlMs);
+  if (!ttl.ok()) return respond(ErrorReply(ttl));
+  if (!*ttl) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::FieldRequired("ttl_ms")));
+  s.backend.Heartbeat(req.params[0], req.params[1], **ttl,
+                      [respond = std::move(respond)](OpResult<Done> r) {
+                        if (!r.ok()) return respond(ErrorReply(r));
+                        respond(JsonReply(json::object{{"ok", true}}));
+                      });
+}
+
+// POST /v1/queues/{q}/workers/{w}/release: the worker's leases go back now; their count.
+void CmdReleaseWorker(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames, wire::kWorkerNames})) {
+    return respond(std::move(*bad));
+  }
+  s.backend.ReleaseWorker(req.params[0], req.params[1],
+                          [respond = std::move(respond)](OpResult<size_t> r) {
+                            if (!r.ok()) return respond(ErrorReply(r));
+                            respond(CountReply(*r));
+                          });
+}
+
+// POST /v1/queues/{q}/pause and /resume: the queue's stats after the change.
+void SetPaused(Services& s, const Request& req, Respond respond, bool pause) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  s.backend.SetPaused(req.params[0], pause,
+                      [&s, name = req.params[0], respond = std::move(respond)](OpResult<Done> r) {
+                        if (!r.ok()) return respond(ErrorReply(r));
+                        s.backend.GetQueue(name, [name, respond](OpResult<core::QueueStats> st) {
+                          if (!st.ok()) return respond(ErrorReply(st));
+                          respond(JsonReply(StatsJson(name, *st)));
+                        });
+                      });
+}
+void CmdPause(Services& s, const Request& req, Respond respond) {
+  SetPaused(s, req, std::move(respond), true);
+}
+void CmdResume(Services& s, const Request& req, Respond respond) {
+  SetPaused(s, req, std::move(respond), false);
+}
+
+// GET /v1/queues/{q}/dead[?limit=N]: dead letters with their failure history.
+void CmdDead(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  size_t limit = 100;
+  if (const std::string* l = req.Query("limit")) {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
+    if (ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 10'000) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kDeadLimit));
+    }
+    limit = n;
+  }
+  s.backend.Dead(
+      req.params[0], limit, [respond = std::move(respond)](OpResult<std::vector<core::DeadJob>> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        json::array jobs;
+        for (const auto& d : *r) {
+          boost::system::error_code ec;
+          json::value payload = json::parse(d.payload, ec);
+          json::array history;
+          for (const auto& h : d.history) {
+            history.push_back(
+                json::object{{"attempt", h.attempt}, {"error", h.error}, {"at_ms", h.at_ms}});
+          }
+          jobs.push_back(json::object{{"id", std::to_string(d.id)},
+                                      {"payload", std::move(payload)},
+                                      {"attempts", d.attempts},
+                                      {"error", d.error},
+                                      {"failed_at_ms", d.failed_at_ms},
+                                      {"history", std::move(history)}});
+        }
+        respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
+      });
+}
+
+// POST /v1/queues/{q}/dead/requeue: {"ids"?: [...]} (all when absent); the count requeued.
+void CmdRequeueDead(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kEmptyIsEmpty);
+  if (!in.ok()) return respond(in.Error());
+  std::optional<std::vector<core::JobId>> ids;
+  if (const json::value* v = in.body().if_contains("ids")) {
+    if (!v->is_array() || v->as_array().size() > 10'000) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kIdsNotJobIds));
+    }
+    ids.emplace();
+    for (const json::value& id : v->as_array()) {
+      auto parsed = ParseJobId(id);
+      if (!parsed) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kIdsNotJobIds));
+      ids->push_back(*parsed);
+    }
+  }
+  s.backend.RequeueDead(req.params[0], std::move(ids),
+                        [respond = std::move(respond)](OpResult<size_t> r) {
+                          if (!r.ok()) return respond(ErrorReply(r));
+                          respond(CountReply(*r));
+                        });
+}
+
+// DELETE /v1/queues/{q}/jobs/{id}: cancels a job that is not in flight.
+void CmdCancel(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  auto id = ParseJobId(json::value(req.params[1]));
+  if (!id) return respond(ErrorReply(OpStatus::kUnknownJob, wire::kNoSuchJob));
+  s.backend.Cancel(req.params[0], *id,
+                   [respond = std::move(respond)](OpResult<core::CancelOutcome> r) {
+                     if (!r.ok()) return respond(ErrorReply(r));
+                     switch (*r) {
+                       case core::CancelOutcome::kCancelled:
+                         return respond(CountReply(1));
+                       case core::CancelOutcome::kUnknown:
+                         return respond(ErrorReply(OpStatus::kUnknownJob, wire::kNoSuchJob));
+                       case core::CancelOutcome::kInFlight:
+                         return respond(ErrorReply(OpStatus::kConflict, wire::kJobInFlight));
+                     }
+                   });
+}
+
 }  // namespace
 
+// --- The route table ----------------------------------------------------------------------------
+
 void RegisterQueueRoutes(Router& router, Services& s) {
-  RouteOptions admin{.admin = true};
-  router.SetBodyLimit("/v1/queues/", kMaxQueueBody);
-
-  router.Add(http::verb::post, "/v1/queues/{q}/jobs", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    // Parsed into an arena that starts on the stack: no allocation per JSON node.
-    unsigned char scratch[4096];
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, false, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    std::vector<core::JobSpec> specs;
-    bool batch = body->contains("jobs");
-    if (batch) {
-      const json::value& jobs = body->at("jobs");
-      if (!jobs.is_array() || jobs.as_array().empty() || jobs.as_array().size() > core::kMaxBatch) {
-        return respond(ErrorReply(OpStatus::kInvalidArgument, "'jobs' must hold 1 to 1000 jobs"));
-      }
-      specs.reserve(jobs.as_array().size());
-      for (size_t i = 0; i < jobs.as_array().size(); ++i) {
-        auto spec = ReadJob(jobs.as_array()[i], i);
-        if (!spec.ok()) return respond(ErrorReply(spec));  // all or nothing
-        specs.push_back(std::move(*spec));
-      }
-    } else {
-      auto spec = ReadJob(*body, 0);
-      if (!spec.ok()) {
-        return respond(ErrorReply(spec.status(), spec.message().substr(sizeof("jobs[0]: ") - 1)));
-      }
-      specs.push_back(std::move(*spec));
-    }
-    s.backend.Push(
-        req.params[0], std::move(specs),
-        [batch, respond = std::move(respond)](OpResult<std::vector<core::PushResult>> r) {
-          if (!r.ok()) return respond(ErrorReply(r));
-          if (r->empty()) return respond(ErrorReply(OpStatus::kInternal, "push answered nothing"));
-          bool any_created = false;
-          Response res;
-          std::string& out = res.body;
-          out.reserve(16 + r->size() * 24);
-          auto it = std::back_inserter(out);
-          if (batch) {
-            out += R"({"ids":[)";
-            for (size_t i = 0; i < r->size(); ++i) {
-              fmt::format_to(it, FMT_COMPILE(R"({}"{}")"), i ? "," : "", (*r)[i].id);
-              any_created = any_created || (*r)[i].created;
-            }
-            out += ']';
-          } else {
-            fmt::format_to(it, FMT_COMPILE(R"({{"id":"{}")"), (*r)[0].id);
-            any_created = (*r)[0].created;
-          }
-          out += '}';
-          res.status = any_created ? 201 : 200;  // all dedupe hits: 200
-          respond(std::move(res));
-        });
-  });
-
-  router.Add(
-      http::verb::post, "/v1/queues/{q}/fetch",
-      [&s](const Request& req, Respond respond) {
-        if (!QueueParam(req, respond)) return;
-        // Parsed into an arena that starts on the stack: no allocation per JSON node.
-        unsigned char scratch[4096];
-        json::monotonic_resource arena(scratch, sizeof scratch);
-        auto body = ParseObject(req.body, false, &arena);
-        if (!body.ok()) return respond(ErrorReply(body));
-        auto worker = ReadName(*body, "worker");
-        if (!worker.ok()) return respond(ErrorReply(worker));
-        if (!*worker)
-          return respond(ErrorReply(OpStatus::kInvalidArgument, "'worker' is required"));
-        auto max = ReadInt(*body, "max", 1, static_cast<int64_t>(core::kMaxBatch));
-        if (!max.ok()) return respond(ErrorReply(max));
-        auto lease = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
-        if (!lease.ok()) return respond(ErrorReply(lease));
-        auto wait = ReadInt(*body, "wait_ms", 0, kMaxWaitMs);
-        if (!wait.ok()) return respond(ErrorReply(wait));
-        core::FetchRequest request{.worker = std::move(**worker),
-                                   .max = static_cast<size_t>(max->value_or(1)),
-                                   .lease_ms = lease->value_or(core::kDefaultLeaseMs),
-                                   .wait_ms = wait->value_or(0),
-                                   .ack = {},
-                                   .hangup = req.hangup};
-        bool acking = body->contains("ack");
-        if (acking) {
-          auto ack = ReadLeases(*body, "ack", /*may_be_empty=*/true);
-          if (!ack.ok()) return respond(ErrorReply(ack));
-          request.ack = std::move(*ack);
-        }
-        s.backend.Fetch(
-            req.params[0], std::move(request),
-            [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
-              if (!r.ok()) return respond(ErrorReply(r));
-              // Written by hand: payloads are stored serialized and go out verbatim.
-              Response res;
-              std::string& out = res.body;
-              out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
-              auto it = std::back_inserter(out);
-              out += R"({"jobs":[)";
-              bool first = true;
-              for (const auto& d : r->jobs) {
-                if (!first) out += ',';
-                fmt::format_to(it,
-                               FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
-                                           R"("lease_expires_ms":{},"priority":{}}})"),
-                               d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
-                first = false;
-              }
-              out += ']';
-              if (acking) {
-                out += R"(,"acked":)";
-                AppendOutcomes(out, r->acked_leases, r->acked);
-              }
-              out += '}';
-              respond(std::move(res));
-            });
-      },
-      RouteOptions{.parks = true});
-
-  router.Add(http::verb::post, "/v1/queues/{q}/ack", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    // Parsed into an arena that starts on the stack: no allocation per JSON node.
-    unsigned char scratch[4096];
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, false, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto leases = ReadLeases(*body);
-    if (!leases.ok()) return respond(ErrorReply(leases));
-    std::vector<std::string> copy = *leases;
-    s.backend.Ack(req.params[0], std::move(*leases), AnswerOutcomes(copy, std::move(respond)));
-  });
-
-  router.Add(http::verb::post, "/v1/queues/{q}/nack", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    // Parsed into an arena that starts on the stack: no allocation per JSON node.
-    unsigned char scratch[4096];
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, false, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto leases = ReadLeases(*body);
-    if (!leases.ok()) return respond(ErrorReply(leases));
-    auto delay = ReadInt(*body, "delay_ms", 0, core::kMaxDurationMs);
-    if (!delay.ok()) return respond(ErrorReply(delay));
-    auto error = ReadString(*body, "error");
-    if (!error.ok()) return respond(ErrorReply(error));
-    std::vector<std::string> copy = *leases;
-    s.backend.Nack(req.params[0], std::move(*leases), *delay, error->value_or(""),
-                   AnswerOutcomes(copy, std::move(respond)));
-  });
-
-  router.Add(http::verb::post, "/v1/queues/{q}/extend", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    // Parsed into an arena that starts on the stack: no allocation per JSON node.
-    unsigned char scratch[4096];
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, false, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto leases = ReadLeases(*body);
-    if (!leases.ok()) return respond(ErrorReply(leases));
-    auto lease_ms = ReadInt(*body, "lease_ms", core::kMinLeaseMs, core::kMaxLeaseMs);
-    if (!lease_ms.ok()) return respond(ErrorReply(lease_ms));
-    std::vector<std::string> copy = *leases;
-    s.backend.Extend(req.params[0], std::move(*leases), lease_ms->value_or(core::kDefaultLeaseMs),
-                     AnswerOutcomes(copy, std::move(respond)));
-  });
-
-  router.Add(http::verb::get, "/v1/queues", [&s](const Request&, Respond respond) {
-    s.backend.ListQueues([respond = std::move(respond)](
-                             OpResult<std::vector<std::pair<std::string, core::QueueStats>>> r) {
-      if (!r.ok()) return respond(ErrorReply(r));
-      json::array queues;
-      for (const auto& [name, stats] : *r) queues.push_back(StatsJson(name, stats));
-      respond(JsonReply(json::object{{"queues", std::move(queues)}}));
-    });
-  });
-
-  router.Add(http::verb::get, "/v1/queues/{q}", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    s.backend.GetQueue(req.params[0], [name = req.params[0],
-                                       respond = std::move(respond)](OpResult<core::QueueStats> r) {
-      if (!r.ok()) return respond(ErrorReply(r));
-      respond(JsonReply(StatsJson(name, *r)));
-    });
-  });
-
-  router.Add(http::verb::get, "/v1/queues/{q}/inflight", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    std::optional<std::string> worker;
-    if (const std::string* w = req.Query("worker")) {
-      if (!IsValidName(*w)) {
-        return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                  "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]"));
-      }
-      worker = *w;
-    }
-    s.backend.Inflight(req.params[0], worker,
-                       [respond = std::move(respond)](OpResult<std::vector<core::InflightJob>> r) {
-                         if (!r.ok()) return respond(ErrorReply(r));
-                         json::array jobs;
-                         for (const auto& j : *r) {
-                           jobs.push_back(json::object{{"id", std::to_string(j.id)},
-                                                       {"worker", j.worker},
-                                                       {"attempt", j.attempt},
-                                                       {"lease_expires_ms", j.lease_expires_ms}});
-                         }
-                         respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
-                       });
-  });
-
-  router.Add(http::verb::post, "/v1/queues/{q}/workers/{w}/heartbeat",
-             [&s](const Request& req, Respond respond) {
-               if (!QueueParam(req, respond)) return;
-               if (!IsValidName(req.params[1])) {
-                 return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                           "worker names are 1-128 bytes of [A-Za-z0-9._:-]"));
-               }
-               auto body = ParseObject(req.body, false);
-               if (!body.ok()) return respond(ErrorReply(body));
-               auto ttl = ReadInt(*body, "ttl_ms", 1, kMaxTtlMs);
-               if (!ttl.ok()) return respond(ErrorReply(ttl));
-               if (!*ttl)
-                 return respond(ErrorReply(OpStatus::kInvalidArgument, "'ttl_ms' is required"));
-               s.backend.Heartbeat(req.params[0], req.params[1], **ttl,
-                                   [respond = std::move(respond)](OpResult<Done> r) {
-                                     if (!r.ok()) return respond(ErrorReply(r));
-                                     respond(JsonReply(json::object{{"ok", true}}));
-                                   });
-             });
-
-  router.Add(
-      http::verb::post, "/v1/queues/{q}/workers/{w}/release",
-      [&s](const Request& req, Respond respond) {
-        if (!QueueParam(req, respond)) return;
-        if (!IsValidName(req.params[1])) {
-          return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                    "worker names are 1-128 bytes of [A-Za-z0-9._:-]"));
-        }
-        s.backend.ReleaseWorker(req.params[0], req.params[1],
-                                [respond = std::move(respond)](OpResult<size_t> r) {
-                                  if (!r.ok()) return respond(ErrorReply(r));
-                                  respond(CountReply(*r));
-                                });
-      },
-      admin);
-
-  for (bool pause : {true, false}) {
-    router.Add(
-        http::verb::post, pause ? "/v1/queues/{q}/pause" : "/v1/queues/{q}/resume",
-        [&s, pause](const Request& req, Respond respond) {
-          if (!QueueParam(req, respond)) return;
-          s.backend.SetPaused(
-              req.params[0], pause,
-              [&s, name = req.params[0], respond = std::move(respond)](OpResult<Done> r) {
-                if (!r.ok()) return respond(ErrorReply(r));
-                s.backend.GetQueue(name, [name, respond](OpResult<core::QueueStats> st) {
-                  if (!st.ok()) return respond(ErrorReply(st));
-                  respond(JsonReply(StatsJson(name, *st)));
-                });
-              });
-        },
-        admin);
-  }
-
-  router.Add(http::verb::get, "/v1/queues/{q}/dead", [&s](const Request& req, Respond respond) {
-    if (!QueueParam(req, respond)) return;
-    size_t limit = 100;
-    if (const std::string* l = req.Query("limit")) {
-      size_t n = 0;
-      auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
-      if (ec != std::errc() || end != l->data() + l->size() || n < 1 || n > 10'000) {
-        return respond(ErrorReply(OpStatus::kInvalidArgument, "'limit' must be 1 to 10000"));
-      }
-      limit = n;
-    }
-    s.backend.Dead(req.params[0], limit,
-                   [respond = std::move(respond)](OpResult<std::vector<core::DeadJob>> r) {
-                     if (!r.ok()) return respond(ErrorReply(r));
-                     json::array jobs;
-                     for (const auto& d : *r) {
-                       boost::system::error_code ec;
-                       json::value payload = json::parse(d.payload, ec);
-                       json::array history;
-                       for (const auto& h : d.history) {
-                         history.push_back(json::object{
-                             {"attempt", h.attempt}, {"error", h.error}, {"at_ms", h.at_ms}});
-                       }
-                       jobs.push_back(json::object{{"id", std::to_string(d.id)},
-                                                   {"payload", std::move(payload)},
-                                                   {"attempts", d.attempts},
-                                                   {"error", d.error},
-                                                   {"failed_at_ms", d.failed_at_ms},
-                                                   {"history", std::move(history)}});
-                     }
-                     respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
-                   });
-  });
-
-  router.Add(
-      http::verb::post, "/v1/queues/{q}/dead/requeue",
-      [&s](const Request& req, Respond respond) {
-        if (!QueueParam(req, respond)) return;
-        auto body = ParseObject(req.body, true);
-        if (!body.ok()) return respond(ErrorReply(body));
-        std::optional<std::vector<core::JobId>> ids;
-        if (const json::value* v = body->if_contains("ids")) {
-          if (!v->is_array() || v->as_array().size() > 10'000) {
-            return respond(
-                ErrorReply(OpStatus::kInvalidArgument, "'ids' must be an array of job ids"));
-          }
-          ids.emplace();
-          for (const json::value& id : v->as_array()) {
-            auto parsed = ParseJobId(id);
-            if (!parsed) {
-              return respond(
-                  ErrorReply(OpStatus::kInvalidArgument, "'ids' must be an array of job ids"));
-            }
-            ids->push_back(*parsed);
-          }
-        }
-        s.backend.RequeueDead(req.params[0], std::move(ids),
-                              [respond = std::move(respond)](OpResult<size_t> r) {
-                                if (!r.ok()) return respond(ErrorReply(r));
-                                respond(CountReply(*r));
-                              });
-      },
-      admin);
-
-  router.Add(
-      http::verb::delete_, "/v1/queues/{q}/jobs/{id}",
-      [&s](const Request& req, Respond respond) {
-        if (!QueueParam(req, respond)) return;
-        auto id = ParseJobId(json::value(req.params[1]));
-        if (!id) {
-          return respond(ErrorReply(OpStatus::kUnknownJob, "no such job"));
-        }
-        s.backend.Cancel(
-            req.params[0], *id, [respond = std::move(respond)](OpResult<core::CancelOutcome> r) {
-              if (!r.ok()) return respond(ErrorReply(r));
-              switch (*r) {
-                case core::CancelOutcome::kCancelled:
-                  return respond(CountReply(1));
-                case core::CancelOutcome::kUnknown:
-                  return respond(ErrorReply(OpStatus::kUnknownJob, "no such job"));
-                case core::CancelOutcome::kInFlight:
-                  return respond(
-                      ErrorReply(OpStatus::kConflict, "the job is in flight; ack or nack it"));
-              }
-            });
-      },
-      admin);
+  using enum Scope;
+  using enum Cors;
+  using enum RouteKind;
+  using http::verb;
+  constexpr size_t kBody = kMaxQueueBody;  // batches of jobs
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      {verb::post, "/v1/queues/{q}/jobs", kQueue, kBody, kNoCors, kPlain, CmdPush},
+      {verb::post, "/v1/queues/{q}/fetch", kQueue, kBody, kNoCors, kParks, CmdFetch},
+      {verb::post, "/v1/queues/{q}/ack", kQueue, kBody, kNoCors, kPlain, CmdAck},
+      {verb::post, "/v1/queues/{q}/nack", kQueue, kBody, kNoCors, kPlain, CmdNack},
+      {verb::post, "/v1/queues/{q}/extend", kQueue, kBody, kNoCors, kPlain, CmdExtend},
+      {verb::get, "/v1/queues", kQueue, kDefaultBodyLimit, kNoCors, kPlain, CmdListQueues},
+      {verb::get, "/v1/queues/{q}", kQueue, kBody, kNoCors, kPlain, CmdGetQueue},
+      {verb::get, "/v1/queues/{q}/inflight", kQueue, kBody, kNoCors, kPlain, CmdInflight},
+      {verb::post, "/v1/queues/{q}/workers/{w}/heartbeat", kQueue, kBody, kNoCors, kPlain,
+       CmdHeartbeat},
+      {verb::post, "/v1/queues/{q}/workers/{w}/release", kAdmin, kBody, kNoCors, kPlain,
+       CmdReleaseWorker},
+      {verb::post, "/v1/queues/{q}/pause", kAdmin, kBody, kNoCors, kPlain, CmdPause},
+      {verb::post, "/v1/queues/{q}/resume", kAdmin, kBody, kNoCors, kPlain, CmdResume},
+      {verb::get, "/v1/queues/{q}/dead", kQueue, kBody, kNoCors, kPlain, CmdDead},
+      {verb::post, "/v1/queues/{q}/dead/requeue", kAdmin, kBody, kNoCors, kPlain, CmdRequeueDead},
+      {verb::delete_, "/v1/queues/{q}/jobs/{id}", kAdmin, kBody, kNoCors, kPlain, CmdCancel},
+  };
+  AddRoutes(router, s, kRoutes);
 }
 
 }  // namespace anteroom::server

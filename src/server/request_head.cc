@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "common/wire_errors.h"
+
 namespace anteroom::server {
 
 void ConfigureRequestParser(RequestParser& parser) {
@@ -21,9 +23,7 @@ std::optional<HeadRefusal> CheckRawHead(std::string_view head) {
        i = head.find("\r\n", i + 2)) {
     char next = head[i + 2];
     if (next == ' ' || next == '\t') {
-      return HeadRefusal{OpStatus::kInvalidArgument,
-                         "obsolete line folding (a header line starting with whitespace) is "
-                         "not accepted"};
+      return HeadRefusal{OpStatus::kInvalidArgument, std::string(wire::kObsFold)};
     }
   }
   return std::nullopt;
@@ -35,18 +35,15 @@ std::optional<HeadRefusal> CheckParsedHead(const RequestParser& parser, size_t b
     size_t hosts = header.count(http::field::host);
     if (hosts != 1) {
       return HeadRefusal{OpStatus::kInvalidArgument,
-                         hosts == 0 ? "an HTTP/1.1 request needs a Host header"
-                                    : "a request must not carry more than one Host header"};
+                         std::string(hosts == 0 ? wire::kNoHost : wire::kManyHosts)};
     }
   }
   if (header.count(http::field::transfer_encoding) != 0 && !parser.chunked()) {
-    return HeadRefusal{OpStatus::kInvalidArgument,
-                       "unsupported Transfer-Encoding: chunked must be the last coding"};
+    return HeadRefusal{OpStatus::kInvalidArgument, std::string(wire::kBadTransferEncoding)};
   }
   auto length = parser.content_length();
   if (length && *length > body_limit) {
-    return HeadRefusal{OpStatus::kPayloadTooLarge,
-                       "the body is larger than " + std::to_string(body_limit) + " bytes"};
+    return HeadRefusal{OpStatus::kPayloadTooLarge, wire::BodyLargerThan(body_limit)};
   }
   return std::nullopt;
 }
@@ -58,8 +55,7 @@ size_t FieldCount(const RequestParser& parser) {
 
 std::optional<HeadRefusal> CheckTrailer(const RequestParser& parser, size_t fields_in_head) {
   if (FieldCount(parser) != fields_in_head) {
-    return HeadRefusal{OpStatus::kInvalidArgument,
-                       "trailer fields after a chunked body are not accepted"};
+    return HeadRefusal{OpStatus::kInvalidArgument, std::string(wire::kTrailerFields)};
   }
   return std::nullopt;
 }

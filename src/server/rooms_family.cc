@@ -7,10 +7,12 @@
 
 #include "common/names.h"
 #include "common/random_id.h"
+#include "common/wire_errors.h"
 #include "core/challenge.h"
 #include "server/arrival.h"
 #include "server/families.h"
 #include "server/json_body.h"
+#include "server/preamble.h"
 #include "server/session_json.h"
 #include "server/target_url.h"
 
@@ -63,13 +65,6 @@ Response SessionReply(const std::string& room, const SessionView& v, Services& s
   return r;
 }
 
-// The room name from the path, or a 400 already sent.
-bool RoomParam(const Request& req, const Respond& respond) {
-  if (IsValidName(req.params[0])) return true;
-  respond(ErrorReply(OpStatus::kInvalidArgument, "room names are 1-128 bytes of [A-Za-z0-9._:-]"));
-  return false;
-}
-
 // Completion that answers a SessionView (or the error) as JSON.
 store::Completion<SessionView> AnswerSession(std::string room, Respond respond,
                                              Services& services) {
@@ -93,9 +88,7 @@ OpResult<std::optional<std::optional<int64_t>>> ReadChallenge(const json::object
   const json::value* v = body.if_contains("challenge");
   if (v == nullptr) return Out();
   if (v->is_null()) return Out(std::optional<int64_t>());
-  const char* shape =
-      "'challenge' must be null or {\"type\": \"pow\", \"difficulty\": 1..24} (difficulty "
-      "defaults to 16)";
+  const std::string shape(wire::kChallengeShape);
   if (!v->is_object()) return {OpStatus::kInvalidArgument, shape};
   const json::object& o = v->as_object();
   const json::value* type = o.if_contains("type");
@@ -109,7 +102,8 @@ OpResult<std::optional<std::optional<int64_t>>> ReadChallenge(const json::object
   }
   auto difficulty =
       ReadInt(o, "difficulty", core::kMinChallengeDifficulty, core::kMaxChallengeDifficulty);
-  if (!difficulty.ok()) return {difficulty.status(), "'challenge': " + difficulty.message()};
+  if (!difficulty.ok())
+    return {difficulty.status(), wire::InField("challenge", difficulty.message())};
   return Out(difficulty->value_or(core::kDefaultChallengeDifficulty));
 }
 
@@ -138,7 +132,7 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
     if (url->is_null()) {
       patch.target_url.emplace();  // null clears it
     } else if (!url->is_string()) {
-      return {OpStatus::kInvalidArgument, "'target_url' must be a string or null"};
+      return {OpStatus::kInvalidArgument, std::string(wire::kTargetUrlType)};
     } else {
       auto checked = CheckTargetUrl(url->as_string());
       if (!checked.ok()) return {checked.status(), checked.message()};
@@ -162,158 +156,170 @@ struct SessionBody {
   std::string session;
   bool final = false;
 };
-OpResult<SessionBody> ReadSessionBody(const std::string& body_text, bool with_final) {
-  auto body = ParseObject(body_text, false);
-  if (!body.ok()) return {body.status(), body.message()};
-  auto session = ReadName(*body, "session");
+OpResult<SessionBody> ReadSessionBody(const json::object& body, bool with_final) {
+  auto session = ReadName(body, "session");
   if (!session.ok()) return {session.status(), session.message()};
-  if (!*session) return {OpStatus::kInvalidArgument, "'session' is required"};
+  if (!*session) return {OpStatus::kInvalidArgument, wire::FieldRequired("session")};
   SessionBody out{std::move(**session)};
   if (with_final) {
-    auto final = ReadBool(*body, "final");
+    auto final = ReadBool(body, "final");
     if (!final.ok()) return {final.status(), final.message()};
     out.final = final->value_or(false);
   }
   return out;
 }
 
+// --- Handlers: each reads the request, makes one backend call, writes the answer ---------------
+
+// PUT /v1/rooms/{room}: creates the room or changes the settings sent.
+void CmdPutRoom(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto patch = ReadPatch(in.body());
+  if (!patch.ok()) return respond(ErrorReply(patch));
+  s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
+}
+
+// GET /v1/rooms/{room}: settings and counters.
+void CmdGetRoom(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond)));
+}
+
+// DELETE /v1/rooms/{room}: the room as it was, with "deleted": true.
+void CmdDeleteRoom(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::object o = RoomJson(*r);
+    o["deleted"] = true;
+    respond(JsonReply(o));
+  });
+}
+
+// GET /v1/rooms: every room.
+void CmdListRooms(Services& s, const Request&, Respond respond) {
+  s.backend.ListRooms([respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::array rooms;
+    for (const auto& info : *r) rooms.push_back(RoomJson(info));
+    respond(JsonReply(json::object{{"rooms", std::move(rooms)}}));
+  });
+}
+
+// POST /v1/rooms/{room}/check: joins (a new or absent session) or checks in; the status.
+void CmdCheck(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kRoomNames}, BodyRule::kEmptyIsEmpty);
+  if (!in.ok()) return respond(in.Error());
+  auto session = ReadName(in.body(), "session");
+  if (!session.ok()) return respond(ErrorReply(session));
+  auto nonce = ReadString(in.body(), "challenge");
+  if (!nonce.ok()) return respond(ErrorReply(nonce));
+  auto solution = ReadString(in.body(), "solution");
+  if (!solution.ok()) return respond(ErrorReply(solution));
+  std::string id = *session ? std::move(**session) : NewRandomId();
+  ArrivalRead arrival =
+      ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
+                  solution->has_value() ? &**solution : nullptr);
+  s.backend.Check(req.params[0], id, std::move(arrival.arrival),
+                  [room = req.params[0], id, problem = std::move(arrival.proof_problem),
+                   respond = std::move(respond), &s](OpResult<SessionView> r) {
+                    if (!r.ok()) return respond(JoinRefusal(r, room, id, problem));
+                    respond(SessionReply(room, *r, s));
+                  });
+}
+
+// GET /v1/rooms/{room}/challenge[?session=S]: a proof-of-work puzzle for joining the room as
+// `session` (core/challenge.h). Without `session` the server names one, to be used for the join.
+void CmdChallenge(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  std::string session;
+  if (const std::string* given = req.Query("session")) {
+    if (!IsValidName(*given)) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::BadNameField("session")));
+    }
+    session = *given;
+  } else {
+    session = NewRandomId();
+  }
+  if (s.puzzles == nullptr) {
+    return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoChallenges));
+  }
+  s.backend.GetRoom(req.params[0], [room = req.params[0], session = std::move(session),
+                                    respond = std::move(respond), &s](OpResult<RoomInfo> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::object out{{"room", room}, {"session", session}};
+    const std::optional<int64_t>& difficulty = r->config.challenge_difficulty;
+    if (!difficulty) {
+      out["type"] = nullptr;
+      return respond(JsonReply(out));
+    }
+    // 72 random bits (12 base64url characters): puzzles differ; the tag makes them safe.
+    core::PowPuzzles::Puzzle p = s.puzzles->Issue(
+        room, session, s.clock.NowMs(), NewRandomId().substr(0, core::PowPuzzles::kRandomBytes));
+    out["type"] = "pow";
+    out["algorithm"] = "sha256-leading-zero-bits";
+    out["difficulty"] = *difficulty;
+    out["nonce"] = p.nonce;
+    out["expires_ms"] = p.expires_ms;
+    out["expires_in_ms"] = core::PowPuzzles::kLifetimeMs;  // for clients whose clock differs
+    respond(JsonReply(out));
+  });
+}
+
+// POST /v1/rooms/{room}/touch: {"session"}: the session is still there (no check-in needed).
+void CmdTouch(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto body = ReadSessionBody(in.body(), false);
+  if (!body.ok()) return respond(ErrorReply(body));
+  s.backend.Touch(req.params[0], std::move(body->session),
+                  AnswerSession(req.params[0], std::move(respond), s));
+}
+
+// POST /v1/rooms/{room}/leave: {"session", "final"?}: leaves (for good with "final").
+void CmdLeave(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto body = ReadSessionBody(in.body(), true);
+  if (!body.ok()) return respond(ErrorReply(body));
+  s.backend.Leave(req.params[0], std::move(body->session), body->final,
+                  AnswerSession(req.params[0], std::move(respond), s));
+}
+
+// DELETE /v1/rooms/{room}/sessions/{session}: evicts the session.
+void CmdEndSession(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames, wire::kSessionIds})) {
+    return respond(std::move(*bad));
+  }
+  s.backend.EndSession(req.params[0], req.params[1],
+                       AnswerSession(req.params[0], std::move(respond), s));
+}
+
 }  // namespace
 
+// --- The route table ----------------------------------------------------------------------------
+
 void RegisterRoomRoutes(Router& router, Services& s) {
-  RouteOptions admin{.admin = true};
-
-  router.Add(
-      http::verb::put, "/v1/rooms/{room}",
-      [&s](const Request& req, Respond respond) {
-        if (!RoomParam(req, respond)) return;
-        auto body = ParseObject(req.body, false);
-        if (!body.ok()) return respond(ErrorReply(body));
-        auto patch = ReadPatch(*body);
-        if (!patch.ok()) return respond(ErrorReply(patch));
-        s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
-      },
-      admin);
-
-  router.Add(http::verb::get, "/v1/rooms/{room}", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond)));
-  });
-
-  router.Add(
-      http::verb::delete_, "/v1/rooms/{room}",
-      [&s](const Request& req, Respond respond) {
-        if (!RoomParam(req, respond)) return;
-        s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
-          if (!r.ok()) return respond(ErrorReply(r));
-          json::object o = RoomJson(*r);
-          o["deleted"] = true;
-          respond(JsonReply(o));
-        });
-      },
-      admin);
-
-  router.Add(http::verb::get, "/v1/rooms", [&s](const Request&, Respond respond) {
-    s.backend.ListRooms([respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
-      if (!r.ok()) return respond(ErrorReply(r));
-      json::array rooms;
-      for (const auto& info : *r) rooms.push_back(RoomJson(info));
-      respond(JsonReply(json::object{{"rooms", std::move(rooms)}}));
-    });
-  });
-
-  router.Add(http::verb::post, "/v1/rooms/{room}/check", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    unsigned char scratch[2048];  // small bodies parse without touching the heap
-    json::monotonic_resource arena(scratch, sizeof scratch);
-    auto body = ParseObject(req.body, true, &arena);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto session = ReadName(*body, "session");
-    if (!session.ok()) return respond(ErrorReply(session));
-    auto nonce = ReadString(*body, "challenge");
-    if (!nonce.ok()) return respond(ErrorReply(nonce));
-    auto solution = ReadString(*body, "solution");
-    if (!solution.ok()) return respond(ErrorReply(solution));
-    std::string id = *session ? std::move(**session) : NewRandomId();
-    ArrivalRead arrival =
-        ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
-                    solution->has_value() ? &**solution : nullptr);
-    s.backend.Check(req.params[0], id, std::move(arrival.arrival),
-                    [room = req.params[0], id, problem = std::move(arrival.proof_problem),
-                     respond = std::move(respond), &s](OpResult<SessionView> r) {
-                      if (!r.ok()) return respond(JoinRefusal(r, room, id, problem));
-                      respond(SessionReply(room, *r, s));
-                    });
-  });
-
-  // A proof-of-work puzzle for joining the room as `session` (core/challenge.h). Without
-  // `session` the server names one, to be used for the join.
-  router.Add(
-      http::verb::get, "/v1/rooms/{room}/challenge", [&s](const Request& req, Respond respond) {
-        if (!RoomParam(req, respond)) return;
-        std::string session;
-        if (const std::string* given = req.Query("session")) {
-          if (!IsValidName(*given)) {
-            return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                      "'session' must be 1-128 bytes of [A-Za-z0-9._:-]"));
-          }
-          session = *given;
-        } else {
-          session = NewRandomId();
-        }
-        if (s.puzzles == nullptr) {
-          return respond(ErrorReply(OpStatus::kUnavailable, "this server hands out no challenges"));
-        }
-        s.backend.GetRoom(req.params[0], [room = req.params[0], session = std::move(session),
-                                          respond = std::move(respond), &s](OpResult<RoomInfo> r) {
-          if (!r.ok()) return respond(ErrorReply(r));
-          json::object out{{"room", room}, {"session", session}};
-          const std::optional<int64_t>& difficulty = r->config.challenge_difficulty;
-          if (!difficulty) {
-            out["type"] = nullptr;
-            return respond(JsonReply(out));
-          }
-          // 72 random bits (12 base64url characters): puzzles differ; the tag makes them safe.
-          core::PowPuzzles::Puzzle p =
-              s.puzzles->Issue(room, session, s.clock.NowMs(),
-                               NewRandomId().substr(0, core::PowPuzzles::kRandomBytes));
-          out["type"] = "pow";
-          out["algorithm"] = "sha256-leading-zero-bits";
-          out["difficulty"] = *difficulty;
-          out["nonce"] = p.nonce;
-          out["expires_ms"] = p.expires_ms;
-      out["expires_in_ms"] = core::PowPuzzles::kLifetimeMs;  // for clients whose clock differs
-          respond(JsonReply(out));
-        });
-      });
-
-  router.Add(http::verb::post, "/v1/rooms/{room}/touch", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    auto body = ReadSessionBody(req.body, false);
-    if (!body.ok()) return respond(ErrorReply(body));
-    s.backend.Touch(req.params[0], std::move(body->session),
-                    AnswerSession(req.params[0], std::move(respond), s));
-  });
-
-  router.Add(http::verb::post, "/v1/rooms/{room}/leave", [&s](const Request& req, Respond respond) {
-    if (!RoomParam(req, respond)) return;
-    auto body = ReadSessionBody(req.body, true);
-    if (!body.ok()) return respond(ErrorReply(body));
-    s.backend.Leave(req.params[0], std::move(body->session), body->final,
-                    AnswerSession(req.params[0], std::move(respond), s));
-  });
-
-  router.Add(
-      http::verb::delete_, "/v1/rooms/{room}/sessions/{session}",
-      [&s](const Request& req, Respond respond) {
-        if (!RoomParam(req, respond)) return;
-        if (!IsValidName(req.params[1])) {
-          return respond(ErrorReply(OpStatus::kInvalidArgument,
-                                    "session ids are 1-128 bytes of [A-Za-z0-9._:-]"));
-        }
-        s.backend.EndSession(req.params[0], req.params[1],
-                             AnswerSession(req.params[0], std::move(respond), s));
-      },
-      admin);
+  using enum Scope;
+  using enum Cors;
+  using enum RouteKind;
+  using http::verb;
+  constexpr size_t kBody = kDefaultBodyLimit;
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      {verb::put, "/v1/rooms/{room}", kAdmin, kBody, kNoCors, kPlain, CmdPutRoom},
+      {verb::get, "/v1/rooms/{room}", kPublic, kBody, kCorsPublic, kPlain, CmdGetRoom},
+      {verb::delete_, "/v1/rooms/{room}", kAdmin, kBody, kNoCors, kPlain, CmdDeleteRoom},
+      {verb::get, "/v1/rooms", kPublic, kBody, kNoCors, kPlain, CmdListRooms},
+      {verb::post, "/v1/rooms/{room}/check", kSession, kBody, kCorsPublic, kPlain, CmdCheck},
+      {verb::get, "/v1/rooms/{room}/challenge", kPublic, kBody, kCorsPublic, kPlain, CmdChallenge},
+      {verb::post, "/v1/rooms/{room}/touch", kSession, kBody, kCorsPublic, kPlain, CmdTouch},
+      {verb::post, "/v1/rooms/{room}/leave", kSession, kBody, kCorsPublic, kPlain, CmdLeave},
+      {verb::delete_, "/v1/rooms/{room}/sessions/{session}", kAdmin, kBody, kNoCors, kPlain,
+       CmdEndSession},
+  };
+  AddRoutes(router, s, kRoutes);
 }
 
 }  // namespace anteroom::server

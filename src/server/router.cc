@@ -8,6 +8,9 @@
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
+
+#include "common/wire_errors.h"
 
 namespace anteroom::server {
 
@@ -91,13 +94,41 @@ const std::string* Request::Query(std::string_view key) const {
   return nullptr;
 }
 
+std::string_view ToString(Scope scope) {
+  switch (scope) {
+    case Scope::kPublic:
+      return "public";
+    case Scope::kSession:
+      return "session";
+    case Scope::kQueue:
+      return "queue";
+    case Scope::kAdmin:
+      return "admin";
+  }
+  return "?";
+}
+
+std::string_view ToString(Cors cors) {
+  switch (cors) {
+    case Cors::kNoCors:
+      return "no_cors";
+    case Cors::kCorsPublic:
+      return "cors_public";
+  }
+  return "?";
+}
+
 void Router::Add(http::verb method, std::string_view pattern, Handler handler,
                  RouteOptions options) {
-  Route route{method,
-              {},
-              std::move(handler),
-              options,
-              metrics_.AddSeries(http::to_string(method), pattern)};
+  for (const Route& route : routes_) {
+    if (route.method == method && route.pattern == pattern) {
+      throw std::logic_error("route registered twice: " + std::string(http::to_string(method)) +
+                             " " + std::string(pattern));
+    }
+  }
+  Route route{method,  std::string(pattern),
+              {},      std::move(handler),
+              options, metrics_.AddSeries(http::to_string(method), pattern)};
   size_t start = 1;  // patterns begin with '/'
   while (start <= pattern.size()) {
     size_t end = pattern.find('/', start);
@@ -109,39 +140,51 @@ void Router::Add(http::verb method, std::string_view pattern, Handler handler,
   routes_.push_back(std::move(route));
 }
 
+std::vector<RouteInfo> Router::Routes() const {
+  std::vector<RouteInfo> out;
+  out.reserve(routes_.size());
+  for (const Route& route : routes_) out.push_back({route.method, route.pattern, route.options});
+  return out;
+}
+
+bool Router::RawPathMatches(std::string_view path, const std::vector<std::string>& segments) {
+  // The raw path's segments against the pattern's literals ('/' inside a segment is
+  // percent-encoded, so splitting the raw path counts segments as the router does).
+  size_t i = 0;
+  size_t start = 1;
+  bool match = !path.empty() && path[0] == '/';
+  while (match && start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    match = i < segments.size() &&
+            (IsCapture(segments[i]) || segments[i] == path.substr(start, end - start));
+    ++i;
+    start = end + 1;
+  }
+  return match && i == segments.size();
+}
+
 bool Router::MayStream(std::string_view target) const {
   if (stream_patterns_.empty()) return false;
   std::string_view path = target.substr(0, target.find('?'));
   std::string_view last = path.substr(path.rfind('/') + 1);
   for (const std::vector<std::string>& pattern : stream_patterns_) {
     if (last != pattern.back()) continue;
-    // The raw path's segments against the pattern's literals ('/' inside a segment is
-    // percent-encoded, so splitting the raw path counts segments as the router does).
-    size_t i = 0;
-    size_t start = 1;
-    bool match = !path.empty() && path[0] == '/';
-    while (match && start <= path.size()) {
-      size_t end = path.find('/', start);
-      if (end == std::string_view::npos) end = path.size();
-      match = i < pattern.size() &&
-              (IsCapture(pattern[i]) || pattern[i] == path.substr(start, end - start));
-      ++i;
-      start = end + 1;
-    }
-    if (match && i == pattern.size()) return true;
+    if (RawPathMatches(path, pattern)) return true;
   }
   return false;
 }
 
-void Router::SetBodyLimit(std::string_view path_prefix, size_t limit) {
-  body_limits_.emplace_back(std::string(path_prefix), limit);
-}
-
 size_t Router::BodyLimitFor(std::string_view target) const {
-  for (const auto& [prefix, limit] : body_limits_) {
-    if (target.substr(0, prefix.size()) == prefix) return limit;
+  std::string_view path = target.substr(0, target.find('?'));
+  bool matched = false;
+  size_t limit = 0;
+  for (const Route& route : routes_) {
+    if (route.options.body_limit <= limit || !RawPathMatches(path, route.segments)) continue;
+    matched = true;
+    limit = route.options.body_limit;
   }
-  return kDefaultBodyLimit;
+  return matched ? limit : kDefaultBodyLimit;
 }
 
 void Router::Dispatch(Request& request, Respond respond) const {
@@ -155,7 +198,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
   auto url = boost::urls::parse_origin_form(request.target);
   if (!url) {
     answer(UnmatchedSeries(request.method),
-           ErrorReply(OpStatus::kInvalidArgument, "the request target is not a valid path"));
+           ErrorReply(OpStatus::kInvalidArgument, wire::kBadTarget));
     return;
   }
   std::vector<std::string> path;
@@ -179,10 +222,9 @@ void Router::Dispatch(Request& request, Respond respond) const {
       allowed += std::string(http::to_string(route.method));
       continue;
     }
-    if (route.options.admin && !HasAdminKey(request.authorization, admin_key_)) {
-      answer(route.series, ErrorReply(OpStatus::kUnauthorized,
-                                      "this route needs the admin key: Authorization: Bearer KEY, "
-                                      "or Basic with KEY as the password"));
+    // kQueue and kSession routes are public until their keys exist (issue 16).
+    if (route.options.scope == Scope::kAdmin && !HasAdminKey(request.authorization, admin_key_)) {
+      answer(route.series, ErrorReply(OpStatus::kUnauthorized, wire::kAdminKeyNeeded));
       return;
     }
     if (route.options.parks) request.hangup = std::make_shared<Hangup>();
@@ -200,7 +242,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
     return;
   }
   if (!allowed.empty()) {
-    Response r = ErrorReply(OpStatus::kMethodNotAllowed, "allowed: " + allowed);
+    Response r = ErrorReply(OpStatus::kMethodNotAllowed, wire::MethodNotAllowed(allowed));
     r.headers.emplace_back("Allow", allowed);
     answer(UnmatchedSeries(request.method), std::move(r));
     return;
@@ -208,7 +250,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
   // The path as sent (ASCII): decoded, it may hold bytes that are not UTF-8, and the answer
   // would not be JSON.
   answer(UnmatchedSeries(request.method),
-         ErrorReply(OpStatus::kNotFound, "no such route: " + std::string(url->encoded_path())));
+         ErrorReply(OpStatus::kNotFound, wire::NoSuchRoute(url->encoded_path())));
 }
 
 }  // namespace anteroom::server

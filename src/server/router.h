@@ -7,6 +7,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,10 +43,38 @@ struct Request {
 // The request stays alive until the handler responds.
 using Handler = std::function<void(const Request&, Respond)>;
 
+inline constexpr size_t kDefaultBodyLimit = 64 * 1024;
+
+// Who may call a route. The router enforces it before the handler runs; the access rules of
+// the server are read from the families' route tables (docs/security.md).
+enum class Scope : uint8_t {
+  kPublic,   // anyone
+  kSession,  // acts for a waiting or admitted session (the session id is the credential)
+  kQueue,    // the data plane of queues (public for now: a queue key is a later step)
+  kAdmin,    // requires the admin key when one is set
+};
+std::string_view ToString(Scope scope);
+
+// Whether a route is meant for pages of other origins (carried in the table; no headers yet).
+enum class Cors : uint8_t {
+  kNoCors,      // same origin only
+  kCorsPublic,  // the public room API, called from the pages anteroom.js runs in
+};
+std::string_view ToString(Cors cors);
+
 struct RouteOptions {
-  bool admin = false;   // requires the admin key when one is set
+  Scope scope = Scope::kPublic;
+  size_t body_limit = kDefaultBodyLimit;  // larger bodies are refused with 413 before reading
+  Cors cors = Cors::kNoCors;
   bool stream = false;  // may answer with a live stream (Response::stream)
   bool parks = false;   // may wait long before answering (a long poll): watch for a hang-up
+};
+
+// A registered route as the router holds it: what a test walks to check every route.
+struct RouteInfo {
+  http::verb method;
+  std::string pattern;
+  RouteOptions options;
 };
 
 // Whether an Authorization header carries the admin key: `Bearer KEY`, or HTTP Basic
@@ -58,8 +87,9 @@ class Router {
   explicit Router(std::string admin_key);
 
   void Add(http::verb method, std::string_view pattern, Handler handler, RouteOptions options = {});
-  // Largest body accepted for a target (64 KiB unless a family raised it for its prefix).
-  void SetBodyLimit(std::string_view path_prefix, size_t limit);
+  // Largest body accepted for a target (the raw path and query, as sent): the largest limit of
+  // the routes whose pattern the path matches (any method: the method is judged after the body
+  // is read), or kDefaultBodyLimit when none does.
   size_t BodyLimitFor(std::string_view target) const;
   // Whether a GET of `target` may become a live stream: the connection then reads no request
   // after it. Cheap (the last path segment first, then the whole pattern), called per request.
@@ -72,19 +102,25 @@ class Router {
 
   const HttpMetrics& http_metrics() const { return metrics_; }
 
+  // Every registered route, in registration order (read-only; the table does not change after
+  // start-up).
+  std::vector<RouteInfo> Routes() const;
+
  private:
   struct Route {
     http::verb method;
+    std::string pattern;
     std::vector<std::string> segments;  // "{x}" captures
     Handler handler;
     RouteOptions options;
     HttpMetrics::SeriesId series;
   };
   HttpMetrics::SeriesId UnmatchedSeries(http::verb method) const;
+  // Whether the raw path (percent-encoded, without the query) has the pattern's segments.
+  static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
   std::string admin_key_;
   std::vector<Route> routes_;
-  std::vector<std::pair<std::string, size_t>> body_limits_;
   std::vector<std::vector<std::string>> stream_patterns_;  // segments of the stream routes
   HttpMetrics metrics_;
   // Unmatched requests by method: the common ones, then one series for every other method.
@@ -93,7 +129,5 @@ class Router {
       http::verb::delete_, http::verb::patch, http::verb::options};
   std::array<HttpMetrics::SeriesId, kCommonMethods.size() + 1> unmatched_{};
 };
-
-inline constexpr size_t kDefaultBodyLimit = 64 * 1024;
 
 }  // namespace anteroom::server

@@ -2,8 +2,7 @@
 
 #include <boost/url/parse.hpp>
 
-#include <fmt/format.h>
-
+#include "common/wire_errors.h"
 #include "core/room_types.h"
 
 namespace anteroom::server {
@@ -11,23 +10,19 @@ namespace anteroom::server {
 namespace urls = boost::urls;
 
 namespace {
-constexpr const char* kWhat =
-    "'target_url' must be an absolute http or https URL, or a path starting with '/'";
-
 OpResult<Done> Refuse(std::string_view why) {
-  return {OpStatus::kInvalidArgument, fmt::format("{} ({})", kWhat, why)};
+  return {OpStatus::kInvalidArgument, wire::TargetUrlRefused(why)};
 }
 }  // namespace
 
 OpResult<Done> CheckTargetUrl(std::string_view url) {
   if (url.size() > core::kMaxTargetUrlBytes) {
-    return {OpStatus::kInvalidArgument,
-            fmt::format("'target_url' is longer than {} bytes", core::kMaxTargetUrlBytes)};
+    return {OpStatus::kInvalidArgument, wire::TargetUrlTooLong(core::kMaxTargetUrlBytes)};
   }
   for (char c : url) {
     auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) {
-      return {OpStatus::kInvalidArgument, "'target_url' must not contain control characters"};
+      return {OpStatus::kInvalidArgument, std::string(wire::kTargetUrlControl)};
     }
   }
   if (url.empty()) return Refuse("it is empty");

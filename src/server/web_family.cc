@@ -11,9 +11,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/names.h"
+#include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/page_template.h"
+#include "server/preamble.h"
 #include "server/web_assets.h"
 
 namespace anteroom::server {
@@ -48,6 +49,34 @@ Response TokenPage(std::string body) {
   Response r = Asset(std::move(body), kHtml, kPageCache);
   r.headers.emplace_back("Referrer-Policy", "no-referrer");
   return r;
+}
+
+// GET /anteroom.js: the drop-in client.
+void CmdScript(Services&, const Request&, Respond respond) {
+  respond(Asset(std::string(web_assets::Find("anteroom.js")), kJavaScript, kScriptCache));
+}
+
+// GET /wait/{room}: the waiting page. Any valid name gets it, even of a room that does not
+// exist (yet): the page asks the API and shows its answer.
+void CmdWaitPage(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  std::string_view page = s.web.wait_template.empty() ? web_assets::Find("wait.html")
+                                                      : std::string_view(s.web.wait_template);
+  respond(TokenPage(RenderPageTemplate(page, req.params[0])));
+}
+
+// GET /demo: the demo target page.
+void CmdDemoPage(Services&, const Request&, Respond respond) {
+  respond(TokenPage(std::string(web_assets::Find("demo.html"))));
+}
+
+// GET /admin: the dashboard.
+void CmdAdminPage(Services&, const Request&, Respond respond) {
+  Response r = Asset(std::string(web_assets::Find("admin.html")), kHtml, kPageCache);
+  // Its buttons change rooms and queues: no other site may frame it (clickjacking).
+  r.headers.emplace_back("X-Frame-Options", "DENY");
+  r.headers.emplace_back("Content-Security-Policy", "frame-ancestors 'none'");
+  respond(std::move(r));
 }
 
 }  // namespace
@@ -85,37 +114,18 @@ WebOptions LoadWebOptions(const std::string& templates_dir) {
 }
 
 void RegisterWebRoutes(Router& router, Services& s) {
-  router.Add(http::verb::get, "/anteroom.js", [](const Request&, Respond respond) {
-    respond(Asset(std::string(web_assets::Find("anteroom.js")), kJavaScript, kScriptCache));
-  });
-
-  // Any valid name gets the page, even of a room that does not exist (yet): the page asks the
-  // API and shows its answer.
-  router.Add(http::verb::get, "/wait/{room}", [&s](const Request& req, Respond respond) {
-    const std::string& room = req.params[0];
-    if (!IsValidName(room)) {
-      return respond(
-          ErrorReply(OpStatus::kInvalidArgument, "room names are 1-128 bytes of [A-Za-z0-9._:-]"));
-    }
-    std::string_view page = s.web.wait_template.empty() ? web_assets::Find("wait.html")
-                                                        : std::string_view(s.web.wait_template);
-    respond(TokenPage(RenderPageTemplate(page, room)));
-  });
-
-  router.Add(http::verb::get, "/demo", [](const Request&, Respond respond) {
-    respond(TokenPage(std::string(web_assets::Find("demo.html"))));
-  });
-
-  router.Add(
-      http::verb::get, "/admin",
-      [](const Request&, Respond respond) {
-        Response r = Asset(std::string(web_assets::Find("admin.html")), kHtml, kPageCache);
-        // Its buttons change rooms and queues: no other site may frame it (clickjacking).
-        r.headers.emplace_back("X-Frame-Options", "DENY");
-        r.headers.emplace_back("Content-Security-Policy", "frame-ancestors 'none'");
-        respond(std::move(r));
-      },
-      RouteOptions{.admin = true});
+  using enum Scope;
+  using enum Cors;
+  using enum RouteKind;
+  using http::verb;
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      {verb::get, "/anteroom.js", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdScript},
+      {verb::get, "/wait/{room}", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdWaitPage},
+      {verb::get, "/demo", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdDemoPage},
+      {verb::get, "/admin", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdAdminPage},
+  };
+  AddRoutes(router, s, kRoutes);
 }
 
 }  // namespace anteroom::server

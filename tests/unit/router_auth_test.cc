@@ -104,7 +104,7 @@ std::optional<std::string> Header(const Response& r, std::string_view name) {
 std::unique_ptr<Router> MakeRouter(std::string key) {
   auto router = std::make_unique<Router>(std::move(key));
   Handler ok = [](const Request&, Respond respond) { respond(Response{}); };
-  router->Add(http::verb::get, "/admin", ok, RouteOptions{.admin = true});
+  router->Add(http::verb::get, "/admin", ok, RouteOptions{.scope = Scope::kAdmin});
   router->Add(http::verb::get, "/open", ok);
   return router;
 }

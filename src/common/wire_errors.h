@@ -1,0 +1,167 @@
+#pragma once
+// Every error message the HTTP layer sends on the wire, in one place: the `message` of
+// {"error": {"code", "message"}} (the `code` and the status come from ToWire() in
+// op_status.h). Fixed texts are constants; texts with values in them are formatted by the
+// functions below, so the wording of a rule is written once however many routes use it.
+// Messages made by the engine itself (core/, store/: "no such room", ...) are the engine's.
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace anteroom::wire {
+
+// --- Names (common/names.h): path segments, query parameters and body fields ---------------
+inline constexpr std::string_view kNameRule = "1-128 bytes of [A-Za-z0-9._:-]";
+// What a path parameter names, as its error says it.
+inline constexpr std::string_view kRoomNames = "room names";
+inline constexpr std::string_view kQueueNames = "queue names";
+inline constexpr std::string_view kWorkerNames = "worker names";
+inline constexpr std::string_view kSessionIds = "session ids";
+// "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
+inline std::string BadPathName(std::string_view what) {
+  return fmt::format("{} are {}", what, kNameRule);
+}
+// "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]": a body field or query parameter.
+inline std::string BadNameField(std::string_view key) {
+  return fmt::format("'{}' must be {}", key, kNameRule);
+}
+
+// --- Bodies and fields (server/json_body.h) ---------------------------------------------------
+inline std::string NotJson(std::string_view why) {
+  return fmt::format("the body is not valid JSON: {}", why);
+}
+inline constexpr std::string_view kNotAnObject = "the body must be a JSON object";
+inline std::string FieldRequired(std::string_view key) {
+  return fmt::format("'{}' is required", key);
+}
+inline std::string NotAnInteger(std::string_view key) {
+  return fmt::format("'{}' must be an integer", key);
+}
+inline std::string IntegerOutOfRange(std::string_view key, int64_t min, int64_t max) {
+  return fmt::format("'{}' must be an integer from {} to {}", key, min, max);
+}
+inline std::string NotABoolean(std::string_view key) {
+  return fmt::format("'{}' must be a boolean", key);
+}
+inline std::string NotAString(std::string_view key) {
+  return fmt::format("'{}' must be a string", key);
+}
+// A field's error inside a nested object: "'challenge': 'difficulty' must be ...".
+inline std::string InField(std::string_view key, std::string_view message) {
+  return fmt::format("'{}': {}", key, message);
+}
+
+// --- Router -----------------------------------------------------------------------------------
+inline constexpr std::string_view kAdminKeyNeeded =
+    "this route needs the admin key: Authorization: Bearer KEY, or Basic with KEY as the password";
+inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
+inline std::string MethodNotAllowed(std::string_view allowed) {
+  return fmt::format("allowed: {}", allowed);
+}
+// The path as sent (percent-encoded ASCII, so the answer stays JSON).
+inline std::string NoSuchRoute(std::string_view encoded_path) {
+  return fmt::format("no such route: {}", encoded_path);
+}
+
+// --- Queues -----------------------------------------------------------------------------------
+inline std::string JobAt(size_t index, std::string_view message) {
+  return fmt::format("jobs[{}]: {}", index, message);
+}
+inline constexpr std::string_view kJobNotObject = "a job must be a JSON object";
+inline constexpr std::string_view kPayloadOver1MiB = "the payload is larger than 1 MiB";
+inline constexpr std::string_view kJobsCount = "'jobs' must hold 1 to 1000 jobs";
+inline std::string LeasesNotArray(std::string_view key) {
+  return fmt::format("'{}' must be an array of lease strings", key);
+}
+inline std::string LeasesCount(std::string_view key, int min) {
+  return fmt::format("'{}' must hold {} to 1000 leases", key, min);
+}
+inline constexpr std::string_view kLeaseNotString = "every lease must be a string";
+inline constexpr std::string_view kPushAnsweredNothing = "push answered nothing";
+inline constexpr std::string_view kDeadLimit = "'limit' must be 1 to 10000";
+inline constexpr std::string_view kIdsNotJobIds = "'ids' must be an array of job ids";
+inline constexpr std::string_view kNoSuchJob = "no such job";
+inline constexpr std::string_view kJobInFlight = "the job is in flight; ack or nack it";
+
+// --- Rooms, challenges, the live channel ------------------------------------------------------
+inline constexpr std::string_view kChallengeShape =
+    "'challenge' must be null or {\"type\": \"pow\", \"difficulty\": 1..24} (difficulty "
+    "defaults to 16)";
+inline constexpr std::string_view kTargetUrlType = "'target_url' must be a string or null";
+inline constexpr std::string_view kNoChallenges = "this server hands out no challenges";
+inline constexpr std::string_view kProofHalf = "send both 'challenge' and 'solution'";
+inline std::string ProofBits(int bits) { return fmt::format("the solution shows {} bits", bits); }
+// A join refused for want of a proof of work: how to get one, and what was wrong with the one
+// sent (`proof_problem`, may be empty).
+inline std::string ChallengeHowTo(std::string_view refusal, std::string_view room,
+                                  std::string_view session, std::string_view proof_problem) {
+  std::string message = fmt::format(
+      "{}: GET /v1/rooms/{}/challenge?session={}, find a solution, and send the nonce as "
+      "'challenge' and the solution as 'solution' (check: body fields; /ws and /events: query "
+      "parameters)",
+      refusal, room, session);
+  if (!proof_problem.empty())
+    message += fmt::format("; the proof sent does not do: {}", proof_problem);
+  return message;
+}
+inline constexpr std::string_view kNotWebSocket =
+    "this route is a WebSocket: send an Upgrade: websocket request, or use /events for "
+    "Server-Sent Events";
+inline constexpr std::string_view kNotEventStream =
+    "this route is an event stream; WebSockets are served at /ws";
+
+// target_url (server/target_url.h): "'target_url' must be ... (why)".
+inline constexpr std::string_view kTargetUrlRule =
+    "'target_url' must be an absolute http or https URL, or a path starting with '/'";
+inline std::string TargetUrlRefused(std::string_view why) {
+  return fmt::format("{} ({})", kTargetUrlRule, why);
+}
+inline std::string TargetUrlTooLong(size_t max) {
+  return fmt::format("'target_url' is longer than {} bytes", max);
+}
+inline constexpr std::string_view kTargetUrlControl =
+    "'target_url' must not contain control characters";
+
+// --- Monitoring -------------------------------------------------------------------------------
+inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
+
+// --- The connection (server/http_server.cc, server/request_head.cc) --------------------------
+inline constexpr std::string_view kObsFold =
+    "obsolete line folding (a header line starting with whitespace) is not accepted";
+inline constexpr std::string_view kNoHost = "an HTTP/1.1 request needs a Host header";
+inline constexpr std::string_view kManyHosts = "a request must not carry more than one Host header";
+inline constexpr std::string_view kBadTransferEncoding =
+    "unsupported Transfer-Encoding: chunked must be the last coding";
+inline std::string BodyLargerThan(size_t limit) {
+  return fmt::format("the body is larger than {} bytes", limit);
+}
+inline constexpr std::string_view kTrailerFields =
+    "trailer fields after a chunked body are not accepted";
+inline std::string HeadLargerThan(size_t limit) {
+  return fmt::format("the request head is larger than {} bytes", limit);
+}
+inline std::string BodyTooSlow(uint64_t bytes_per_second) {
+  return fmt::format("the body arrived slower than {} bytes/s", bytes_per_second);
+}
+inline std::string BodyStalled(int64_t ms) {
+  return fmt::format("no byte of the body arrived for {} ms", ms);
+}
+inline std::string HeadTooSlow(int64_t ms) {
+  return fmt::format("the request head did not arrive within {} ms", ms);
+}
+inline constexpr std::string_view kBodyTooLarge = "the body is too large";
+inline constexpr std::string_view kHeadTooLarge = "the request head is too large";
+inline constexpr std::string_view kTrailerTooLarge = "the chunked body's trailer is too large";
+inline std::string MalformedRequest(std::string_view why) {
+  return fmt::format("malformed HTTP request: {}", why);
+}
+inline constexpr std::string_view kRequestFailed = "the request failed";
+inline constexpr std::string_view kTooManyConnections = "too many connections; retry shortly";
+inline constexpr std::string_view kTooManyBodies =
+    "the server holds too many unfinished request bodies; retry shortly";
+
+}  // namespace anteroom::wire

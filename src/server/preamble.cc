@@ -1,0 +1,30 @@
+#include "server/preamble.h"
+
+#include "common/names.h"
+#include "common/wire_errors.h"
+#include "server/json_body.h"
+
+namespace anteroom::server {
+
+std::optional<Response> BadNames(const Request& req, std::initializer_list<std::string_view> what) {
+  size_t i = 0;
+  for (std::string_view name : what) {
+    if (i >= req.params.size() || !IsValidName(req.params[i])) {
+      return ErrorReply(OpStatus::kInvalidArgument, wire::BadPathName(name));
+    }
+    ++i;
+  }
+  return std::nullopt;
+}
+
+JsonRequest::JsonRequest(const Request& req, std::initializer_list<std::string_view> names,
+                         BodyRule rule)
+    : error_(BadNames(req, names)),
+      arena_(scratch_, sizeof scratch_),
+      // Not parsed when a name is wrong: the name's error is the one answered.
+      body_(error_ ? OpResult<boost::json::object>(OpStatus::kInvalidArgument, "")
+                   : ParseObject(req.body, rule == BodyRule::kEmptyIsEmpty, &arena_)) {}
+
+Response JsonRequest::Error() const { return error_ ? *error_ : ErrorReply(body_); }
+
+}  // namespace anteroom::server

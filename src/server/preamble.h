@@ -1,0 +1,55 @@
+#pragma once
+// The preamble every handler shares: the path parameters that are names checked against the
+// naming rule, then the JSON body parsed (into an arena that starts on the stack, so small
+// bodies parse without touching the heap). A handler begins with one of
+//
+//   if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+//
+//   JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+//   if (!in.ok()) return respond(in.Error());
+//
+// and so answers a 400 before the backend is called.
+
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/object.hpp>
+
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+
+#include "common/op_status.h"
+#include "server/reply.h"
+#include "server/router.h"
+
+namespace anteroom::server {
+
+// `what[i]` says what `req.params[i]` names ("room names", wire_errors.h); the first parameter
+// that breaks the naming rule is answered as a 400, nullopt when all follow it.
+std::optional<Response> BadNames(const Request& req, std::initializer_list<std::string_view> what);
+
+enum class BodyRule : bool {
+  kRequired,      // an empty body is not JSON
+  kEmptyIsEmpty,  // an empty body reads as {}
+};
+
+// A request with a JSON object body. Not movable: the body lives in the object's arena, so
+// copy out what outlives the handler's first call.
+class JsonRequest {
+ public:
+  JsonRequest(const Request& req, std::initializer_list<std::string_view> names, BodyRule rule);
+  JsonRequest(const JsonRequest&) = delete;
+  JsonRequest& operator=(const JsonRequest&) = delete;
+
+  bool ok() const { return !error_ && body_.ok(); }
+  // The 400 to answer when !ok().
+  Response Error() const;
+  const boost::json::object& body() const { return *body_; }
+
+ private:
+  std::optional<Response> error_;
+  unsigned char scratch_[4096];
+  boost::json::monotonic_resource arena_;
+  OpResult<boost::json::object> body_;
+};
+
+}  // namespace anteroom::server
