@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "common/base64url.h"
+#include "core/lease_codec.h"
 
 namespace anteroom::core {
 
@@ -16,13 +16,6 @@ constexpr int64_t kBackoffBaseMs = 1'000;
 constexpr int64_t kBackoffCapMs = 3'600'000;
 constexpr int64_t kAckMemoryMs = 3'600'000;  // how long a repeated ack still answers ok
 constexpr size_t kAckMemoryMax = 1'000'000;
-constexpr size_t kLeaseTagBytes = 12;
-
-bool ParseU64(std::string_view text, uint64_t& out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 }  // namespace
 
 const char* ToString(LeaseOutcome outcome) {
@@ -42,42 +35,12 @@ Queue::Queue(std::string name, const Hmac& lease_key, int64_t now_ms, uint64_t s
 
 // ---- leases --------------------------------------------------------------------------------
 
-// The tag of a lease: base64url of the first kLeaseTagBytes of the MAC of
-// name "/" id "." delivery.
-// Empty on an OpenSSL failure, which then matches no lease.
-std::string Queue::LeaseTag(std::string_view signed_part) const {
-  unsigned char mac[LeaseMac::kSize];
-  if (!lease_mac_.Tag({name_, "/", signed_part}, mac)) return {};
-  return Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
-}
-
 std::string Queue::LeaseFor(JobId id, uint64_t delivery) const {
-  char buf[48];
-  auto end = fmt::format_to_n(buf, sizeof buf, "{}.{}", id, delivery).out;
-  std::string_view signed_part(buf, static_cast<size_t>(end - buf));
-  std::string lease;
-  lease.reserve(signed_part.size() + 1 + 16);
-  lease.append(signed_part).append(1, '.').append(LeaseTag(signed_part));
-  return lease;
+  return EncodeLease(lease_mac_, name_, id, delivery);
 }
 
 std::optional<LeaseRef> Queue::ParseLease(std::string_view lease) const {
-  size_t dot1 = lease.find('.');
-  size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos) return std::nullopt;
-  LeaseRef ref;
-  if (!ParseU64(lease.substr(0, dot1), ref.id) ||
-      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), ref.delivery)) {
-    return std::nullopt;
-  }
-  // Forged or damaged? Compared in constant time, so timing tells nothing about the tag.
-  std::string tag = LeaseTag(lease.substr(0, dot2));
-  std::string_view given = lease.substr(dot2 + 1);
-  if (tag.empty() || given.size() != tag.size() ||
-      CRYPTO_memcmp(given.data(), tag.data(), tag.size()) != 0) {
-    return std::nullopt;
-  }
-  return ref;
+  return DecodeLease(lease_mac_, name_, lease);
 }
 
 std::optional<Queue::Index> Queue::Current(LeaseRef lease, LeaseOutcome& outcome,

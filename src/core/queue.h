@@ -43,18 +43,12 @@
 #include "common/bytes.h"
 #include "core/deadline_heap.h"
 #include "core/hmac.h"
+#include "core/lease_codec.h"
 #include "core/lease_mac.h"
 #include "core/queue_types.h"
 #include "core/ready_line.h"
 
 namespace anteroom::core {
-
-// A lease with a genuine tag: the job and the delivery it names. The log records these rather
-// than lease strings, so replaying it needs no key and costs no MAC.
-struct LeaseRef {
-  JobId id = 0;
-  uint64_t delivery = 0;
-};
 
 class Queue {
  public:
@@ -114,9 +108,8 @@ class Queue {
   void Save(ByteWriter& out) const;
   bool Restore(ByteReader& in);
 
-  // The lease string of a delivery: "<id>.<delivery>.<tag>".
+  // The lease string of a delivery (core/lease_codec.h).
   std::string LeaseFor(JobId id, uint64_t delivery) const;
-  std::string LeaseTag(std::string_view signed_part) const;
 
  private:
   enum class State : uint8_t { kReady, kDelayed, kInflight, kDead };

@@ -1,7 +1,5 @@
 // Queues in the Redis backend: queue.lua per operation, leases signed here, and the long
 // polls parked in this process.
-#include <openssl/crypto.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,21 +9,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/base64url.h"
+#include "core/lease_codec.h"
 #include "store/redis/polls.h"
 #include "store/redis/redis_backend.h"
 
 namespace anteroom::store::redis {
 
 namespace {
-constexpr size_t kLeaseTagBytes = 12;
 using Outcomes = std::vector<core::LeaseOutcome>;
-
-bool ParseU64(std::string_view text, uint64_t& out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 template <typename T>
 OpResult<T> Fail(const OpResult<Reply>& r) {
@@ -54,29 +45,16 @@ core::QueueStats ToStats(const Reply& a) {
 // As core::Queue: base64url of the first 12 bytes of the MAC of name "/" id "." delivery.
 std::string RedisBackend::LeaseFor(Shard& s, const std::string& queue, core::JobId id,
                                    uint64_t delivery) {
-  std::string signed_part = fmt::format("{}.{}", id, delivery);
-  unsigned char mac[core::LeaseMac::kSize];
-  std::string tag;
-  if (s.lease_mac.Tag({queue, "/", signed_part}, mac)) {
-    tag = Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac), kLeaseTagBytes));
-  }
-  return signed_part + "." + tag;
+  return core::EncodeLease(s.lease_mac, queue, id, delivery);
 }
 
 bool RedisBackend::ParseLease(Shard& s, const std::string& queue, std::string_view lease,
                               core::JobId& id, uint64_t& delivery) {
-  size_t dot1 = lease.find('.');
-  size_t dot2 = dot1 == std::string_view::npos ? dot1 : lease.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos) return false;
-  if (!ParseU64(lease.substr(0, dot1), id) ||
-      !ParseU64(lease.substr(dot1 + 1, dot2 - dot1 - 1), delivery)) {
-    return false;
-  }
-  std::string expected = LeaseFor(s, queue, id, delivery);
-  std::string_view tag = std::string_view(expected).substr(dot2 + 1);
-  std::string_view given = lease.substr(dot2 + 1);
-  return !tag.empty() && given.size() == tag.size() &&
-         CRYPTO_memcmp(given.data(), tag.data(), tag.size()) == 0;
+  std::optional<core::LeaseRef> ref = core::DecodeLease(s.lease_mac, queue, lease);
+  if (!ref) return false;
+  id = ref->id;
+  delivery = ref->delivery;
+  return true;
 }
 
 std::vector<std::string> RedisBackend::LeaseArgs(Shard& s, const std::string& queue,
