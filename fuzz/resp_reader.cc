@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "harness.h"
-#include "store/redis/client.h"
+#include "store/redis/cluster_client.h"
 #include "store/redis/reply_reader.h"
 
 namespace {

@@ -1,6 +1,11 @@
 #pragma once
-// The one engine interface for rooms (and, with later issues, queues). Every backend
-// (memory/, log/, redis/) implements it; tests/conformance runs the same suite against each.
+// The one engine interface for rooms and queues. There are two backends, and three ways to run:
+//  - embedded: MemoryBackend (memory/: the in-memory state engine over core/, the timer) is
+//    the backend; on its own it keeps nothing across restarts, and with the log (log/:
+//    EmbeddedStore attaches a LogJournal as the engine's ChangeSink, and adds snapshots and
+//    recovery) it is durable. log/ is not a backend of its own: it makes the memory one durable;
+//  - redis: RedisBackend (redis/: Lua scripts over Redis structures, shared by processes).
+// tests/conformance runs the same suite against each (memory, memory + log, Redis).
 //
 // Calls are asynchronous: each takes a completion that receives an OpResult exactly once,
 // possibly before the call returns (the memory backend) or later from another thread (a

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "store/memory/journal.h"
+#include "store/memory/change_sink.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::store {
@@ -25,7 +25,7 @@ constexpr int kRuns = 30;
 constexpr int kOpsPerRun = 1'500;
 
 // Keeps every record; everything is durable at once, so answers come inline.
-class CaptureJournal final : public Journal {
+class CaptureJournal final : public ChangeSink {
  public:
   uint64_t Append(std::string_view record) override {
     records.emplace_back(record);

@@ -1,6 +1,8 @@
 #pragma once
-// The embedded, durable backend: the memory backend's state made recoverable by a data
-// directory (data_dir.h) holding a write-ahead log (journal.h) and snapshots (snapshot_file.h).
+// The durable half of the embedded backend: the in-memory state engine (store/memory/) made
+// recoverable by a data directory (data_dir.h) holding a write-ahead log (journal.h, the
+// engine's ChangeSink) and snapshots (snapshot_file.h). Not a backend of its own: it owns a
+// MemoryBackend, and that is what the server calls.
 //
 // Start-up recovers the newest snapshot and replays the log after it, with each change's own
 // time, so deadlines that passed while the server was down are then processed by the timer as

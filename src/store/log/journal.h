@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/memory/journal.h"
+#include "store/memory/change_sink.h"
 
 namespace anteroom::store::log {
 
@@ -45,7 +45,7 @@ struct JournalStats {
   uint64_t segment = 0;
 };
 
-class LogJournal final : public Journal {
+class LogJournal final : public ChangeSink {
  public:
   // Creates segment `segment` in `dir` and starts the flusher. Throws at start-up on failure.
   LogJournal(std::string dir, FsyncPolicy policy, uint64_t segment);

@@ -62,7 +62,7 @@ void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
 }
 
 std::optional<std::string> MemoryBackend::Refusal(Access access) const {
-  Journal* journal = journal_.load(std::memory_order_acquire);
+  ChangeSink* journal = journal_.load(std::memory_order_acquire);
   if (access == Access::kRead || journal == nullptr || journal->Writable()) return std::nullopt;
   return "changes are refused for now: " + journal->Problem() + " (reads still work)";
 }

@@ -5,7 +5,8 @@
 // deadline. Idle rooms and queues cost nothing: only those with a pending deadline are in the
 // schedule. Rooms live in memory_backend.cc, queues in memory_queues.cc.
 //
-// Durability (memory_state.cc): with a Journal attached, every call into the core that may
+// Durability (memory_state.cc): with a ChangeSink attached (the log's LogJournal, attached by
+// store/log/embedded_store.h), every call into the core that may
 // change state is recorded (change_record.h) under the object's lock, and the answers of that
 // object wait until its records are safe. Replay() applies such records; SaveState/LoadState
 // write and read a snapshot of everything. Lock order: world_ (shared) -> rooms_mu_/queues_mu_
@@ -31,7 +32,7 @@
 #include "core/room.h"
 #include "store/backend.h"
 #include "store/memory/change_record.h"
-#include "store/memory/journal.h"
+#include "store/memory/change_sink.h"
 #include "store/memory/pause_lock.h"
 
 namespace anteroom::store {
@@ -103,7 +104,7 @@ class MemoryBackend final : public Backend {
   // ---- durability (memory_state.cc)
 
   // From now on every change is recorded in `journal` (which must outlive the backend's use).
-  void AttachJournal(Journal* journal);
+  void AttachJournal(ChangeSink* journal);
   // Held exclusively, no state changes or is read: the moment to fork a snapshot writer.
   PauseLock& world() { return world_; }
   // Writes every room and queue. Call with world() held exclusively, or in a forked child.
@@ -202,7 +203,7 @@ class MemoryBackend final : public Backend {
   const Clock& clock_;
   MemoryBackendOptions options_;
   core::Hmac lease_key_;
-  std::atomic<Journal*> journal_{nullptr};
+  std::atomic<ChangeSink*> journal_{nullptr};
   PauseLock world_;
 
   std::shared_mutex rooms_mu_;

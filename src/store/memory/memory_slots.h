@@ -137,7 +137,7 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
 template <typename T>
 void MemoryBackend::Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result,
                            Deferred after) {
-  Journal* journal = journal_.load(std::memory_order_acquire);
+  ChangeSink* journal = journal_.load(std::memory_order_acquire);
   if (journal == nullptr || lsn <= journal->DurableLsn() ||
       (access == Access::kRead && !journal->Writable())) {
     done(std::move(result));

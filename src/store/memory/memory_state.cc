@@ -14,7 +14,7 @@ OpResult<Done> Diverged(std::string what) {
 }
 }  // namespace
 
-void MemoryBackend::AttachJournal(Journal* journal) {
+void MemoryBackend::AttachJournal(ChangeSink* journal) {
   std::unique_lock world(world_);
   journal_.store(journal, std::memory_order_release);
 }

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "store/redis/redis_url.h"
-#include "store/redis/reply.h"
 #include "store/redis/reply_reader.h"
+#include "store/redis/resp_reply.h"
 
 namespace anteroom::store::redis {
 

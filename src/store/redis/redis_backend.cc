@@ -114,7 +114,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   // yet: this check has an io_context of its own).
   {
     asio::io_context probe_io;
-    Client probe(probe_io, *url, options_.timeout_ms);
+    ClusterClient probe(probe_io, *url, options_.timeout_ms);
     std::string problem = "no answer within " + std::to_string(options_.timeout_ms) + " ms";
     probe.Start([&](std::string err) {
       problem = err;
@@ -566,7 +566,7 @@ std::string RedisBackend::SharedSecret(const std::string& url_text, const std::s
   auto url = ParseRedisUrl(url_text, error);
   if (!url) throw std::runtime_error(error);
   asio::io_context io;
-  Client client(io, *url, 5000);
+  ClusterClient client(io, *url, 5000);
   KeyLayout keys(prefix);
   std::string secret, problem = "no answer from redis within 10 s";
   client.Start([&](std::string err) {

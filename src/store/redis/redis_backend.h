@@ -38,7 +38,7 @@
 #include "core/hmac.h"
 #include "core/lease_mac.h"
 #include "store/backend.h"
-#include "store/redis/client.h"
+#include "store/redis/cluster_client.h"
 #include "store/redis/key_layout.h"
 #include "store/redis/redis_url.h"
 
@@ -131,10 +131,10 @@ class RedisBackend final : public Backend {
     Shard(boost::asio::io_context& context, const RedisUrl& url, int64_t timeout_ms,
           const core::Hmac& lease_key)
         : io(context),
-          client(std::make_unique<Client>(context, url, timeout_ms)),
+          client(std::make_unique<ClusterClient>(context, url, timeout_ms)),
           lease_mac(lease_key) {}
     boost::asio::io_context& io;
-    std::unique_ptr<Client> client;
+    std::unique_ptr<ClusterClient> client;
     core::LeaseMac lease_mac;
     std::mt19937_64 rng{std::random_device{}()};  // backoff jitter for nacks
     // Rooms ('r' + name) and queues ('q' + name) seen to exist: no cap check for them. Bounded:

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "store/redis/reply.h"
+#include "store/redis/resp_reply.h"
 
 struct redisReader;
 

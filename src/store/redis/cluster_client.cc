@@ -1,4 +1,4 @@
-#include "store/redis/client.h"
+#include "store/redis/cluster_client.h"
 
 #include <openssl/sha.h>
 
@@ -75,7 +75,7 @@ uint16_t KeySlot(std::string_view key) {
 
 Script::Script(std::string text) : source(std::move(text)), sha(Sha1Hex(source)) {}
 
-struct Client::Request {
+struct ClusterClient::Request {
   uint16_t slot = 0;
   bool routed = false;  // false: any server
   std::vector<std::string> args;
@@ -86,21 +86,21 @@ struct Client::Request {
   std::chrono::steady_clock::time_point deadline;
 };
 
-Client::Client(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms)
+ClusterClient::ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms)
     : io_(io), url_(std::move(url)), timeout_ms_(timeout_ms) {
   conn_options_ = {url_.user, url_.password, url_.db, timeout_ms};
   any_ = NodeFor(url_.seeds.front());
   if (!url_.cluster) slots_.fill(any_);
 }
 
-Client::~Client() { Close(); }
+ClusterClient::~ClusterClient() { Close(); }
 
-void Client::Close() {
+void ClusterClient::Close() {
   closed_ = true;
   for (auto& [key, conn] : nodes_) conn->Close();
 }
 
-std::shared_ptr<Connection> Client::NodeFor(const Endpoint& e) {
+std::shared_ptr<Connection> ClusterClient::NodeFor(const Endpoint& e) {
   auto& conn = nodes_[{e.host, e.port}];
   if (!conn) {
     conn = std::make_shared<Connection>(io_, e, conn_options_);
@@ -109,7 +109,7 @@ std::shared_ptr<Connection> Client::NodeFor(const Endpoint& e) {
   return conn;
 }
 
-std::vector<std::shared_ptr<Connection>> Client::Masters() {
+std::vector<std::shared_ptr<Connection>> ClusterClient::Masters() {
   std::vector<std::shared_ptr<Connection>> out;
   for (const auto& conn : slots_) {
     if (conn && std::find(out.begin(), out.end(), conn) == out.end()) out.push_back(conn);
@@ -118,13 +118,13 @@ std::vector<std::shared_ptr<Connection>> Client::Masters() {
   return out;
 }
 
-std::shared_ptr<Connection> Client::NewSubscriber() {
+std::shared_ptr<Connection> ClusterClient::NewSubscriber() {
   auto conn = std::make_shared<Connection>(io_, any_->endpoint(), conn_options_);
   conn->Start();
   return conn;
 }
 
-void Client::Start(std::function<void(std::string)> done) {
+void ClusterClient::Start(std::function<void(std::string)> done) {
   if (!url_.cluster) {
     // One PING proves the server answers (and takes the password).
     Call("", {"PING"}, [done](Reply r) { done(r.failed() ? r.str : ""); });
@@ -134,7 +134,7 @@ void Client::Start(std::function<void(std::string)> done) {
 }
 
 // CLUSTER SLOTS from a known node (seeds first, then any node seen), replacing the map.
-void Client::RefreshSlots(std::function<void(std::string)> done) {
+void ClusterClient::RefreshSlots(std::function<void(std::string)> done) {
   if (closed_ || (refreshing_ && !done)) return;
   refreshing_ = true;
   std::vector<Endpoint> candidates = url_.seeds;
@@ -156,7 +156,7 @@ void Client::RefreshSlots(std::function<void(std::string)> done) {
   });
 }
 
-void Client::Call(std::string_view key, std::vector<std::string> args, Callback cb) {
+void ClusterClient::Call(std::string_view key, std::vector<std::string> args, Callback cb) {
   auto req = std::make_shared<Request>();
   req->routed = !key.empty();
   if (req->routed) req->slot = KeySlot(key);
@@ -166,8 +166,8 @@ void Client::Call(std::string_view key, std::vector<std::string> args, Callback 
   Dispatch(std::move(req), nullptr, false);
 }
 
-void Client::Eval(const Script& script, std::vector<std::string> keys,
-                  std::vector<std::string> argv, Callback cb) {
+void ClusterClient::Eval(const Script& script, std::vector<std::string> keys,
+                         std::vector<std::string> argv, Callback cb) {
   auto req = std::make_shared<Request>();
   req->routed = !keys.empty();
   if (req->routed) req->slot = KeySlot(keys.front());
@@ -183,11 +183,12 @@ void Client::Eval(const Script& script, std::vector<std::string> keys,
   Dispatch(std::move(req), nullptr, false);
 }
 
-bool Client::CanRetry(const Request& req) const {
+bool ClusterClient::CanRetry(const Request& req) const {
   return std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryMs) < req.deadline;
 }
 
-void Client::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking) {
+void ClusterClient::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn,
+                             bool asking) {
   if (!conn) conn = req->routed ? slots_[req->slot] : any_;
   if (!conn) {  // a slot nobody owns (yet): the map may be stale
     RefreshSlots();
@@ -200,7 +201,7 @@ void Client::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> 
   conn->Command(args, [this, req](Reply r) { OnReply(req, std::move(r)); });
 }
 
-void Client::RetryLater(std::shared_ptr<Request> req, int ms) {
+void ClusterClient::RetryLater(std::shared_ptr<Request> req, int ms) {
   auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(ms));
   timer->async_wait([this, timer, req](const boost::system::error_code& ec) mutable {
     if (ec) return req->cb(Reply::Transport("stopped"));
@@ -209,7 +210,7 @@ void Client::RetryLater(std::shared_ptr<Request> req, int ms) {
   });
 }
 
-void Client::OnReply(std::shared_ptr<Request> req, Reply reply) {
+void ClusterClient::OnReply(std::shared_ptr<Request> req, Reply reply) {
   if (reply.type == Reply::Type::kError) {
     uint16_t slot;
     Endpoint to;

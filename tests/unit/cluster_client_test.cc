@@ -1,7 +1,7 @@
 // The pieces of the Redis client that need no server: URLs and cluster slots.
 #include <gtest/gtest.h>
 
-#include "store/redis/client.h"
+#include "store/redis/cluster_client.h"
 #include "store/redis/redis_url.h"
 
 namespace anteroom::store::redis {
@@ -61,9 +61,9 @@ TEST(RedisUrl, ClusterSeeds) {
 
 TEST(RedisUrl, Rejects) {
   std::string error;
-  for (const char* bad : {"http://h:1", "redis://", "redis://h:0", "redis://h:70000",
-                          "redis://h:1/x", "redis://a:1,b:2", "redis+cluster://h:1/3",
-                          "redis://h:port"}) {
+  for (const char* bad :
+       {"http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:1/x",
+        "redis://a:1,b:2", "redis+cluster://h:1/3", "redis://h:port"}) {
     EXPECT_FALSE(ParseRedisUrl(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }

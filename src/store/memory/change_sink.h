@@ -1,7 +1,8 @@
 #pragma once
-// What the memory backend needs from a write-ahead log to become durable (store/log/ implements
-// it): append a change record, learn when it is as safe as the fsync policy promises, and know
-// whether records can be written at all. Without a journal the backend is memory only.
+// What the in-memory state engine (MemoryBackend) needs from a write-ahead log to become durable
+// (store/log/'s LogJournal implements it): append a change record, learn when it is as safe as
+// the fsync policy promises, and know whether records can be written at all. Without a sink
+// attached the engine is memory only.
 
 #include <cstdint>
 #include <functional>
@@ -10,9 +11,9 @@
 
 namespace anteroom::store {
 
-class Journal {
+class ChangeSink {
  public:
-  virtual ~Journal() = default;
+  virtual ~ChangeSink() = default;
   // Appends one record; answers its log sequence number (the log's length in bytes after it,
   // counted over the whole life of the data directory). Called under the changed object's lock,
   // so the log holds each object's changes in the order they were made.

@@ -45,12 +45,12 @@ struct Script {
   explicit Script(std::string text);
 };
 
-class Client {
+class ClusterClient {
  public:
   using Callback = Connection::Callback;
 
-  Client(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms);
-  ~Client();
+  ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms);
+  ~ClusterClient();
 
   // Learns the slot map (cluster) or connects; `done` gets "" or what went wrong.
   void Start(std::function<void(std::string)> done);
