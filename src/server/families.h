@@ -71,6 +71,14 @@ struct RouteDef {
   FamilyHandler handler;
 };
 
+// The words of a route table, for `using namespace route_table;` in a Register function.
+namespace route_table {
+using enum Scope;
+using enum Cors;
+using enum RouteKind;
+using verb = http::verb;
+}  // namespace route_table
+
 // Adds every row of `table` to the router, each handler bound to `services`.
 inline void AddRoutes(Router& router, Services& services, std::span<const RouteDef> table) {
   for (const RouteDef& r : table) {

@@ -35,10 +35,7 @@ void CmdReadyz(Services& s, const Request&, Respond respond) {
 }  // namespace
 
 void RegisterHealthRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::get, "/healthz", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdHealthz},

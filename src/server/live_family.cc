@@ -18,17 +18,10 @@ enum class Transport { kWebSocket, kEvents };
 void Live(Services& s, const Request& req, Respond respond, Transport transport) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
   const std::string& room = req.params[0];
-  std::string session;
   bool created = false;
-  if (const std::string* given = req.Query("session")) {
-    if (!IsValidName(*given)) {
-      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::BadNameField("session")));
-    }
-    session = *given;
-  } else {
-    session = NewRandomId();
-    created = true;
-  }
+  OpResult<std::string> given = SessionFromQuery(req, &created);
+  if (!given.ok()) return respond(ErrorReply(given));
+  std::string session = std::move(*given);
   if (transport == Transport::kWebSocket && !req.websocket) {
     Response r = ErrorReply(OpStatus::kUpgradeRequired, wire::kNotWebSocket);
     r.headers.emplace_back("Upgrade", "websocket");
@@ -66,10 +59,7 @@ void CmdEvents(Services& s, const Request& req, Respond respond) {
 }  // namespace
 
 void RegisterLiveRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::get, "/v1/rooms/{room}/ws", kSession, kDefaultBodyLimit, kCorsPublic, kStream,

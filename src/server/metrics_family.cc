@@ -128,10 +128,7 @@ void CmdStatsHistory(Services& s, const Request&, Respond respond) {
 
 void RegisterMetricsRoutes(Router& router, Services& s) {
   s.http_metrics = &router.http_metrics();
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::get, "/metrics", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdMetrics},

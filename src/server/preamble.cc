@@ -1,6 +1,7 @@
 #include "server/preamble.h"
 
 #include "common/names.h"
+#include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "server/json_body.h"
 
@@ -15,6 +16,18 @@ std::optional<Response> BadNames(const Request& req, std::initializer_list<std::
     ++i;
   }
   return std::nullopt;
+}
+
+OpResult<std::string> SessionFromQuery(const Request& req, bool* created) {
+  if (created != nullptr) *created = false;
+  if (const std::string* given = req.Query("session")) {
+    if (!IsValidName(*given)) {
+      return {OpStatus::kInvalidArgument, wire::BadNameField("session")};
+    }
+    return *given;
+  }
+  if (created != nullptr) *created = true;
+  return NewRandomId();
 }
 
 JsonRequest::JsonRequest(const Request& req, std::initializer_list<std::string_view> names,

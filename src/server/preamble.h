@@ -27,6 +27,10 @@ namespace anteroom::server {
 // that breaks the naming rule is answered as a 400, nullopt when all follow it.
 std::optional<Response> BadNames(const Request& req, std::initializer_list<std::string_view> what);
 
+// The `session` query parameter (/challenge, /ws, /events): the name given, or a new random id
+// when there is none (`*created` then true). A 400 when the name breaks the rule.
+OpResult<std::string> SessionFromQuery(const Request& req, bool* created = nullptr);
+
 enum class BodyRule : bool {
   kRequired,      // an empty body is not JSON
   kEmptyIsEmpty,  // an empty body reads as {}

@@ -467,10 +467,7 @@ void CmdCancel(Services& s, const Request& req, Respond respond) {
 // --- The route table ----------------------------------------------------------------------------
 
 void RegisterQueueRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   constexpr size_t kBody = kMaxQueueBody;  // batches of jobs
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler

@@ -233,19 +233,12 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
 // `session` (core/challenge.h). Without `session` the server names one, to be used for the join.
 void CmdChallenge(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  std::string session;
-  if (const std::string* given = req.Query("session")) {
-    if (!IsValidName(*given)) {
-      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::BadNameField("session")));
-    }
-    session = *given;
-  } else {
-    session = NewRandomId();
-  }
+  OpResult<std::string> session = SessionFromQuery(req);
+  if (!session.ok()) return respond(ErrorReply(session));
   if (s.puzzles == nullptr) {
     return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoChallenges));
   }
-  s.backend.GetRoom(req.params[0], [room = req.params[0], session = std::move(session),
+  s.backend.GetRoom(req.params[0], [room = req.params[0], session = std::move(*session),
                                     respond = std::move(respond), &s](OpResult<RoomInfo> r) {
     if (!r.ok()) return respond(ErrorReply(r));
     json::object out{{"room", room}, {"session", session}};
@@ -301,10 +294,7 @@ void CmdEndSession(Services& s, const Request& req, Respond respond) {
 // --- The route table ----------------------------------------------------------------------------
 
 void RegisterRoomRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   constexpr size_t kBody = kDefaultBodyLimit;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler

@@ -61,10 +61,7 @@ void CmdVerify(Services& s, const Request& req, Respond respond) {
 }  // namespace
 
 void RegisterTokenRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::post, "/v1/tokens/verify", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdVerify},

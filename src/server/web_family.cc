@@ -114,10 +114,7 @@ WebOptions LoadWebOptions(const std::string& templates_dir) {
 }
 
 void RegisterWebRoutes(Router& router, Services& s) {
-  using enum Scope;
-  using enum Cors;
-  using enum RouteKind;
-  using http::verb;
+  using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::get, "/anteroom.js", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdScript},
