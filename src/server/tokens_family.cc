@@ -1,4 +1,5 @@
-// Admission tokens over HTTP: verification (signature, expiry, then revocation).
+// Admission tokens over HTTP: verification (signature, expiry, then revocation) and the public
+// keys that verify them offline (JWKS).
 #include <boost/json.hpp>
 
 #include "server/families.h"
@@ -17,45 +18,63 @@ json::object Invalid(std::string_view reason, const core::TokenClaims* claims) {
                  {"exp", nullptr}};
   if (claims != nullptr) {
     o["room"] = claims->room;
-    o["session"] = claims->session;
     o["exp"] = claims->exp;
   }
   return o;
 }
+
+// GET /.well-known/jwks.json: public and cacheable (an app refetches it on an unknown kid).
+void CmdJwks(const Services& s, Respond respond) {
+  Response r;
+  r.body = s.signer.Jwks();
+  r.content_type = "application/jwk-set+json";
+  r.headers.emplace_back("Cache-Control", "public, max-age=300");
+  respond(std::move(r));
+}
+
+// POST /v1/tokens/verify: the signature and expiry, then whether the admission is still held
+// by a session of the same room incarnation (every end of an admission revokes its tokens).
+void CmdVerifyToken(const Services& s, const Request& req, Respond respond) {
+  auto body = ParseObject(req.body, false);
+  if (!body.ok()) return respond(ErrorReply(body));
+  auto token = ReadString(*body, "token");
+  if (!token.ok()) return respond(ErrorReply(token));
+  if (!*token) return respond(ErrorReply(OpStatus::kInvalidArgument, "'token' is required"));
+
+  core::TokenCheck check = s.signer.Verify(**token, s.clock.NowMs());
+  if (check.problem == core::TokenProblem::kMalformed ||
+      check.problem == core::TokenProblem::kBadSignature) {
+    return respond(JsonReply(Invalid(core::ToString(check.problem), nullptr)));
+  }
+  if (check.problem == core::TokenProblem::kExpired) {
+    return respond(JsonReply(Invalid("expired", &check.claims)));
+  }
+  core::TokenClaims claims = check.claims;
+  s.backend.AdmissionHolder(
+      claims.room, claims.incarnation, claims.admission,
+      [claims, respond = std::move(respond)](OpResult<std::optional<std::string>> holder) {
+        if (!holder.ok()) {
+          if (holder.status() == OpStatus::kUnknownRoom) {
+            return respond(JsonReply(Invalid("unknown_room", &claims)));
+          }
+          return respond(ErrorReply(holder));
+        }
+        if (!*holder) return respond(JsonReply(Invalid("revoked", &claims)));
+        respond(JsonReply(json::object{{"valid", true},
+                                       {"room", claims.room},
+                                       {"session", **holder},
+                                       {"sub", claims.subject},
+                                       {"exp", claims.exp}}));
+      });
+}
+
 }  // namespace
 
 void RegisterTokenRoutes(Router& router, Services& s) {
-  router.Add(http::verb::post, "/v1/tokens/verify", [&s](const Request& req, Respond respond) {
-    auto body = ParseObject(req.body, false);
-    if (!body.ok()) return respond(ErrorReply(body));
-    auto token = ReadString(*body, "token");
-    if (!token.ok()) return respond(ErrorReply(token));
-    if (!*token) return respond(ErrorReply(OpStatus::kInvalidArgument, "'token' is required"));
-
-    core::TokenCheck check = s.signer.Verify(**token, s.clock.NowMs());
-    if (check.problem == core::TokenProblem::kMalformed ||
-        check.problem == core::TokenProblem::kBadSignature) {
-      return respond(JsonReply(Invalid(core::ToString(check.problem), nullptr)));
-    }
-    if (check.problem == core::TokenProblem::kExpired) {
-      return respond(JsonReply(Invalid("expired", &check.claims)));
-    }
-    core::TokenClaims claims = check.claims;
-    s.backend.IsRevoked(claims.room, claims.session, claims.admission,
-                        [claims, respond = std::move(respond)](OpResult<bool> revoked) {
-                          if (!revoked.ok()) {
-                            if (revoked.status() == OpStatus::kUnknownRoom) {
-                              return respond(JsonReply(Invalid("unknown_room", &claims)));
-                            }
-                            return respond(ErrorReply(revoked));
-                          }
-                          if (*revoked) return respond(JsonReply(Invalid("revoked", &claims)));
-                          respond(JsonReply(json::object{{"valid", true},
-                                                         {"room", claims.room},
-                                                         {"session", claims.session},
-                                                         {"exp", claims.exp}}));
-                        });
-  });
+  router.Add(http::verb::post, "/v1/tokens/verify",
+             [&s](const Request& req, Respond respond) { CmdVerifyToken(s, req, respond); });
+  router.Add(http::verb::get, "/.well-known/jwks.json",
+             [&s](const Request&, Respond respond) { CmdJwks(s, respond); });
 }
 
 }  // namespace anteroom::server
