@@ -11,6 +11,7 @@ PACKAGES=(
   libhiredis-dev redis-server redis-tools
   chromium fonts-dejavu-core
   clang libclang-rt-14-dev
+  python3-jwt python3-cryptography openssl
 )
 # Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
 # (e.g. NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
@@ -34,9 +35,18 @@ fi
 # again only when the lock file changed. Playwright drives Debian's chromium: it downloads no
 # browser of its own.
 BROWSER_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+INTEROP_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
 if [ -f "$BROWSER_DIR/package-lock.json" ] &&
    ! cmp -s "$BROWSER_DIR/package-lock.json" "$BROWSER_DIR/node_modules/.installed-lock.json"; then
   echo "setup: npm ci in tests/browser"
   (cd "$BROWSER_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-lock.json)
+fi
+
+# The token interop test's npm package (jose, pinned by package-lock.json), the same way.
+if [ -f "$INTEROP_DIR/package-lock.json" ] &&
+   ! cmp -s "$INTEROP_DIR/package-lock.json" "$INTEROP_DIR/node_modules/.installed-lock.json"; then
+  echo "setup: npm ci in tests/interop"
+  (cd "$INTEROP_DIR" && npm ci --no-audit --no-fund --loglevel=error &&
     cp package-lock.json node_modules/.installed-lock.json)
 fi

@@ -14,7 +14,8 @@
  *
  * Anteroom.stay({room, server?, onUpdate?, onLost?}) -> {close()}
  *   On the protected page: keeps this tab's slot alive through a live connection. The session
- *   is the one wait() stored, or the `sub` of an `anteroom_token` query parameter or cookie.
+ *   is the one wait() stored, or the one holding the admission of an `anteroom_token` query
+ *   parameter or cookie (asked of POST /v1/tokens/verify: the token's `sub` is opaque).
  *   When the status becomes anything but active or grace, calls onLost(status); by default
  *   it sends the person to SERVER/wait/ROOM. Closing the page starts the room's grace period
  *   on the server; nothing is sent on unload.
@@ -477,35 +478,52 @@
   function stay({ room, server, onUpdate, onLost } = {}) {
     checkRoom(room);
     const base = baseUrl(server);
+    let live = null;
+    let closed = false;
     const lost = (status) => {
-      live.close();
+      if (live) live.close();
       if (typeof onLost === 'function') return callSafely(onLost, status);
       location.href = `${base}/wait/${encodeURIComponent(room)}`;
     };
-    let session = storage.get(sessionKey(room));
-    if (!session) {
-      const claims = decodeToken(handedToken());
-      if (claims && claims.room === room && typeof claims.sub === 'string') session = claims.sub;
-    }
-    const live = new Live({
-      room,
-      base,
-      session,
-      onStatus: (status) => {
-        if (status.session) storage.set(sessionKey(room), status.session);
-        if (status.token) storage.set(tokenKey(room), status.token);
-        callSafely(onUpdate, status);
-        if (status.status !== 'active' && status.status !== 'grace') lost(status);
-      },
-      onFatal: (err) => lost({ type: 'status', session, status: 'gone', error: err }),
-    });
-    replaceCurrent(room, base, live);
-    if (session) {
-      live.start();
+    const begin = (session) => {
+      if (closed) return;
+      live = new Live({
+        room,
+        base,
+        session,
+        onStatus: (status) => {
+          if (status.session) storage.set(sessionKey(room), status.session);
+          if (status.token) storage.set(tokenKey(room), status.token);
+          callSafely(onUpdate, status);
+          if (status.status !== 'active' && status.status !== 'grace') lost(status);
+        },
+        onFatal: (err) => lost({ type: 'status', session, status: 'gone', error: err }),
+      });
+      replaceCurrent(room, base, live);
+      if (session) {
+        live.start();
+      } else {
+        setTimeout(() => lost({ type: 'status', session: null, status: 'gone' }));
+      }
+    };
+    const session = storage.get(sessionKey(room));
+    const handed = session ? null : handedToken();
+    const claims = handed ? decodeToken(handed) : null;
+    if (session || !claims || claims.room !== room) {
+      begin(session);
     } else {
-      setTimeout(() => lost({ type: 'status', session: null, status: 'gone' }));
+      // A token handed over from the waiting page's origin: its `sub` is opaque, so the server
+      // says which session holds the admission (and whether it still does).
+      api(base, 'POST', '/v1/tokens/verify', { token: handed }).then(
+        (answer) => begin(answer && answer.valid ? answer.session : null),
+        () => begin(null));
     }
-    return { close: () => live.close() };
+    return {
+      close: () => {
+        closed = true;
+        if (live) live.close();
+      },
+    };
   }
 
   async function leave({ room, final = true, server } = {}) {

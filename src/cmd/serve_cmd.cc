@@ -6,9 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -40,6 +42,9 @@ struct ServeFlags {
   int64_t live_chunk = 2'048;           // messages per chunk of a live delivery round
   int64_t live_heartbeat_ms = 15'000;
   int64_t token_ttl_ms = 600'000;
+  std::string token_alg = "HS256";             // HS256 | EdDSA | ES256
+  std::string token_key;                       // PEM private key file (EdDSA, ES256)
+  std::vector<std::string> token_verify_keys;  // PEM files of older keys, verify only
   std::string log_level = "info";
   size_t max_connections = 100'000;
   size_t max_buffered_mb = 256;
@@ -96,6 +101,73 @@ std::string TokenSecret(const ServeFlags& flags) {
       "ANTEROOM_TOKEN_SECRET is not set: using a random secret; tokens will not verify after a "
       "restart or on other processes");
   return RandomBytes(32);
+}
+
+std::string ReadKeyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::shared_ptr<const core::TokenKey> KeyFromPem(const std::string& pem, const std::string& where) {
+  auto key = core::TokenKey::FromPem(pem);
+  if (!key.ok()) throw std::runtime_error(where + ": " + key.message());
+  return *key;
+}
+
+// The token keys: the signing key first, then the keys kept for verification only (the
+// secret's HS256 key, so tokens minted before a switch of --token-alg still verify, and every
+// --token-verify-key).
+std::vector<std::shared_ptr<const core::TokenKey>> TokenKeys(const ServeFlags& flags,
+                                                             const std::string& secret) {
+  core::TokenAlg alg = *core::ParseTokenAlg(flags.token_alg);
+  std::vector<std::shared_ptr<const core::TokenKey>> keys;
+  auto hs256 = core::TokenKey::Secret(secret);
+  if (alg == core::TokenAlg::kHS256) {
+    if (!flags.token_key.empty()) throw std::runtime_error("--token-key wants EdDSA or ES256");
+    keys.push_back(hs256);
+  } else {
+    std::string name = alg == core::TokenAlg::kEdDSA ? "token-eddsa.pem" : "token-es256.pem";
+    auto generate = [alg] { return core::TokenKey::Generate(alg)->PrivatePem(); };
+    std::string pem, where;
+    if (!flags.token_key.empty()) {
+      where = flags.token_key;
+      pem = ReadKeyFile(flags.token_key);
+    } else if (!flags.store.empty()) {
+      // Every process on this Redis signs with the same key (set once, SET NX).
+      where = flags.redis_prefix + "token-key:" + flags.token_alg;
+      spdlog::info("--token-key is not set: using the {} key kept in Redis ({})", flags.token_alg,
+                   where);
+      pem = store::redis::RedisBackend::SharedTokenKey(flags.store, flags.redis_prefix,
+                                                       flags.token_alg, generate());
+    } else if (!flags.memory_only) {
+      where = flags.data + "/" + name;
+      spdlog::info("--token-key is not set: using the {} key kept in {}", flags.token_alg, where);
+      pem = store::log::LoadOrCreateFile(flags.data, name, generate);
+    } else {
+      spdlog::warn(
+          "--token-key is not set: using a random {} key; tokens will not verify after a "
+          "restart or on other processes",
+          flags.token_alg);
+      where = "a generated key";
+      pem = generate();
+    }
+    auto key = KeyFromPem(pem, where);
+    if (!key->can_sign()) throw std::runtime_error(where + ": a private key is needed to sign");
+    if (key->alg() != alg) {
+      throw std::runtime_error(where + ": not a key for " + flags.token_alg);
+    }
+    keys.push_back(key);
+    keys.push_back(hs256);
+  }
+  for (const std::string& file : flags.token_verify_keys) {
+    keys.push_back(KeyFromPem(ReadKeyFile(file), file));
+  }
+  spdlog::info("tokens: {} signed with key {}; {} more key(s) verify", flags.token_alg,
+               keys.front()->kid(), keys.size() - 1);
+  return keys;
 }
 
 void Serve(const ServeFlags& flags) {
@@ -160,7 +232,7 @@ void Serve(const ServeFlags& flags) {
         flags.fsync);
   }
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
-  core::TokenSigner signer(secret, flags.token_ttl_ms);
+  core::TokenSigner signer(TokenKeys(flags, secret), secret, flags.token_ttl_ms);
   server::Router router(admin_key);
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{
@@ -269,6 +341,19 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
+  serve
+      ->add_option("--token-alg", flags->token_alg,
+                   "Token signature: HS256 (the shared secret), "
+                   "EdDSA (Ed25519) or ES256 (P-256); EdDSA/ES256 public keys are published at "
+                   "GET /.well-known/jwks.json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"HS256", "EdDSA", "ES256"}));
+  serve->add_option("--token-key", flags->token_key,
+                    "PEM private key that signs tokens (EdDSA, ES256); default: one generated "
+                    "at first start and kept in the data directory (or in Redis with --store)");
+  serve->add_option("--token-verify-key", flags->token_verify_keys,
+                    "PEM key (public or private; repeatable) that still verifies tokens but "
+                    "signs none: the previous key during a rotation");
   serve
       ->add_option("--max-connections", flags->max_connections,
                    "Connections beyond this are answered 503 and closed (lowered at start to fit "

@@ -25,4 +25,13 @@ std::string NewRandomId() {
   return Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()));
 }
 
+uint64_t NewIncarnation() {
+  std::array<unsigned char, 8> raw{};
+  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) std::abort();
+  uint64_t v = 0;
+  for (unsigned char b : raw) v = (v << 8) | b;
+  v &= (uint64_t{1} << 53) - 1;
+  return v == 0 ? 1 : v;
+}
+
 }  // namespace anteroom

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace anteroom {
@@ -10,5 +11,7 @@ std::string NewRandomId();
 
 // `bytes` random bytes from the OS CSPRNG. Throws at start-up use only (secret generation).
 std::string RandomBytes(size_t bytes);
+// A room incarnation: uniform in [1, 2^53), so JSON, JavaScript and Redis's Lua read it exactly.
+uint64_t NewIncarnation();
 
 }  // namespace anteroom

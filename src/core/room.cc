@@ -153,6 +153,7 @@ SessionView Room::View(Index i, int64_t now) const {
     v.eta_ms = Eta(v.position, now);
   } else {
     v.admission = s.admission;
+    v.incarnation = incarnation_;
     v.eta_ms = 0;
   }
   return v;
@@ -175,6 +176,7 @@ size_t Room::MemoryBytes() const {
   bytes += clients_.capacity() * sizeof(Client) + free_clients_.capacity() * sizeof(uint32_t);
   for (const Client& c : clients_) bytes += c.key.capacity() > 15 ? c.key.capacity() : 0;
   bytes += client_index_.bucket_count() * (sizeof(uint32_t) + 1) + client_refills_.MemoryBytes();
+  bytes += held_.bucket_count() * (sizeof(uint64_t) + sizeof(Index) + 1);
   return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
 }
 
@@ -235,6 +237,7 @@ void Room::Admit(Index i, int64_t now) {
   s.since = now;
   s.last_seen = now;
   s.admission = ++admissions_;
+  held_[s.admission] = i;
   ++holders_;
   ++counters_.admitted_total;
   admitted_window_.Add(now);
@@ -246,6 +249,7 @@ void Room::Release(Index i, int64_t now, bool dropped) {
   ++counters_.released_total;
   if (dropped) ++counters_.dropped_total;
   freed_window_.Add(now);
+  held_.erase(slab_[i].admission);
   Revoke(slab_[i], now);
   Free(i);
 }
@@ -584,6 +588,13 @@ bool Room::IsRevoked(std::string_view id, uint64_t admission, int64_t now_ms) {
   Advance(now_ms);
   auto it = revoked_.find(std::string(id));
   return it != revoked_.end() && admission <= it->second.admission;
+}
+
+std::optional<std::string> Room::AdmissionHolder(uint64_t admission, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = held_.find(admission);
+  if (it == held_.end()) return std::nullopt;
+  return std::string(slab_[it->second].id.view());
 }
 
 }  // namespace anteroom::core

@@ -37,11 +37,13 @@
 // A room with a challenge (challenge_difficulty) refuses joins whose proof shows fewer bits,
 // before any per-client limit is looked at (kChallengeRequired). Refused joins change nothing.
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -86,6 +88,16 @@ class Room {
   OpResult<SessionView> Evict(std::string_view session, int64_t now_ms);
   // True when tokens of `admission` for this session were revoked.
   bool IsRevoked(std::string_view session, uint64_t admission, int64_t now_ms);
+  // The session holding admission number `admission` (active or in grace), nullopt once it
+  // ended: every end of an admission revokes its tokens, so a token whose admission nobody
+  // holds is revoked. Tokens name the admission, not the session (their `sub` is opaque).
+  std::optional<std::string> AdmissionHolder(uint64_t admission, int64_t now_ms);
+
+  // The room's incarnation: set once when the room is created (a random number, so a room
+  // deleted and created again under the same name has another), carried in tokens (`inc`).
+  // Rooms created before incarnations existed have 0.
+  uint64_t incarnation() const { return incarnation_; }
+  void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
 
   // Live connections: a check-in of each known session (grace -> active, an admission is
   // claimed), never a join. Answers a view per id, gone for unknown ones.
@@ -228,6 +240,9 @@ class Room {
 
   int64_t holders_ = 0;
   uint64_t admissions_ = 0;
+  uint64_t incarnation_ = 0;
+  // Admission number -> the session holding it (active or grace); derived, not saved.
+  boost::unordered_flat_map<uint64_t, Index> held_;
   // Bumped by every change of the line or of a slot holder's status (not saved: live channels
   // only compare it with what they read from this process).
   uint64_t version_;

@@ -16,7 +16,8 @@ namespace {
 //      `claimed`; and, at the end, the client table: u64 n, n x (str key, i64 places, i64 debt,
 //      i64 debt_at) | u64 free, free x u32 | u64 refills, refills x (u32 client, u64 full_at).
 //      Older formats load with every limit off and no client state.
-constexpr uint32_t kRoomFormat = 3;
+//   4: adds, at the end: u64 incarnation (older formats load with incarnation 0).
+constexpr uint32_t kRoomFormat = 4;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -115,6 +116,7 @@ void Room::Save(ByteWriter& out) const {
     out.Put(e.member);
     out.Put(e.key);
   }
+  out.Put(incarnation_);
 }
 
 bool Room::Restore(ByteReader& in) {
@@ -210,6 +212,12 @@ bool Room::Restore(ByteReader& in) {
     r.revoked_order_.emplace_back(until, in.GetString());
   }
   if (format >= 3 && !RestoreClients(in)) return false;
+  r.incarnation_ = format >= 4 ? in.Get<uint64_t>() : 0;
+  for (Index i = 0; i < n && !in.failed(); ++i) {
+    const Session& s = r.slab_[i];
+    if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;
+    if (!r.held_.emplace(s.admission, i).second) return false;  // two holders of one admission
+  }
   return !in.failed() && static_cast<size_t>(r.waiting()) == waiting;
 }
 

@@ -86,7 +86,8 @@ struct SessionView {
   int64_t active = 0;  // slot holders: active and in grace
   int64_t capacity = 0;
   std::optional<int64_t> eta_ms;
-  uint64_t admission = 0;  // number of the admission that holds the slot (token claim "adm")
+  uint64_t admission = 0;    // number of the admission that holds the slot (token claim "adm")
+  uint64_t incarnation = 0;  // the room's incarnation, with the admission (token claim "inc")
 };
 
 struct RoomCounters {

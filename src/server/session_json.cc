@@ -30,7 +30,7 @@ void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const cor
     fmt::format_to(it, FMT_COMPILE("null"));
   }
   if (v.status == core::SessionStatus::kActive) {
-    std::string token = signer.Mint(room, v.session, v.admission, clock.NowMs());
+    std::string token = signer.Mint(room, v.incarnation, v.admission, clock.NowMs());
     fmt::format_to(it, FMT_COMPILE(R"(,"token":"{}"}})"), token);
   } else {
     fmt::format_to(it, FMT_COMPILE(R"(,"token":null}})"));

@@ -1,4 +1,5 @@
-// Admission tokens over HTTP: verification (signature, expiry, then revocation).
+// Admission tokens over HTTP: verification (signature, expiry, then revocation) and the public
+// keys that verify them offline (JWKS).
 #include <boost/json.hpp>
 
 #include "common/wire_errors.h"
@@ -19,13 +20,23 @@ json::object Invalid(std::string_view reason, const core::TokenClaims* claims) {
                  {"exp", nullptr}};
   if (claims != nullptr) {
     o["room"] = claims->room;
-    o["session"] = claims->session;
     o["exp"] = claims->exp;
   }
   return o;
 }
 
-// POST /v1/tokens/verify: {"token"}: signature, expiry, then revocation.
+// GET /.well-known/jwks.json: public and cacheable (an app refetches it on an unknown kid).
+void CmdJwks(Services& s, const Request&, Respond respond) {
+  Response r;
+  r.body = s.signer.Jwks();
+  r.content_type = "application/jwk-set+json";
+  r.headers.emplace_back("Cache-Control", "public, max-age=300");
+  respond(std::move(r));
+}
+
+// POST /v1/tokens/verify: {"token"}: the signature and expiry, then whether the admission is
+// still held by a session of the same room incarnation (every end of an admission revokes its
+// tokens).
 void CmdVerify(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
@@ -42,20 +53,22 @@ void CmdVerify(Services& s, const Request& req, Respond respond) {
     return respond(JsonReply(Invalid("expired", &check.claims)));
   }
   core::TokenClaims claims = check.claims;
-  s.backend.IsRevoked(claims.room, claims.session, claims.admission,
-                      [claims, respond = std::move(respond)](OpResult<bool> revoked) {
-                        if (!revoked.ok()) {
-                          if (revoked.status() == OpStatus::kUnknownRoom) {
-                            return respond(JsonReply(Invalid("unknown_room", &claims)));
-                          }
-                          return respond(ErrorReply(revoked));
-                        }
-                        if (*revoked) return respond(JsonReply(Invalid("revoked", &claims)));
-                        respond(JsonReply(json::object{{"valid", true},
-                                                       {"room", claims.room},
-                                                       {"session", claims.session},
-                                                       {"exp", claims.exp}}));
-                      });
+  s.backend.AdmissionHolder(
+      claims.room, claims.incarnation, claims.admission,
+      [claims, respond = std::move(respond)](OpResult<std::optional<std::string>> holder) {
+        if (!holder.ok()) {
+          if (holder.status() == OpStatus::kUnknownRoom) {
+            return respond(JsonReply(Invalid("unknown_room", &claims)));
+          }
+          return respond(ErrorReply(holder));
+        }
+        if (!*holder) return respond(JsonReply(Invalid("revoked", &claims)));
+        respond(JsonReply(json::object{{"valid", true},
+                                       {"room", claims.room},
+                                       {"session", **holder},
+                                       {"sub", claims.subject},
+                                       {"exp", claims.exp}}));
+      });
 }
 
 }  // namespace
@@ -65,6 +78,7 @@ void RegisterTokenRoutes(Router& router, Services& s) {
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
       {verb::post, "/v1/tokens/verify", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdVerify},
+      {verb::get, "/.well-known/jwks.json", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdJwks},
   };
   AddRoutes(router, s, kRoutes);
 }

@@ -61,6 +61,11 @@ class Backend {
   // Whether tokens of this admission were revoked (final leave, eviction, slot released).
   virtual void IsRevoked(std::string room, std::string session, uint64_t admission,
                          Completion<bool> done) = 0;
+  // The session holding admission `admission` of incarnation `incarnation` of the room (what
+  // a token names); nullopt when nobody holds it any more (its tokens are revoked) or the room
+  // was deleted and created again since (another incarnation).
+  virtual void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
+                               Completion<std::optional<std::string>> done) = 0;
 
   // ---- live channels (server/live_hub.h): everyone's place from one read per tick, not one
   // lookup per connected session per change.

@@ -152,7 +152,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
   ASSERT_TRUE(put(limits).ok());
 
   const std::string meta = prefix + "{r:old}:m";
-  ASSERT_EQ(FieldCount(meta), kFieldsBeforeLimits + 3);
+  ASSERT_EQ(FieldCount(meta), kFieldsBeforeLimits + 4);  // + jpm ppc pow inc
   std::string cut = EvalOnSingle(
       "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
       "for i = 1, " +

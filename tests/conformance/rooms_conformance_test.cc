@@ -54,6 +54,11 @@ class RoomsConformanceTest : public conformance::BackendTest {
   OpResult<bool> Revoked(const std::string& room, const std::string& session, uint64_t adm) {
     return Await<bool>([&](auto done) { b().IsRevoked(room, session, adm, done); });
   }
+  // What a token names: the session holding (incarnation, admission), or nullopt.
+  OpResult<std::optional<std::string>> Holder(const std::string& room, uint64_t inc, uint64_t adm) {
+    return Await<std::optional<std::string>>(
+        [&](auto done) { b().AdmissionHolder(room, inc, adm, done); });
+  }
 
   // Creates a room with every field given, so tests do not depend on defaults.
   void MakeRoom(const std::string& room, int64_t capacity, int64_t grace_ms = 5'000,
@@ -459,6 +464,53 @@ TEST_P(RoomsConformanceTest, FinalLeaveRevokesOnlyThatAdmission) {
   auto fresh = Revoked("r", "a", again->admission);
   ASSERT_TRUE(fresh.ok());
   EXPECT_FALSE(*fresh);
+}
+
+// What /v1/tokens/verify asks: a token names (room, incarnation, admission), and is valid only
+// while that admission is held.
+TEST_P(RoomsConformanceTest, AdmissionHolderFollowsTheAdmission) {
+  MakeRoom("r", 1);
+  auto a = Check("r", "a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->status, SessionStatus::kActive);
+  EXPECT_NE(a->incarnation, 0u);
+  EXPECT_LT(a->incarnation, uint64_t{1} << 53);
+  auto held = Holder("r", a->incarnation, a->admission);
+  ASSERT_TRUE(held.ok()) << held.message();
+  EXPECT_EQ(*held, std::optional<std::string>("a"));
+  EXPECT_EQ(*Holder("r", a->incarnation + 1, a->admission), std::nullopt);  // another room's
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission + 1), std::nullopt);  // never given
+  ASSERT_TRUE(Leave("r", "a", false).ok());                                 // grace: still held
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission), std::optional<std::string>("a"));
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission), std::nullopt);
+  auto again = Check("r", "a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->incarnation, a->incarnation);
+  EXPECT_EQ(*Holder("r", again->incarnation, again->admission), std::optional<std::string>("a"));
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission), std::nullopt);
+  EXPECT_EQ(Holder("nope", 1, 1).status(), OpStatus::kUnknownRoom);
+}
+
+// Issue 16 item 4: after a final leave, deleting and re-creating the room restarts admission
+// numbers at 1; the old token must not become valid again.
+TEST_P(RoomsConformanceTest, RevocationSurvivesDeleteAndRecreate) {
+  MakeRoom("r", 1);
+  auto a = Check("r", "a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->status, SessionStatus::kActive);
+  ASSERT_TRUE(Leave("r", "a", true).ok());
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission), std::nullopt);
+  ASSERT_TRUE(Delete("r").ok());
+  MakeRoom("r", 1);
+  auto b = Check("r", "b");
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->status, SessionStatus::kActive);
+  EXPECT_EQ(b->admission, a->admission);      // numbers restarted...
+  EXPECT_NE(b->incarnation, a->incarnation);  // ...in another incarnation
+  // The old token (a's incarnation) stays revoked; the new holder's is valid.
+  EXPECT_EQ(*Holder("r", a->incarnation, a->admission), std::nullopt);
+  EXPECT_EQ(*Holder("r", b->incarnation, b->admission), std::optional<std::string>("b"));
 }
 
 TEST_P(RoomsConformanceTest, CapacityRaisedAndLowered) {

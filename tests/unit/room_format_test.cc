@@ -128,7 +128,7 @@ TEST(RoomFormatTest, SnapshotKeepsPausedAndTargetUrl) {
 TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
   core::Room room(WrittenConfig(), kTtl, kT0);
   std::string bytes = Save(room);
-  for (uint32_t format : {0u, 4u}) {
+  for (uint32_t format : {0u, 5u}) {
     std::string changed = bytes;
     changed[0] = static_cast<char>(format);
     core::Room restored(core::RoomConfig{}, kTtl, 0);
@@ -434,6 +434,51 @@ TEST(RoomFormatTest, Check2RecordsCountForTheirClientOnReplay) {
   ASSERT_TRUE(third && other);
   EXPECT_EQ(third->status(), OpStatus::kRateLimited);
   EXPECT_TRUE(other->ok());
+}
+
+// Format 4 keeps the incarnation; older snapshots load with incarnation 0.
+TEST(RoomFormatTest, SnapshotKeepsTheIncarnation) {
+  core::Room room(WrittenConfig(), kTtl, kT0);
+  room.set_incarnation(0x1f2e3d4c5b6a7);
+  BuildRoom(room);
+  std::string bytes = Save(room);
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_EQ(restored.incarnation(), 0x1f2e3d4c5b6a7u);
+  EXPECT_EQ(Save(restored), bytes);
+  // The holders' admissions are found again (derived, not saved).
+  auto c = restored.Check("c", kT0 + 1'001);
+  EXPECT_EQ(restored.AdmissionHolder(c.admission, kT0 + 1'001), std::optional<std::string>("c"));
+
+  core::Room old(core::RoomConfig{}, kTtl, 0);
+  ByteReader old_in(kRoomFormat1);
+  ASSERT_TRUE(old.Restore(old_in));
+  EXPECT_EQ(old.incarnation(), 0u);
+}
+
+// kCreateRoom carries the incarnation; a kPutRoom3 that creates (older logs) makes incarnation 0.
+TEST(RoomFormatTest, CreateRoomRecordReplaysTheIncarnation) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  core::RoomPatch create;
+  create.capacity = 1;
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kCreateRoom, kT0, "new");
+  w.Put<uint64_t>(777);
+  store::PutRoomPatch(w, create);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  EXPECT_FALSE(backend.Replay(record).ok());  // created twice: the log diverged
+  ByteWriter o = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "old");
+  store::PutRoomPatch(o, create);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  clock.Set(kT0 + 1);
+  std::optional<core::SessionView> a, b;
+  backend.Check("new", "a", [&](OpResult<core::SessionView> r) { a = *r; });
+  backend.Check("old", "b", [&](OpResult<core::SessionView> r) { b = *r; });
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->incarnation, 777u);
+  EXPECT_EQ(b->incarnation, 0u);
 }
 
 }  // namespace

@@ -89,14 +89,19 @@ DirLock::~DirLock() {
 }
 
 std::string LoadOrCreateSecret(const std::string& dir) {
-  std::string path = dir + "/secret";
+  return LoadOrCreateFile(dir, "secret", [] { return RandomBytes(32); });
+}
+
+std::string LoadOrCreateFile(const std::string& dir, const std::string& name,
+                             const std::function<std::string()>& make) {
+  std::string path = dir + "/" + name;
   std::string secret;
   int error = 0;
   if (ReadFile(path, secret, error) && !secret.empty()) return secret;
   if (error != 0 && error != ENOENT) {
     throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
   }
-  secret = RandomBytes(32);
+  secret = make();
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("{}: {}", tmp, ErrnoText(errno)));

@@ -3,6 +3,8 @@
 //
 //   LOCK                   flock()ed by the one process using the directory (holds its pid)
 //   secret                 the token and lease secret, when ANTEROOM_TOKEN_SECRET is not set
+//   token-eddsa.pem        the EdDSA (Ed25519) token signing key, with --token-alg EdDSA and no
+//   token-es256.pem        --token-key (or the ES256 P-256 one); PKCS#8 PEM, mode 0600
 //   snap-NNNNNNNNNNNNNNNN.snap   a snapshot: the state before segment N
 //   log-NNNNNNNNNNNNNNNN.log     log segment N: changes after snapshot N (or from the start)
 //
@@ -12,6 +14,7 @@
 // leftovers of a compaction that was cut short, and are deleted.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,5 +46,9 @@ class DirLock {
 
 // The secret kept in the directory (created with mode 0600 on first use).
 std::string LoadOrCreateSecret(const std::string& dir);
+// The file `name` of the directory, or, when it is missing or empty, `make()` written there
+// first (mode 0600, synced, renamed into place).
+std::string LoadOrCreateFile(const std::string& dir, const std::string& name,
+                             const std::function<std::string()>& make);
 
 }  // namespace anteroom::store::log

@@ -17,6 +17,9 @@
 //     `places_per_client` and `challenge_difficulty`.
 //   kCheck (3) is still written for checks that count for no client; kCheck2 (9) adds the
 //     client a join counts for (rooms with per-client limits).
+//   kCreateRoom (10): a creation is no longer a kPutRoom3 but carries the room's incarnation
+//     (tokens name it); kPutRoom3 is still written for changes, and a kPutRoom3 that creates
+//     (older logs) makes a room of incarnation 0.
 
 #include <cstdint>
 #include <optional>
@@ -32,17 +35,18 @@ namespace anteroom::store {
 
 enum class ChangeKind : uint8_t {
   // rooms
-  kPutRoom = 1,     // RoomPatch format 1 (logs written before kPutRoom2; replay only)
-  kDeleteRoom = 2,  // -
-  kCheck = 3,       // str session
-  kTouch = 4,       // str session
-  kLeave = 5,       // str session, u8 final
-  kEvict = 6,       // str session
-  kPutRoom2 = 7,    // RoomPatch format 2 (logs written before kPutRoom3; replay only)
-  kPutRoom3 = 8,    // RoomPatch format 3: creates the room or changes it
-  kCheck2 = 9,      // str session, str client: a check that counts for a client
-                    // (replayed by Room::CheckRecorded: never refused)
-  kPresent = 12,    // u32 n, n x str session: live connections' check-ins (Room::Present)
+  kPutRoom = 1,      // RoomPatch format 1 (logs written before kPutRoom2; replay only)
+  kDeleteRoom = 2,   // -
+  kCheck = 3,        // str session
+  kTouch = 4,        // str session
+  kLeave = 5,        // str session, u8 final
+  kEvict = 6,        // str session
+  kPutRoom2 = 7,     // RoomPatch format 2 (logs written before kPutRoom3; replay only)
+  kPutRoom3 = 8,     // RoomPatch format 3: creates the room or changes it
+  kCheck2 = 9,       // str session, str client: a check that counts for a client
+                     // (replayed by Room::CheckRecorded: never refused)
+  kCreateRoom = 10,  // u64 incarnation, RoomPatch format 3: creates the room
+  kPresent = 12,     // u32 n, n x str session: live connections' check-ins (Room::Present)
   // queues
   kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
                         //             i32 max_attempts)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/random_id.h"
 #include "store/memory/change_record.h"
 #include "store/memory/memory_slots.h"
 
@@ -123,6 +124,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       core::RoomConfig config;
       patch.ApplyTo(config);
       slot = MakeRoomSlot(room, config, now);
+      slot->room.set_incarnation(NewIncarnation());
       rooms_.emplace(room, slot);
     } else {
       result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
@@ -134,7 +136,10 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
         Schedule(slot);
       }
       if (Logging()) {
-        ByteWriter w = BeginChange(scratch_, ChangeKind::kPutRoom3, now, room);
+        bool created = it == rooms_.end();
+        ByteWriter w = BeginChange(
+            scratch_, created ? ChangeKind::kCreateRoom : ChangeKind::kPutRoom3, now, room);
+        if (created) w.Put(slot->room.incarnation());
         PutRoomPatch(w, patch);
         Log(*slot, scratch_);
       }
@@ -269,6 +274,17 @@ void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t ad
   OnRoom<bool>(room, Access::kRead, std::move(done), [&](RoomSlot& slot, int64_t now) {
     return OpResult<bool>(slot.room.IsRevoked(session, admission, now));
   });
+}
+
+void MemoryBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
+                                    Completion<std::optional<std::string>> done) {
+  OnRoom<std::optional<std::string>>(
+      room, Access::kRead, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        if (slot.room.incarnation() != incarnation) {
+          return OpResult<std::optional<std::string>>(std::nullopt);
+        }
+        return OpResult<std::optional<std::string>>(slot.room.AdmissionHolder(admission, now));
+      });
 }
 
 void MemoryBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {

@@ -68,6 +68,8 @@ class MemoryBackend final : public Backend {
                   Completion<core::SessionView> done) override;
   void IsRevoked(std::string room, std::string session, uint64_t admission,
                  Completion<bool> done) override;
+  void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
+                       Completion<std::optional<std::string>> done) override;
   void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) override;
   void Present(std::string room, std::vector<std::string> sessions,
                Completion<std::vector<core::SessionView>> done) override;

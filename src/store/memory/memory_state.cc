@@ -117,6 +117,19 @@ OpResult<Done> MemoryBackend::Replay(std::string_view record) {
 OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std::string& name,
                                          ByteReader& r) {
   auto it = rooms_.find(name);
+  if (kind == ChangeKind::kCreateRoom) {
+    uint64_t incarnation = r.Get<uint64_t>();
+    core::RoomPatch patch = GetRoomPatch(r, ChangeKind::kPutRoom3);
+    if (!r.done()) return Diverged("room patch does not decode");
+    if (!core::InRange(patch) || !patch.capacity) return Diverged("room patch out of range");
+    if (it != rooms_.end()) return Diverged("room '" + name + "' created twice");
+    core::RoomConfig config;
+    patch.ApplyTo(config);
+    auto slot = MakeRoomSlot(name, config, now);
+    slot->room.set_incarnation(incarnation);
+    rooms_[name] = std::move(slot);
+    return Done{};
+  }
   if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2 ||
       kind == ChangeKind::kPutRoom3) {
     core::RoomPatch patch = GetRoomPatch(r, kind);

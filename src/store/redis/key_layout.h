@@ -35,6 +35,8 @@ class KeyLayout {
   std::string WakeChannel() const { return prefix_ + "wake"; }
   // The token secret shared by every process on this Redis.
   std::string Secret() const { return prefix_ + "secret"; }
+  // The asymmetric token signing key (PEM) of an algorithm ("EdDSA", "ES256"), shared alike.
+  std::string TokenKey(const std::string& alg) const { return prefix_ + "token-key:" + alg; }
   // Written by the health check: a write proves changes would be kept (PING does not see a
   // read-only replica, maxmemory or a failing disk under MISCONF).
   std::string Health() const { return prefix_ + "health"; }

@@ -10,6 +10,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "common/random_id.h"
 #include "store/redis/lua_scripts.h"
 #include "store/redis/polls.h"
 
@@ -85,6 +86,7 @@ core::SessionView ToView(const std::string& session, const Reply& a) {
   v.capacity = a.at(4).AsInt();
   if (int64_t eta = a.at(5).AsInt(); eta >= 0) v.eta_ms = eta;
   v.admission = static_cast<uint64_t>(a.at(6).AsInt());
+  if (a.elements.size() > 7) v.incarnation = static_cast<uint64_t>(a.at(7).AsInt());
   return v;
 }
 
@@ -305,7 +307,7 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                   OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
                   OptBool(patch.paused), OptUrl(patch.target_url),
                   OptNone(patch.joins_per_minute_per_client), OptNone(patch.places_per_client),
-                  OptNone(patch.challenge_difficulty)},
+                  OptNone(patch.challenge_difficulty), std::to_string(NewIncarnation())},
                  [this, &s, room, done](OpResult<Reply> r) {
                    if (!r.ok()) return done({r.status(), r.message()});
                    Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
@@ -432,6 +434,18 @@ void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t adm
       if (!r.ok()) return done({r.status(), r.message()});
       done(r->at(2).AsInt() == 1);
     });
+  });
+}
+
+void RedisBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
+                                   Completion<std::optional<std::string>> done) {
+  Post([this, room = std::move(room), incarnation, admission, done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"holder", std::to_string(incarnation), std::to_string(admission)},
+               [done](OpResult<Reply> r) {
+                 if (!r.ok()) return done({r.status(), r.message()});
+                 const std::string& id = r->at(2).str;
+                 done(id.empty() ? std::nullopt : std::optional<std::string>(id));
+               });
   });
 }
 
@@ -562,12 +576,21 @@ void RedisBackend::RunDue() {
 
 std::string RedisBackend::SharedSecret(const std::string& url_text, const std::string& prefix,
                                        const std::string& candidate) {
+  return SharedValue(url_text, KeyLayout(prefix).Secret(), candidate);
+}
+
+std::string RedisBackend::SharedTokenKey(const std::string& url_text, const std::string& prefix,
+                                         const std::string& alg, const std::string& candidate) {
+  return SharedValue(url_text, KeyLayout(prefix).TokenKey(alg), candidate);
+}
+
+std::string RedisBackend::SharedValue(const std::string& url_text, const std::string& key,
+                                      const std::string& candidate) {
   std::string error;
   auto url = ParseRedisUrl(url_text, error);
   if (!url) throw std::runtime_error(error);
   asio::io_context io;
   ClusterClient client(io, *url, 5000);
-  KeyLayout keys(prefix);
   std::string secret, problem = "no answer from redis within 10 s";
   client.Start([&](std::string err) {
     if (!err.empty()) {
@@ -575,13 +598,13 @@ std::string RedisBackend::SharedSecret(const std::string& url_text, const std::s
       return io.stop();
     }
     // SET NX then GET: whoever comes first sets it; every process reads the same one.
-    client.Call(keys.Secret(), {"SET", keys.Secret(), candidate, "NX"}, [&](Reply) {
-      client.Call(keys.Secret(), {"GET", keys.Secret()}, [&](Reply r) {
+    client.Call(key, {"SET", key, candidate, "NX"}, [&](Reply) {
+      client.Call(key, {"GET", key}, [&](Reply r) {
         if (r.type == Reply::Type::kString) {
           secret = r.str;
           problem.clear();
         } else {
-          problem = r.failed() ? r.str : "the secret key holds no string";
+          problem = r.failed() ? r.str : key + " holds no string";
         }
         io.stop();
       });
@@ -591,8 +614,7 @@ std::string RedisBackend::SharedSecret(const std::string& url_text, const std::s
   client.Close();
   io.restart();
   io.poll();
-  if (!problem.empty())
-    throw std::runtime_error("redis: cannot read the shared secret: " + problem);
+  if (!problem.empty()) throw std::runtime_error("redis: cannot read " + key + ": " + problem);
   return secret;
 }
 

@@ -85,6 +85,8 @@ class RedisBackend final : public Backend {
                   Completion<core::SessionView> done) override;
   void IsRevoked(std::string room, std::string session, uint64_t admission,
                  Completion<bool> done) override;
+  void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
+                       Completion<std::optional<std::string>> done) override;
   void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) override;
   void Present(std::string room, std::vector<std::string> sessions,
                Completion<std::vector<core::SessionView>> done) override;
@@ -120,8 +122,13 @@ class RedisBackend final : public Backend {
   // The token secret shared through Redis: set once (SET NX) by the first process.
   static std::string SharedSecret(const std::string& url, const std::string& key_prefix,
                                   const std::string& candidate);
+  // The token signing key (PEM) of `alg` shared alike, under KEY_PREFIX token-key:ALG.
+  static std::string SharedTokenKey(const std::string& url, const std::string& key_prefix,
+                                    const std::string& alg, const std::string& candidate);
 
  private:
+  static std::string SharedValue(const std::string& url, const std::string& key,
+                                 const std::string& candidate);
   struct Waiter;
   struct Polls;
   using ReplyFn = std::function<void(OpResult<Reply>)>;

@@ -4,7 +4,9 @@
 -- KEYS: 1 meta (string: msgpack of FIELDS)  2 line (zset: session -> arrival ticket; ZRANK = exact position)
 --       3 sessions (hash: session -> "st:last_seen:since:admission:claimed")
 --       4 deadlines (zset: session -> when*2+kind; lazily re-keyed, never later than due)
---       5 revoked (hash: session -> admission)  6 revoked expiry (zset: session -> until)
+--       5 revoked (hash: session -> admission; and '#ADMISSION' -> the session holding that
+--         admission, active or in grace: tokens name admissions)  6 revoked expiry (zset:
+--         session -> until)
 --       7 clients (hash: client -> "places:debt:debt_at"; clients holding a place or whose
 --         bucket is not full)  8 refills (zset: client -> when its bucket is full again, for
 --         clients holding no place; forgotten then)
@@ -34,10 +36,11 @@ local R = {}
 -- New fields go at the end, with a default for state written before they existed (below).
 -- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
 -- jpm, ppc, pow: joins_per_minute_per_client, places_per_client, challenge difficulty; -1 off.
+-- inc: the room's incarnation (random, chosen by the creating process; 0 for older rooms).
 local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
                 'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'paused', 'url',
-                'ver', 'jpm', 'ppc', 'pow'}
-local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1}
+                'ver', 'jpm', 'ppc', 'pow', 'inc'}
+local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
@@ -257,6 +260,7 @@ local function release(x, now, dropped)
   R.released = R.released + 1
   if dropped then R.dropped = R.dropped + 1 end
   R.fw = win_add(R.fw, now)
+  redis.call('HDEL', V, '#' .. s(x.admission))
   revoke(x, now)
   free(x)
 end
@@ -271,6 +275,7 @@ local function admit(id, now)
   x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
   R.adm = R.adm + 1
   x.admission = R.adm
+  redis.call('HSET', V, '#' .. s(x.admission), id)
   R.holders = R.holders + 1
   R.admitted = R.admitted + 1
   R.aw = win_add(R.aw, now)
@@ -391,7 +396,7 @@ local function view(x)
     return {'waiting', pos, waiting(), R.holders, R.cap, eta(pos, R.now), 0}
   end
   local st = x.st == 'a' and 'active' or 'grace'
-  return {st, 0, waiting(), R.holders, R.cap, 0, x.admission}
+  return {st, 0, waiting(), R.holders, R.cap, 0, x.admission, R.inc}
 end
 -- A check-in of a known session: now present; grace ends, an admission is claimed.
 local function claim_presence(x)
@@ -421,7 +426,7 @@ local now = now_ms()
 if op == 'put' then
   -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
   -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
-  -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)
+  -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)  14: the incarnation, if this creates it
   local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
                  paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
   local url = ARGV[10] or ''
@@ -430,7 +435,8 @@ if op == 'put' then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
     R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
          adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1}
+         aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
+         inc = tonumber(ARGV[14] or '0') or 0}
   else
     advance(now)
   end
@@ -536,6 +542,23 @@ elseif op == 'touch' or op == 'leave' or op == 'evict' then
     fill(R.now)
   end
   return answer(to_register(false), view(nil))
+elseif op == 'holder' then
+  -- ARGV 4: incarnation  5: admission. Answers the session holding it, '' when none.
+  advance(now)
+  if tonumber(ARGV[4]) ~= R.inc then return answer(to_register(false), '') end
+  local id = redis.call('HGET', V, '#' .. ARGV[5])
+  if not id and R.inc == 0 then
+    -- A room from before this index: its holders are found once by a scan, then indexed.
+    local all = redis.call('HGETALL', S)
+    for i = 1, #all, 2 do
+      local x = get(all[i])
+      if x.st ~= 'w' and s(x.admission) == ARGV[5] then
+        redis.call('HSET', V, '#' .. ARGV[5], x.id)
+        id = x.id
+      end
+    end
+  end
+  return answer(to_register(false), id or '')
 elseif op == 'revoked' then
   local id, adm = ARGV[4], tonumber(ARGV[5])
   advance(now)
