@@ -16,6 +16,10 @@ namespace anteroom::cmd {
 struct ClientFlags {
   std::string server = "http://127.0.0.1:8080";
   std::string admin_key;  // defaults to $ANTEROOM_ADMIN_KEY
+  std::string queue_key;  // defaults to $ANTEROOM_QUEUE_KEY
+  // The key sent on queue routes (push, fetch, ack, stats, ...): the queue key when given,
+  // else the admin key (which the server also takes there).
+  const std::string& DataKey() const { return queue_key.empty() ? admin_key : queue_key; }
 };
 
 // Prints a client command's answer; exits 2 on a transport error, 1 on anything but 2xx.

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   anteroom::cmd::ClientFlags flags;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) flags.admin_key = key;
+  if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) flags.queue_key = key;
   anteroom::cmd::AddServeCommand(app);
   anteroom::cmd::AddCheckDataCommand(app);
   anteroom::cmd::AddRoomCommands(app, flags);

@@ -44,6 +44,9 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
   auto add_client_flags = [&flags](CLI::App* cmd) {
     cmd->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
     cmd->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
+    cmd->add_option("--queue-key", flags.queue_key,
+                    "Queue key, sent instead of the admin key on queue routes (default: "
+                    "$ANTEROOM_QUEUE_KEY)");
   };
 
   auto p = std::make_shared<PushFlags>();
@@ -63,7 +66,7 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
     if (p->priority) options["priority"] = *p->priority;
     if (p->max_attempts) options["max_attempts"] = *p->max_attempts;
     if (!p->dedupe_key.empty()) options["dedupe_key"] = p->dedupe_key;
-    Client client(flags.server, flags.admin_key);
+    Client client(flags.server, flags.DataKey());
     if (p->file.empty()) {
       if (p->payload.empty()) {
         fmt::print(stderr, "error: give a JSON payload or --file\n");
@@ -112,18 +115,18 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
   stats->add_option("queue", q->queue, "Queue name")->required();
   add_client_flags(stats);
   stats->callback(
-      [q, &flags] { Finish(Client(flags.server, flags.admin_key).QueueStats(q->queue)); });
+      [q, &flags] { Finish(Client(flags.server, flags.DataKey()).QueueStats(q->queue)); });
 
   CLI::App* list = queue->add_subcommand("list", "Every queue with its counts");
   add_client_flags(list);
-  list->callback([&flags] { Finish(Client(flags.server, flags.admin_key).ListQueues()); });
+  list->callback([&flags] { Finish(Client(flags.server, flags.DataKey()).ListQueues()); });
 
   CLI::App* dead = queue->add_subcommand("dead", "Dead letters, oldest first");
   dead->add_option("queue", q->queue, "Queue name")->required();
   dead->add_option("--limit", q->limit, "At most this many")->capture_default_str();
   add_client_flags(dead);
   dead->callback([q, &flags] {
-    Client client(flags.server, flags.admin_key);
+    Client client(flags.server, flags.DataKey());
     Finish(client.Request("GET", "/v1/queues/" + Client::Segment(q->queue) +
                                      "/dead?limit=" + std::to_string(q->limit)));
   });

@@ -63,6 +63,7 @@ struct ServeFlags {
   int64_t stats_interval_ms = 5000;
   std::string templates;  // a directory whose wait.html replaces the built-in waiting page
   std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
+  std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
 };
 
@@ -180,8 +181,31 @@ void Serve(const ServeFlags& flags) {
     std::string error;
     if (!trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
   }
-  std::string admin_key;
-  if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) admin_key = key;
+  server::AccessKeys keys;
+  if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) keys.admin_key = key;
+  keys.queue_key = flags.queue_key;
+  if (keys.queue_key.empty()) {
+    if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) keys.queue_key = key;
+  }
+  switch (server::QueueAccessOf(keys)) {
+    case server::QueueAccess::kOpen:
+      spdlog::warn(
+          "no admin key and no queue key: every route is open to anyone who can reach {} "
+          "(set ANTEROOM_ADMIN_KEY and ANTEROOM_QUEUE_KEY; docs/security.md)",
+          flags.listen);
+      break;
+    case server::QueueAccess::kAdminKey:
+      spdlog::info(
+          "access: admin routes and queue routes need the admin key (no queue key set); room "
+          "routes are public");
+      break;
+    case server::QueueAccess::kQueueKey:
+      spdlog::info(
+          "access: queue routes need the queue key or the admin key; admin routes {}; "
+          "room routes are public",
+          keys.admin_key.empty() ? "are OPEN (no admin key set)" : "need the admin key");
+      break;
+  }
 
   unsigned threads =
       flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -233,7 +257,7 @@ void Serve(const ServeFlags& flags) {
   }
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(TokenKeys(flags, secret), secret, flags.token_ttl_ms);
-  server::Router router(admin_key);
+  server::Router router(std::move(keys));
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{
                            .tick_ms = flags.live_tick_ms,
@@ -451,6 +475,10 @@ void AddServeCommand(CLI::App& app) {
                    "other clients get 429 until buckets refill")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
+  serve->add_option("--queue-key", flags->queue_key,
+                    "Key (Authorization: Bearer KEY) that producers and workers need for the queue "
+                    "routes (default: $ANTEROOM_QUEUE_KEY; prefer the variable: flags show in ps). "
+                    "Without it and with ANTEROOM_ADMIN_KEY set, queue routes need the admin key");
   serve->add_option("--templates", flags->templates,
                     "Directory of page templates: its wait.html (if any) replaces the built-in "
                     "waiting page at /wait/{room}; read at start-up");

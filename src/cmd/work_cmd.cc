@@ -177,7 +177,7 @@ void LogAck(const std::string& id, const boost::json::value* item) {
 }
 
 void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
-  Client client(cf.server, cf.admin_key);
+  Client client(cf.server, cf.DataKey());
   // The last finished job's ack rides on the next fetch: one request per job.
   std::optional<std::pair<std::string, std::string>> to_ack;  // lease, job id
   while (g_signals.load() == 0) {
@@ -253,7 +253,7 @@ int RunWork(WorkFlags f, const ClientFlags& cf) {
 
   std::atomic<bool> done{false};
   std::thread heartbeat([&] {
-    Client client(cf.server, cf.admin_key);
+    Client client(cf.server, cf.DataKey());
     std::string path = "/v1/queues/" + Client::Segment(f.queue) + "/workers/" +
                        Client::Segment(f.worker) + "/heartbeat";
     std::string body = fmt::format(R"({{"ttl_ms":{}}})", f.heartbeat_ms);
@@ -294,6 +294,8 @@ void AddWorkCommand(CLI::App& app, ClientFlags& flags) {
       ->check(CLI::Range(int64_t{300}, int64_t{3'600'000}));
   work->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
   work->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
+  work->add_option("--queue-key", flags.queue_key,
+                   "Queue key, sent instead of the admin key (default: $ANTEROOM_QUEUE_KEY)");
   work->callback([f, &flags] {
     int rc = RunWork(*f, flags);
     if (rc != 0) std::exit(rc);

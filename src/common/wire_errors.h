@@ -58,6 +58,13 @@ inline std::string InField(std::string_view key, std::string_view message) {
 // --- Router -----------------------------------------------------------------------------------
 inline constexpr std::string_view kAdminKeyNeeded =
     "this route needs the admin key: Authorization: Bearer KEY, or Basic with KEY as the password";
+// A kQueue route refused: which key it takes depends on the keys the server was given.
+inline constexpr std::string_view kQueueKeyNeeded =
+    "this route needs the queue key or the admin key: Authorization: Bearer KEY, or Basic with "
+    "KEY as the password";
+inline constexpr std::string_view kQueueAdminKeyNeeded =
+    "this route needs the admin key (no queue key is set): Authorization: Bearer KEY, or Basic "
+    "with KEY as the password";
 inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
 inline std::string MethodNotAllowed(std::string_view allowed) {
   return fmt::format("allowed: {}", allowed);

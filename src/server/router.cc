@@ -30,8 +30,22 @@ std::optional<std::string_view> Credentials(std::string_view authorization,
   return authorization.substr(scheme.size() + 1);
 }
 
-bool SameKey(std::string_view given, std::string_view key) {
-  return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
+using Digest = std::array<unsigned char, 32>;
+
+Digest Sha256(std::string_view text) {
+  Digest out{};
+  unsigned int n = 0;
+  if (EVP_Digest(text.data(), text.size(), out.data(), &n, EVP_sha256(), nullptr) != 1 ||
+      n != out.size()) {
+    throw std::runtime_error("SHA-256 failed");
+  }
+  return out;
+}
+
+// Digests of equal length compared in constant time: neither the key's length nor the place
+// of the first difference shows in the time taken.
+bool SameDigest(const Digest& a, const Digest& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 bool IsBase64Char(char c) {
@@ -60,24 +74,71 @@ std::optional<std::string> BasicPassword(std::string_view encoded) {
   return decoded.substr(colon + 1);
 }
 
+// The key an Authorization header presents: `Bearer KEY`, or the password of HTTP Basic.
+std::optional<std::string> PresentedKey(std::string_view authorization) {
+  if (auto token = Credentials(authorization, "Bearer")) return std::string(*token);
+  // A header is at most 16 KiB (the server's limit), so this decodes little.
+  if (auto basic = Credentials(authorization, "Basic")) return BasicPassword(*basic);
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool HasAdminKey(std::string_view authorization, std::string_view admin_key) {
   if (admin_key.empty()) return true;
-  if (auto token = Credentials(authorization, "Bearer")) return SameKey(*token, admin_key);
-  if (auto basic = Credentials(authorization, "Basic")) {
-    // A header is at most 16 KiB (the server's limit), so this decodes little.
-    std::optional<std::string> password = BasicPassword(*basic);
-    return password && SameKey(*password, admin_key);
-  }
-  return false;
+  std::optional<std::string> given = PresentedKey(authorization);
+  return given && SameDigest(Sha256(*given), Sha256(admin_key));
 }
 
-Router::Router(std::string admin_key) : admin_key_(std::move(admin_key)) {
+QueueAccess QueueAccessOf(const AccessKeys& keys) {
+  if (!keys.queue_key.empty()) return QueueAccess::kQueueKey;
+  if (!keys.admin_key.empty()) return QueueAccess::kAdminKey;
+  return QueueAccess::kOpen;
+}
+
+std::string_view ToString(QueueAccess access) {
+  switch (access) {
+    case QueueAccess::kOpen:
+      return "open";
+    case QueueAccess::kAdminKey:
+      return "admin_key";
+    case QueueAccess::kQueueKey:
+      return "queue_key";
+  }
+  return "?";
+}
+
+Router::Router(std::string admin_key)
+    : Router(AccessKeys{.admin_key = std::move(admin_key), .queue_key = {}}) {}
+
+Router::Router(AccessKeys keys) : queue_access_(QueueAccessOf(keys)) {
+  if (!keys.admin_key.empty()) admin_digest_ = Sha256(keys.admin_key);
+  if (!keys.queue_key.empty()) queue_digest_ = Sha256(keys.queue_key);
   for (size_t i = 0; i < kCommonMethods.size(); ++i) {
     unmatched_[i] = metrics_.AddSeries(http::to_string(kCommonMethods[i]), "unmatched", true);
   }
   unmatched_.back() = metrics_.AddSeries("other", "unmatched", true);
+}
+
+bool Router::Allows(Scope scope, std::string_view authorization) const {
+  switch (scope) {
+    case Scope::kPublic:
+    case Scope::kSession:
+      return true;
+    case Scope::kQueue:
+      if (queue_access_ == QueueAccess::kOpen) return true;
+      break;
+    case Scope::kAdmin:
+      if (!admin_digest_) return true;
+      break;
+  }
+  std::optional<std::string> given = PresentedKey(authorization);
+  if (!given) return false;
+  Digest digest = Sha256(*given);
+  // Both comparisons are made, so the time does not tell which key matched.
+  bool admin = admin_digest_ && SameDigest(digest, *admin_digest_);
+  bool queue = queue_digest_ && SameDigest(digest, *queue_digest_);
+  return admin || (scope == Scope::kQueue && queue);
 }
 
 HttpMetrics::SeriesId Router::UnmatchedSeries(http::verb method) const {
@@ -222,9 +283,14 @@ void Router::Dispatch(Request& request, Respond respond) const {
       allowed += std::string(http::to_string(route.method));
       continue;
     }
-    // kQueue and kSession routes are public until their keys exist (issue 16).
-    if (route.options.scope == Scope::kAdmin && !HasAdminKey(request.authorization, admin_key_)) {
-      answer(route.series, ErrorReply(OpStatus::kUnauthorized, wire::kAdminKeyNeeded));
+    // The route's scope, from its family's table: the one place access is decided.
+    if (!Allows(route.options.scope, request.authorization)) {
+      std::string_view why = wire::kAdminKeyNeeded;
+      if (route.options.scope == Scope::kQueue) {
+        why = queue_access_ == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
+                                                      : wire::kQueueAdminKeyNeeded;
+      }
+      answer(route.series, ErrorReply(OpStatus::kUnauthorized, why));
       return;
     }
     if (route.options.parks) request.hangup = std::make_shared<Hangup>();

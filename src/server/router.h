@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,7 +51,7 @@ inline constexpr size_t kDefaultBodyLimit = 64 * 1024;
 enum class Scope : uint8_t {
   kPublic,   // anyone
   kSession,  // acts for a waiting or admitted session (the session id is the credential)
-  kQueue,    // the data plane of queues (public for now: a queue key is a later step)
+  kQueue,    // the data plane of queues: the queue key or the admin key (see QueueAccess)
   kAdmin,    // requires the admin key when one is set
 };
 std::string_view ToString(Scope scope);
@@ -77,6 +78,21 @@ struct RouteInfo {
   RouteOptions options;
 };
 
+// The keys `anteroom serve` was given (docs/security.md). Empty: not set.
+struct AccessKeys {
+  std::string admin_key;  // ANTEROOM_ADMIN_KEY: every route
+  std::string queue_key;  // --queue-key / ANTEROOM_QUEUE_KEY: the kQueue routes
+};
+
+// Who may call kQueue routes, as decided from the keys set.
+enum class QueueAccess : uint8_t {
+  kOpen,      // no key set: anyone (a server on a trusted network)
+  kAdminKey,  // an admin key and no queue key: the admin key (closed by default)
+  kQueueKey,  // a queue key: the queue key or the admin key
+};
+QueueAccess QueueAccessOf(const AccessKeys& keys);
+std::string_view ToString(QueueAccess access);
+
 // Whether an Authorization header carries the admin key: `Bearer KEY`, or HTTP Basic
 // (RFC 7617) with any user name and KEY as the password. Schemes are case-insensitive; the key
 // is compared in constant time. An empty key lets everyone in (auth off).
@@ -85,6 +101,12 @@ bool HasAdminKey(std::string_view authorization, std::string_view admin_key);
 class Router {
  public:
   explicit Router(std::string admin_key);
+  explicit Router(AccessKeys keys);
+
+  QueueAccess queue_access() const { return queue_access_; }
+  // Whether an Authorization header lets a request into a route of `scope` (the check
+  // Dispatch makes before the handler runs; keys compared as SHA-256 digests, in constant time).
+  bool Allows(Scope scope, std::string_view authorization) const;
 
   void Add(http::verb method, std::string_view pattern, Handler handler, RouteOptions options = {});
   // Largest body accepted for a target (the raw path and query, as sent): the largest limit of
@@ -119,7 +141,10 @@ class Router {
   // Whether the raw path (percent-encoded, without the query) has the pattern's segments.
   static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
-  std::string admin_key_;
+  using Digest = std::array<unsigned char, 32>;
+  std::optional<Digest> admin_digest_;  // SHA-256 of the admin key, when one is set
+  std::optional<Digest> queue_digest_;  // SHA-256 of the queue key, when one is set
+  QueueAccess queue_access_ = QueueAccess::kOpen;
   std::vector<Route> routes_;
   std::vector<std::vector<std::string>> stream_patterns_;  // segments of the stream routes
   HttpMetrics metrics_;

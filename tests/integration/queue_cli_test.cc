@@ -553,16 +553,18 @@ class QueueCliAdminTest : public QueueCliTest {
 };
 
 TEST_F(QueueCliAdminTest, RequeueNeedsTheAdminKeyFromTheFlagOrTheEnvironment) {
-  Client no_key(server().url());
-  std::vector<std::string> ids = MakeDead(no_key, "adm", 3);
+  std::vector<std::string> ids = MakeDead(client(), "adm", 3);
   ASSERT_EQ(ids.size(), 3u);
 
-  // Reading needs no key.
+  // With an admin key and no queue key, reading queues needs the admin key too (issue 16).
   for (const std::vector<std::string>& args : {std::vector<std::string>{"queue", "stats", "adm"},
                                                std::vector<std::string>{"queue", "list"},
                                                std::vector<std::string>{"queue", "dead", "adm"}}) {
     CliResult r = Cli(args);
-    EXPECT_EQ(r.exit_code, 0) << args[1] << ": " << Describe(r);
+    EXPECT_EQ(r.exit_code, 1) << args[1] << ": " << Describe(r);
+    EXPECT_NE(r.out.find("unauthorized"), std::string::npos) << Describe(r);
+    CliResult keyed = Cli(args, {{"ANTEROOM_ADMIN_KEY", "k3y"}});
+    EXPECT_EQ(keyed.exit_code, 0) << args[1] << ": " << Describe(keyed);
   }
 
   CliResult none = Cli({"queue", "requeue", "adm"});

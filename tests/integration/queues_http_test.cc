@@ -902,31 +902,74 @@ class QueueAdminTest : public QueuesHttpTest {
   std::string AdminKey() const override { return kAdminKey; }
 };
 
+// Issue 16 item 1: with only an admin key set, the data plane is not open to anyone. An
+// anonymous client (or one with a wrong key) can neither push, fetch every queue's jobs, read
+// dead letters nor nack jobs to death; a worker with the key does all of it.
+TEST_F(QueueAdminTest, AnonymousClientsCannotUseTheDataPlane) {
+  Client anonymous(server().url());
+  Client wrong(server().url(), "not-the-key");
+  ASSERT_EQ(client().Push("q", "secret-job", {{"max_attempts", 1}}).status, 201);
+  ASSERT_EQ(client().Push("q", "dead-to-be", {{"max_attempts", 1}}).status, 201);
+  HttpResult dying = client().Fetch("q", "w", 1);
+  ASSERT_EQ(dying.json.at("jobs").as_array().size(), 1u);
+  ASSERT_EQ(client().Nack("q", {LeaseOf(dying.json.at("jobs").at(0))}).status, 200);
+  std::string before = Snapshot("q");
+  ExpectCounts("q", 1, 0, 0, 1);
+
+  for (Client* c : {&anonymous, &wrong}) {
+    EXPECT_TRUE(IsError(c->Fetch("q", "thief"), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Request("GET", Path("q", "/dead")), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Nack("q", {"1.1.AAAAAAAAAAAAAAAA"}), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Push("q", "spam"), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Ack("q", {"1.1.AAAAAAAAAAAAAAAA"}), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Extend("q", {"1.1.AAAAAAAAAAAAAAAA"}, 600'000), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->QueueStats("q"), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->ListQueues(), 401, "unauthorized"));
+    EXPECT_TRUE(IsError(c->Request("GET", Path("q", "/inflight?worker=w")), 401, "unauthorized"));
+    EXPECT_TRUE(
+        IsError(c->Request("POST", Path("q", "/workers/w/heartbeat"), R"({"ttl_ms":600000})"), 401,
+                "unauthorized"));
+    EXPECT_EQ(Snapshot("q"), before) << "nothing fetched, nacked or pushed";
+  }
+  // The 401 names the key and challenges for it.
+  std::string raw = RawExchange(server().port(),
+                                RawRequest("GET", Path("q", "/dead"), "", {"Connection: close"}));
+  EXPECT_EQ(RawStatus(raw), 401) << raw;
+  EXPECT_TRUE(RawHeader(raw, "WWW-Authenticate").has_value()) << raw;
+  EXPECT_NE(RawBody(raw).find("the admin key"), std::string::npos) << raw;
+  // With the key, the worker gets the job.
+  HttpResult got = client().Fetch("q", "w");
+  ASSERT_EQ(got.status, 200) << got.body;
+  ASSERT_EQ(got.json.at("jobs").as_array().size(), 1u);
+  EXPECT_EQ(client().Request("GET", Path("q", "/dead")).status, 200);
+}
+
 TEST_F(QueueAdminTest, AdminRoutesNeedTheBearerKey) {
   Client anonymous(server().url());
   Client wrong(server().url(), "not-the-key");
-  // Producers and workers need no key.
-  HttpResult pushed = anonymous.Push("q", "dead-to-be", {{"max_attempts", 1}});
+  // Producers and workers use the key too (no queue key set: the admin key).
+  Client& worker = client();
+  HttpResult pushed = worker.Push("q", "dead-to-be", {{"max_attempts", 1}});
   ASSERT_EQ(pushed.status, 201) << pushed.body;
-  HttpResult f = anonymous.Fetch("q", "w");
+  HttpResult f = worker.Fetch("q", "w");
   ASSERT_EQ(f.status, 200) << f.body;
   ASSERT_EQ(f.json.at("jobs").as_array().size(), 1u);
-  ASSERT_EQ(anonymous.Nack("q", {LeaseOf(f.json.at("jobs").at(0))}).status, 200);
-  ASSERT_EQ(anonymous.Push("q", "leased").status, 201);
-  HttpResult leased = anonymous.Fetch("q", "w", 1, 600'000);
+  ASSERT_EQ(worker.Nack("q", {LeaseOf(f.json.at("jobs").at(0))}).status, 200);
+  ASSERT_EQ(worker.Push("q", "leased").status, 201);
+  HttpResult leased = worker.Fetch("q", "w", 1, 600'000);
   ASSERT_EQ(leased.json.at("jobs").as_array().size(), 1u);
   std::string lease = LeaseOf(leased.json.at("jobs").at(0));
-  ASSERT_EQ(anonymous.Extend("q", {lease}, 600'000).status, 200);
-  HttpResult ready = anonymous.Push("q", "ready");
+  ASSERT_EQ(worker.Extend("q", {lease}, 600'000).status, 200);
+  HttpResult ready = worker.Push("q", "ready");
   ASSERT_EQ(ready.status, 201);
   std::string ready_id = StrField(ready.json, "id").value_or("");
   EXPECT_EQ(
-      anonymous.Request("POST", Path("q", "/workers/w/heartbeat"), R"({"ttl_ms":600000})").status,
+      worker.Request("POST", Path("q", "/workers/w/heartbeat"), R"({"ttl_ms":600000})").status,
       200);
-  EXPECT_EQ(anonymous.QueueStats("q").status, 200);
-  EXPECT_EQ(anonymous.ListQueues().status, 200);
-  EXPECT_EQ(anonymous.Request("GET", Path("q", "/inflight?worker=w")).status, 200);
-  EXPECT_EQ(anonymous.Request("GET", Path("q", "/dead")).status, 200);
+  EXPECT_EQ(worker.QueueStats("q").status, 200);
+  EXPECT_EQ(worker.ListQueues().status, 200);
+  EXPECT_EQ(worker.Request("GET", Path("q", "/inflight?worker=w")).status, 200);
+  EXPECT_EQ(worker.Request("GET", Path("q", "/dead")).status, 200);
   std::string before = Snapshot("q");
   ExpectCounts("q", 1, 0, 1, 1);
 
@@ -951,6 +994,42 @@ TEST_F(QueueAdminTest, AdminRoutesNeedTheBearerKey) {
   HttpResult del = client().Request("DELETE", Path("q", "/jobs/" + ready_id));
   EXPECT_EQ(del.json, json::parse(R"({"count":1})")) << del.body;
   ExpectCounts("q", 2, 0, 0, 0);
+}
+
+// ---- the queue key ---------------------------------------------------------------------------
+
+constexpr char kQueueKey[] = "queue-worker-key";
+
+class QueueKeyTest : public QueuesHttpTest {
+ protected:
+  EnvVars ServerEnv() const override {
+    return {{"ANTEROOM_TOKEN_SECRET", kTokenSecret},
+            {"ANTEROOM_ADMIN_KEY", kAdminKey},
+            {"ANTEROOM_QUEUE_KEY", kQueueKey}};
+  }
+  std::string AdminKey() const override { return kAdminKey; }
+};
+
+// A worker with the queue key runs the data plane; it is not an admin; others get nothing.
+TEST_F(QueueKeyTest, TheQueueKeyOpensTheDataPlaneOnly) {
+  Client worker(server().url(), kQueueKey);
+  Client anonymous(server().url());
+  ASSERT_EQ(worker.Push("q", "job", {{"max_attempts", 1}}).status, 201);
+  EXPECT_TRUE(IsError(anonymous.Fetch("q", "thief"), 401, "unauthorized"));
+  EXPECT_TRUE(IsError(anonymous.Request("GET", Path("q", "/dead")), 401, "unauthorized"));
+  HttpResult f = worker.Fetch("q", "w");
+  ASSERT_EQ(f.status, 200) << f.body;
+  ASSERT_EQ(f.json.at("jobs").as_array().size(), 1u);
+  EXPECT_EQ(worker.Nack("q", {LeaseOf(f.json.at("jobs").at(0))}).status, 200);
+  EXPECT_EQ(worker.Request("GET", Path("q", "/dead")).status, 200);
+  EXPECT_EQ(worker.QueueStats("q").status, 200);
+  // The admin key passes queue routes too.
+  EXPECT_EQ(client().Request("GET", Path("q", "/dead")).status, 200);
+  // Admin routes stay the admin's.
+  EXPECT_TRUE(
+      IsError(worker.Request("POST", Path("q", "/dead/requeue"), "{}"), 401, "unauthorized"));
+  EXPECT_TRUE(IsError(worker.Request("POST", Path("q", "/pause")), 401, "unauthorized"));
+  ExpectCounts("q", 0, 0, 0, 1);
 }
 
 // ---- real time: long polls and lease expiry ------------------------------------------------

@@ -26,18 +26,22 @@
 namespace anteroom::server::testing {
 
 inline constexpr std::string_view kAdminKey = "family-admin-key";
+inline constexpr std::string_view kQueueKey = "family-queue-key";
 
 class FamilyWorld {
  public:
-  // `admin_key` empty: auth off.
-  explicit FamilyWorld(std::string admin_key = std::string(kAdminKey))
+  // `admin_key` empty: admin routes open; `queue_key` empty: queue routes take the admin key
+  // (or are open too, without one). Requests carry the queue key unless told otherwise.
+  explicit FamilyWorld(std::string admin_key = std::string(kAdminKey),
+                       std::string queue_key = std::string(kQueueKey))
       : backend_(clock_, store::MemoryBackendOptions{.run_timer = false}),
         signer_("family-token-secret", 600'000),
         puzzles_("family-token-secret"),
         live_(backend_, signer_, clock_, ioc_),
         history_(1'000),
         admin_key_(admin_key),
-        router_(std::move(admin_key)),
+        default_auth_(queue_key.empty() ? std::string() : "Bearer " + queue_key),
+        router_(AccessKeys{.admin_key = std::move(admin_key), .queue_key = std::move(queue_key)}),
         services_{backend_, signer_, clock_, &live_, &history_, {}, {}, &puzzles_} {
     RegisterAllRoutes(router_, services_);
   }
@@ -52,14 +56,15 @@ class FamilyWorld {
   const core::TokenSigner& signer() const { return signer_; }
 
   // The answer to one request, filled in when it comes (at once, or later for a long poll).
-  std::shared_ptr<std::optional<Response>> Dispatch(http::verb method, std::string target,
-                                                    std::string body = {},
-                                                    std::string authorization = {}) {
+  // `authorization` nullopt: the queue key's (as a worker sends it).
+  std::shared_ptr<std::optional<Response>> Dispatch(
+      http::verb method, std::string target, std::string body = {},
+      std::optional<std::string> authorization = std::nullopt) {
     Request request;
     request.method = method;
     request.target = std::move(target);
     request.body = std::move(body);
-    request.authorization = std::move(authorization);
+    request.authorization = authorization ? std::move(*authorization) : default_auth_;
     auto answer = std::make_shared<std::optional<Response>>();
     router_.Dispatch(request, [answer](Response r) { *answer = std::move(r); });
     return answer;
@@ -67,7 +72,7 @@ class FamilyWorld {
 
   // The answer to one request, when it came at once (nullopt: it parked).
   std::optional<Response> Send(http::verb method, std::string target, std::string body = {},
-                               std::string authorization = {}) {
+                               std::optional<std::string> authorization = std::nullopt) {
     return *Dispatch(method, std::move(target), std::move(body), std::move(authorization));
   }
 
@@ -101,6 +106,7 @@ class FamilyWorld {
   LiveHub live_;
   StatsHistory history_;
   std::string admin_key_;
+  std::string default_auth_;
   Router router_;
   Services services_;
 };

@@ -1,5 +1,6 @@
-// Every registered route, walked from the router's own table: each has a scope, admin routes
-// refuse a request without the admin key (401) and take one with it, each refuses a body over
+// Every registered route, walked from the router's own table: each enforces its scope (a
+// request without a key, with a wrong one, with the queue key and with the admin key, for each
+// combination of keys the server may be given), each refuses a body over
 // its limit (413, as the connection decides it from Router::BodyLimitFor), and no two routes
 // share a method and a pattern.
 #include <gtest/gtest.h>
@@ -8,7 +9,11 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include <openssl/evp.h>
+
+#include "common/wire_errors.h"
 #include "family_world.h"
 #include "server/request_head.h"
 
@@ -92,7 +97,7 @@ TEST(RouteTableTest, EveryRouteHasAKnownScopeAndCors) {
   }
 }
 
-// The access rules as the tables state them today (issue 16 adds the queue key and sessions).
+// The access rules as the tables state them (docs/security.md).
 TEST(RouteTableTest, ScopesOfKnownRoutes) {
   FamilyWorld world;
   std::map<std::pair<http::verb, std::string>, Scope> scope;
@@ -103,45 +108,145 @@ TEST(RouteTableTest, ScopesOfKnownRoutes) {
   EXPECT_EQ((scope[{verb::get, "/v1/rooms/{room}"}]), Scope::kPublic);
   EXPECT_EQ((scope[{verb::post, "/v1/rooms/{room}/check"}]), Scope::kSession);
   EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/fetch"}]), Scope::kQueue);
+  // The data plane of issue 16 item 1: fetching, reading dead letters and nacking.
+  EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/jobs"}]), Scope::kQueue);
+  EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/nack"}]), Scope::kQueue);
+  EXPECT_EQ((scope[{verb::get, "/v1/queues/{q}/dead"}]), Scope::kQueue);
+  EXPECT_EQ((scope[{verb::get, "/v1/queues"}]), Scope::kQueue);
   EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/pause"}]), Scope::kAdmin);
   EXPECT_EQ((scope[{verb::get, "/metrics"}]), Scope::kAdmin);
   EXPECT_EQ((scope[{verb::get, "/admin"}]), Scope::kAdmin);
   EXPECT_EQ((scope[{verb::get, "/healthz"}]), Scope::kPublic);
 }
 
-TEST(RouteTableTest, AdminRoutesNeedTheKeyAndOthersDoNot) {
+// What a request with `authorization` must get from a route of `scope`, as docs/security.md
+// states the model: true when it must be refused with 401.
+struct AccessCase {
+  std::string name;
+  std::string authorization;
+};
+
+void ExpectScopeEnforced(FamilyWorld& world, const RouteInfo& r, const AccessCase& c,
+                         bool refused) {
+  std::string target = TargetFor(r.pattern);
+  SCOPED_TRACE(std::string(http::to_string(r.method)) + " " + target + " (" +
+               std::string(ToString(r.options.scope)) + ") " + c.name);
+  std::optional<Response> answer = world.Send(r.method, target, "{}", c.authorization);
+  if (refused) {
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_EQ(answer->status, 401u) << answer->body;
+    EXPECT_EQ(testing::ErrorCode(*answer), "unauthorized");
+    EXPECT_FALSE(testing::ErrorMessage(*answer).empty());
+    bool challenge = false;
+    for (const auto& [name, value] : answer->headers) challenge |= name == "WWW-Authenticate";
+    EXPECT_TRUE(challenge);
+  } else if (answer) {
+    EXPECT_NE(answer->status, 401u) << answer->body;
+    EXPECT_NE(testing::ErrorCode(*answer), "not_found") << "the route itself answers";
+    EXPECT_NE(testing::ErrorCode(*answer), "method_not_allowed");
+  }
+}
+
+std::string Basic(std::string_view user_password) {
+  std::string out(4 * ((user_password.size() + 2) / 3), '\0');
+  EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                  reinterpret_cast<const unsigned char*>(user_password.data()),
+                  static_cast<int>(user_password.size()));
+  return "Basic " + out;
+}
+
+const std::vector<AccessCase>& Cases() {
+  static const std::vector<AccessCase> cases = {
+      {"no key", ""},
+      {"a wrong key", "Bearer wrong"},
+      {"the queue key", "Bearer " + std::string(testing::kQueueKey)},
+      {"the queue key in Basic", Basic("worker:" + std::string(testing::kQueueKey))},
+      {"the admin key", "Bearer " + std::string(kAdminKey)},
+      {"the admin key in Basic", Basic("me:" + std::string(kAdminKey))},
+      {"a prefix of the admin key", "Bearer " + std::string(kAdminKey).substr(0, 5)},
+      {"the admin key and more", "Bearer " + std::string(kAdminKey) + "x"},
+      {"the queue key as the user name", Basic(std::string(testing::kQueueKey) + ":")},
+  };
+  return cases;
+}
+
+bool IsQueueKey(const AccessCase& c) {
+  return c.name.starts_with("the queue key in") || c.name == "the queue key";
+}
+bool IsAdminKey(const AccessCase& c) {
+  return c.name.starts_with("the admin key") && c.name.find("more") == std::string::npos;
+}
+
+// Both keys set: public and session routes never answer 401; queue routes take the queue key
+// or the admin key; admin routes only the admin key.
+TEST(RouteTableTest, EveryRouteEnforcesItsScopeWithBothKeys) {
   FamilyWorld world;
+  EXPECT_EQ(world.router().queue_access(), QueueAccess::kQueueKey);
   for (const RouteInfo& r : world.router().Routes()) {
-    std::string target = TargetFor(r.pattern);
-    SCOPED_TRACE(std::string(http::to_string(r.method)) + " " + target);
-    for (const std::string& auth : {std::string(), std::string("Bearer wrong")}) {
-      std::optional<Response> without = world.Send(r.method, target, "{}", auth);
-      if (r.options.scope == Scope::kAdmin) {
-        ASSERT_TRUE(without.has_value());
-        EXPECT_EQ(without->status, 401u);
-        EXPECT_EQ(testing::ErrorCode(*without), "unauthorized");
-      } else if (without) {
-        EXPECT_NE(without->status, 401u) << without->body;  // kQueue/kSession: public for now
+    for (const AccessCase& c : Cases()) {
+      bool refused = false;
+      switch (r.options.scope) {
+        case Scope::kPublic:
+        case Scope::kSession:
+          refused = false;
+          break;
+        case Scope::kQueue:
+          refused = !IsQueueKey(c) && !IsAdminKey(c);
+          break;
+        case Scope::kAdmin:
+          refused = !IsAdminKey(c);
+          break;
       }
-    }
-    std::optional<Response> with =
-        world.Send(r.method, target, "{}", "Bearer " + std::string(kAdminKey));
-    if (with) {
-      EXPECT_NE(with->status, 401u) << with->body;
-      EXPECT_NE(testing::ErrorCode(*with), "not_found") << "the route itself answers";
-      EXPECT_NE(testing::ErrorCode(*with), "method_not_allowed");
+      ExpectScopeEnforced(world, r, c, refused);
     }
   }
 }
 
-TEST(RouteTableTest, WithoutAnAdminKeyAdminRoutesAreOpen) {
-  FamilyWorld world("");
+// Issue 16 item 1: an admin key and no queue key must not leave the data plane open: queue
+// routes then take the admin key only.
+TEST(RouteTableTest, WithOnlyAnAdminKeyQueueRoutesNeedIt) {
+  FamilyWorld world(std::string(kAdminKey), "");
+  EXPECT_EQ(world.router().queue_access(), QueueAccess::kAdminKey);
   for (const RouteInfo& r : world.router().Routes()) {
-    std::optional<Response> answer = world.Send(r.method, TargetFor(r.pattern), "{}");
-    if (answer) {
-      EXPECT_NE(answer->status, 401u) << r.pattern;
+    for (const AccessCase& c : Cases()) {
+      bool refused =
+          (r.options.scope == Scope::kQueue || r.options.scope == Scope::kAdmin) && !IsAdminKey(c);
+      ExpectScopeEnforced(world, r, c, refused);
     }
   }
+}
+
+// A queue key without an admin key: queue routes closed, admin routes open (auth off there).
+TEST(RouteTableTest, WithOnlyAQueueKeyAdminRoutesAreOpen) {
+  FamilyWorld world("", std::string(testing::kQueueKey));
+  EXPECT_EQ(world.router().queue_access(), QueueAccess::kQueueKey);
+  for (const RouteInfo& r : world.router().Routes()) {
+    for (const AccessCase& c : Cases()) {
+      bool refused = r.options.scope == Scope::kQueue && !IsQueueKey(c);
+      ExpectScopeEnforced(world, r, c, refused);
+    }
+  }
+}
+
+TEST(RouteTableTest, WithoutKeysEveryRouteIsOpen) {
+  FamilyWorld world("", "");
+  EXPECT_EQ(world.router().queue_access(), QueueAccess::kOpen);
+  for (const RouteInfo& r : world.router().Routes()) {
+    for (const AccessCase& c : Cases()) ExpectScopeEnforced(world, r, c, false);
+  }
+}
+
+// The refusal says which key a route takes.
+TEST(RouteTableTest, RefusalsNameTheKeyNeeded) {
+  FamilyWorld both;
+  FamilyWorld admin_only(std::string(kAdminKey), "");
+  using http::verb;
+  EXPECT_EQ(testing::ErrorMessage(*both.Send(verb::post, "/v1/queues/q/fetch", "{}", "")),
+            wire::kQueueKeyNeeded);
+  EXPECT_EQ(testing::ErrorMessage(*admin_only.Send(verb::post, "/v1/queues/q/fetch", "{}", "")),
+            wire::kQueueAdminKeyNeeded);
+  EXPECT_EQ(testing::ErrorMessage(*both.Send(verb::post, "/v1/queues/q/pause", "{}")),
+            wire::kAdminKeyNeeded);
 }
 
 TEST(RouteTableTest, EveryRouteRefusesABodyOverItsLimit) {
