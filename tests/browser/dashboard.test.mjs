@@ -18,14 +18,15 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     for (const s of ['a', 'b', 'c']) {
       assert.equal((await api(server, 'POST', '/v1/rooms/shop/check', { session: s })).status, 200);
     }
-    // A queue with work done and one dead letter.
-    await api(server, 'POST', '/v1/queues/mail/jobs', { payload: 'ok' });
-    await api(server, 'POST', '/v1/queues/mail/jobs', { payload: 'bad', max_attempts: 1 });
-    const fetched = await api(server, 'POST', '/v1/queues/mail/fetch', { worker: 'w', max: 2 });
+    // A queue with work done and one dead letter (queue routes take the admin key when no
+    // queue key is set).
+    await api(server, 'POST', '/v1/queues/mail/jobs', { payload: 'ok' }, KEY);
+    await api(server, 'POST', '/v1/queues/mail/jobs', { payload: 'bad', max_attempts: 1 }, KEY);
+    const fetched = await api(server, 'POST', '/v1/queues/mail/fetch', { worker: 'w', max: 2 }, KEY);
     assert.equal(fetched.status, 200, fetched.text);
     for (const job of fetched.json.jobs) {
       const route = job.payload === 'ok' ? 'ack' : 'nack';
-      const r = await api(server, 'POST', `/v1/queues/mail/${route}`, { leases: [job.lease] });
+      const r = await api(server, 'POST', `/v1/queues/mail/${route}`, { leases: [job.lease] }, KEY);
       assert.equal(r.status, 200, r.text);
     }
 
@@ -91,9 +92,9 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await page.locator('button.requeue-all').waitFor({ timeout: 5_000 });
     await page.screenshot({ path: artifactPath('dashboard.png'), fullPage: true });
     await page.locator('button.requeue-all').click();
-    await eventually(async () => (await api(server, 'GET', '/v1/queues/mail')).json.dead === 0,
+    await eventually(async () => (await api(server, 'GET', '/v1/queues/mail', undefined, KEY)).json.dead === 0,
       5_000, 'the dead letter requeued');
-    assert.equal((await api(server, 'GET', '/v1/queues/mail')).json.ready, 1);
+    assert.equal((await api(server, 'GET', '/v1/queues/mail', undefined, KEY)).json.ready, 1);
     await context.close();
   } finally {
     await server.stop();
