@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -25,6 +26,7 @@
 #include "server/fd_limit.h"
 #include "server/http_server.h"
 #include "server/live_hub.h"
+#include "server/origin_policy.h"
 #include "server/stats_history.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
@@ -63,6 +65,7 @@ struct ServeFlags {
   int64_t stats_interval_ms = 5000;
   std::string templates;  // a directory whose wait.html replaces the built-in waiting page
   std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
+  std::vector<std::string> cors_origins;     // origins whose pages may call the room API
   std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
 };
@@ -181,6 +184,9 @@ void Serve(const ServeFlags& flags) {
     std::string error;
     if (!trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
   }
+  // Built before anything opens, so a bad --cors-origin fails start-up at once.
+  auto origins = std::make_shared<server::OriginPolicy>(
+      server::OriginPolicyOptions{.cors_origins = flags.cors_origins, .trusted_proxies = trusted});
   server::AccessKeys keys;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) keys.admin_key = key;
   keys.queue_key = flags.queue_key;
@@ -258,6 +264,7 @@ void Serve(const ServeFlags& flags) {
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
   core::TokenSigner signer(TokenKeys(flags, secret), secret, flags.token_ttl_ms);
   server::Router router(std::move(keys));
+  router.SetOriginPolicy(origins);
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{
                            .tick_ms = flags.live_tick_ms,
@@ -270,6 +277,7 @@ void Serve(const ServeFlags& flags) {
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
   server::Services services{
       backend, signer, clock, &live, &history, std::move(web), std::move(trusted), &puzzles};
+  services.origins = origins.get();
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -319,6 +327,18 @@ void Serve(const ServeFlags& flags) {
   live.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
+  // Pages of a room's site may call the room API: the rooms of every process (Redis), within
+  // one sampling interval.
+  sampler.OnRooms([origins](const std::vector<core::RoomInfo>& rooms) {
+    std::map<std::string, std::string> targets;
+    for (const core::RoomInfo& room : rooms) {
+      if (!room.config.target_url) continue;
+      if (auto origin = server::OriginOfUrl(*room.config.target_url)) {
+        targets.emplace(room.room, std::move(*origin));
+      }
+    }
+    origins->SetRooms(std::move(targets));
+  });
   sampler.Start();
   auto bound = http.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
@@ -475,6 +495,10 @@ void AddServeCommand(CLI::App& app) {
                    "other clients get 429 until buckets refill")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
+  serve->add_option("--cors-origin", flags->cors_origins,
+                    "An origin (https://shop.example) whose pages may call the public room API "
+                    "from the browser; repeatable; * for any. Same origin and the rooms' "
+                    "target_url origins always may (docs/security.md)");
   serve->add_option("--queue-key", flags->queue_key,
                     "Key (Authorization: Bearer KEY) that producers and workers need for the queue "
                     "routes (default: $ANTEROOM_QUEUE_KEY; prefer the variable: flags show in ps). "

@@ -38,6 +38,10 @@ WireError ToWire(OpStatus status) {
       return {507, "limit_reached"};
     case OpStatus::kUpgradeRequired:
       return {426, "upgrade_required"};
+    case OpStatus::kOriginNotAllowed:
+      return {403, "origin_not_allowed"};
+    case OpStatus::kUnsupportedMediaType:
+      return {415, "unsupported_media_type"};
     case OpStatus::kUnavailable:
       return {503, "unavailable"};
     case OpStatus::kInternal:

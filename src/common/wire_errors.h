@@ -66,6 +66,17 @@ inline constexpr std::string_view kQueueAdminKeyNeeded =
     "this route needs the admin key (no queue key is set): Authorization: Bearer KEY, or Basic "
     "with KEY as the password";
 inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
+// Browsers (server/origin_policy.h): the page's origin may not do this.
+inline std::string OriginNotAllowed(std::string_view origin, bool cors_route) {
+  return cors_route ? fmt::format(
+                          "pages of {} may not call this route: allow the origin with "
+                          "--cors-origin, or make it a room's target_url",
+                          origin.substr(0, 200))
+                    : fmt::format("this route takes requests from its own origin only, not {}",
+                                  origin.substr(0, 200));
+}
+inline constexpr std::string_view kBodyNotJson =
+    "the body must be sent as Content-Type: application/json";
 inline std::string MethodNotAllowed(std::string_view allowed) {
   return fmt::format("allowed: {}", allowed);
 }

@@ -45,6 +45,8 @@ struct Services {
   // Puzzles for rooms with a challenge; without them no proof is accepted and
   // GET /v1/rooms/{room}/challenge answers 503.
   const core::PowPuzzles* puzzles = nullptr;
+  // The origins browsers may call from (the router's), told of rooms' target_url changes.
+  OriginPolicy* origins = nullptr;
   // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
   const HttpMetrics* http_metrics = nullptr;
 };

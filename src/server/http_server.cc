@@ -100,6 +100,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::function<void(std::shared_ptr<LiveStream>)> ready;
     unsigned version;
     std::shared_ptr<UpgradeRequest> upgrade;
+    std::string headers;  // the answer's own header lines (CORS), for an event stream
   };
 
   void ArmSweep() {
@@ -325,6 +326,10 @@ class Session : public std::enable_shared_from_this<Session> {
     request->target = std::string(message.target());
     request->body = std::move(message.body());
     request->authorization = std::string(message[http::field::authorization]);
+    request->origin = std::string(message[http::field::origin]);
+    request->host = std::string(message[http::field::host]);
+    request->forwarded_host = std::string(message["X-Forwarded-Host"]);
+    request->content_type = std::string(message[http::field::content_type]);
     // Every X-Forwarded-For line, in order, as one list (RFC 9110 5.3): a proxy that adds a
     // line of its own (HAProxy's `option forwardfor`) must not leave the client's line alone.
     auto forwarded = message.equal_range("X-Forwarded-For");
@@ -395,7 +400,12 @@ class Session : public std::enable_shared_from_this<Session> {
     while (!slots_.empty() && slots_.front().response && !closing_) {
       if (slots_.front().response->stream) {
         Slot& head = slots_.front();
-        handover_ = Handover{std::move(head.response->stream), head.version, head.upgrade};
+        std::string headers;
+        for (const auto& [name, value] : head.response->headers) {
+          headers += fmt::format("{}: {}\r\n", name, value);
+        }
+        handover_ = Handover{std::move(head.response->stream), head.version, head.upgrade,
+                             std::move(headers)};
         closing_ = true;
         slots_.pop_front();
         ++first_seq_;
@@ -419,16 +429,22 @@ class Session : public std::enable_shared_from_this<Session> {
   void Format(const Slot& slot) {
     const Response& response = *slot.response;
     auto it = std::back_inserter(out_);
-    fmt::format_to(it, "HTTP/1.{} {} {}\r\nServer: anteroom\r\nContent-Type: {}\r\n",
-                   slot.version == 10 ? 0 : 1, response.status,
-                   http::obsolete_reason(static_cast<http::status>(response.status)),
-                   response.content_type);
+    // A 204 has no content, and says nothing of its type or length (RFC 9110 8.6).
+    const bool no_content = response.status == 204;
+    fmt::format_to(it, "HTTP/1.{} {} {}\r\nServer: anteroom\r\n", slot.version == 10 ? 0 : 1,
+                   response.status,
+                   http::obsolete_reason(static_cast<http::status>(response.status)));
+    if (!no_content) fmt::format_to(it, "Content-Type: {}\r\n", response.content_type);
     for (const auto& [name, value] : response.headers)
       fmt::format_to(it, "{}: {}\r\n", name, value);
     if (slot.close) {
       out_ += "Connection: close\r\n";
     } else if (slot.version == 10) {
       out_ += "Connection: keep-alive\r\n";
+    }
+    if (no_content) {
+      out_ += "\r\n";
+      return;
     }
     fmt::format_to(it, "Content-Length: {}\r\n\r\n", response.body.size());
     out_ += response.body;
@@ -547,7 +563,8 @@ class Session : public std::enable_shared_from_this<Session> {
       LiveStream::AcceptWebSocket(std::move(socket_), std::move(buffer_), std::move(*h.upgrade),
                                   live_, std::move(ready));
     } else {
-      LiveStream::StartEventStream(std::move(socket_), h.version, live_, std::move(ready));
+      LiveStream::StartEventStream(std::move(socket_), h.version, live_, std::move(h.headers),
+                                   std::move(ready));
     }
   }
 

@@ -165,11 +165,12 @@ class EventStream final : public LiveStream {
         timer_(socket_.get_executor()),
         chunked_(http_version >= 11) {}
 
-  void Start(std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  void Start(std::string headers, std::function<void(std::shared_ptr<LiveStream>)> ready) {
     header_ = fmt::format(
         "HTTP/1.{} 200 OK\r\nServer: anteroom\r\nContent-Type: text/event-stream\r\n"
-        "Cache-Control: no-cache, no-store\r\nX-Accel-Buffering: no\r\n{}\r\n",
-        chunked_ ? 1 : 0, chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
+        "Cache-Control: no-cache, no-store\r\nX-Accel-Buffering: no\r\n{}{}\r\n",
+        chunked_ ? 1 : 0, headers,
+        chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
     header_ += Frame("retry: 1000\n\n");
     auto self = std::static_pointer_cast<EventStream>(shared_from_this());
     net::async_write(socket_, net::buffer(header_),
@@ -246,9 +247,10 @@ void LiveStream::AcceptWebSocket(Socket socket, beast::flat_buffer buffer,
 }
 
 void LiveStream::StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
+                                  std::string headers,
                                   std::function<void(std::shared_ptr<LiveStream>)> ready) {
   auto stream = std::make_shared<EventStream>(std::move(socket), http_version, options);
-  stream->Start(std::move(ready));
+  stream->Start(std::move(headers), std::move(ready));
 }
 
 }  // namespace anteroom::server

@@ -53,8 +53,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
                               boost::beast::http::request<boost::beast::http::string_body> request,
                               LiveStreamOptions options,
                               std::function<void(std::shared_ptr<LiveStream>)> ready);
-  // Server-Sent Events: writes the response header, then calls `ready` with the stream.
+  // Server-Sent Events: writes the response header (with `headers`, whole "Name: value\r\n"
+  // lines, e.g. CORS), then calls `ready` with the stream.
   static void StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
+                               std::string headers,
                                std::function<void(std::shared_ptr<LiveStream>)> ready);
 
  protected:

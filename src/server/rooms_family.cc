@@ -12,6 +12,7 @@
 #include "server/arrival.h"
 #include "server/families.h"
 #include "server/json_body.h"
+#include "server/origin_policy.h"
 #include "server/preamble.h"
 #include "server/session_json.h"
 #include "server/target_url.h"
@@ -177,7 +178,16 @@ void CmdPutRoom(Services& s, const Request& req, Respond respond) {
   if (!in.ok()) return respond(in.Error());
   auto patch = ReadPatch(in.body());
   if (!patch.ok()) return respond(ErrorReply(patch));
-  s.backend.PutRoom(req.params[0], *patch, AnswerRoom(std::move(respond)));
+  s.backend.PutRoom(req.params[0], *patch,
+                    [origins = s.origins, room = req.params[0],
+                     respond = std::move(respond)](OpResult<RoomInfo> r) {
+                      // Pages of the room's site may call it from now on (origin_policy.h).
+                      if (r.ok() && origins != nullptr) {
+                        const auto& url = r->config.target_url;
+                        origins->NoteRoom(room, url ? OriginOfUrl(*url) : std::nullopt);
+                      }
+                      AnswerRoom(std::move(respond))(std::move(r));
+                    });
 }
 
 // GET /v1/rooms/{room}: settings and counters.
@@ -189,8 +199,10 @@ void CmdGetRoom(Services& s, const Request& req, Respond respond) {
 // DELETE /v1/rooms/{room}: the room as it was, with "deleted": true.
 void CmdDeleteRoom(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  s.backend.DeleteRoom(req.params[0], [respond = std::move(respond)](OpResult<RoomInfo> r) {
+  s.backend.DeleteRoom(req.params[0], [origins = s.origins, room = req.params[0],
+                                       respond = std::move(respond)](OpResult<RoomInfo> r) {
     if (!r.ok()) return respond(ErrorReply(r));
+    if (origins != nullptr) origins->NoteRoom(room, std::nullopt);
     json::object o = RoomJson(*r);
     o["deleted"] = true;
     respond(JsonReply(o));

@@ -20,6 +20,32 @@ using SteadyClock = std::chrono::steady_clock;
 
 bool IsCapture(const std::string& segment) { return segment.size() > 1 && segment[0] == '{'; }
 
+// What a request does that a page of another origin must be allowed to do: change state (any
+// method but GET and HEAD), or hold a live channel (a WebSocket or an event stream keeps a
+// place in a line). Browsers send these without asking first when they look like forms.
+bool ChangesState(const Request& request, bool stream_route) {
+  return (request.method != http::verb::get && request.method != http::verb::head) ||
+         request.websocket || stream_route;
+}
+
+// Whether a Content-Type names JSON: application/json or a +json type, parameters allowed.
+bool IsJsonMediaType(std::string_view content_type) {
+  std::string_view type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  constexpr std::string_view kJson = "application/json", kSuffix = "+json";
+  return boost::beast::iequals(type, kJson) ||
+         (type.size() > kSuffix.size() && type.starts_with("application/") &&
+          boost::beast::iequals(type.substr(type.size() - kSuffix.size()), kSuffix));
+}
+
+// The headers that let a page of `origin` read an answer (the origin was allowed).
+void AddCorsHeaders(Response& response, const std::string& origin) {
+  response.headers.emplace_back("Access-Control-Allow-Origin", origin);
+  response.headers.emplace_back("Access-Control-Expose-Headers", "Retry-After");
+  response.headers.emplace_back("Vary", "Origin");
+}
+
 // The credentials after "SCHEME " (the scheme case-insensitive, RFC 9110 11.1), or nullopt.
 std::optional<std::string_view> Credentials(std::string_view authorization,
                                             std::string_view scheme) {
@@ -110,6 +136,10 @@ std::string_view ToString(QueueAccess access) {
 
 Router::Router(std::string admin_key)
     : Router(AccessKeys{.admin_key = std::move(admin_key), .queue_key = {}}) {}
+
+void Router::SetOriginPolicy(std::shared_ptr<const OriginPolicy> origins) {
+  origins_ = std::move(origins);
+}
 
 Router::Router(AccessKeys keys) : queue_access_(QueueAccessOf(keys)) {
   if (!keys.admin_key.empty()) admin_digest_ = Sha256(keys.admin_key);
@@ -270,6 +300,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
   }
 
   std::string allowed;
+  std::vector<const Route*> matching;  // for a preflight: the routes of the path
   for (const Route& route : routes_) {
     if (route.segments.size() != path.size()) continue;
     bool match = true;
@@ -281,7 +312,38 @@ void Router::Dispatch(Request& request, Respond respond) const {
     if (route.method != request.method) {
       if (!allowed.empty()) allowed += ", ";
       allowed += std::string(http::to_string(route.method));
+      if (request.method == http::verb::options) matching.push_back(&route);
       continue;
+    }
+    // Browsers: a page of another origin may only do what the route's CORS column and the
+    // origin policy allow (server/origin_policy.h). Checked before the key: a form posted
+    // from another site with cached credentials must not get in.
+    const bool cors_route = route.options.cors == Cors::kCorsPublic;
+    std::string cors_origin;  // set when CORS headers go on the answer
+    if (!request.origin.empty() &&
+        !origins_->SameOrigin(request.origin, request.host, request.forwarded_host, request.peer)) {
+      if (cors_route && origins_->AllowsCrossOrigin(request.origin)) {
+        cors_origin = request.origin;
+      } else if (ChangesState(request, route.options.stream)) {
+        answer(route.series, ErrorReply(OpStatus::kOriginNotAllowed,
+                                        wire::OriginNotAllowed(request.origin, cors_route)));
+        return;
+      }
+    }
+    auto finish = [&cors_origin, cors_route](Response response) {
+      if (!cors_origin.empty()) {
+        AddCorsHeaders(response, cors_origin);
+      } else if (cors_route) {
+        response.headers.emplace_back("Vary", "Origin");
+      }
+      return response;
+    };
+    // A body in a form's types (text/plain, urlencoded, multipart) is what a cross-site form
+    // sends: every route with a body reads JSON, so only JSON is taken (or no type at all).
+    if (request.method != http::verb::get && request.method != http::verb::head &&
+        !request.content_type.empty() && !IsJsonMediaType(request.content_type)) {
+      answer(route.series, finish(ErrorReply(OpStatus::kUnsupportedMediaType, wire::kBodyNotJson)));
+      return;
     }
     // The route's scope, from its family's table: the one place access is decided.
     if (!Allows(route.options.scope, request.authorization)) {
@@ -290,13 +352,28 @@ void Router::Dispatch(Request& request, Respond respond) const {
         why = queue_access_ == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
                                                       : wire::kQueueAdminKeyNeeded;
       }
-      answer(route.series, ErrorReply(OpStatus::kUnauthorized, why));
+      answer(route.series, finish(ErrorReply(OpStatus::kUnauthorized, why)));
       return;
     }
     if (route.options.parks) request.hangup = std::make_shared<Hangup>();
     request.params.clear();
     for (size_t i = 0; i < path.size(); ++i) {
       if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));
+    }
+    if (!cors_origin.empty() || cors_route) {
+      // The CORS headers go on whatever the handler answers, errors too (anteroom.js reads
+      // their codes).
+      route.handler(request, [this, series = route.series, start, cors_origin,
+                              respond = std::move(respond)](Response response) {
+        metrics_.Record(series, SteadyClock::now() - start);
+        if (!cors_origin.empty()) {
+          AddCorsHeaders(response, cors_origin);
+        } else {
+          response.headers.emplace_back("Vary", "Origin");
+        }
+        respond(std::move(response));
+      });
+      return;
     }
     // The one allocation this adds per request: the timed wrapper does not fit std::function's
     // inline storage.
@@ -305,6 +382,10 @@ void Router::Dispatch(Request& request, Respond respond) const {
       metrics_.Record(series, SteadyClock::now() - start);
       respond(std::move(response));
     });
+    return;
+  }
+  if (!matching.empty()) {
+    answer(UnmatchedSeries(request.method), Preflight(request, matching));
     return;
   }
   if (!allowed.empty()) {
@@ -317,6 +398,39 @@ void Router::Dispatch(Request& request, Respond respond) const {
   // would not be JSON.
   answer(UnmatchedSeries(request.method),
          ErrorReply(OpStatus::kNotFound, wire::NoSuchRoute(url->encoded_path())));
+}
+
+Response Router::Preflight(const Request& request,
+                           const std::vector<const Route*>& matching) const {
+  std::string methods, cors_methods;
+  for (const Route* route : matching) {
+    std::string_view name = http::to_string(route->method);
+    (methods.empty() ? methods : methods += ", ") += name;
+    if (route->options.cors == Cors::kCorsPublic) {
+      (cors_methods.empty() ? cors_methods : cors_methods += ", ") += name;
+    }
+  }
+  Response r;
+  r.status = 204;
+  if (request.origin.empty()) {
+    // Not a browser's preflight: what the path allows (RFC 9110 9.3.7).
+    r.headers.emplace_back("Allow", methods + ", OPTIONS");
+    return r;
+  }
+  if (cors_methods.empty() ||
+      (!origins_->SameOrigin(request.origin, request.host, request.forwarded_host, request.peer) &&
+       !origins_->AllowsCrossOrigin(request.origin))) {
+    return ErrorReply(OpStatus::kOriginNotAllowed,
+                      wire::OriginNotAllowed(request.origin, !cors_methods.empty()));
+  }
+  r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
+  r.headers.emplace_back("Access-Control-Allow-Methods", cors_methods);
+  // The public room API takes JSON bodies and no credentials: Content-Type is all it needs.
+  r.headers.emplace_back("Access-Control-Allow-Headers", "Content-Type");
+  r.headers.emplace_back("Access-Control-Max-Age", "600");
+  r.headers.emplace_back("Vary",
+                         "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");
+  return r;
 }
 
 }  // namespace anteroom::server

@@ -17,6 +17,7 @@
 
 #include "common/hangup.h"
 #include "server/http_metrics.h"
+#include "server/origin_policy.h"
 #include "server/reply.h"
 
 namespace anteroom::server {
@@ -29,6 +30,11 @@ struct Request {
   std::string body;
   std::string authorization;      // the Authorization header, if any
   std::string forwarded_for;      // the X-Forwarded-For header, if any
+  // For the origin rules (server/origin_policy.h): as sent, empty when absent.
+  std::string origin;          // Origin
+  std::string host;            // Host
+  std::string forwarded_host;  // X-Forwarded-Host (believed from a trusted proxy only)
+  std::string content_type;    // Content-Type
   boost::asio::ip::address peer;  // the address the connection came from
   bool websocket = false;         // a WebSocket upgrade request
   // Set by the router for routes that may park (RouteOptions::parks): the connection signals
@@ -56,10 +62,11 @@ enum class Scope : uint8_t {
 };
 std::string_view ToString(Scope scope);
 
-// Whether a route is meant for pages of other origins (carried in the table; no headers yet).
+// Whether a route is meant for pages of other origins (server/origin_policy.h).
 enum class Cors : uint8_t {
-  kNoCors,      // same origin only
-  kCorsPublic,  // the public room API, called from the pages anteroom.js runs in
+  kNoCors,      // same origin only: browsers of other origins may not change state here
+  kCorsPublic,  // the public room API, called from the pages anteroom.js runs in: answers
+                // preflights and carries CORS headers for the allowed origins
 };
 std::string_view ToString(Cors cors);
 
@@ -102,6 +109,8 @@ class Router {
  public:
   explicit Router(std::string admin_key);
   explicit Router(AccessKeys keys);
+  // The origins browsers may call from (default: same origin only). Set before serving.
+  void SetOriginPolicy(std::shared_ptr<const OriginPolicy> origins);
 
   QueueAccess queue_access() const { return queue_access_; }
   // Whether an Authorization header lets a request into a route of `scope` (the check
@@ -117,7 +126,8 @@ class Router {
   // after it. Cheap (the last path segment first, then the whole pattern), called per request.
   bool MayStream(std::string_view target) const;
 
-  // Matches the route and answers: the handler's reply, or 400/401/404/405. The time until
+  // Matches the route and answers: the handler's reply, or 400/401/403/404/405/415, or a CORS
+  // preflight (OPTIONS) for the routes that take one. The time until
   // the answer is recorded in http_metrics() under the route's pattern ("unmatched" for
   // 400/404/405 answered here).
   void Dispatch(Request& request, Respond respond) const;
@@ -138,6 +148,8 @@ class Router {
     HttpMetrics::SeriesId series;
   };
   HttpMetrics::SeriesId UnmatchedSeries(http::verb method) const;
+  // The answer to OPTIONS on a path with routes (`matching`: those of every method).
+  Response Preflight(const Request& request, const std::vector<const Route*>& matching) const;
   // Whether the raw path (percent-encoded, without the query) has the pattern's segments.
   static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
@@ -145,6 +157,7 @@ class Router {
   std::optional<Digest> admin_digest_;  // SHA-256 of the admin key, when one is set
   std::optional<Digest> queue_digest_;  // SHA-256 of the queue key, when one is set
   QueueAccess queue_access_ = QueueAccess::kOpen;
+  std::shared_ptr<const OriginPolicy> origins_ = std::make_shared<OriginPolicy>();
   std::vector<Route> routes_;
   std::vector<std::vector<std::string>> stream_patterns_;  // segments of the stream routes
   HttpMetrics metrics_;

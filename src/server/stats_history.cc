@@ -139,6 +139,7 @@ struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
       if (!self || self->stopped.load()) return;
       if (rooms.ok()) {
         self->history.AddRooms(self->clock.NowMs(), *rooms);
+        if (self->on_rooms) self->on_rooms(*rooms);
       } else {
         spdlog::debug("stats history: listing rooms failed: {}", rooms.message());
       }
@@ -181,6 +182,7 @@ struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
   boost::asio::steady_timer timer;
   std::chrono::steady_clock::time_point next;
   std::atomic<bool> stopped{false};
+  std::function<void(const std::vector<core::RoomInfo>&)> on_rooms;
 };
 
 StatsSampler::StatsSampler(boost::asio::io_context& io, store::Backend& backend, const Clock& clock,
@@ -188,6 +190,10 @@ StatsSampler::StatsSampler(boost::asio::io_context& io, store::Backend& backend,
     : state_(std::make_shared<State>(io, backend, clock, history)) {}
 
 StatsSampler::~StatsSampler() { Stop(); }
+
+void StatsSampler::OnRooms(std::function<void(const std::vector<core::RoomInfo>&)> fn) {
+  state_->on_rooms = std::move(fn);
+}
 
 void StatsSampler::Start() {
   state_->next = std::chrono::steady_clock::now();

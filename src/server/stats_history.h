@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,9 @@ class StatsSampler {
   StatsSampler(const StatsSampler&) = delete;
   StatsSampler& operator=(const StatsSampler&) = delete;
 
+  // Also called with every list of rooms sampled (on the io_context's thread): what else
+  // follows the rooms of every process (the rooms' target origins). Set before Start.
+  void OnRooms(std::function<void(const std::vector<core::RoomInfo>&)> fn);
   // The first sample right away (once the io_context runs), then one every interval.
   void Start();
   // No sample starts after this; one under way is dropped. Call it on the io_context's thread,

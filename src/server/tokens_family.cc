@@ -77,7 +77,7 @@ void RegisterTokenRoutes(Router& router, Services& s) {
   using namespace route_table;
   static constexpr RouteDef kRoutes[] = {
       // method, pattern, scope, body limit, CORS, kind, handler
-      {verb::post, "/v1/tokens/verify", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdVerify},
+      {verb::post, "/v1/tokens/verify", kPublic, kDefaultBodyLimit, kCorsPublic, kPlain, CmdVerify},
       {verb::get, "/.well-known/jwks.json", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdJwks},
   };
   AddRoutes(router, s, kRoutes);

@@ -13,12 +13,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "core/challenge.h"
 #include "core/token.h"
 #include "server/families.h"
 #include "server/live_hub.h"
+#include "server/origin_policy.h"
 #include "server/router.h"
 #include "server/stats_history.h"
 #include "store/memory/memory_backend.h"
@@ -70,6 +72,23 @@ class FamilyWorld {
     return answer;
   }
 
+  // Browsers of these origins may call the public room routes (`--cors-origin`); the rooms'
+  // target_url origins are followed as the server follows them.
+  void AllowOrigins(std::vector<std::string> origins) {
+    origins_ = std::make_shared<OriginPolicy>(
+        OriginPolicyOptions{.cors_origins = std::move(origins), .trusted_proxies = {}});
+    router_.SetOriginPolicy(origins_);
+    services_.origins = origins_.get();
+  }
+
+  // The answer to a request made whole by the test (headers a browser sends), when it came at
+  // once (nullopt: it parked).
+  std::optional<Response> SendRequest(Request request) {
+    std::optional<Response> answer;
+    router_.Dispatch(request, [&answer](Response r) { answer = std::move(r); });
+    return answer;
+  }
+
   // The answer to one request, when it came at once (nullopt: it parked).
   std::optional<Response> Send(http::verb method, std::string target, std::string body = {},
                                std::optional<std::string> authorization = std::nullopt) {
@@ -109,7 +128,16 @@ class FamilyWorld {
   std::string default_auth_;
   Router router_;
   Services services_;
+  std::shared_ptr<OriginPolicy> origins_;
 };
+
+// The value of an answer's header, "" when absent.
+inline std::string HeaderOf(const Response& r, std::string_view name) {
+  for (const auto& [key, value] : r.headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
 
 // The JSON body of an answer (null when it is not JSON).
 inline boost::json::value Json(const Response& r) {

@@ -249,6 +249,72 @@ TEST(RouteTableTest, RefusalsNameTheKeyNeeded) {
             wire::kAdminKeyNeeded);
 }
 
+// Issue 16 item 2, from the tables: a page of an origin not allowed changes nothing anywhere
+// (403 before the key is looked at) and reads nothing (no CORS headers); a listed origin gets
+// CORS headers on exactly the routes whose CORS column says so, and is refused elsewhere; every
+// path's preflight lists exactly its CORS routes' methods.
+TEST(RouteTableTest, EveryRouteFollowsItsCorsColumn) {
+  FamilyWorld world;
+  world.AllowOrigins({"https://app.example"});
+  std::map<std::string, std::set<std::string>> cors_methods;  // pattern -> methods
+  for (const RouteInfo& r : world.router().Routes()) {
+    std::string target = TargetFor(r.pattern);
+    SCOPED_TRACE(std::string(http::to_string(r.method)) + " " + target);
+    const bool changes =
+        (r.method != http::verb::get && r.method != http::verb::head) || r.options.stream;
+    const bool cors = r.options.cors == Cors::kCorsPublic;
+    if (cors) cors_methods[r.pattern].insert(std::string(http::to_string(r.method)));
+    for (const char* origin : {"https://evil.example", "https://app.example"}) {
+      SCOPED_TRACE(origin);
+      const bool allowed = cors && std::string_view(origin) == "https://app.example";
+      for (const std::string& auth : {std::string(), "Bearer " + std::string(kAdminKey)}) {
+        Request request;
+        request.method = r.method;
+        request.target = target;
+        request.body = "{}";
+        request.content_type = "application/json";
+        request.origin = origin;
+        request.host = "127.0.0.1:8080";
+        request.authorization = auth;
+        request.websocket = r.pattern.ends_with("/ws");
+        std::optional<Response> answer = world.SendRequest(std::move(request));
+        if (!allowed && changes) {
+          ASSERT_TRUE(answer.has_value());
+          EXPECT_EQ(answer->status, 403u) << answer->body;
+          EXPECT_EQ(testing::ErrorCode(*answer), "origin_not_allowed");
+        } else if (answer) {
+          EXPECT_NE(answer->status, 403u) << answer->body;
+          EXPECT_EQ(testing::HeaderOf(*answer, "Access-Control-Allow-Origin"),
+                    allowed ? origin : "");
+        }
+      }
+    }
+  }
+  // Preflights, per path.
+  std::set<std::string> paths;
+  for (const RouteInfo& r : world.router().Routes()) paths.insert(r.pattern);
+  for (const std::string& pattern : paths) {
+    SCOPED_TRACE("OPTIONS " + pattern);
+    Request request;
+    request.method = http::verb::options;
+    request.target = TargetFor(pattern);
+    request.origin = "https://app.example";
+    request.host = "127.0.0.1:8080";
+    std::optional<Response> answer = world.SendRequest(std::move(request));
+    ASSERT_TRUE(answer.has_value());
+    auto it = cors_methods.find(pattern);
+    if (it == cors_methods.end()) {
+      EXPECT_EQ(answer->status, 403u);
+      continue;
+    }
+    EXPECT_EQ(answer->status, 204u);
+    for (const std::string& m : it->second) {
+      EXPECT_NE(testing::HeaderOf(*answer, "Access-Control-Allow-Methods").find(m),
+                std::string::npos);
+    }
+  }
+}
+
 TEST(RouteTableTest, EveryRouteRefusesABodyOverItsLimit) {
   FamilyWorld world;
   // Routes on the same path share a limit (the connection learns it before the method matters).
