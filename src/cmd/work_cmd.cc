@@ -25,6 +25,7 @@
 
 #include "anteroom/client.hpp"
 #include "cmd/commands.h"
+#include "server/payload_text.h"
 
 extern char** environ;
 
@@ -196,7 +197,11 @@ void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
                                  : nullptr);
       to_ack.reset();
     }
-    for (const auto& job : r.json.at("jobs").as_array()) {
+    // The payloads as the server sent them (parsed, a number could lose digits).
+    server::PayloadTexts payloads(r.body, /*batch=*/true);
+    const boost::json::array& jobs = r.json.at("jobs").as_array();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const boost::json::value& job = jobs[i];
       std::string lease(job.at("lease").as_string());
       std::string id(job.at("id").as_string());
       if (g_signals.load() > 0) {  // arrived after the stop signal: not ours to finish
@@ -204,7 +209,9 @@ void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
         spdlog::info("job {}: handed back", id);
         continue;
       }
-      std::string payload = boost::json::serialize(job.at("payload"));
+      auto text = payloads.Of(job.at("payload"), i);
+      std::string payload =
+          text.ok() ? std::move(*text) : boost::json::serialize(job.at("payload"));
       auto extended = SteadyClock::now();
       Outcome out = RunCommand(f.command, payload, [&] {
         // Extend at a third of the lease, so one lost request does not lose the job.

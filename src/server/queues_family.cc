@@ -1,5 +1,6 @@
 // Reliable queues over HTTP: push, fetch (with long polls), ack/nack/extend, workers, dead
-// letters, stats. Payloads are stored as their serialized JSON and written back verbatim.
+// letters, stats. Payloads are stored as the JSON text their clients sent (payload_text.h) and
+// written back verbatim.
 #include <boost/json.hpp>
 
 #include <fmt/compile.h>
@@ -13,6 +14,7 @@
 #include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/json_body.h"
+#include "server/payload_text.h"
 #include "server/preamble.h"
 
 namespace anteroom::server {
@@ -48,14 +50,17 @@ std::optional<core::JobId> ParseJobId(const json::value& v) {
 }
 
 // One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?}
-// Errors name the field only; a batch adds which job (wire::JobAt).
-OpResult<core::JobSpec> ReadJob(const json::value& v) {
+// Errors name the field only; a batch adds which job (wire::JobAt). `index`: the job's place in
+// the body, whose payload text `texts` gives.
+OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_t index) {
   if (!v.is_object()) return {OpStatus::kInvalidArgument, std::string(wire::kJobNotObject)};
   const json::object& o = v.as_object();
   const json::value* payload = o.if_contains("payload");
   if (payload == nullptr) return {OpStatus::kInvalidArgument, wire::FieldRequired("payload")};
   core::JobSpec spec;
-  spec.payload = json::serialize(*payload);
+  auto text = texts.Of(*payload, index);
+  if (!text.ok()) return {text.status(), text.message()};
+  spec.payload = std::move(*text);
   if (spec.payload.size() > kMaxPayloadBytes) {
     return {OpStatus::kPayloadTooLarge, std::string(wire::kPayloadOver1MiB)};
   }
@@ -75,10 +80,13 @@ OpResult<core::JobSpec> ReadJob(const json::value& v) {
 }
 
 // The jobs of a push body: {"jobs": [job, ...]} (1 to 1000, all or nothing) or one job.
-OpResult<std::vector<core::JobSpec>> ReadJobs(const json::object& body, bool batch) {
+// `raw`: the body's text, whose payloads are stored as sent.
+OpResult<std::vector<core::JobSpec>> ReadJobs(const json::object& body, std::string_view raw,
+                                              bool batch) {
   std::vector<core::JobSpec> specs;
+  PayloadTexts texts(raw, batch);
   if (!batch) {
-    auto spec = ReadJob(body);
+    auto spec = ReadJob(body, texts, 0);
     if (!spec.ok()) return {spec.status(), spec.message()};
     specs.push_back(std::move(*spec));
     return specs;
@@ -89,7 +97,7 @@ OpResult<std::vector<core::JobSpec>> ReadJobs(const json::object& body, bool bat
   }
   specs.reserve(jobs.as_array().size());
   for (size_t i = 0; i < jobs.as_array().size(); ++i) {
-    auto spec = ReadJob(jobs.as_array()[i]);
+    auto spec = ReadJob(jobs.as_array()[i], texts, i);
     if (!spec.ok()) return {spec.status(), wire::JobAt(i, spec.message())};
     specs.push_back(std::move(*spec));
   }
@@ -171,7 +179,7 @@ void CmdPush(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
   bool batch = in.body().contains("jobs");
-  auto specs = ReadJobs(in.body(), batch);
+  auto specs = ReadJobs(in.body(), req.body, batch);
   if (!specs.ok()) return respond(ErrorReply(specs));
   s.backend.Push(req.params[0], std::move(*specs),
                  [batch, respond = std::move(respond)](OpResult<std::vector<core::PushResult>> r) {
@@ -400,23 +408,28 @@ void CmdDead(Services& s, const Request& req, Respond respond) {
   s.backend.Dead(
       req.params[0], limit, [respond = std::move(respond)](OpResult<std::vector<core::DeadJob>> r) {
         if (!r.ok()) return respond(ErrorReply(r));
-        json::array jobs;
-        for (const auto& d : *r) {
-          boost::system::error_code ec;
-          json::value payload = json::parse(d.payload, ec);
-          json::array history;
-          for (const auto& h : d.history) {
-            history.push_back(
-                json::object{{"attempt", h.attempt}, {"error", h.error}, {"at_ms", h.at_ms}});
+        // Written by hand, as the fetch answer: the payloads go out as stored.
+        Response res;
+        std::string& out = res.body;
+        auto it = std::back_inserter(out);
+        out += R"({"jobs":[)";
+        for (size_t i = 0; i < r->size(); ++i) {
+          const core::DeadJob& d = (*r)[i];
+          fmt::format_to(it,
+                         FMT_COMPILE(R"({}{{"id":"{}","payload":{},"attempts":{},"error":{},)"
+                                     R"("failed_at_ms":{},"history":[)"),
+                         i ? "," : "", d.id, d.payload, d.attempts,
+                         json::serialize(json::string_view(d.error)), d.failed_at_ms);
+          for (size_t k = 0; k < d.history.size(); ++k) {
+            const auto& h = d.history[k];
+            fmt::format_to(it, FMT_COMPILE(R"({}{{"attempt":{},"error":{},"at_ms":{}}})"),
+                           k ? "," : "", h.attempt, json::serialize(json::string_view(h.error)),
+                           h.at_ms);
           }
-          jobs.push_back(json::object{{"id", std::to_string(d.id)},
-                                      {"payload", std::move(payload)},
-                                      {"attempts", d.attempts},
-                                      {"error", d.error},
-                                      {"failed_at_ms", d.failed_at_ms},
-                                      {"history", std::move(history)}});
+          out += "]}";
         }
-        respond(JsonReply(json::object{{"jobs", std::move(jobs)}}));
+        out += "]}";
+        respond(std::move(res));
       });
 }
 

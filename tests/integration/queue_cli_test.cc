@@ -654,6 +654,31 @@ TEST_F(QueueCliTest, WorkAcksJobsWhoseCommandExitsZero) {
   EXPECT_EQ(Lines(File("log")).size(), 5u) << "no delivery after the stop";
 }
 
+// Payloads pushed by the CLI reach the command exactly as written, numbers byte for byte (issue
+// 16 item 5): neither `push` nor `work` passes them through a parsed value.
+TEST_F(QueueCliTest, PushAndWorkKeepEveryNumberAsWritten) {
+  CliResult one = Cli({"push", "exact", R"({"big": 100000000000000000000001, "x": 1.10})"});
+  ASSERT_EQ(one.exit_code, 0) << Describe(one);
+  fs::path file = WriteLines(File("exact.ndjson"),
+                             {"[1e5, -0.0, -0]", "0.1000000000000000055511151231257827", "1E+2"});
+  CliResult many = Cli({"push", "exact", "--file", file.string(), "--priority", "0"});
+  ASSERT_EQ(many.exit_code, 0) << Describe(many);
+  CliResult infinite = Cli({"push", "exact", "1e400"});
+  EXPECT_NE(infinite.exit_code, 0) << Describe(infinite);
+  EXPECT_EQ(Stat("exact", "pushed"), 4) << StatsText("exact");
+
+  WorkerProcess& w = StartWorker("exact", "w-exact", kLogPayload);
+  ASSERT_TRUE(w.started()) << w.error();
+  ASSERT_TRUE(WaitFor([&] { return Stat("exact", "acked") == 4; }, kSoon))
+      << StatsText("exact") << w.Output();
+  EXPECT_EQ(Lines(File("log")), (std::vector<std::string>{
+                                    R"({"big":100000000000000000000001,"x":1.10})", "[1e5,-0.0,-0]",
+                                    "0.1000000000000000055511151231257827", "1E+2"}))
+      << ReadFile(File("log"));
+  w.Signal(SIGTERM);
+  EXPECT_TRUE(ExitedZero(w.WaitExit(kExitWithin))) << w.Output();
+}
+
 TEST_F(QueueCliTest, WorkNacksWithTheStderrTail) {
   // Job "long": 5000 bytes on stderr, then "boom-end", exit 4: only the tail is kept; one
   // attempt. Job "short": "boom-123", exit 3; two attempts: the nack leaves the delay to the

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/names.h"
+#include "common/wire_errors.h"
 #include "support/api_checks.h"
 #include "support/server_fixture.h"
 
@@ -293,6 +294,64 @@ TEST_F(QueuesHttpTest, AnyJsonPayloadRoundTripsExactly) {
   ASSERT_EQ(dead.status, 200) << dead.body;
   ASSERT_EQ(dead.json.at("jobs").as_array().size(), 1u);
   EXPECT_EQ(dead.json.at("jobs").at(0).at("payload"), payloads[0]) << dead.body;
+}
+
+// The text of the `n`th payload of a fetch or dead-letter answer, read as text (a JSON parser
+// would turn the numbers into doubles): what follows "payload": up to the next ,"attempt (the
+// field after it in both answers).
+std::string PayloadText(const std::string& body, size_t n = 0) {
+  size_t at = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    at = body.find(R"("payload":)", i ? at + 1 : 0);
+    if (at == std::string::npos) return "(no payload)";
+  }
+  at += std::string_view(R"("payload":)").size();
+  size_t end = body.find(R"(,"attempt)", at);
+  return end == std::string::npos ? "(no end)" : body.substr(at, end - at);
+}
+
+// Issue 16 item 5: payloads come back as sent, numbers byte for byte (whitespace between tokens
+// goes), in fetch answers and in the dead-letter list.
+TEST_F(QueuesHttpTest, PayloadsComeBackWithEveryNumberAsSent) {
+  const std::vector<std::pair<std::string, std::string>> payloads = {
+      {"100000000000000000000001", "100000000000000000000001"},
+      {"-100000000000000000000001", "-100000000000000000000001"},
+      {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
+      {"1.5", "1.5"},
+      {"1e5", "1e5"},
+      {"-0.0", "-0.0"},
+      {"-0", "-0"},
+      {"1E+2", "1E+2"},
+      {R"({"n": [1.10, 2], "s": "t\u00e9"})", "{\"n\":[1.10,2],\"s\":\"t\xc3\xa9\"}"},
+  };
+  std::string batch = R"({"jobs": [)";
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    HttpResult one = Post(Path("one", "/jobs"), R"({"payload": )" + payloads[i].first + "}");
+    EXPECT_EQ(one.status, 201) << payloads[i].first << ": " << one.body << one.error;
+    batch += std::string(i ? "," : "") + R"({"payload": )" + payloads[i].first + "}";
+  }
+  HttpResult pushed = Post(Path("many", "/jobs"), batch + "]}");
+  ASSERT_EQ(pushed.status, 201) << pushed.body << pushed.error;
+  for (std::string_view q : {"one", "many"}) {
+    HttpResult fetched = Post(Path(q, "/fetch"), R"({"worker": "w", "max": 100})");
+    ASSERT_EQ(fetched.status, 200) << fetched.body;
+    ASSERT_TRUE(fetched.json.is_object()) << "not JSON: " << fetched.body;
+    ASSERT_EQ(fetched.json.at("jobs").as_array().size(), payloads.size()) << fetched.body;
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      EXPECT_EQ(PayloadText(fetched.body, i), payloads[i].second) << q << " job " << i;
+    }
+  }
+
+  HttpResult doomed = Post(Path("dead", "/jobs"),
+                           R"({"payload": [100000000000000000000001, 1.10], "max_attempts": 1})");
+  ASSERT_EQ(doomed.status, 201) << doomed.body;
+  json::array jobs = MustFetch("dead", "w");
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_EQ(client().Nack("dead", {LeaseOf(jobs[0])}, std::nullopt, "no").status, 200);
+  HttpResult dead = Get(Path("dead", "/dead"));
+  ASSERT_EQ(dead.status, 200) << dead.body;
+  ASSERT_TRUE(dead.json.is_object()) << "not JSON: " << dead.body;
+  EXPECT_EQ(PayloadText(dead.body), "[100000000000000000000001,1.10]") << dead.body;
 }
 
 TEST_F(QueuesHttpTest, BoundaryValuesAreAccepted) {
@@ -786,6 +845,21 @@ TEST_F(QueueBadInputTest, BatchesAreAllOrNothing) {
   json::array big{json::object{{"payload", "small"}},
                   json::object{{"payload", std::string(2 * 1024 * 1024, 'x')}}};
   ExpectBadPush(json::serialize(json::object{{"jobs", big}}), 413, "payload_too_large");
+}
+
+// A number beyond every double has no value a consumer could read: refused, all or nothing.
+TEST_F(QueueBadInputTest, NonFiniteNumbersAreRefused) {
+  ExpectBadPush(R"({"payload": 1e400})");
+  ExpectBadPush(R"({"payload": -1e400})");
+  ExpectBadPush(R"({"payload": {"a": [1, 1E999]}})");
+  ExpectBadPush(R"({"jobs": [{"payload": 1.5}, {"payload": 1e400}, {"payload": 3}]})");
+  HttpResult r = Post(Path("q", "/jobs"), R"({"jobs": [{"payload": 1}, {"payload": -1e400}]})");
+  EXPECT_EQ(StrField(r.json.at("error"), "message"), wire::JobAt(1, wire::kPayloadNotFinite))
+      << r.body;
+  HttpResult fresh = Post(Path("fresh", "/jobs"), R"({"payload": 1e400})");
+  EXPECT_EQ(fresh.status, 400) << fresh.body;
+  EXPECT_EQ(IntField(Stats("fresh"), "ready"), 0);
+  EXPECT_EQ(IntField(Stats("fresh"), "pushed"), 0);
 }
 
 TEST_F(QueueBadInputTest, PayloadsOver1MiBAre413) {

@@ -2301,5 +2301,74 @@ TEST(RedisBackendTest, ClusterSlotMigration) {
   EXPECT_TRUE(servers[0]->Alive()) << Logs(servers);
 }
 
+// Issue 16 item 5 on the Redis backend: payloads are stored and come back as sent, numbers byte
+// for byte, from fetches and the dead-letter list; a number beyond every double is refused and
+// nothing of its batch is stored. The payloads are read from the answers as text.
+TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
+  SKIP_WITHOUT_REDIS();
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  std::string error;
+  Servers servers = StartAnterooms(1, redis.url(), &error);
+  ASSERT_EQ(servers.size(), 1u) << error;
+  HttpConn conn(servers[0]->port());
+  // What follows "payload": in the n-th job of a fetch or dead-letter answer, up to ,"attempt.
+  auto payload_text = [](const std::string& body, size_t n) {
+    size_t at = 0;
+    for (size_t i = 0; i <= n; ++i) {
+      at = body.find(R"("payload":)", i ? at + 1 : 0);
+      if (at == std::string::npos) return std::string("(no payload)");
+    }
+    at += std::string_view(R"("payload":)").size();
+    size_t end = body.find(R"(,"attempt)", at);
+    return end == std::string::npos ? std::string("(no end)") : body.substr(at, end - at);
+  };
+  const std::vector<std::pair<std::string, std::string>> payloads = {
+      {"100000000000000000000001", "100000000000000000000001"},
+      {"-100000000000000000000001", "-100000000000000000000001"},
+      {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
+      {"1.5", "1.5"},
+      {"1e5", "1e5"},
+      {"-0.0", "-0.0"},
+      {"1E+2", "1E+2"},
+      {R"({"n": [ 1.10, -0 ], "s": "x"})", R"({"n":[1.10,-0],"s":"x"})"},
+  };
+  std::string batch = R"({"jobs": [)";
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    batch += std::string(i ? "," : "") + R"({"payload": )" + payloads[i].first +
+             R"(, "max_attempts": 1})";
+  }
+  batch += "]}";
+  Answer pushed = conn.Call("POST", QueuePath("exact", "/jobs"), batch);
+  ASSERT_EQ(pushed.status, 201) << pushed.Describe() << Logs(servers);
+  Answer fetched =
+      conn.Call("POST", QueuePath("exact", "/fetch"), R"({"worker": "w", "max": 100})");
+  ASSERT_EQ(fetched.status, 200) << fetched.Describe();
+  ASSERT_TRUE(fetched.json.is_object()) << "not JSON: " << fetched.body;
+  const json::array* jobs = Arr(fetched.json, "jobs");
+  ASSERT_TRUE(jobs != nullptr && jobs->size() == payloads.size()) << fetched.body;
+  std::string leases;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(payload_text(fetched.body, i), payloads[i].second) << "job " << i;
+    leases += std::string(i ? "," : "") + '"' + Str((*jobs)[i], "lease").value_or("") + '"';
+  }
+  // Dead letters (max_attempts 1): the same texts.
+  Answer nacked = conn.Call("POST", QueuePath("exact", "/nack"), R"({"leases": [)" + leases + "]}");
+  ASSERT_EQ(nacked.status, 200) << nacked.Describe();
+  Answer dead = conn.Get(QueuePath("exact", "/dead"));
+  ASSERT_EQ(dead.status, 200) << dead.Describe();
+  ASSERT_TRUE(dead.json.is_object()) << "not JSON: " << dead.body;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(payload_text(dead.body, i), payloads[i].second) << "dead job " << i;
+  }
+
+  Answer refused = conn.Call("POST", QueuePath("finite", "/jobs"),
+                             R"({"jobs": [{"payload": 1.5}, {"payload": -1e400}]})");
+  EXPECT_EQ(refused.status, 400) << refused.Describe();
+  Answer stats = conn.Get(QueuePath("finite"));
+  EXPECT_EQ(Int(stats.json, "pushed"), 0) << stats.Describe();
+  EXPECT_EQ(Int(stats.json, "ready"), 0) << stats.Describe();
+}
+
 }  // namespace
 }  // namespace anteroom::testing

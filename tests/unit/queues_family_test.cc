@@ -2,6 +2,11 @@
 // and the admin routes, dispatched through the router over a memory backend.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "common/wire_errors.h"
 #include "family_world.h"
 
@@ -145,6 +150,122 @@ TEST(QueuesFamilyTest, ALongPollParksUntilAJobComes) {
   w.backend().RunDue();
   ASSERT_TRUE(parked->has_value()) << "answered when the job came";
   EXPECT_EQ(Json(**parked).at("jobs").as_array().size(), 1u) << (*parked)->body;
+}
+
+// The text of the `n`th payload of a fetch or dead-letter answer, read as text: what follows
+// "payload": up to the next ,"attempt (the field after it in both answers).
+std::string PayloadText(const std::string& body, size_t n = 0) {
+  size_t at = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    at = body.find(R"("payload":)", i ? at + 1 : 0);
+    if (at == std::string::npos) return "(no payload)";
+  }
+  at += std::string_view(R"("payload":)").size();
+  size_t end = body.find(R"(,"attempt)", at);
+  return end == std::string::npos ? "(no end)" : body.substr(at, end - at);
+}
+
+// Payloads sent, and the text stored and returned for them: numbers byte for byte, whitespace
+// gone, strings as boost::json::serialize writes them.
+const std::vector<std::pair<std::string, std::string>> kPayloads = {
+    {"100000000000000000000001", "100000000000000000000001"},
+    {"-100000000000000000000001", "-100000000000000000000001"},
+    {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
+    {"1.5", "1.5"},
+    {"1e5", "1e5"},
+    {"-0.0", "-0.0"},
+    {"-0", "-0"},
+    {"1E+2", "1E+2"},
+    {"1e-400", "1e-400"},
+    {"18446744073709551616", "18446744073709551616"},
+    {R"({ "a" : [ 1.50 , -0 , {"b": 2e0} ], "s": "\u00e9\/" })",
+     "{\"a\":[1.50,-0,{\"b\":2e0}],\"s\":\"\xc3\xa9/\"}"},
+    {R"({"a": 1.0, "b": 2, "a": 3.0})", R"({"a":3.0,"b":2})"},  // as parse: the last a, first place
+    {R"({"n": 0, "d": "2024-01-02"})", R"({"n":0,"d":"2024-01-02"})"},
+    {R"([1, "x", true, null])", R"([1,"x",true,null])"},
+};
+
+TEST(QueuesFamilyTest, PayloadsComeBackAsSent) {
+  FamilyWorld w;
+  for (const auto& [sent, stored] : kPayloads) {
+    Response pushed = w.Call(verb::post, "/v1/queues/one/jobs", R"({"payload": )" + sent + "}");
+    ASSERT_EQ(pushed.status, 201u) << sent << ": " << pushed.body;
+    Response fetched = w.Call(verb::post, "/v1/queues/one/fetch", R"({"worker": "w"})");
+    ASSERT_EQ(fetched.status, 200u) << fetched.body;
+    EXPECT_EQ(PayloadText(fetched.body), stored) << "sent " << sent;
+    EXPECT_TRUE(Json(fetched).is_object()) << "not JSON: " << fetched.body;
+  }
+  // A batch: each job's own text, in order (a repeated "payload": the last).
+  std::string batch = R"({"jobs": [)";
+  for (size_t i = 0; i < kPayloads.size(); ++i) {
+    batch += (i ? ", " : "") + std::string(R"({"payload": "replaced", "payload": )") +
+             kPayloads[i].first + R"(, "priority": 0})";
+  }
+  batch += "]}";
+  Response pushed = w.Call(verb::post, "/v1/queues/many/jobs", batch);
+  ASSERT_EQ(pushed.status, 201u) << pushed.body;
+  Response fetched = w.Call(verb::post, "/v1/queues/many/fetch", R"({"worker": "w", "max": 100})");
+  ASSERT_EQ(Json(fetched).at("jobs").as_array().size(), kPayloads.size()) << fetched.body;
+  for (size_t i = 0; i < kPayloads.size(); ++i) {
+    EXPECT_EQ(PayloadText(fetched.body, i), kPayloads[i].second) << "job " << i;
+  }
+}
+
+TEST(QueuesFamilyTest, DeadLettersKeepThePayloadText) {
+  FamilyWorld w;
+  ASSERT_EQ(
+      w.Call(verb::post, "/v1/queues/q/jobs",
+             R"({"payload": {"x": 1.10, "big": 100000000000000000000001}, "max_attempts": 1})")
+          .status,
+      201u);
+  Response fetched = w.Call(verb::post, "/v1/queues/q/fetch", R"({"worker": "w"})");
+  std::string lease(Json(fetched).at("jobs").as_array().at(0).at("lease").as_string());
+  ASSERT_EQ(w.Call(verb::post, "/v1/queues/q/nack",
+                   R"({"leases": [")" + lease + R"("], "error": "said \"no\"\n"})")
+                .status,
+            200u);
+  Response dead = w.Call(verb::get, "/v1/queues/q/dead");
+  ASSERT_EQ(dead.status, 200u) << dead.body;
+  EXPECT_EQ(PayloadText(dead.body), R"({"x":1.10,"big":100000000000000000000001})") << dead.body;
+  boost::json::value v = Json(dead);
+  ASSERT_TRUE(v.is_object()) << "not JSON: " << dead.body;
+  const boost::json::value& job = v.at("jobs").as_array().at(0);
+  EXPECT_EQ(job.at("error").as_string(), "said \"no\"\n");
+  EXPECT_EQ(job.at("attempts").as_int64(), 1);
+  EXPECT_EQ(job.at("history").as_array().at(0).at("error").as_string(), "said \"no\"\n");
+  EXPECT_EQ(job.at("history").as_array().at(0).at("attempt").as_int64(), 1);
+}
+
+TEST(QueuesFamilyTest, NonFiniteNumbersAreRefused) {
+  FamilyWorld w;
+  for (std::string payload : {"1e400", "-1e400", R"({"a": [1, 1E999]})"}) {
+    Response r = w.Call(verb::post, "/v1/queues/q/jobs", R"({"payload": )" + payload + "}");
+    EXPECT_EQ(r.status, 400u) << payload << ": " << r.body;
+    EXPECT_EQ(ErrorMessage(r), wire::kPayloadNotFinite) << payload;
+  }
+  Response batch = w.Call(verb::post, "/v1/queues/q/jobs",
+                          R"({"jobs": [{"payload": 1.5}, {"payload": 1e400}, {"payload": 3}]})");
+  EXPECT_EQ(batch.status, 400u) << batch.body;
+  EXPECT_EQ(ErrorMessage(batch), wire::JobAt(1, wire::kPayloadNotFinite));
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/queues/q")).at("ready").as_int64(), 0) << "nothing pushed";
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/queues/q")).at("pushed").as_int64(), 0);
+}
+
+TEST(QueuesFamilyTest, ThePayloadLimitIsOnTheStoredText) {
+  FamilyWorld w;
+  // Exactly 1 MiB of stored text once the spaces are gone, with a double (so the text comes from
+  // the source, where 1.5 stays 1.5 and does not grow into 1.5E0).
+  auto payload = [](std::string_view comma, size_t n) {
+    return std::string("[1.5") + std::string(comma) + '"' + std::string(n, 'x') + "\"]";
+  };
+  size_t fits = 1024 * 1024 - payload(",", 0).size();
+  ASSERT_EQ(payload(",", fits).size(), 1024u * 1024u);
+  Response ok =
+      w.Call(verb::post, "/v1/queues/q/jobs", R"({"payload": )" + payload(" ,  ", fits) + "}");
+  EXPECT_EQ(ok.status, 201u) << ok.body.substr(0, 200);
+  Response big =
+      w.Call(verb::post, "/v1/queues/q/jobs", R"({"payload": )" + payload(",", fits + 1) + "}");
+  EXPECT_EQ(big.status, 413u) << big.body.substr(0, 200);
 }
 
 }  // namespace
