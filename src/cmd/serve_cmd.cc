@@ -68,6 +68,8 @@ struct ServeFlags {
   std::vector<std::string> cors_origins;     // origins whose pages may call the room API
   std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
+  bool accept_new_token_secret = false;  // Redis lost the secret: mint one rather than refuse
+  int64_t redis_secret_check_ms = 2000;  // how often the shared secret and key are checked
 };
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
@@ -86,15 +88,101 @@ std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
   return {host, static_cast<uint16_t>(port)};
 }
 
-std::string TokenSecret(const ServeFlags& flags) {
-  if (const char* secret = std::getenv("ANTEROOM_TOKEN_SECRET"); secret && *secret) return secret;
-  // Processes sharing a Redis share its secret, so a token from one verifies on all.
-  if (!flags.store.empty()) {
-    spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in Redis ({}secret)",
-                 flags.redis_prefix);
-    return store::redis::RedisBackend::SharedSecret(flags.store, flags.redis_prefix,
-                                                    RandomBytes(32));
+// With --store, how long a process that finds the shared secret (or key) missing while Redis
+// holds rooms or queues waits for a running process to put it back: two of their checks.
+int64_t RestoreWaitMs(const ServeFlags& flags) { return 2 * flags.redis_secret_check_ms + 1000; }
+
+// The token secret with --store: the one every process on the Redis shares, so a token, a lease
+// or a puzzle from one verifies on all (docs/security.md, "The token secret with Redis"). Start-up
+// fails rather than run with a secret that differs from the others', or mint a second one
+// silently when Redis lost it.
+std::string RedisTokenSecret(const ServeFlags& flags, const std::string& configured) {
+  using Outcome = store::redis::Claimed::Outcome;
+  std::string key = store::redis::KeyLayout(flags.redis_prefix).Secret();
+  if (configured.empty()) {
+    spdlog::warn(
+        "ANTEROOM_TOKEN_SECRET is not set: using the token secret kept in Redis ({}); should "
+        "Redis lose it (a restart without persistence, an eviction, FLUSHALL), what was signed "
+        "with it stops verifying. Set ANTEROOM_TOKEN_SECRET (and --token-key with EdDSA/ES256) on "
+        "every process of a Redis deployment (docs/security.md)",
+        key);
   }
+  int64_t wait_ms = RestoreWaitMs(flags);
+  store::redis::Claimed claimed =
+      store::redis::ClaimShared(flags.store, flags.redis_prefix,
+                                {.key = key,
+                                 .value = configured.empty() ? RandomBytes(32) : configured,
+                                 .what = "token secret"},
+                                {.configured = !configured.empty(),
+                                 .restore_wait_ms = wait_ms,
+                                 .mint_when_lost = flags.accept_new_token_secret});
+  switch (claimed.outcome) {
+    case Outcome::kDiffers:
+      throw std::runtime_error(fmt::format(
+          "ANTEROOM_TOKEN_SECRET differs from the token secret the processes on this Redis share "
+          "({}): tokens, leases and puzzles would not verify between them. Give every process "
+          "the same ANTEROOM_TOKEN_SECRET; if no process uses the one in Redis any more, DEL {} "
+          "and start again (docs/security.md)",
+          key, key));
+    case Outcome::kLost:
+      throw std::runtime_error(fmt::format(
+          "Redis holds rooms or queues (prefix '{}') but not their token secret {}: it was lost "
+          "(a restart without persistence, an eviction, FLUSHALL or DEL) and no running process "
+          "put it back within {} ms. A new secret would make every token, lease and puzzle made "
+          "with the old one fail, so none is made. To recover: start with ANTEROOM_TOKEN_SECRET "
+          "set to the old secret (or SET {} back from a backup); or, accepting the loss, start "
+          "once with --accept-new-token-secret (outstanding tokens and puzzles fail, leased jobs "
+          "are delivered again when their leases expire). See docs/security.md",
+          flags.redis_prefix, key, wait_ms, key));
+    case Outcome::kMinted:
+      spdlog::warn(
+          "--accept-new-token-secret: {} was lost; a new token secret is in use: tokens and "
+          "puzzles made with the old one fail, and jobs leased under it are delivered again when "
+          "their leases expire",
+          key);
+      break;
+    case Outcome::kRestored:
+      spdlog::info("a running process put {} back: using it", key);
+      break;
+    case Outcome::kFound:
+    case Outcome::kCreated:
+      if (!configured.empty()) spdlog::info("ANTEROOM_TOKEN_SECRET is the one in Redis ({})", key);
+      break;
+  }
+  return claimed.value;
+}
+
+// The EdDSA/ES256 signing key with --store and no --token-key: the one every process on the
+// Redis shares (PEM). A key lost while Redis holds rooms or queues is replaced, after waiting
+// for a running process to put it back, with a warning: tokens signed with it fail (the secret,
+// which keys leases and puzzles too, is never replaced so).
+std::string RedisTokenKey(const ServeFlags& flags, const std::string& candidate) {
+  using Outcome = store::redis::Claimed::Outcome;
+  std::string key = store::redis::KeyLayout(flags.redis_prefix).TokenKey(flags.token_alg);
+  spdlog::info("--token-key is not set: using the {} key kept in Redis ({})", flags.token_alg, key);
+  int64_t wait_ms = RestoreWaitMs(flags);
+  store::redis::Claimed claimed = store::redis::ClaimShared(
+      flags.store, flags.redis_prefix,
+      {.key = key, .value = candidate, .what = flags.token_alg + " signing key"},
+      {.restore_wait_ms = wait_ms, .mint_when_lost = true});
+  if (claimed.outcome == Outcome::kMinted) {
+    spdlog::warn(
+        "{} was missing while Redis holds rooms or queues, and no running process put it back "
+        "within {} ms: a new {} key signs from now on, and tokens signed with a lost one fail "
+        "(expected once when --token-alg changes on a deployment that has rooms)",
+        key, wait_ms, flags.token_alg);
+  } else if (claimed.outcome == Outcome::kRestored) {
+    spdlog::info("a running process put {} back: using it", key);
+  }
+  return claimed.value;
+}
+
+std::string TokenSecret(const ServeFlags& flags) {
+  const char* configured = std::getenv("ANTEROOM_TOKEN_SECRET");
+  if (!flags.store.empty()) {
+    return RedisTokenSecret(flags, configured != nullptr ? configured : "");
+  }
+  if (configured != nullptr && *configured) return configured;
   // With a data directory the secret lives there, so tokens and leases outlive restarts.
   if (!flags.memory_only) {
     spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in {}/secret",
@@ -123,9 +211,10 @@ std::shared_ptr<const core::TokenKey> KeyFromPem(const std::string& pem, const s
 
 // The token keys: the signing key first, then the keys kept for verification only (the
 // secret's HS256 key, so tokens minted before a switch of --token-alg still verify, and every
-// --token-verify-key).
+// --token-verify-key). *shared_pem: the signing key when it is the one shared through Redis.
 std::vector<std::shared_ptr<const core::TokenKey>> TokenKeys(const ServeFlags& flags,
-                                                             const std::string& secret) {
+                                                             const std::string& secret,
+                                                             std::string* shared_pem) {
   core::TokenAlg alg = *core::ParseTokenAlg(flags.token_alg);
   std::vector<std::shared_ptr<const core::TokenKey>> keys;
   auto hs256 = core::TokenKey::Secret(secret);
@@ -141,11 +230,9 @@ std::vector<std::shared_ptr<const core::TokenKey>> TokenKeys(const ServeFlags& f
       pem = ReadKeyFile(flags.token_key);
     } else if (!flags.store.empty()) {
       // Every process on this Redis signs with the same key (set once, SET NX).
-      where = flags.redis_prefix + "token-key:" + flags.token_alg;
-      spdlog::info("--token-key is not set: using the {} key kept in Redis ({})", flags.token_alg,
-                   where);
-      pem = store::redis::RedisBackend::SharedTokenKey(flags.store, flags.redis_prefix,
-                                                       flags.token_alg, generate());
+      where = store::redis::KeyLayout(flags.redis_prefix).TokenKey(flags.token_alg);
+      pem = RedisTokenKey(flags, generate());
+      *shared_pem = pem;
     } else if (!flags.memory_only) {
       where = flags.data + "/" + name;
       spdlog::info("--token-key is not set: using the {} key kept in {}", flags.token_alg, where);
@@ -229,15 +316,15 @@ void Serve(const ServeFlags& flags) {
   std::optional<store::log::EmbeddedStore> store;
   if (redis) {
     shared = std::make_unique<store::redis::RedisBackend>(
-        clock,
-        store::redis::RedisBackendOptions{.url = flags.store,
-                                          .key_prefix = flags.redis_prefix,
-                                          .token_ttl_ms = flags.token_ttl_ms,
-                                          .lease_secret = "anteroom/leases/" + secret,
-                                          .max_rooms = flags.max_rooms,
-                                          .max_queues = flags.max_queues,
-                                          .contexts = pool.Contexts(),
-                                          .max_clients_per_room = flags.max_clients_per_room});
+        clock, store::redis::RedisBackendOptions{.url = flags.store,
+                                                 .key_prefix = flags.redis_prefix,
+                                                 .token_ttl_ms = flags.token_ttl_ms,
+                                                 .lease_secret = "anteroom/leases/" + secret,
+                                                 .max_rooms = flags.max_rooms,
+                                                 .max_queues = flags.max_queues,
+                                                 .contexts = pool.Contexts(),
+                                                 .max_clients_per_room = flags.max_clients_per_room,
+                                                 .shared_check_ms = flags.redis_secret_check_ms});
   } else {
     memory = std::make_unique<store::MemoryBackend>(
         clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
@@ -262,7 +349,18 @@ void Serve(const ServeFlags& flags) {
         flags.fsync);
   }
   store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
-  core::TokenSigner signer(TokenKeys(flags, secret), secret, flags.token_ttl_ms);
+  std::string shared_pem;  // the signing key kept in Redis, if any
+  core::TokenSigner signer(TokenKeys(flags, secret, &shared_pem), secret, flags.token_ttl_ms);
+  if (shared) {
+    // Put back when Redis loses them; a process whose values differ from Redis's is not ready.
+    store::redis::KeyLayout layout(flags.redis_prefix);
+    shared->WatchShared({.key = layout.Secret(), .value = secret, .what = "token secret"});
+    if (!shared_pem.empty()) {
+      shared->WatchShared({.key = layout.TokenKey(flags.token_alg),
+                           .value = shared_pem,
+                           .what = flags.token_alg + " signing key"});
+    }
+  }
   server::Router router(std::move(keys));
   router.SetOriginPolicy(origins);
   server::LiveHub live(backend, signer, clock, pool.Main(),
@@ -480,6 +578,17 @@ void AddServeCommand(CLI::App& app) {
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
+  serve->add_flag("--accept-new-token-secret", flags->accept_new_token_secret,
+                  "With --store and no ANTEROOM_TOKEN_SECRET: when Redis holds rooms or queues but "
+                  "lost the shared token secret, start with a new one instead of refusing to "
+                  "(what was signed with the old one fails; docs/security.md)");
+  serve
+      ->add_option("--redis-secret-check-ms", flags->redis_secret_check_ms,
+                   "With --store: how often each process checks that Redis holds its token secret "
+                   "(and signing key), putting a lost one back; a process whose secret differs "
+                   "from Redis's answers /readyz 503")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{60'000}));
   serve
       ->add_option("--stats-interval-ms", flags->stats_interval_ms,
                    "How often rooms and queues are sampled for GET /v1/stats/history (the last "

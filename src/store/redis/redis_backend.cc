@@ -112,6 +112,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
     shards_.push_back(std::make_unique<Shard>(*io, *url, options_.timeout_ms, lease_key_));
   }
   sweep_timer_ = std::make_unique<asio::steady_timer>(home().io);
+  shared_watch_ = std::make_unique<SharedValueWatch>(
+      home().io, *home().client, std::chrono::milliseconds(options_.shared_check_ms));
   // Fail at start-up, with the reason, when Redis cannot be reached (the contexts may not run
   // yet: this check has an io_context of its own).
   {
@@ -139,6 +141,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       subscriber_->Command({"SUBSCRIBE", keys_.WakeChannel()}, [](Reply) {});
       // Messages may have been missed while down: every long poll looks again.
       for (auto& [queue, polls] : polls_) Wake(queue);
+      // Redis may have come back empty (restarted without persistence): shared values again.
+      shared_watch_->CheckNow();
     });
     ArmSweeper();
   });
@@ -153,6 +157,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
 RedisBackend::~RedisBackend() {
   auto stop_home = [this] {
     sweep_timer_->cancel();
+    shared_watch_->Stop();
     for (auto& [queue, polls] : polls_) {
       for (auto& w : polls->waiters) {
         w->Retire();
@@ -345,15 +350,21 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
 }
 
 // Rooms are listed from the registry, then read one by one (each in its own slot).
+// A process whose token secret (or signing key) is not the one Redis holds is reported too:
+// its tokens and leases do not verify on the other processes, so it should get no traffic.
 void RedisBackend::CheckHealth(Completion<HealthReport> done) {
   Post([this, done = std::move(done)](Shard& s) {
-    s.client->Call(keys_.Health(), {"SET", keys_.Health(), "1", "PX", "10000"}, [done](Reply r) {
-      if (r.failed()) {
-        return done(HealthReport{.changes_ok = false,
-                                 .problem = "the Redis store refuses changes: " + r.str});
-      }
-      done(HealthReport{});
-    });
+    s.client->Call(
+        keys_.Health(), {"SET", keys_.Health(), "1", "PX", "10000"}, [this, done](Reply r) {
+          if (r.failed()) {
+            return done(HealthReport{.changes_ok = false,
+                                     .problem = "the Redis store refuses changes: " + r.str});
+          }
+          if (std::string split = shared_watch_->problem(); !split.empty()) {
+            return done(HealthReport{.changes_ok = false, .problem = split});
+          }
+          done(HealthReport{});
+        });
   });
 }
 
@@ -572,50 +583,11 @@ void RedisBackend::RunDue() {
   swept.get_future().wait();
 }
 
-// ---- the shared secret ---------------------------------------------------------------------
+// ---- the shared secret and keys ------------------------------------------------------------
 
-std::string RedisBackend::SharedSecret(const std::string& url_text, const std::string& prefix,
-                                       const std::string& candidate) {
-  return SharedValue(url_text, KeyLayout(prefix).Secret(), candidate);
-}
-
-std::string RedisBackend::SharedTokenKey(const std::string& url_text, const std::string& prefix,
-                                         const std::string& alg, const std::string& candidate) {
-  return SharedValue(url_text, KeyLayout(prefix).TokenKey(alg), candidate);
-}
-
-std::string RedisBackend::SharedValue(const std::string& url_text, const std::string& key,
-                                      const std::string& candidate) {
-  std::string error;
-  auto url = ParseRedisUrl(url_text, error);
-  if (!url) throw std::runtime_error(error);
-  asio::io_context io;
-  ClusterClient client(io, *url, 5000);
-  std::string secret, problem = "no answer from redis within 10 s";
-  client.Start([&](std::string err) {
-    if (!err.empty()) {
-      problem = err;
-      return io.stop();
-    }
-    // SET NX then GET: whoever comes first sets it; every process reads the same one.
-    client.Call(key, {"SET", key, candidate, "NX"}, [&](Reply) {
-      client.Call(key, {"GET", key}, [&](Reply r) {
-        if (r.type == Reply::Type::kString) {
-          secret = r.str;
-          problem.clear();
-        } else {
-          problem = r.failed() ? r.str : key + " holds no string";
-        }
-        io.stop();
-      });
-    });
-  });
-  io.run_for(std::chrono::seconds(10));
-  client.Close();
-  io.restart();
-  io.poll();
-  if (!problem.empty()) throw std::runtime_error("redis: cannot read " + key + ": " + problem);
-  return secret;
+void RedisBackend::WatchShared(SharedValue value) {
+  asio::post(home().io,
+             [this, value = std::move(value)]() mutable { shared_watch_->Add(std::move(value)); });
 }
 
 }  // namespace anteroom::store::redis

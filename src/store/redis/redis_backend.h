@@ -41,6 +41,7 @@
 #include "store/redis/cluster_client.h"
 #include "store/redis/key_layout.h"
 #include "store/redis/redis_url.h"
+#include "store/redis/shared_values.h"
 
 namespace anteroom::store::redis {
 
@@ -63,6 +64,8 @@ struct RedisBackendOptions {
   std::vector<boost::asio::io_context*> contexts = {};
   // Clients each room keeps per-client state for (as core::Room::set_max_clients).
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
+  // How often the values given to WatchShared are checked (also after each reconnection).
+  int64_t shared_check_ms = 2000;
 };
 
 class RedisBackend final : public Backend {
@@ -119,16 +122,12 @@ class RedisBackend final : public Backend {
   // done. For tests with run_timer = false (call from a thread other than the backend's).
   void RunDue();
 
-  // The token secret shared through Redis: set once (SET NX) by the first process.
-  static std::string SharedSecret(const std::string& url, const std::string& key_prefix,
-                                  const std::string& candidate);
-  // The token signing key (PEM) of `alg` shared alike, under KEY_PREFIX token-key:ALG.
-  static std::string SharedTokenKey(const std::string& url, const std::string& key_prefix,
-                                    const std::string& alg, const std::string& candidate);
+  // Keeps `value` (the token secret, a signing key: taken at start-up by ClaimShared) in Redis
+  // while the process runs: put back when missing, and while Redis holds another value
+  // CheckHealth reports it (shared_values.h). Any thread; before or after the threads run.
+  void WatchShared(SharedValue value);
 
  private:
-  static std::string SharedValue(const std::string& url, const std::string& key,
-                                 const std::string& candidate);
   struct Waiter;
   struct Polls;
   using ReplyFn = std::function<void(OpResult<Reply>)>;
@@ -266,6 +265,7 @@ class RedisBackend final : public Backend {
   // Home shard only.
   std::shared_ptr<Connection> subscriber_;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+  std::unique_ptr<SharedValueWatch> shared_watch_;
   int sweep_ticks_ = 0;
   bool sweeping_ = false;
   std::unordered_map<std::string, std::unique_ptr<Polls>> polls_;
