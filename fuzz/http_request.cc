@@ -83,6 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     request.body = std::move(message.body());
     request.authorization = std::string(message[http::field::authorization]);
     request.forwarded_for = std::string(message["X-Forwarded-For"]);
+    request.origin = std::string(message[http::field::origin]);
+    request.host = std::string(message[http::field::host]);
+    request.forwarded_host = std::string(message["X-Forwarded-Host"]);
+    request.content_type = std::string(message[http::field::content_type]);
     request.peer = boost::asio::ip::make_address_v4("127.0.0.1");
     bool last = !message.keep_alive();
     if (message.method() == http::verb::get && world.router().MayStream(request.target)) {

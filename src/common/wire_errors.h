@@ -75,6 +75,10 @@ inline std::string OriginNotAllowed(std::string_view origin, bool cors_route) {
                     : fmt::format("this route takes requests from its own origin only, not {}",
                                   origin.substr(0, 200));
 }
+inline constexpr std::string_view kShortSessionId =
+    "a session id named by a client must have at least 22 characters (128 random bits, e.g. 16 "
+    "random bytes in base64url); leave 'session' out to have the server name one; shorter ids "
+    "need the admin key";
 inline constexpr std::string_view kBodyNotJson =
     "the body must be sent as Content-Type: application/json";
 inline std::string MethodNotAllowed(std::string_view allowed) {

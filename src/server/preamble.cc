@@ -24,10 +24,18 @@ OpResult<std::string> SessionFromQuery(const Request& req, bool* created) {
     if (!IsValidName(*given)) {
       return {OpStatus::kInvalidArgument, wire::BadNameField("session")};
     }
+    if (auto allowed = SessionIdAllowed(req, *given); !allowed.ok()) {
+      return {allowed.status(), allowed.message()};
+    }
     return *given;
   }
   if (created != nullptr) *created = true;
   return NewRandomId();
+}
+
+OpResult<Done> SessionIdAllowed(const Request& req, std::string_view id) {
+  if (req.admin || id.size() >= kMinClientSessionIdBytes) return Done{};
+  return {OpStatus::kInvalidArgument, std::string(wire::kShortSessionId)};
 }
 
 JsonRequest::JsonRequest(const Request& req, std::initializer_list<std::string_view> names,

@@ -28,8 +28,13 @@ namespace anteroom::server {
 std::optional<Response> BadNames(const Request& req, std::initializer_list<std::string_view> what);
 
 // The `session` query parameter (/challenge, /ws, /events): the name given, or a new random id
-// when there is none (`*created` then true). A 400 when the name breaks the rule.
+// when there is none (`*created` then true). A 400 when the name breaks the naming rule, or is
+// too short to be a client's (SessionIdAllowed).
 OpResult<std::string> SessionFromQuery(const Request& req, bool* created = nullptr);
+
+// Whether a request may name session `id` (valid by the naming rule): a client's must carry 128
+// bits (common/names.h, kMinClientSessionIdBytes); a request with the admin key may name any.
+OpResult<Done> SessionIdAllowed(const Request& req, std::string_view id);
 
 enum class BodyRule : bool {
   kRequired,      // an empty body is not JSON

@@ -66,6 +66,29 @@ Response SessionReply(const std::string& room, const SessionView& v, Services& s
   return r;
 }
 
+// Completion for touch and leave: as AnswerSession, but a session the room does not know is
+// answered as one that has just left for good ("gone", with the room's counts), so an id that
+// was never there cannot be told from one that was (issue 16 item 3).
+store::Completion<SessionView> AnswerSessionOrGone(std::string room, std::string id,
+                                                   Respond respond, Services& services) {
+  return [room = std::move(room), id = std::move(id), respond = std::move(respond),
+          &services](OpResult<SessionView> r) mutable {
+    if (r.ok()) return respond(SessionReply(room, *r, services));
+    if (r.status() != OpStatus::kUnknownSession) return respond(ErrorReply(r));
+    services.backend.GetRoom(room, [room, id = std::move(id), respond = std::move(respond),
+                                    &services](OpResult<RoomInfo> info) {
+      if (!info.ok()) return respond(ErrorReply(info));
+      SessionView gone;
+      gone.session = id;
+      gone.status = SessionStatus::kGone;
+      gone.waiting = info->waiting;
+      gone.active = info->active;
+      gone.capacity = info->config.capacity;
+      respond(SessionReply(room, gone, services));
+    });
+  };
+}
+
 // Completion that answers a SessionView (or the error) as JSON.
 store::Completion<SessionView> AnswerSession(std::string room, Respond respond,
                                              Services& services) {
@@ -157,10 +180,14 @@ struct SessionBody {
   std::string session;
   bool final = false;
 };
-OpResult<SessionBody> ReadSessionBody(const json::object& body, bool with_final) {
+OpResult<SessionBody> ReadSessionBody(const Request& req, const json::object& body,
+                                      bool with_final) {
   auto session = ReadName(body, "session");
   if (!session.ok()) return {session.status(), session.message()};
   if (!*session) return {OpStatus::kInvalidArgument, wire::FieldRequired("session")};
+  if (auto allowed = SessionIdAllowed(req, **session); !allowed.ok()) {
+    return {allowed.status(), allowed.message()};
+  }
   SessionBody out{std::move(**session)};
   if (with_final) {
     auto final = ReadBool(body, "final");
@@ -229,6 +256,11 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
   if (!nonce.ok()) return respond(ErrorReply(nonce));
   auto solution = ReadString(in.body(), "solution");
   if (!solution.ok()) return respond(ErrorReply(solution));
+  if (*session) {
+    if (auto allowed = SessionIdAllowed(req, **session); !allowed.ok()) {
+      return respond(ErrorReply(allowed));
+    }
+  }
   std::string id = *session ? std::move(**session) : NewRandomId();
   ArrivalRead arrival =
       ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
@@ -276,20 +308,22 @@ void CmdChallenge(Services& s, const Request& req, Respond respond) {
 void CmdTouch(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
-  auto body = ReadSessionBody(in.body(), false);
+  auto body = ReadSessionBody(req, in.body(), false);
   if (!body.ok()) return respond(ErrorReply(body));
+  std::string id = body->session;
   s.backend.Touch(req.params[0], std::move(body->session),
-                  AnswerSession(req.params[0], std::move(respond), s));
+                  AnswerSessionOrGone(req.params[0], std::move(id), std::move(respond), s));
 }
 
 // POST /v1/rooms/{room}/leave: {"session", "final"?}: leaves (for good with "final").
 void CmdLeave(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
-  auto body = ReadSessionBody(in.body(), true);
+  auto body = ReadSessionBody(req, in.body(), true);
   if (!body.ok()) return respond(ErrorReply(body));
+  std::string id = body->session;
   s.backend.Leave(req.params[0], std::move(body->session), body->final,
-                  AnswerSession(req.params[0], std::move(respond), s));
+                  AnswerSessionOrGone(req.params[0], std::move(id), std::move(respond), s));
 }
 
 // DELETE /v1/rooms/{room}/sessions/{session}: evicts the session.
@@ -315,7 +349,7 @@ void RegisterRoomRoutes(Router& router, Services& s) {
       {verb::delete_, "/v1/rooms/{room}", kAdmin, kBody, kNoCors, kPlain, CmdDeleteRoom},
       {verb::get, "/v1/rooms", kPublic, kBody, kNoCors, kPlain, CmdListRooms},
       {verb::post, "/v1/rooms/{room}/check", kSession, kBody, kCorsPublic, kPlain, CmdCheck},
-      {verb::get, "/v1/rooms/{room}/challenge", kPublic, kBody, kCorsPublic, kPlain, CmdChallenge},
+      {verb::get, "/v1/rooms/{room}/challenge", kSession, kBody, kCorsPublic, kPlain, CmdChallenge},
       {verb::post, "/v1/rooms/{room}/touch", kSession, kBody, kCorsPublic, kPlain, CmdTouch},
       {verb::post, "/v1/rooms/{room}/leave", kSession, kBody, kCorsPublic, kPlain, CmdLeave},
       {verb::delete_, "/v1/rooms/{room}/sessions/{session}", kAdmin, kBody, kNoCors, kPlain,

@@ -355,6 +355,9 @@ void Router::Dispatch(Request& request, Respond respond) const {
       answer(route.series, finish(ErrorReply(OpStatus::kUnauthorized, why)));
       return;
     }
+    if (route.options.scope == Scope::kSession) {
+      request.admin = Allows(Scope::kAdmin, request.authorization);
+    }
     if (route.options.parks) request.hangup = std::make_shared<Hangup>();
     request.params.clear();
     for (size_t i = 0; i < path.size(); ++i) {
@@ -412,6 +415,7 @@ Response Router::Preflight(const Request& request,
   }
   Response r;
   r.status = 204;
+  r.content_type.clear();  // no content (RFC 9110 15.3.5)
   if (request.origin.empty()) {
     // Not a browser's preflight: what the path allows (RFC 9110 9.3.7).
     r.headers.emplace_back("Allow", methods + ", OPTIONS");

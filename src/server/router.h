@@ -28,15 +28,18 @@ struct Request {
   http::verb method = http::verb::get;
   std::string target;  // as sent: path and query
   std::string body;
-  std::string authorization;      // the Authorization header, if any
-  std::string forwarded_for;      // the X-Forwarded-For header, if any
+  std::string authorization;  // the Authorization header, if any
+  std::string forwarded_for;  // the X-Forwarded-For header, if any
   // For the origin rules (server/origin_policy.h): as sent, empty when absent.
-  std::string origin;          // Origin
-  std::string host;            // Host
-  std::string forwarded_host;  // X-Forwarded-Host (believed from a trusted proxy only)
-  std::string content_type;    // Content-Type
+  std::string origin;             // Origin
+  std::string host;               // Host
+  std::string forwarded_host;     // X-Forwarded-Host (believed from a trusted proxy only)
+  std::string content_type;       // Content-Type
   boost::asio::ip::address peer;  // the address the connection came from
   bool websocket = false;         // a WebSocket upgrade request
+  // Set by the router on kSession routes: the request carries the admin key (or none is set),
+  // so it may name sessions the short way (common/names.h, kMinClientSessionIdBytes).
+  bool admin = false;
   // Set by the router for routes that may park (RouteOptions::parks): the connection signals
   // it when the client hangs up before the answer.
   std::shared_ptr<Hangup> hangup;

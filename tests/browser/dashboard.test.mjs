@@ -15,8 +15,9 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
   const server = await startServer(['--stats-interval-ms', '200'], { ANTEROOM_ADMIN_KEY: KEY });
   try {
     assert.equal((await api(server, 'PUT', '/v1/rooms/shop', { capacity: 2 }, KEY)).status, 200);
+    // Short session names are the app's own (its server holds the admin key).
     for (const s of ['a', 'b', 'c']) {
-      assert.equal((await api(server, 'POST', '/v1/rooms/shop/check', { session: s })).status, 200);
+      assert.equal((await api(server, 'POST', '/v1/rooms/shop/check', { session: s }, KEY)).status, 200);
     }
     // A queue with work done and one dead letter (queue routes take the admin key when no
     // queue key is set).
@@ -55,7 +56,7 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await page.locator('[data-queue="mail"]').waitFor({ timeout: 5_000 });
 
     // Live: a change made elsewhere shows up without a reload.
-    await api(server, 'POST', '/v1/rooms/shop/check', { session: 'd' });
+    await api(server, 'POST', '/v1/rooms/shop/check', { session: 'd' }, KEY);
     await eventually(async () => (await shop.locator('.waiting').textContent()).trim() === '2',
       5_000, 'the waiting count to follow');
 
@@ -78,7 +79,7 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await shop.locator('button.toggle-pause').click();
     await eventually(async () => (await api(server, 'GET', '/v1/rooms/shop')).json.paused === true,
       5_000, 'paused');
-    await api(server, 'POST', '/v1/rooms/shop/leave', { session: 'a', final: true });
+    await api(server, 'POST', '/v1/rooms/shop/leave', { session: 'a', final: true }, KEY);
     const room = (await api(server, 'GET', '/v1/rooms/shop')).json;
     assert.equal(room.active, 2, 'a paused room admits nobody');
     await eventually(async () => /resume/i.test(await shop.locator('button.toggle-pause').textContent()),

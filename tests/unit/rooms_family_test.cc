@@ -2,6 +2,10 @@
 // evictions and challenges, dispatched through the router over a memory backend.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "common/wire_errors.h"
 #include "family_world.h"
 
@@ -31,25 +35,31 @@ TEST(RoomsFamilyTest, PutGetListDeleteNeedTheKeyWhereTheyChangeThings) {
 TEST(RoomsFamilyTest, CheckTouchLeave) {
   FamilyWorld w;
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
-  Response first = w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "alice"})");
+  Response first =
+      w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "alice-Qm9vYmFyYmF6cXV4"})");
   ASSERT_EQ(first.status, 200u) << first.body;
   EXPECT_EQ(Json(first).at("status").as_string(), "active");
   EXPECT_TRUE(Json(first).at("token").is_string());
-  Response second = w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "bob"})");
+  Response second =
+      w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "bob-UXVpY2tCcm93bkZveA"})");
   EXPECT_EQ(Json(second).at("status").as_string(), "waiting");
   EXPECT_EQ(Json(second).at("position").as_int64(), 1);
   Response named = w.Call(verb::post, "/v1/rooms/r/check", "");
   EXPECT_TRUE(Json(named).at("session").is_string())
       << "the server names a session: " << named.body;
 
-  EXPECT_EQ(w.Call(verb::post, "/v1/rooms/r/touch", R"({"session": "bob"})").status, 200u);
-  Response left = w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": "alice", "final": true})");
+  EXPECT_EQ(
+      w.Call(verb::post, "/v1/rooms/r/touch", R"({"session": "bob-UXVpY2tCcm93bkZveA"})").status,
+      200u);
+  Response left = w.Call(verb::post, "/v1/rooms/r/leave",
+                         R"({"session": "alice-Qm9vYmFyYmF6cXV4", "final": true})");
   ASSERT_EQ(left.status, 200u) << left.body;
-  Response admitted = w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "bob"})");
+  Response admitted =
+      w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "bob-UXVpY2tCcm93bkZveA"})");
   EXPECT_EQ(Json(admitted).at("status").as_string(), "active") << admitted.body;
 
-  EXPECT_EQ(w.Call(verb::delete_, "/v1/rooms/r/sessions/bob").status, 401u);
-  EXPECT_EQ(w.Admin(verb::delete_, "/v1/rooms/r/sessions/bob").status, 200u);
+  EXPECT_EQ(w.Call(verb::delete_, "/v1/rooms/r/sessions/bob-UXVpY2tCcm93bkZveA").status, 401u);
+  EXPECT_EQ(w.Admin(verb::delete_, "/v1/rooms/r/sessions/bob-UXVpY2tCcm93bkZveA").status, 200u);
 }
 
 TEST(RoomsFamilyTest, RequestsRefusedBeforeTheBackend) {
@@ -77,7 +87,7 @@ TEST(RoomsFamilyTest, RequestsRefusedBeforeTheBackend) {
 TEST(RoomsFamilyTest, ChallengeOfARoomWithAndWithoutOne) {
   FamilyWorld w;
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/open", R"({"capacity": 1})").status, 200u);
-  Response none = w.Call(verb::get, "/v1/rooms/open/challenge?session=s1");
+  Response none = w.Call(verb::get, "/v1/rooms/open/challenge?session=s1-SnVtcGVkT3ZlclRoZUxh");
   ASSERT_EQ(none.status, 200u) << none.body;
   EXPECT_TRUE(Json(none).at("type").is_null());
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/hard",
@@ -88,18 +98,98 @@ TEST(RoomsFamilyTest, ChallengeOfARoomWithAndWithoutOne) {
   ASSERT_EQ(puzzle.status, 200u) << puzzle.body;
   EXPECT_EQ(Json(puzzle).at("type").as_string(), "pow");
   EXPECT_EQ(Json(puzzle).at("difficulty").as_int64(), 4);
-  Response refused = w.Call(verb::post, "/v1/rooms/hard/check", R"({"session": "s1"})");
+  Response refused =
+      w.Call(verb::post, "/v1/rooms/hard/check", R"({"session": "s1-SnVtcGVkT3ZlclRoZUxh"})");
   EXPECT_EQ(ErrorCode(refused), "challenge_required") << refused.body;
-  EXPECT_NE(ErrorMessage(refused).find("/v1/rooms/hard/challenge?session=s1"), std::string::npos);
+  EXPECT_NE(ErrorMessage(refused).find("/v1/rooms/hard/challenge?session=s1-SnVtcGVkT3ZlclRoZUxh"),
+            std::string::npos);
 }
 
 TEST(RoomsFamilyTest, TheLiveRoutesWantTheirTransport) {
   FamilyWorld w;
-  Response ws = w.Call(verb::get, "/v1/rooms/r/ws?session=s");
+  Response ws = w.Call(verb::get, "/v1/rooms/r/ws?session=s-ZXZlcnlTZXNzaW9uSWQx");
   EXPECT_EQ(ws.status, 426u);
   EXPECT_EQ(ErrorMessage(ws), wire::kNotWebSocket);
   Response name = w.Call(verb::get, "/v1/rooms/a%20b/events");
   EXPECT_EQ(ErrorMessage(name), wire::BadPathName(wire::kRoomNames));
+}
+
+// Issue 16 item 3: a session id is its session's only credential. One a client names must carry
+// 128 bits (22 characters); shorter ones only with the admin key (apps naming sessions after
+// their users, server-side), or on a server with no admin key at all (everything open).
+TEST(RoomsFamilyTest, ClientsNameSessionsWith128Bits) {
+  FamilyWorld w;
+  ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
+  const std::string short_id = "user-42";
+  const std::string id21(21, 'x'), id22(22, 'x');
+  for (const auto& [method, target, body] : std::vector<std::tuple<verb, std::string, std::string>>{
+           {verb::post, "/v1/rooms/r/check", R"({"session": "user-42"})"},
+           {verb::post, "/v1/rooms/r/check", R"({"session": ")" + id21 + R"("})"},
+           {verb::post, "/v1/rooms/r/touch", R"({"session": "user-42"})"},
+           {verb::post, "/v1/rooms/r/leave", R"({"session": "user-42", "final": true})"},
+           {verb::get, "/v1/rooms/r/events?session=user-42", ""},
+           {verb::get, "/v1/rooms/r/ws?session=user-42", ""},
+           {verb::get, "/v1/rooms/r/challenge?session=user-42", ""},
+       }) {
+    SCOPED_TRACE(target + " " + body);
+    Response r = w.Call(method, target, body);
+    EXPECT_EQ(r.status, 400u) << r.body;
+    EXPECT_EQ(ErrorMessage(r), wire::kShortSessionId);
+  }
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/rooms/r")).at("active").as_int64(), 0) << "nobody joined";
+  Response long_enough =
+      w.Call(verb::post, "/v1/rooms/r/check", R"({"session": ")" + id22 + R"("})");
+  EXPECT_EQ(long_enough.status, 200u) << long_enough.body;
+  // The app's own server, with the admin key, names its users' sessions as it likes.
+  Response app = w.Admin(verb::post, "/v1/rooms/r/check", R"({"session": "user-42"})");
+  EXPECT_EQ(app.status, 200u) << app.body;
+  EXPECT_EQ(Json(app).at("status").as_string(), "waiting");
+  EXPECT_EQ(w.Admin(verb::post, "/v1/rooms/r/touch", R"({"session": "user-42"})").status, 200u);
+  // ... but the admin key of another server is not it.
+  Response wrong = *w.Send(verb::post, "/v1/rooms/r/touch", R"({"session": "user-42"})",
+                           "Bearer not-the-admin-key");
+  EXPECT_EQ(wrong.status, 400u);
+
+  FamilyWorld open("", "");
+  ASSERT_EQ(open.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
+  EXPECT_EQ(open.Call(verb::post, "/v1/rooms/r/check", R"({"session": "ann"})").status, 200u)
+      << "no admin key: every request has the admin's rights";
+}
+
+// Touch and leave answer a session the room never had as one that has just left for good, so
+// they cannot be used to learn whether an id is in the room.
+TEST(RoomsFamilyTest, TouchAndLeaveDoNotTellWhetherASessionExists) {
+  FamilyWorld w;
+  ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
+  const std::string a = "a-000000000000000000000", b = "b-000000000000000000000",
+                    c = "c-000000000000000000000", nobody = "n-000000000000000000000";
+  for (const std::string& id : {a, b, c}) {
+    ASSERT_EQ(w.Call(verb::post, "/v1/rooms/r/check", R"({"session": ")" + id + R"("})").status,
+              200u);
+  }
+  // b waits: a final leave of b, and of nobody, answer alike but for the id.
+  auto without_id = [](Response r, const std::string& id) {
+    std::string body = r.body;
+    body.replace(body.find(id), id.size(), "ID");
+    return std::to_string(r.status) + " " + body;
+  };
+  Response left = w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": ")" + b + R"("})");
+  // Now 1 active, 1 waiting (c): nobody's answers are read against the same counts.
+  Response touch_nobody =
+      w.Call(verb::post, "/v1/rooms/r/touch", R"({"session": ")" + nobody + R"("})");
+  Response leave_nobody =
+      w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": ")" + nobody + R"(", "final": true})");
+  Response leave_b_again =
+      w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": ")" + b + R"(", "final": true})");
+  EXPECT_EQ(Json(left).at("status").as_string(), "gone") << left.body;
+  EXPECT_EQ(without_id(touch_nobody, nobody), without_id(leave_b_again, b));
+  EXPECT_EQ(without_id(leave_nobody, nobody), without_id(leave_b_again, b));
+  EXPECT_EQ(Json(leave_nobody).at("waiting").as_int64(), 1);
+  EXPECT_EQ(Json(leave_nobody).at("active").as_int64(), 1);
+  // An unknown room is still said: rooms are public.
+  EXPECT_EQ(ErrorCode(w.Call(verb::post, "/v1/rooms/nowhere/touch",
+                             R"({"session": ")" + nobody + R"("})")),
+            "unknown_room");
 }
 
 }  // namespace

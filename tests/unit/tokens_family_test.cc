@@ -20,16 +20,17 @@ std::string Verify(std::string_view token) {
 TEST(TokensFamilyTest, ATokenOfAnAdmissionVerifiesUntilRevoked) {
   FamilyWorld w;
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
-  Response in = w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "alice"})");
+  Response in = w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "alice-Qm9vYmFyYmF6cXV4"})");
   std::string token(Json(in).at("token").as_string());
   Response ok = w.Call(verb::post, "/v1/tokens/verify", Verify(token));
   ASSERT_EQ(ok.status, 200u) << ok.body;
   EXPECT_TRUE(Json(ok).at("valid").as_bool()) << ok.body;
   EXPECT_EQ(Json(ok).at("room").as_string(), "r");
 
-  ASSERT_EQ(
-      w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": "alice", "final": true})").status,
-      200u);
+  ASSERT_EQ(w.Call(verb::post, "/v1/rooms/r/leave",
+                   R"({"session": "alice-Qm9vYmFyYmF6cXV4", "final": true})")
+                .status,
+            200u);
   Response revoked = w.Call(verb::post, "/v1/tokens/verify", Verify(token));
   EXPECT_FALSE(Json(revoked).at("valid").as_bool());
   EXPECT_EQ(Json(revoked).at("reason").as_string(), "revoked");
@@ -44,7 +45,9 @@ TEST(TokensFamilyTest, MalformedAndForgedTokensAreInvalid) {
 
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);
   std::string token(
-      Json(w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "a"})")).at("token").as_string());
+      Json(w.Call(verb::post, "/v1/rooms/r/check", R"({"session": "a-SGVsbG9Xb3JsZEhlbGxvVw"})"))
+          .at("token")
+          .as_string());
   token.back() = token.back() == 'A' ? 'B' : 'A';  // another signature
   Response forged = w.Call(verb::post, "/v1/tokens/verify", Verify(token));
   EXPECT_FALSE(Json(forged).at("valid").as_bool()) << forged.body;
