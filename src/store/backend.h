@@ -26,6 +26,10 @@ namespace anteroom::store {
 template <typename T>
 using Completion = std::function<void(OpResult<T>)>;
 
+// The length of a queue key's digest (SHA-256): the only one SetQueueKey takes (others are
+// refused with kInvalidArgument) and the one a stored digest always has.
+inline constexpr size_t kQueueKeyDigestBytes = 32;
+
 // Whether changes can be made now (GET /healthz, /readyz). Reads may still work when they
 // cannot: a full disk refuses changes, not reads.
 struct HealthReport {
@@ -109,6 +113,14 @@ class Backend {
                            Completion<size_t> done) = 0;
   virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
   virtual void SetPaused(std::string queue, bool paused, Completion<Done> done) = 0;
+  // A queue's own key (docs/security.md): `digest` is the SHA-256 (32 raw bytes) of the key
+  // that opens this queue's data routes, kept durably and shared by every process; nullopt
+  // removes it. Setting one creates the queue (within --max-queues: kLimitReached); a queue
+  // with a key is never forgotten as empty.
+  virtual void SetQueueKey(std::string queue, std::optional<std::string> digest,
+                           Completion<Done> done) = 0;
+  // The digest set for `queue`; nullopt when none is (or there is no such queue).
+  virtual void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) = 0;
 
   // Whether a change made now would be kept (a full disk, a lost or read-only Redis: not).
   virtual void CheckHealth(Completion<HealthReport> done) = 0;

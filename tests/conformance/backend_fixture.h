@@ -31,6 +31,11 @@
 
 namespace anteroom::store::conformance {
 
+// What a test may set on the backend under test (the defaults: no caps).
+struct HarnessOptions {
+  size_t max_queues = 0;  // --max-queues
+};
+
 // One backend under test, with a clock the test controls.
 class Harness {
  public:
@@ -40,38 +45,60 @@ class Harness {
   virtual void AdvanceTime(int64_t ms) = 0;
   // The backend's idea of now (ms since the epoch), for absolute times in answers.
   virtual int64_t NowMs() const = 0;
+  // Stops the backend and starts another on what it kept (the data directory, the Redis key
+  // prefix), as a restarted server would; the clock goes on. False (nothing done) for a
+  // backend that keeps nothing across a restart (memory). Call with no request in flight.
+  virtual bool Restart() { return false; }
 };
 
 class MemoryHarness : public Harness {
  public:
-  explicit MemoryHarness(size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom)
-      : backend_(clock_, MemoryBackendOptions{.run_timer = false,
-                                              .max_clients_per_room = max_clients_per_room}) {}
-  Backend& backend() override { return backend_; }
+  explicit MemoryHarness(size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom,
+                         HarnessOptions options = {})
+      : options_{.run_timer = false,
+                 .max_queues = options.max_queues,
+                 .max_clients_per_room = max_clients_per_room} {
+    backend_.emplace(clock_, options_);
+  }
+  Backend& backend() override { return *backend_; }
   void AdvanceTime(int64_t ms) override {
     clock_.Advance(ms);
-    backend_.RunDue();
+    backend_->RunDue();
   }
   int64_t NowMs() const override { return clock_.NowMs(); }
 
  protected:
   FakeClock clock_;
-  MemoryBackend backend_;
+  MemoryBackendOptions options_;
+  std::optional<MemoryBackend> backend_;
 };
 
 // The embedded durable backend: the memory backend with its log in a fresh directory, answers
 // waiting for the log as in production (fsync `always`: from the flusher's thread).
 class DurableHarness final : public MemoryHarness {
  public:
-  explicit DurableHarness(log::FsyncPolicy policy)
-      : dir_(MakeDir()),
-        store_(std::in_place, backend_,
-               log::EmbeddedOptions{.dir = dir_, .fsync = policy, .compact_in_background = false}) {
-  }
+  explicit DurableHarness(log::FsyncPolicy policy, HarnessOptions options = {})
+      : MemoryHarness(core::kDefaultMaxClientsPerRoom, options),
+        dir_(MakeDir()),
+        store_options_{.dir = dir_, .fsync = policy, .compact_in_background = false},
+        store_(std::in_place, *backend_, store_options_) {}
   ~DurableHarness() override {
     store_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+  }
+  // A new backend recovers the directory (snapshot and log), as `anteroom serve` does.
+  bool Restart() override {
+    store_.reset();
+    backend_.reset();
+    backend_.emplace(clock_, options_);
+    store_.emplace(*backend_, store_options_);
+    return true;
+  }
+  // Writes a snapshot now, so a restart loads it (and the log after it).
+  void Compact() {
+    std::string error;
+    if (!store_->Compact(error)) throw std::runtime_error("compaction failed: " + error);
   }
 
  private:
@@ -81,6 +108,7 @@ class DurableHarness final : public MemoryHarness {
     return templ;
   }
   std::string dir_;
+  log::EmbeddedOptions store_options_;
   std::optional<log::EmbeddedStore> store_;
 };
 
@@ -90,19 +118,28 @@ class DurableHarness final : public MemoryHarness {
 class RedisHarness final : public Harness {
  public:
   explicit RedisHarness(const std::string& url,
-                        size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom)
-      : backend_(clock_, redis::RedisBackendOptions{.url = url,
-                                                    .key_prefix = NextPrefix(),
-                                                    .redis_time = false,
-                                                    .run_timer = false,
-                                                    .max_clients_per_room = max_clients_per_room}) {
+                        size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom,
+                        HarnessOptions options = {})
+      : options_{.url = url,
+                 .key_prefix = NextPrefix(),
+                 .redis_time = false,
+                 .run_timer = false,
+                 .max_queues = options.max_queues,
+                 .max_clients_per_room = max_clients_per_room} {
+    backend_.emplace(clock_, options_);
   }
-  Backend& backend() override { return backend_; }
+  Backend& backend() override { return *backend_; }
   void AdvanceTime(int64_t ms) override {
     clock_.Advance(ms);
-    backend_.RunDue();
+    backend_->RunDue();
   }
   int64_t NowMs() const override { return clock_.NowMs(); }
+  // Another process on the same Redis and prefix: it sees everything the first one kept.
+  bool Restart() override {
+    backend_.reset();
+    backend_.emplace(clock_, options_);
+    return true;
+  }
 
  private:
   static std::string NextPrefix() {
@@ -110,12 +147,13 @@ class RedisHarness final : public Harness {
     return "t" + std::to_string(getpid()) + "." + std::to_string(n++) + ":";
   }
   FakeClock clock_;
-  redis::RedisBackend backend_;
+  redis::RedisBackendOptions options_;
+  std::optional<redis::RedisBackend> backend_;
 };
 
 struct BackendFactory {
   std::string name;
-  std::function<std::unique_ptr<Harness>()> make;
+  std::function<std::unique_ptr<Harness>(HarnessOptions)> make;
 };
 
 // Test names and failure messages show the backend's name, not the struct's bytes.
@@ -123,13 +161,28 @@ inline void PrintTo(const BackendFactory& factory, std::ostream* os) { *os << fa
 
 inline std::vector<BackendFactory> Backends() {
   return {
-      {"memory", [] { return std::make_unique<MemoryHarness>(); }},
-      {"log_always", [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kAlways); }},
+      {"memory",
+       [](HarnessOptions o) {
+         return std::make_unique<MemoryHarness>(core::kDefaultMaxClientsPerRoom, o);
+       }},
+      {"log_always",
+       [](HarnessOptions o) {
+         return std::make_unique<DurableHarness>(log::FsyncPolicy::kAlways, o);
+       }},
       {"log_everysec",
-       [] { return std::make_unique<DurableHarness>(log::FsyncPolicy::kEverySec); }},
-      {"redis", [] { return std::make_unique<RedisHarness>(RedisServers::Get().Single()); }},
+       [](HarnessOptions o) {
+         return std::make_unique<DurableHarness>(log::FsyncPolicy::kEverySec, o);
+       }},
+      {"redis",
+       [](HarnessOptions o) {
+         return std::make_unique<RedisHarness>(RedisServers::Get().Single(),
+                                               core::kDefaultMaxClientsPerRoom, o);
+       }},
       {"redis_cluster",
-       [] { return std::make_unique<RedisHarness>(RedisServers::Get().Cluster()); }},
+       [](HarnessOptions o) {
+         return std::make_unique<RedisHarness>(RedisServers::Get().Cluster(),
+                                               core::kDefaultMaxClientsPerRoom, o);
+       }},
   };
 }
 
@@ -139,7 +192,12 @@ inline std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& i
 
 class BackendTest : public ::testing::TestWithParam<BackendFactory> {
  protected:
-  void SetUp() override { harness_ = GetParam().make(); }
+  void SetUp() override { harness_ = GetParam().make({}); }
+  // Replaces the backend under test with a fresh one made with `options`.
+  void Remake(HarnessOptions options) {
+    harness_.reset();
+    harness_ = GetParam().make(options);
+  }
 
   // Calls the callback API and waits for its single answer (it may come from another thread).
   template <typename T, typename Call>

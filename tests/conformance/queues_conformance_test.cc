@@ -206,6 +206,19 @@ class QueuesConformanceTest : public conformance::BackendTest {
     auto r = Await<Done>([&](auto done) { b().SetPaused(q, paused, done); });
     EXPECT_TRUE(r.ok()) << r.message();
   }
+  OpResult<Done> SetKey(const std::string& q, std::optional<std::string> digest) {
+    return Await<Done>([&](auto done) { b().SetQueueKey(q, std::move(digest), done); });
+  }
+  std::optional<std::string> GetKey(const std::string& q) {
+    auto r = Await<std::optional<std::string>>([&](auto done) { b().GetQueueKey(q, done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : std::optional<std::string>("(failed)");
+  }
+  std::set<std::string> ListedNames() {
+    std::set<std::string> names;
+    for (const auto& [name, stats] : List()) names.insert(name);
+    return names;
+  }
 
   // ready, delayed, inflight, dead, and the identity pushed = acked + every state + cancelled.
   void ExpectCounts(const std::string& q, int64_t ready, int64_t delayed, int64_t inflight,
@@ -1003,6 +1016,128 @@ TEST_P(QueuesConformanceTest, ANameResumedAndLeftByItsWorkersKeepsNothing) {
   EXPECT_EQ(Stats("held").workers, 0);
   Heartbeat("held", "w", 60'000);
   EXPECT_EQ(Stats("held").workers, 0) << "silent, then nothing held: the name was forgotten";
+}
+
+// ---- a queue's own key (Backend::SetQueueKey) ------------------------------------------------
+
+// A SHA-256 digest as the server keeps it: 32 raw bytes, NULs and high bytes included.
+std::string Digest(uint8_t seed) {
+  std::string d(kQueueKeyDigestBytes, '\0');
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<char>(seed * 37 + i * 101);
+  return d;
+}
+
+TEST_P(QueuesConformanceTest, QueueKeySetReplacedAndRemoved) {
+  EXPECT_EQ(GetKey("q"), std::nullopt);
+  ASSERT_TRUE(SetKey("q", Digest(1)).ok());
+  EXPECT_EQ(GetKey("q"), Digest(1));
+  EXPECT_EQ(GetKey("other"), std::nullopt) << "keys are per queue";
+  ASSERT_TRUE(SetKey("q", Digest(1)).ok()) << "the same key again";
+  EXPECT_EQ(GetKey("q"), Digest(1));
+  ASSERT_TRUE(SetKey("q", Digest(2)).ok());
+  EXPECT_EQ(GetKey("q"), Digest(2)) << "replaced";
+  ASSERT_TRUE(SetKey("q", std::nullopt).ok());
+  EXPECT_EQ(GetKey("q"), std::nullopt) << "removed";
+  EXPECT_TRUE(SetKey("q", std::nullopt).ok()) << "removing no key";
+  EXPECT_TRUE(SetKey("never", std::nullopt).ok()) << "removing the key of no queue";
+  EXPECT_EQ(GetKey("never"), std::nullopt);
+  EXPECT_TRUE(List().empty()) << "removing keys creates no queue";
+  // Only a SHA-256 digest is kept: anything else is a caller's mistake, refused unkept.
+  for (std::string wrong : {std::string(), std::string(31, 'x'), std::string(64, 'a')}) {
+    EXPECT_EQ(SetKey("q", wrong).status(), OpStatus::kInvalidArgument) << wrong.size();
+  }
+  EXPECT_EQ(GetKey("q"), std::nullopt);
+}
+
+TEST_P(QueuesConformanceTest, QueueKeyMakesAQueueThatIsListedAndNeverForgottenWhileEmpty) {
+  ASSERT_TRUE(SetKey("k", Digest(3)).ok());
+  auto list = List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].first, "k");
+  EXPECT_EQ(list[0].second.pushed, 0);
+  ExpectCounts("k", 0, 0, 0, 0);
+  // What forgets a name that holds nothing: heartbeats, a worker gone silent, a long poll
+  // ending, time passing. The key keeps the queue through all of them.
+  Heartbeat("k", "w", 2'000);
+  EXPECT_EQ(Stats("k").workers, 1) << "a queue with a key holds something: heartbeats count";
+  AdvanceTime(2'000);
+  EXPECT_EQ(Stats("k").workers, 0);
+  PendingFetch poll = StartFetch("k", "w", 1, 30'000, 1'000);
+  EXPECT_TRUE(poll.StillWaiting());
+  AdvanceTime(1'000);
+  auto r = poll.Get();
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->empty());
+  SetPaused("k", true);
+  SetPaused("k", false);
+  AdvanceTime(60'000);
+  EXPECT_EQ(GetKey("k"), Digest(3));
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"k"}));
+  // Jobs come and go; the key stays.
+  PushOne("k", "job");
+  ASSERT_EQ(Ack("k", {TakeOne("k", "w").lease}), Outcomes{kOk});
+  EXPECT_EQ(GetKey("k"), Digest(3));
+
+  // A key on a queue that held nothing else: removed, the name holds nothing and is forgotten.
+  ASSERT_TRUE(SetKey("bare", Digest(4)).ok());
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"bare", "k"}));
+  ASSERT_TRUE(SetKey("bare", std::nullopt).ok());
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"k"}));
+  Heartbeat("bare", "w", 60'000);
+  EXPECT_EQ(Stats("bare").workers, 0) << "forgotten with its key: heartbeats keep nothing";
+  // A queue pushed to stays listed without its key.
+  ASSERT_TRUE(SetKey("k", std::nullopt).ok());
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"k"}));
+  EXPECT_EQ(Stats("k").pushed, 1);
+}
+
+TEST_P(QueuesConformanceTest, QueueKeyCreatesQueuesWithinMaxQueues) {
+  Remake({.max_queues = 2});
+  PushOne("a", "1");
+  ASSERT_TRUE(SetKey("b", Digest(1)).ok()) << "the second queue";
+  EXPECT_EQ(SetKey("c", Digest(1)).status(), OpStatus::kLimitReached);
+  EXPECT_EQ(Push("c", {Job("x")}).status(), OpStatus::kLimitReached);
+  EXPECT_EQ(GetKey("c"), std::nullopt) << "a refused key is not kept";
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"a", "b"}));
+  EXPECT_TRUE(SetKey("a", Digest(2)).ok()) << "a key for an existing queue";
+  EXPECT_TRUE(SetKey("b", Digest(3)).ok()) << "a key replaced";
+  EXPECT_TRUE(SetKey("a", std::nullopt).ok());
+  EXPECT_EQ(SetKey("c", Digest(1)).status(), OpStatus::kLimitReached)
+      << "a queue pushed to still counts without its key";
+  // b held only its key: without it, b no longer counts, and c fits.
+  ASSERT_TRUE(SetKey("b", std::nullopt).ok());
+  ASSERT_TRUE(SetKey("c", Digest(4)).ok());
+  EXPECT_TRUE(Push("c", {Job("x")}).ok()) << "a queue with a key counts once";
+  EXPECT_EQ(Push("b", {Job("x")}).status(), OpStatus::kLimitReached);
+  EXPECT_EQ(ListedNames(), (std::set<std::string>{"a", "c"}));
+}
+
+// Kept across a restart: from the log alone, and (log backends) from a snapshot plus the log.
+TEST_P(QueuesConformanceTest, QueueKeySurvivesARestart) {
+  ASSERT_TRUE(SetKey("kept", Digest(1)).ok());
+  ASSERT_TRUE(SetKey("replaced", Digest(2)).ok());
+  ASSERT_TRUE(SetKey("removed", Digest(3)).ok());
+  PushOne("pushed", "x");
+  ASSERT_TRUE(SetKey("pushed", Digest(4)).ok());
+  auto* durable = dynamic_cast<conformance::DurableHarness*>(harness_.get());
+  if (durable) durable->Compact();  // the keys so far come back from the snapshot
+  ASSERT_TRUE(SetKey("replaced", Digest(5)).ok());
+  ASSERT_TRUE(SetKey("removed", std::nullopt).ok());
+  ASSERT_TRUE(SetKey("pushed", std::nullopt).ok());
+  ASSERT_TRUE(SetKey("late", Digest(6)).ok());
+  if (!harness_->Restart()) GTEST_SKIP() << GetParam().name << " keeps nothing across restarts";
+  auto expect_kept = [&] {
+    EXPECT_EQ(GetKey("kept"), Digest(1));
+    EXPECT_EQ(GetKey("replaced"), Digest(5));
+    EXPECT_EQ(GetKey("removed"), std::nullopt);
+    EXPECT_EQ(GetKey("pushed"), std::nullopt);
+    EXPECT_EQ(GetKey("late"), Digest(6));
+    EXPECT_EQ(ListedNames(), (std::set<std::string>{"kept", "late", "pushed", "replaced"}));
+  };
+  expect_kept();
+  AdvanceTime(1'000);
+  ASSERT_TRUE(harness_->Restart());  // after a restart that replayed them
+  expect_kept();
 }
 
 // ---- long polls ----------------------------------------------------------------------------

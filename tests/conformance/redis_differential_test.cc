@@ -111,6 +111,13 @@ std::string Show(bool b) { return b ? "true" : "false"; }
 std::string Show(size_t n) { return std::to_string(n); }
 std::string Show(Done) { return "done"; }
 std::string Show(core::CancelOutcome c) { return std::to_string(static_cast<int>(c)); }
+// A queue key's digest, every byte in hex.
+std::string Show(const std::optional<std::string>& digest) {
+  if (!digest) return "no key";
+  std::string s = "key ";
+  for (char c : *digest) s += fmt::format("{:02x}", static_cast<uint8_t>(c));
+  return s;
+}
 
 // Refusals of joins are compared whole: status, when to retry, and the message.
 template <typename T>
@@ -181,7 +188,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(26);
+      int op = pick(27);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -370,6 +377,22 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           (void)same(*p.paused ? "pause" : "resume", [&](Backend& b) {
             return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
           });
+          break;
+        }
+        case 26: {
+          // A queue's own key set (two digests), removed, or read: a key keeps a queue that
+          // holds nothing else (heartbeats there count), and its removal lets it go.
+          std::optional<std::string> digest;
+          if (pick(2)) digest = std::string(kQueueKeyDigestBytes, static_cast<char>('a' + pick(2)));
+          if (pick(3) == 0) {
+            (void)same("getkey", [&](Backend& b) {
+              return Wait<std::optional<std::string>>([&](auto done) { b.GetQueueKey(q, done); });
+            });
+          } else {
+            (void)same(digest ? "setkey" : "removekey", [&](Backend& b) {
+              return Wait<Done>([&](auto done) { b.SetQueueKey(q, digest, done); });
+            });
+          }
           break;
         }
         default: {

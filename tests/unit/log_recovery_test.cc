@@ -33,6 +33,7 @@
 #include "store/log/file_io.h"
 #include "store/log/record_format.h"
 #include "store/log/snapshot_file.h"
+#include "store/memory/change_record.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::store::log {
@@ -200,6 +201,16 @@ class Engine {
     auto r = Await<core::QueueStats>([&](auto done) { backend_.GetQueue(queue, done); });
     EXPECT_TRUE(r.ok()) << r.message();
     return r.ok() ? *r : core::QueueStats{.pushed = -1};
+  }
+  void SetQueueKey(const std::string& queue, std::optional<std::string> digest) {
+    auto r = Await<Done>([&](auto done) { backend_.SetQueueKey(queue, std::move(digest), done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+  }
+  std::optional<std::string> GetQueueKey(const std::string& queue) {
+    auto r =
+        Await<std::optional<std::string>>([&](auto done) { backend_.GetQueueKey(queue, done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : std::optional<std::string>("(failed)");
   }
 
  private:
@@ -880,6 +891,134 @@ TEST_F(LogStoreRecoveryTest, RoomSettingsSurviveReplayAndCompaction) {
   EXPECT_EQ(StateOf(r.engine->backend()), StateOf(second.backend()));
   expect_settings(*r.engine, "held", true, "https://shop.example/in");
   expect_settings(*r.engine, "cleared", false, "/after-snapshot");
+}
+
+// A SHA-256 digest as the server keeps it (32 raw bytes, NULs and high bytes included).
+std::string Digest(char fill) {
+  std::string d(kQueueKeyDigestBytes, fill);
+  d[1] = '\0';
+  d[2] = '\xff';
+  return d;
+}
+
+// Queue keys (kSetQueueKey records, state format 2) come back from the log alone, and from a
+// snapshot plus the log; a removed key stays removed, and a name that held only its key is
+// forgotten.
+TEST_F(LogStoreRecoveryTest, QueueKeysSurviveReplayAndCompaction) {
+  auto expect_keys = [](Engine& e, std::optional<std::string> kept,
+                        std::optional<std::string> replaced) {
+    EXPECT_EQ(e.GetQueueKey("kept"), kept);
+    EXPECT_EQ(e.GetQueueKey("replaced"), replaced);
+    EXPECT_EQ(e.GetQueueKey("removed"), std::nullopt);
+    EXPECT_EQ(e.GetQueueKey("emails"), std::nullopt);
+  };
+  {
+    EmbeddedStore store(original_.backend(), Options(dir_.path()));
+    original_.SetQueueKey("kept", Digest('k'));
+    original_.SetQueueKey("replaced", Digest('a'));
+    original_.clock().Advance(10);
+    original_.SetQueueKey("replaced", Digest('b'));
+    original_.SetQueueKey("removed", Digest('r'));
+    original_.SetQueueKey("removed", std::nullopt);
+    original_.Push("emails", {Job("hello")});
+    original_.SetQueueKey("emails", Digest('e'));
+    original_.SetQueueKey("emails", std::nullopt);
+  }
+  {
+    Recovered r = RecoverInto(dir_.path(), true);
+    EXPECT_EQ(StateOf(r.engine->backend()), StateOf(original_.backend()));
+    expect_keys(*r.engine, Digest('k'), Digest('b'));
+    r.engine->backend().ScheduleAll();  // forgets the names that hold nothing, as at start-up
+    EXPECT_EQ(r.engine->backend().Summarize().queues, 3u);  // kept, replaced, emails
+  }
+  Engine second;
+  {
+    EmbeddedStore store(second.backend(), Options(dir_.path()));
+    expect_keys(second, Digest('k'), Digest('b'));
+    std::string error;
+    ASSERT_TRUE(store.Compact(error)) << error;
+    second.SetQueueKey("replaced", std::nullopt);  // after the cut: in the log only
+    second.SetQueueKey("late", Digest('l'));
+  }
+  Recovered r = RecoverInto(dir_.path(), true);
+  EXPECT_EQ(r.report.snapshot, 3u);
+  EXPECT_EQ(StateOf(r.engine->backend()), StateOf(second.backend()));
+  expect_keys(*r.engine, Digest('k'), std::nullopt);
+  EXPECT_EQ(r.engine->GetQueueKey("late"), Digest('l'));
+  r.engine->backend().ScheduleAll();
+  EXPECT_EQ(r.engine->backend().Summarize().queues, 3u);  // kept, emails, late
+}
+
+// State format 1 (before queue keys: no key field after `listed`) still loads, with no keys,
+// and saves again as the current format. The format-1 bytes are today's state of the same
+// queues with that one field taken out (the rooms' and queues' own layouts did not change).
+TEST(LogStateFormatTest, Format1StateWithoutQueueKeysStillLoads) {
+  Engine e;
+  e.Push("emails", {Job("hello"), Job("later", 0, 30'000)});
+  e.SetPaused("held", true);
+  std::string current = StateOf(e.backend());
+  // u32 format | u64 rooms (none) | u64 queues | per queue: str name | u8 listed | u8 no key | ..
+  ByteReader in(current);
+  ASSERT_EQ(in.Get<uint32_t>(), 2u);
+  ASSERT_EQ(in.Get<uint64_t>(), 0u);
+  ASSERT_EQ(in.Get<uint64_t>(), 2u);
+  std::string format1 = current;
+  format1[0] = 1;
+  size_t first_key = 4 + 8 + 8 + 4 + std::string("emails").size() + 1;
+  ASSERT_EQ(format1[first_key], '\0') << "emails has no key";
+  format1.erase(first_key, 1);
+  // The second queue ("held") follows the first's core::Queue bytes: find its name.
+  std::string held_name = std::string("\x04\0\0\0", 4) + "held";
+  size_t held = format1.find(held_name, first_key);
+  ASSERT_NE(held, std::string::npos);
+  size_t second_key = held + held_name.size() + 1;
+  ASSERT_EQ(format1[second_key], '\0') << "held has no key";
+  format1.erase(second_key, 1);
+
+  FakeClock clock(e.clock().NowMs());
+  MemoryBackend loaded(clock, MemoryBackendOptions{.run_timer = false});
+  ByteReader old_in(format1);
+  ASSERT_TRUE(loaded.LoadState(old_in));
+  EXPECT_EQ(StateOf(loaded), current);
+  std::optional<std::string> key = Digest('x');
+  loaded.GetQueueKey("emails", [&](OpResult<std::optional<std::string>> r) {
+    ASSERT_TRUE(r.ok());
+    key = *r;
+  });
+  EXPECT_EQ(key, std::nullopt);
+
+  std::string future = current;
+  future[0] = 3;
+  MemoryBackend refused(clock, MemoryBackendOptions{.run_timer = false});
+  ByteReader future_in(future);
+  EXPECT_FALSE(refused.LoadState(future_in)) << "a format from a later anteroom";
+}
+
+// The record's body (opt-str digest) decodes whole or changes nothing; a digest that is not
+// 32 bytes was never written by SetQueueKey (it refuses one), so it is damage.
+TEST(LogStateFormatTest, SetQueueKeyRecordsReplayAndRefuseDamage) {
+  auto record = [](std::string_view queue, std::optional<std::string> digest) {
+    std::string out;
+    ByteWriter w = BeginChange(out, ChangeKind::kSetQueueKey, 1'700'000'000'000, queue);
+    PutOptionalString(w, digest);
+    return out;
+  };
+  Engine e;
+  MemoryBackend& b = e.backend();
+  ASSERT_TRUE(b.Replay(record("q", Digest('a'))).ok());
+  EXPECT_EQ(e.GetQueueKey("q"), Digest('a'));
+  ASSERT_TRUE(b.Replay(record("q", std::nullopt)).ok());
+  EXPECT_EQ(e.GetQueueKey("q"), std::nullopt);
+  EXPECT_EQ(b.Summarize().queues, 0u) << "a name that held only its key is forgotten";
+  ASSERT_TRUE(b.Replay(record("q", Digest('b'))).ok());
+
+  std::string cut = record("q", Digest('c'));
+  cut.pop_back();
+  EXPECT_FALSE(b.Replay(cut).ok());
+  auto wrong = b.Replay(record("q", std::string(31, 'c')));
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("out of range"), std::string::npos) << wrong.message();
+  EXPECT_EQ(e.GetQueueKey("q"), Digest('b')) << "records refused changed nothing";
 }
 
 TEST_F(LogStoreRecoveryTest, SecondCompactionReplacesTheFirst) {

@@ -1,10 +1,11 @@
 // Randomized test of durability's central claim: replaying the change records, with their
 // times, through the same core calls rebuilds exactly the state that made them, from the start
 // or from any snapshot taken on the way. Random room and queue operations (long polls, expiry
-// by the timer, forged and stale leases, dedupe, dead letters, pauses) go to a memory backend
-// whose journal keeps the records in memory; at random moments its state is snapshotted. At the
-// end, for the start and every snapshot, a fresh backend loads the snapshot, replays the records
-// after it, and must write byte-for-byte the same state (SaveState is canonical).
+// by the timer, forged and stale leases, dedupe, dead letters, pauses, queue keys) go to a
+// memory backend whose journal keeps the records in memory; at random moments its state is
+// snapshotted. At the end, for the start and every snapshot, a fresh backend loads the
+// snapshot, replays the records after it, and must write byte-for-byte the same state
+// (SaveState is canonical).
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REPLAY_MODEL_SEED.
 #include <gtest/gtest.h>
@@ -116,6 +117,8 @@ class Walk {
         backend_.Cancel(Pick("q", kQueues), static_cast<core::JobId>(U(1, 60)), [](auto) {});
       } else if (op < 86) {
         backend_.SetPaused(Pick("q", kQueues), Chance(40), [](auto) {});
+      } else if (op < 87) {
+        SetQueueKey();
       } else if (op < 97) {
         clock_.Advance(U(0, 700));
         backend_.RunDue();
@@ -178,6 +181,15 @@ class Walk {
     if (Chance(30)) p.places_per_client = maybe(1, 3);
     if (Chance(15)) p.challenge_difficulty = maybe(1, 2);
     backend_.PutRoom(Pick("r", kRooms), p, [](auto) {});
+  }
+
+  // A queue's own key set or removed, on a queue pushed to or on a name that holds only its
+  // key (forgotten when it goes, live and on replay alike).
+  void SetQueueKey() {
+    std::string queue = Chance(30) ? "keyed" : Pick("q", kQueues);
+    std::optional<std::string> digest;
+    if (Chance(60)) digest = std::string(kQueueKeyDigestBytes, static_cast<char>(U(0, 255)));
+    backend_.SetQueueKey(queue, std::move(digest), [](auto) {});
   }
 
   void Push(const std::string& queue) {

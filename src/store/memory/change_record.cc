@@ -12,6 +12,16 @@ std::optional<int64_t> GetOptional(ByteReader& r) {
   return r.Get<int64_t>();
 }
 
+void PutOptionalString(ByteWriter& w, const std::optional<std::string>& v) {
+  w.PutBool(v.has_value());
+  if (v) w.PutString(*v);
+}
+
+std::optional<std::string> GetOptionalString(ByteReader& r) {
+  if (!r.GetBool()) return std::nullopt;
+  return r.GetString();
+}
+
 // Each field: u8 named, then (for those that can be cleared) u8 has-value, then the value.
 // Format 1 (kPutRoom) ends after admit_per_minute; format 2 (kPutRoom2) adds paused
 // (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]); format 3 (kPutRoom3)

@@ -20,6 +20,9 @@
 //   kCreateRoom (10): a creation is no longer a kPutRoom3 but carries the room's incarnation
 //     (tokens name it); kPutRoom3 is still written for changes, and a kPutRoom3 that creates
 //     (older logs) makes a room of incarnation 0.
+//
+// opt-str is u8 has-value, then (if set) str. kSetQueueKey's digest is the SHA-256 of the
+// queue's own key (32 bytes, store/backend.h SetQueueKey); any other length is damage.
 
 #include <cstdint>
 #include <optional>
@@ -59,6 +62,7 @@ enum class ChangeKind : uint8_t {
   kRequeueDead = 23,    // u8 all, u32 n, n x u64 id
   kCancel = 24,         // u64 id
   kSetPaused = 25,      // u8 paused
+  kSetQueueKey = 26,    // opt-str digest: the queue's own key set (32 bytes) or removed (none)
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -84,5 +88,7 @@ void PutLeases(ByteWriter& w, const std::vector<core::LeaseRef>& leases);
 std::vector<core::LeaseRef> GetLeases(ByteReader& r);
 void PutOptional(ByteWriter& w, const std::optional<int64_t>& v);
 std::optional<int64_t> GetOptional(ByteReader& r);
+void PutOptionalString(ByteWriter& w, const std::optional<std::string>& v);
+std::optional<std::string> GetOptionalString(ByteReader& r);
 
 }  // namespace anteroom::store

@@ -42,7 +42,7 @@ struct MemoryBackendOptions {
   std::string lease_secret = "anteroom-leases";  // signs queue leases
   bool run_timer = true;                         // tests with a FakeClock call RunDue() themselves
   // Caps on what clients create (0: none). Beyond them a new room or queue is refused with
-  // kLimitReached; existing ones work as before. Queues count once pushed to.
+  // kLimitReached; existing ones work as before. Queues count once pushed to or given a key.
   size_t max_rooms = 0;
   size_t max_queues = 0;
   // Clients each room keeps per-client state for (core::Room::set_max_clients).
@@ -96,6 +96,9 @@ class MemoryBackend final : public Backend {
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
   void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
+  void SetQueueKey(std::string queue, std::optional<std::string> digest,
+                   Completion<Done> done) override;
+  void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Processes every deadline due now. The timer thread calls it; so may tests.
@@ -161,8 +164,11 @@ class MemoryBackend final : public Backend {
   // expired there): names that hold nothing cost nothing. Takes queues_mu_, then the slot's mu:
   // call with neither held.
   void DropIfEmpty(const std::shared_ptr<QueueSlot>& slot);
-  // The queue is pushed to for the first time: counted against max_queues (false: over it).
+  // The queue is pushed to for the first time: counted against max_queues unless its key
+  // counted it already (false: over max_queues). With the slot's mu held.
   bool MarkListed(QueueSlot& slot);
+  // One more queue counted against max_queues (false, and nothing counted: over it).
+  bool CountQueue();
   // Counts the listed queues and drops the empty ones, after a snapshot and the log were read.
   void RecountQueues();
   // A parked fetch whose client hung up (`key`: its Hangup) leaves the line, answered at once
@@ -212,7 +218,7 @@ class MemoryBackend final : public Backend {
   std::unordered_map<std::string, std::shared_ptr<RoomSlot>> rooms_;
   std::shared_mutex queues_mu_;
   std::unordered_map<std::string, std::shared_ptr<QueueSlot>> queues_;
-  std::atomic<size_t> listed_queues_{0};  // queues pushed to (the ones max_queues counts)
+  std::atomic<size_t> listed_queues_{0};  // queues QueueSlot::Counted() (what max_queues counts)
 
   std::mutex schedule_mu_;
   std::condition_variable schedule_cv_;

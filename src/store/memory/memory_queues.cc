@@ -47,14 +47,18 @@ std::shared_ptr<MemoryBackend::QueueSlot> MemoryBackend::FindQueue(const std::st
   return slot;
 }
 
-bool MemoryBackend::MarkListed(QueueSlot& slot) {
-  if (slot.listed) return true;
-  if (options_.max_queues != 0 &&
-      listed_queues_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queues) {
+bool MemoryBackend::CountQueue() {
+  size_t before = listed_queues_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.max_queues != 0 && before >= options_.max_queues) {
     listed_queues_.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  if (options_.max_queues == 0) listed_queues_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool MemoryBackend::MarkListed(QueueSlot& slot) {
+  if (slot.listed) return true;
+  if (!slot.key_digest && !CountQueue()) return false;  // a queue with a key counts already
   slot.listed = true;
   return true;
 }
@@ -78,7 +82,7 @@ void MemoryBackend::RecountQueues() {
       it = queues_.erase(it);
       continue;
     }
-    listed += it->second->listed ? 1 : 0;
+    listed += it->second->Counted() ? 1 : 0;
     ++it;
   }
   listed_queues_ = listed;
@@ -277,7 +281,7 @@ void MemoryBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl
                               Completion<Done> done) {
   OnQueue<Done>(queue, Access::kChange, false, std::move(done),
                 [&](QueueSlot* q, int64_t now, auto&) {
-                  if (q == nullptr || (!q->listed && q->queue.HoldsNothing())) {
+                  if (q == nullptr || (!q->Counted() && q->queue.HoldsNothing())) {
                     return Answered<Done>(Done{});
                   }
                   q->queue.Heartbeat(worker, ttl_ms, now);
@@ -327,7 +331,7 @@ void MemoryBackend::ListQueues(
     }
     for (auto& slot : slots) {
       std::lock_guard lock(slot->mu);
-      if (!slot->listed) continue;
+      if (!slot->Counted()) continue;
       int64_t now = clock_.NowMs();
       out.emplace_back(slot->name, slot->queue.Stats(now));
       slot->Serve(now, after);
@@ -405,6 +409,53 @@ void MemoryBackend::SetPaused(std::string queue, bool paused, Completion<Done> d
                   }
                   return Answered<Done>(Done{});
                 });
+}
+
+// Setting a key creates the queue (counted against max_queues, as a first push is); removing
+// the key of a queue that holds nothing else lets it be forgotten (DropIfEmpty, in OnQueue).
+// A change that changes nothing (the same digest again, removing no key) writes no record.
+void MemoryBackend::SetQueueKey(std::string queue, std::optional<std::string> digest,
+                                Completion<Done> done) {
+  if (digest && digest->size() != kQueueKeyDigestBytes) {
+    // Replay refuses any other length as damage: it must never be logged.
+    return done(OpResult<Done>(OpStatus::kInvalidArgument,
+                               "a queue key is stored as its SHA-256 digest (32 bytes)"));
+  }
+  OnQueue<Done>(queue, Access::kChange, digest.has_value(), std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  if (q == nullptr || q->key_digest == digest) return Answered<Done>(Done{});
+                  if (digest && !q->Counted() && !CountQueue()) {
+                    return Answered<Done>(OpResult<Done>(
+                        OpStatus::kLimitReached,
+                        "this server holds its maximum of " + std::to_string(options_.max_queues) +
+                            " queues (--max-queues): a key can be given only to "
+                            "an existing queue"));
+                  }
+                  if (!digest && !q->listed) listed_queues_.fetch_sub(1, std::memory_order_relaxed);
+                  q->key_digest = digest;
+                  if (Logging()) {
+                    ByteWriter w = BeginChange(scratch_, ChangeKind::kSetQueueKey, now, q->name);
+                    PutOptionalString(w, digest);
+                    Log(*q, scratch_);
+                  }
+                  return Answered<Done>(Done{});
+                });
+}
+
+// Answered at once, not once the queue's latest records are safe as other reads are: the
+// router reads the key on every request to the queue, which must not wait for the group commit
+// of others' pushes. A key whose own record is not safe yet may so open the queue (or stop
+// opening it) up to one fsync early; the call that set it is answered only once it is safe.
+void MemoryBackend::GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) {
+  std::optional<std::string> digest;
+  {
+    std::shared_lock world(world_);
+    if (std::shared_ptr<QueueSlot> slot = FindQueue(queue, false)) {
+      std::lock_guard lock(slot->mu);
+      digest = slot->key_digest;
+    }
+  }
+  done(std::move(digest));
 }
 
 }  // namespace anteroom::store

@@ -5,6 +5,8 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "common/hangup.h"
@@ -128,9 +130,18 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
   // Pushed to at least once: shown by ListQueues, counted against max_queues, never forgotten.
   // Atomic so DropIfEmpty may skip listed queues without the slot's lock.
   std::atomic<bool> listed = false;
+  // The SHA-256 of the queue's own key (kQueueKeyDigestBytes raw bytes; Backend::SetQueueKey),
+  // guarded by mu. Kept here rather than in core::Queue: it says who may call, not how jobs
+  // move, and the backend's own snapshot (memory_state.cc, format 2) already writes a record
+  // per queue beside core::Queue's, so the queue's format stays as it was.
+  std::optional<std::string> key_digest;
 
-  // With mu held: nothing here a client would miss if the name were forgotten.
-  bool HoldsNothing() const { return !listed && waiters.empty() && queue.HoldsNothing(); }
+  // With mu held. Shown by ListQueues and counted against max_queues (once): pushed to, or
+  // holding a key. Invariant: listed_queues_ counts the slots for which this is true.
+  bool Counted() const { return listed || key_digest.has_value(); }
+  // With mu held: nothing here a client would miss if the name were forgotten (a key is kept
+  // until it is removed, even on a queue that never held a job).
+  bool HoldsNothing() const { return !Counted() && waiters.empty() && queue.HoldsNothing(); }
 };
 
 // Shared by the room and queue files.

@@ -7,7 +7,14 @@
 namespace anteroom::store {
 
 namespace {
-constexpr uint32_t kStateFormat = 1;
+// The layout's version (SaveState below), written first. LoadState reads every version listed
+// here, so a data directory written by an older anteroom still opens:
+//   1: no queue keys (queues load without one).
+//   2: adds, per queue after `listed`: opt-str key (u8 has | [str digest, 32 bytes]), the
+//      queue's own key (Backend::SetQueueKey).
+// To add one: bump kStateFormat, write the new field, read it only from that format on, and
+// keep a test that an older state still loads (tests/unit/log_recovery_test.cc).
+constexpr uint32_t kStateFormat = 2;
 
 OpResult<Done> Diverged(std::string what) {
   return {OpStatus::kInternal, "change does not apply: " + std::move(what)};
@@ -20,7 +27,7 @@ void MemoryBackend::AttachJournal(ChangeSink* journal) {
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
-// Queue). Room and Queue write their own versioned layouts (core/*_snapshot.cc).
+// opt-str key, Queue). Room and Queue write their own versioned layouts (core/*_snapshot.cc).
 // Sorted by name, so equal states write equal bytes (tests compare them).
 void MemoryBackend::SaveState(ByteWriter& out) const {
   out.Put(kStateFormat);
@@ -37,13 +44,15 @@ void MemoryBackend::SaveState(ByteWriter& out) const {
   for (const auto& [name, slot] : queues) {
     out.PutString(name);
     out.PutBool(slot->listed);
+    PutOptionalString(out, slot->key_digest);
     slot->queue.Save(out);
   }
 }
 
 bool MemoryBackend::LoadState(ByteReader& in) {
   std::unique_lock world(world_);
-  if (in.Get<uint32_t>() != kStateFormat) return false;
+  uint32_t format = in.Get<uint32_t>();
+  if (format < 1 || format > kStateFormat) return false;
   rooms_.clear();
   queues_.clear();
   uint64_t rooms = in.GetCount(8);
@@ -58,6 +67,10 @@ bool MemoryBackend::LoadState(ByteReader& in) {
     std::string name = in.GetString();
     auto slot = std::make_shared<QueueSlot>(*this, name, 0);
     slot->listed = in.GetBool();
+    if (format >= 2) {
+      slot->key_digest = GetOptionalString(in);
+      if (slot->key_digest && slot->key_digest->size() != kQueueKeyDigestBytes) return false;
+    }
     if (!slot->queue.Restore(in)) return false;
     queues_[name] = std::move(slot);
   }
@@ -311,6 +324,17 @@ OpResult<Done> MemoryBackend::ReplayQueue(ChangeKind kind, int64_t now, const st
       bool paused = r.GetBool();
       if (!r.done()) return undecodable();
       slot_for().queue.SetPaused(paused, now);
+      return Done{};
+    }
+    case ChangeKind::kSetQueueKey: {
+      std::optional<std::string> digest = GetOptionalString(r);
+      if (!r.done()) return undecodable();
+      if (digest && digest->size() != kQueueKeyDigestBytes) return out_of_range();
+      QueueSlot& slot = slot_for();
+      slot.key_digest = std::move(digest);
+      // As the live backend forgets a queue whose key went and that holds nothing else
+      // (DropIfEmpty), so that replayed states equal live ones byte for byte.
+      if (slot.HoldsNothing()) queues_.erase(name);
       return Done{};
     }
     default:

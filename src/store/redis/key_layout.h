@@ -22,13 +22,18 @@ class KeyLayout {
   std::vector<std::string> Queue(const std::string& queue) const {
     std::string base = prefix_ + "{q:" + queue + "}:";
     std::vector<std::string> keys;
-    keys.reserve(15);
+    keys.reserve(16);
     for (const char* k :
-         {"m", "j", "p", "h", "r", "d", "l", "x", "u", "a", "ax", "w", "hb", "wj", "poll"}) {
+         {"m", "j", "p", "h", "r", "d", "l", "x", "u", "a", "ax", "w", "hb", "wj", "poll", "key"}) {
       keys.push_back(base + k);
     }
     return keys;
   }
+  // The queue's own key (Backend::SetQueueKey), last of Queue()'s keys: a string holding the
+  // key's SHA-256 digest as its 32 raw bytes (RESP and Lua strings are binary-safe), absent
+  // when none is set. Written only by queue.lua (`setkey`), which also keeps a queue with a
+  // key from being forgotten; read with a plain GET.
+  std::string QueueKey(const std::string& queue) const { return prefix_ + "{q:" + queue + "}:key"; }
   // Rooms and queues by the time they next need the sweeper (members "r:NAME", "q:NAME").
   std::string Registry() const { return prefix_ + "registry"; }
   // Pub/Sub channel: a queue's name, published when long polls there should look again.

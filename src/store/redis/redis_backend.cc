@@ -303,6 +303,15 @@ void RedisBackend::Created(Shard& s, char kind, const std::string& name,
                  [then = std::move(then)](Reply) { then(); });
 }
 
+void RedisBackend::Uncounted(Shard& s, char kind, const std::string& name,
+                             std::function<void()> then) {
+  if ((kind == 'r' ? options_.max_rooms : options_.max_queues) == 0) return then();
+  s.known.erase(kind + name);
+  // Answered once the name is uncounted, so a creation that follows the answer fits.
+  s.client->Call(keys_.Names(kind), {"SREM", keys_.Names(kind), name},
+                 [then = std::move(then)](Reply) { then(); });
+}
+
 void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {

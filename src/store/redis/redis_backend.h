@@ -116,6 +116,9 @@ class RedisBackend final : public Backend {
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
   void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
+  void SetQueueKey(std::string queue, std::optional<std::string> digest,
+                   Completion<Done> done) override;
+  void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Sweeps whatever is due now and times out long polls past their deadline; returns when
@@ -154,6 +157,9 @@ class RedisBackend final : public Backend {
   void WithinCap(Shard& s, char kind, const std::string& name,
                  std::function<void(std::optional<std::string>)> k);
   void Created(Shard& s, char kind, const std::string& name, std::function<void()> then);
+  // A name that no longer counts (a queue's key removed, never pushed to): uncounted, then
+  // `then`. Other shards may still know it: they skip its cap check, as after DeleteRoom.
+  void Uncounted(Shard& s, char kind, const std::string& name, std::function<void()> then);
 
   // Runs fn(shard) now when called on a shard's thread, else on the next shard's thread.
   template <typename Fn>

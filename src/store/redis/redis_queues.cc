@@ -282,7 +282,8 @@ void RedisBackend::ListQueues(
       QueueScript(s, name, {"stats"}, [answer](OpResult<Reply> r) {
         if (!r.ok()) return answer({r.status(), r.message()});
         if (r->at(3).at(11).AsInt() != 1) return answer(std::optional<core::QueueStats>());
-        answer(std::optional(ToStats(r->at(3))));  // pushed to at least once: listed
+        // Pushed to at least once, or holding a key: listed.
+        answer(std::optional(ToStats(r->at(3))));
       });
     };
     ReadRegistered<core::QueueStats>(s, 'q', read, std::move(done));
@@ -363,6 +364,58 @@ void RedisBackend::SetPaused(std::string queue, bool paused, Completion<Done> do
     QueueScript(s, queue, {"setpaused", paused ? "1" : "0"}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<Done>(r));
       done(Done{});
+    });
+  });
+}
+
+// The queue's own key, kept by queue.lua (`setkey`) at KeyLayout::QueueKey. Setting one
+// creates the queue within --max-queues and counts its name, as a first push does; removing
+// the key of a queue never pushed to uncounts the name (the script forgets the queue too if it
+// holds nothing else).
+void RedisBackend::SetQueueKey(std::string queue, std::optional<std::string> digest,
+                               Completion<Done> done) {
+  if (digest && digest->size() != kQueueKeyDigestBytes) {
+    return done(
+        {OpStatus::kInvalidArgument, "a queue key is stored as its SHA-256 digest (32 bytes)"});
+  }
+  Post([this, queue = std::move(queue), digest = std::move(digest),
+        done = std::move(done)](Shard& s) {
+    if (!digest) {
+      QueueScript(s, queue, {"setkey", ""}, [this, &s, queue, done](OpResult<Reply> r) {
+        if (!r.ok()) return done(Fail<Done>(r));
+        if (r->at(3).AsInt() != 1) return done(Done{});
+        Uncounted(s, 'q', queue, [done] { done(Done{}); });
+      });
+      return;
+    }
+    WithinCap(
+        s, 'q', queue,
+        [this, &s, queue, digest = *digest, done](std::optional<std::string> refusal) {
+          if (refusal) {
+            return done({OpStatus::kLimitReached,
+                         "this server holds its maximum of " + std::to_string(options_.max_queues) +
+                             " queues (--max-queues): a key can be given only to an "
+                             "existing queue"});
+          }
+          QueueScript(s, queue, {"setkey", digest}, [this, &s, queue, done](OpResult<Reply> r) {
+            if (!r.ok()) return done(Fail<Done>(r));
+            Created(s, 'q', queue, [done] { done(Done{}); });
+          });
+        });
+  });
+}
+
+// A plain GET: the key is written whole by one script, so no script is needed to read it.
+void RedisBackend::GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) {
+  Post([this, queue = std::move(queue), done = std::move(done)](Shard& s) {
+    std::string key = keys_.QueueKey(queue);
+    s.client->Call(key, {"GET", key}, [done](Reply r) {
+      if (r.failed()) {
+        return done(
+            {OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str + "; retry later"});
+      }
+      if (r.type != Reply::Type::kString) return done(std::optional<std::string>());
+      done(std::optional<std::string>(std::move(r.str)));
     });
   });
 }

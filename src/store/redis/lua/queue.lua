@@ -8,6 +8,7 @@
 --       10 acked (hash: id -> delivery)  11 acked expiry (zset)  12 workers (hash: name ->
 --       alive until, 0 = no heartbeat)  13 heartbeats (zset: name -> alive until)
 --       14 worker jobs (zset, lex: name NUL id)  15 poll (string with a TTL: long polls wait)
+--       16 key (string: the SHA-256 digest of the queue's own key, 32 raw bytes; absent: none)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
@@ -15,9 +16,9 @@
 
 local NEVER = 9007199254740991
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = 3600000, 1000000
-local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL =
+local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-  KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+  KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local op = ARGV[1]
 
 local function now_ms()
@@ -217,11 +218,16 @@ local function wake()
   end
   return 0
 end
--- A queue that holds nothing a client put there (never pushed to, not paused, no worker) is
--- forgotten, as the embedded backend forgets it: a name nobody uses costs nothing.
+-- A queue that holds nothing a client put there (never pushed to, not paused, no worker, no key
+-- of its own) is forgotten, as the embedded backend forgets it: a name nobody uses costs
+-- nothing. (The key is looked at last: only queues never pushed to get that far.)
+local function keyed() return redis.call('EXISTS', KEY) == 1 end
 local function holds_nothing()
-  return Q.listed == 0 and Q.pushed == 0 and Q.paused == 0 and redis.call('HLEN', W) == 0
+  return Q.listed == 0 and Q.pushed == 0 and Q.paused == 0 and redis.call('HLEN', W) == 0 and
+         not keyed()
 end
+-- Shown by ListQueues and counted against --max-queues: pushed to, or holding a key.
+local function counted() return Q.listed == 1 or keyed() end
 -- Every answer of a queue that exists: {'ok', register, wake, payload}
 local function answer(force, payload)
   if holds_nothing() then
@@ -375,6 +381,30 @@ if op == 'setpaused' then  -- ARGV 3: 1 or 0
   return answer(false, 1)
 end
 
+if op == 'setkey' then
+  -- ARGV 3: the digest to keep (32 raw bytes), or '' to remove the key. Setting one creates
+  -- the queue (the backend checked --max-queues first) and puts it in the registry, as a first
+  -- push does. Answers 1 when the name no longer counts as a queue (its key removed, never
+  -- pushed to: the backend uncounts it), else 0.
+  local digest = ARGV[3]
+  if digest == '' then
+    if not keyed() then return {'ok', -1, 0, 0} end
+    redis.call('DEL', KEY)
+    if not exists then return {'ok', -1, 0, 1} end  -- (never written so: a key without a queue)
+    advance(now)
+    return answer(false, Q.listed == 0 and 1 or 0)
+  end
+  if not exists then create(now) end
+  advance(now)
+  local first = not counted()
+  redis.call('SET', KEY, digest)
+  local reg = to_register(false)
+  if first and reg == -1 then reg = Q.hint end
+  local wk = wake()
+  save()
+  return {'ok', reg, wk, 0}
+end
+
 if not exists then  -- reads and changes of a queue nobody pushed to: the empty answer
   if op == 'ack' or op == 'nack' or op == 'extend' then
     local out = {}
@@ -466,7 +496,7 @@ elseif op == 'release' then  -- ARGV 3 worker
 elseif op == 'stats' then
   return answer(false, {redis.call('ZCARD', RD), redis.call('ZCARD', DL), redis.call('ZCARD', LS),
                         redis.call('ZCARD', DD), Q.pushed, Q.acked, Q.nacked, Q.expired,
-                        Q.cancelled, redis.call('HLEN', W), Q.paused, Q.listed})
+                        Q.cancelled, redis.call('HLEN', W), Q.paused, counted() and 1 or 0})
 elseif op == 'inflight' then  -- ARGV 3: worker, or '' for all
   local list = {}
   if ARGV[3] ~= '' then
