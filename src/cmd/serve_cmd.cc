@@ -27,6 +27,7 @@
 #include "server/http_server.h"
 #include "server/live_hub.h"
 #include "server/origin_policy.h"
+#include "server/queue_keys.h"
 #include "server/stats_history.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
@@ -363,6 +364,8 @@ void Serve(const ServeFlags& flags) {
   }
   server::Router router(std::move(keys));
   router.SetOriginPolicy(origins);
+  auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
+  router.SetQueueKeys(queue_keys);
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{
                            .tick_ms = flags.live_tick_ms,
@@ -376,6 +379,7 @@ void Serve(const ServeFlags& flags) {
   server::Services services{
       backend, signer, clock, &live, &history, std::move(web), std::move(trusted), &puzzles};
   services.origins = origins.get();
+  services.queue_keys = queue_keys.get();
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do

@@ -65,6 +65,11 @@ inline constexpr std::string_view kQueueKeyNeeded =
 inline constexpr std::string_view kQueueAdminKeyNeeded =
     "this route needs the admin key (no queue key is set): Authorization: Bearer KEY, or Basic "
     "with KEY as the password";
+inline constexpr std::string_view kOwnQueueKeyNeeded =
+    "this queue has a key of its own: send it (or the admin key) as Authorization: Bearer KEY";
+inline constexpr std::string_view kQueueKeyShape =
+    "'key' must be 16 to 256 visible ASCII characters (no spaces), or left out to have the "
+    "server make one";
 inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
 // Browsers (server/origin_policy.h): the page's origin may not do this.
 inline std::string OriginNotAllowed(std::string_view origin, bool cors_route) {

@@ -32,6 +32,7 @@ WebOptions LoadWebOptions(const std::string& templates_dir);
 
 // What the handlers share. Outlives the router and every connection.
 class LiveHub;
+class QueueKeys;
 
 struct Services {
   store::Backend& backend;
@@ -47,6 +48,8 @@ struct Services {
   const core::PowPuzzles* puzzles = nullptr;
   // The origins browsers may call from (the router's), told of rooms' target_url changes.
   OriginPolicy* origins = nullptr;
+  // Queues' own keys (the router's), told of this process's changes at once.
+  QueueKeys* queue_keys = nullptr;
   // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
   const HttpMetrics* http_metrics = nullptr;
 };

@@ -11,11 +11,13 @@
 #include <iterator>
 
 #include "common/names.h"
+#include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/json_body.h"
 #include "server/payload_text.h"
 #include "server/preamble.h"
+#include "server/queue_keys.h"
 
 namespace anteroom::server {
 
@@ -393,6 +395,52 @@ void CmdResume(Services& s, const Request& req, Respond respond) {
   SetPaused(s, req, std::move(respond), false);
 }
 
+// Whether `key` may be a queue's key: it travels in an Authorization header, so visible ASCII
+// without spaces, and long enough not to be guessed.
+bool IsQueueKeyShape(std::string_view key) {
+  if (key.size() < 16 || key.size() > 256) return false;
+  for (unsigned char c : key) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// PUT /v1/queues/{q}/key: {"key"?}: the queue's own key (server/queue_keys.h); without "key"
+// the server makes one (256 random bits) and answers it, once: only its digest is kept.
+void CmdPutQueueKey(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kEmptyIsEmpty);
+  if (!in.ok()) return respond(in.Error());
+  auto given = ReadString(in.body(), "key");
+  if (!given.ok()) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kQueueKeyShape));
+  const bool made = !given->has_value();
+  std::string key = made ? NewRandomId() + NewRandomId() : std::move(**given);
+  if (!IsQueueKeyShape(key)) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kQueueKeyShape));
+  }
+  std::string digest = KeyDigest(key);
+  s.backend.SetQueueKey(
+      req.params[0], digest,
+      [&s, name = req.params[0], digest, key = made ? std::move(key) : std::string(),
+       respond = std::move(respond)](OpResult<Done> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        if (s.queue_keys != nullptr) s.queue_keys->Note(name, digest);
+        json::object out{{"queue", name}, {"own_key", true}};
+        if (!key.empty()) out["key"] = key;
+        respond(JsonReply(out));
+      });
+}
+
+// DELETE /v1/queues/{q}/key: the queue follows the server's rule again.
+void CmdDeleteQueueKey(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  s.backend.SetQueueKey(req.params[0], std::nullopt,
+                        [&s, name = req.params[0], respond = std::move(respond)](OpResult<Done> r) {
+                          if (!r.ok()) return respond(ErrorReply(r));
+                          if (s.queue_keys != nullptr) s.queue_keys->Note(name, std::nullopt);
+                          respond(JsonReply(json::object{{"queue", name}, {"own_key", false}}));
+                        });
+}
+
 // GET /v1/queues/{q}/dead[?limit=N]: dead letters with their failure history.
 void CmdDead(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
@@ -497,6 +545,9 @@ void RegisterQueueRoutes(Router& router, Services& s) {
       {verb::post, "/v1/queues/{q}/workers/{w}/release", kAdmin, kBody, kNoCors, kPlain,
        CmdReleaseWorker},
       {verb::post, "/v1/queues/{q}/pause", kAdmin, kBody, kNoCors, kPlain, CmdPause},
+      {verb::put, "/v1/queues/{q}/key", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdPutQueueKey},
+      {verb::delete_, "/v1/queues/{q}/key", kAdmin, kDefaultBodyLimit, kNoCors, kPlain,
+       CmdDeleteQueueKey},
       {verb::post, "/v1/queues/{q}/resume", kAdmin, kBody, kNoCors, kPlain, CmdResume},
       {verb::get, "/v1/queues/{q}/dead", kQueue, kBody, kNoCors, kPlain, CmdDead},
       {verb::post, "/v1/queues/{q}/dead/requeue", kAdmin, kBody, kNoCors, kPlain, CmdRequeueDead},

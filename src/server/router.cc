@@ -141,6 +141,33 @@ void Router::SetOriginPolicy(std::shared_ptr<const OriginPolicy> origins) {
   origins_ = std::move(origins);
 }
 
+void Router::SetQueueKeys(std::shared_ptr<QueueKeyLookup> queue_keys) {
+  queue_keys_ = std::move(queue_keys);
+}
+
+std::string KeyDigest(std::string_view key) {
+  Digest d = Sha256(key);
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::string_view Router::QueueKeyNeeded() const {
+  return queue_access_ == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
+                                                 : wire::kQueueAdminKeyNeeded;
+}
+
+bool Router::AllowsQueue(const std::optional<std::string>& own,
+                         std::string_view authorization) const {
+  if (!own) return Allows(Scope::kQueue, authorization);
+  std::optional<std::string> given = PresentedKey(authorization);
+  if (!given) return false;
+  Digest digest = Sha256(*given);
+  // Both comparisons are made, so the time does not tell which key matched.
+  bool mine =
+      own->size() == digest.size() && CRYPTO_memcmp(digest.data(), own->data(), digest.size()) == 0;
+  bool admin = admin_digest_ && SameDigest(digest, *admin_digest_);
+  return mine || admin;
+}
+
 Router::Router(AccessKeys keys) : queue_access_(QueueAccessOf(keys)) {
   if (!keys.admin_key.empty()) admin_digest_ = Sha256(keys.admin_key);
   if (!keys.queue_key.empty()) queue_digest_ = Sha256(keys.queue_key);
@@ -226,6 +253,9 @@ void Router::Add(http::verb method, std::string_view pattern, Handler handler,
     if (end == std::string_view::npos) end = pattern.size();
     route.segments.emplace_back(pattern.substr(start, end - start));
     start = end + 1;
+  }
+  for (size_t i = 0; i < route.segments.size(); ++i) {
+    if (route.segments[i] == "{q}") route.queue_param = static_cast<int>(i);
   }
   if (options.stream) stream_patterns_.push_back(route.segments);
   routes_.push_back(std::move(route));
@@ -345,46 +375,48 @@ void Router::Dispatch(Request& request, Respond respond) const {
       answer(route.series, finish(ErrorReply(OpStatus::kUnsupportedMediaType, wire::kBodyNotJson)));
       return;
     }
-    // The route's scope, from its family's table: the one place access is decided.
+    // The route's scope, from its family's table: the one place access is decided. A queue
+    // may have a key of its own (server/queue_keys.h), read from a cache or the backend.
+    if (route.options.scope == Scope::kQueue && queue_keys_ && route.queue_param >= 0) {
+      const std::string& queue = path[static_cast<size_t>(route.queue_param)];
+      if (auto own = queue_keys_->Cached(queue)) {
+        if (!AllowsQueue(*own, request.authorization)) {
+          answer(route.series,
+                 finish(ErrorReply(OpStatus::kUnauthorized,
+                                   *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded())));
+          return;
+        }
+        Run(route, request, path, std::move(respond), start, cors_origin);
+        return;
+      }
+      // Not known fresh: the request waits for the read (the caller's Request is gone by then).
+      if (route.options.parks) request.hangup = std::make_shared<Hangup>();
+      auto held = std::make_shared<Request>(request);
+      queue_keys_->Fetch(
+          queue, [this, &route, held, path = std::move(path), start, cors_origin,
+                  respond = std::move(respond)](OpResult<std::optional<std::string>> own) mutable {
+            std::optional<Response> refusal;
+            if (!own.ok()) {
+              refusal = ErrorReply(own);
+            } else if (!AllowsQueue(*own, held->authorization)) {
+              refusal = ErrorReply(OpStatus::kUnauthorized,
+                                   *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded());
+            }
+            if (refusal) {
+              metrics_.Record(route.series, SteadyClock::now() - start);
+              return respond(std::move(*refusal));
+            }
+            Run(route, *held, path, std::move(respond), start, cors_origin);
+          });
+      return;
+    }
     if (!Allows(route.options.scope, request.authorization)) {
       std::string_view why = wire::kAdminKeyNeeded;
-      if (route.options.scope == Scope::kQueue) {
-        why = queue_access_ == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
-                                                      : wire::kQueueAdminKeyNeeded;
-      }
+      if (route.options.scope == Scope::kQueue) why = QueueKeyNeeded();
       answer(route.series, finish(ErrorReply(OpStatus::kUnauthorized, why)));
       return;
     }
-    if (route.options.scope == Scope::kSession) {
-      request.admin = Allows(Scope::kAdmin, request.authorization);
-    }
-    if (route.options.parks) request.hangup = std::make_shared<Hangup>();
-    request.params.clear();
-    for (size_t i = 0; i < path.size(); ++i) {
-      if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));
-    }
-    if (!cors_origin.empty() || cors_route) {
-      // The CORS headers go on whatever the handler answers, errors too (anteroom.js reads
-      // their codes).
-      route.handler(request, [this, series = route.series, start, cors_origin,
-                              respond = std::move(respond)](Response response) {
-        metrics_.Record(series, SteadyClock::now() - start);
-        if (!cors_origin.empty()) {
-          AddCorsHeaders(response, cors_origin);
-        } else {
-          response.headers.emplace_back("Vary", "Origin");
-        }
-        respond(std::move(response));
-      });
-      return;
-    }
-    // The one allocation this adds per request: the timed wrapper does not fit std::function's
-    // inline storage.
-    route.handler(request, [this, series = route.series, start,
-                            respond = std::move(respond)](Response response) {
-      metrics_.Record(series, SteadyClock::now() - start);
-      respond(std::move(response));
-    });
+    Run(route, request, path, std::move(respond), start, cors_origin);
     return;
   }
   if (!matching.empty()) {
@@ -401,6 +433,41 @@ void Router::Dispatch(Request& request, Respond respond) const {
   // would not be JSON.
   answer(UnmatchedSeries(request.method),
          ErrorReply(OpStatus::kNotFound, wire::NoSuchRoute(url->encoded_path())));
+}
+
+void Router::Run(const Route& route, Request& request, std::vector<std::string>& path,
+                 Respond respond, SteadyClock::time_point start,
+                 const std::string& cors_origin) const {
+  if (route.options.scope == Scope::kSession) {
+    request.admin = Allows(Scope::kAdmin, request.authorization);
+  }
+  if (route.options.parks && !request.hangup) request.hangup = std::make_shared<Hangup>();
+  request.params.clear();
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (IsCapture(route.segments[i])) request.params.push_back(std::move(path[i]));
+  }
+  if (!cors_origin.empty() || route.options.cors == Cors::kCorsPublic) {
+    // The CORS headers go on whatever the handler answers, errors too (anteroom.js reads
+    // their codes).
+    route.handler(request, [this, series = route.series, start, cors_origin,
+                            respond = std::move(respond)](Response response) {
+      metrics_.Record(series, SteadyClock::now() - start);
+      if (!cors_origin.empty()) {
+        AddCorsHeaders(response, cors_origin);
+      } else {
+        response.headers.emplace_back("Vary", "Origin");
+      }
+      respond(std::move(response));
+    });
+    return;
+  }
+  // The one allocation this adds per request: the timed wrapper does not fit std::function's
+  // inline storage.
+  route.handler(request, [this, series = route.series, start,
+                          respond = std::move(respond)](Response response) {
+    metrics_.Record(series, SteadyClock::now() - start);
+    respond(std::move(response));
+  });
 }
 
 Response Router::Preflight(const Request& request,

@@ -7,6 +7,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -108,12 +109,29 @@ std::string_view ToString(QueueAccess access);
 // is compared in constant time. An empty key lets everyone in (auth off).
 bool HasAdminKey(std::string_view authorization, std::string_view admin_key);
 
+// The keys of single queues (server/queue_keys.h), as the router reads them.
+class QueueKeyLookup {
+ public:
+  virtual ~QueueKeyLookup() = default;
+  // The queue's key digest when known fresh: nullopt when it must be fetched; an inner
+  // nullopt when the queue has no key of its own.
+  virtual std::optional<std::optional<std::string>> Cached(const std::string& queue) const = 0;
+  // Reads it from the backend (`done` may run inline, or later on another thread).
+  virtual void Fetch(const std::string& queue,
+                     std::function<void(OpResult<std::optional<std::string>>)> done) = 0;
+};
+
+// The SHA-256 of a key (32 raw bytes): what is kept of every key, the server's and the queues'.
+std::string KeyDigest(std::string_view key);
+
 class Router {
  public:
   explicit Router(std::string admin_key);
   explicit Router(AccessKeys keys);
   // The origins browsers may call from (default: same origin only). Set before serving.
   void SetOriginPolicy(std::shared_ptr<const OriginPolicy> origins);
+  // Queues' own keys (default: none are looked up, every queue follows the server's rule).
+  void SetQueueKeys(std::shared_ptr<QueueKeyLookup> queue_keys);
 
   QueueAccess queue_access() const { return queue_access_; }
   // Whether an Authorization header lets a request into a route of `scope` (the check
@@ -149,10 +167,19 @@ class Router {
     Handler handler;
     RouteOptions options;
     HttpMetrics::SeriesId series;
+    int queue_param = -1;  // the segment of "{q}", when the pattern has one
   };
   HttpMetrics::SeriesId UnmatchedSeries(http::verb method) const;
   // The answer to OPTIONS on a path with routes (`matching`: those of every method).
   Response Preflight(const Request& request, const std::vector<const Route*>& matching) const;
+  // What a refused kQueue request is told, by the server's rule.
+  std::string_view QueueKeyNeeded() const;
+  // The access of a kQueue route whose queue has `own` key (nullopt: none of its own).
+  bool AllowsQueue(const std::optional<std::string>& own, std::string_view authorization) const;
+  // Runs the route's handler, access granted: the timing, and CORS headers when `cors_origin`
+  // is set (or Vary on a CORS route).
+  void Run(const Route& route, Request& request, std::vector<std::string>& path, Respond respond,
+           std::chrono::steady_clock::time_point start, const std::string& cors_origin) const;
   // Whether the raw path (percent-encoded, without the query) has the pattern's segments.
   static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
@@ -161,6 +188,7 @@ class Router {
   std::optional<Digest> queue_digest_;  // SHA-256 of the queue key, when one is set
   QueueAccess queue_access_ = QueueAccess::kOpen;
   std::shared_ptr<const OriginPolicy> origins_ = std::make_shared<OriginPolicy>();
+  std::shared_ptr<QueueKeyLookup> queue_keys_;
   std::vector<Route> routes_;
   std::vector<std::vector<std::string>> stream_patterns_;  // segments of the stream routes
   HttpMetrics metrics_;

@@ -20,6 +20,7 @@
 #include "common/names.h"
 #include "common/wire_errors.h"
 #include "support/api_checks.h"
+#include "support/payload_checks.h"
 #include "support/server_fixture.h"
 
 namespace anteroom::testing {
@@ -296,34 +297,12 @@ TEST_F(QueuesHttpTest, AnyJsonPayloadRoundTripsExactly) {
   EXPECT_EQ(dead.json.at("jobs").at(0).at("payload"), payloads[0]) << dead.body;
 }
 
-// The text of the `n`th payload of a fetch or dead-letter answer, read as text (a JSON parser
-// would turn the numbers into doubles): what follows "payload": up to the next ,"attempt (the
-// field after it in both answers).
-std::string PayloadText(const std::string& body, size_t n = 0) {
-  size_t at = 0;
-  for (size_t i = 0; i <= n; ++i) {
-    at = body.find(R"("payload":)", i ? at + 1 : 0);
-    if (at == std::string::npos) return "(no payload)";
-  }
-  at += std::string_view(R"("payload":)").size();
-  size_t end = body.find(R"(,"attempt)", at);
-  return end == std::string::npos ? "(no end)" : body.substr(at, end - at);
-}
-
 // Issue 16 item 5: payloads come back as sent, numbers byte for byte (whitespace between tokens
 // goes), in fetch answers and in the dead-letter list.
 TEST_F(QueuesHttpTest, PayloadsComeBackWithEveryNumberAsSent) {
-  const std::vector<std::pair<std::string, std::string>> payloads = {
-      {"100000000000000000000001", "100000000000000000000001"},
-      {"-100000000000000000000001", "-100000000000000000000001"},
-      {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
-      {"1.5", "1.5"},
-      {"1e5", "1e5"},
-      {"-0.0", "-0.0"},
-      {"-0", "-0"},
-      {"1E+2", "1E+2"},
-      {R"({"n": [1.10, 2], "s": "t\u00e9"})", "{\"n\":[1.10,2],\"s\":\"t\xc3\xa9\"}"},
-  };
+  std::vector<std::pair<std::string, std::string>> payloads = ExactPayloads();
+  payloads.emplace_back(R"({"n": [1.10, 2], "s": "t\u00e9"})",
+                        "{\"n\":[1.10,2],\"s\":\"t\xc3\xa9\"}");
   std::string batch = R"({"jobs": [)";
   for (size_t i = 0; i < payloads.size(); ++i) {
     HttpResult one = Post(Path("one", "/jobs"), R"({"payload": )" + payloads[i].first + "}");

@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/payload_checks.h"
 #include "support/redis_process.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
@@ -2312,27 +2313,7 @@ TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
   Servers servers = StartAnterooms(1, redis.url(), &error);
   ASSERT_EQ(servers.size(), 1u) << error;
   HttpConn conn(servers[0]->port());
-  // What follows "payload": in the n-th job of a fetch or dead-letter answer, up to ,"attempt.
-  auto payload_text = [](const std::string& body, size_t n) {
-    size_t at = 0;
-    for (size_t i = 0; i <= n; ++i) {
-      at = body.find(R"("payload":)", i ? at + 1 : 0);
-      if (at == std::string::npos) return std::string("(no payload)");
-    }
-    at += std::string_view(R"("payload":)").size();
-    size_t end = body.find(R"(,"attempt)", at);
-    return end == std::string::npos ? std::string("(no end)") : body.substr(at, end - at);
-  };
-  const std::vector<std::pair<std::string, std::string>> payloads = {
-      {"100000000000000000000001", "100000000000000000000001"},
-      {"-100000000000000000000001", "-100000000000000000000001"},
-      {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
-      {"1.5", "1.5"},
-      {"1e5", "1e5"},
-      {"-0.0", "-0.0"},
-      {"1E+2", "1E+2"},
-      {R"({"n": [ 1.10, -0 ], "s": "x"})", R"({"n":[1.10,-0],"s":"x"})"},
-  };
+  const std::vector<std::pair<std::string, std::string>>& payloads = ExactPayloads();
   std::string batch = R"({"jobs": [)";
   for (size_t i = 0; i < payloads.size(); ++i) {
     batch += std::string(i ? "," : "") + R"({"payload": )" + payloads[i].first +
@@ -2349,7 +2330,7 @@ TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
   ASSERT_TRUE(jobs != nullptr && jobs->size() == payloads.size()) << fetched.body;
   std::string leases;
   for (size_t i = 0; i < payloads.size(); ++i) {
-    EXPECT_EQ(payload_text(fetched.body, i), payloads[i].second) << "job " << i;
+    EXPECT_EQ(PayloadText(fetched.body, i), payloads[i].second) << "job " << i;
     leases += std::string(i ? "," : "") + '"' + Str((*jobs)[i], "lease").value_or("") + '"';
   }
   // Dead letters (max_attempts 1): the same texts.
@@ -2359,7 +2340,7 @@ TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
   ASSERT_EQ(dead.status, 200) << dead.Describe();
   ASSERT_TRUE(dead.json.is_object()) << "not JSON: " << dead.body;
   for (size_t i = 0; i < payloads.size(); ++i) {
-    EXPECT_EQ(payload_text(dead.body, i), payloads[i].second) << "dead job " << i;
+    EXPECT_EQ(PayloadText(dead.body, i), payloads[i].second) << "dead job " << i;
   }
 
   Answer refused = conn.Call("POST", QueuePath("finite", "/jobs"),

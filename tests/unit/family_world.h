@@ -21,6 +21,7 @@
 #include "server/families.h"
 #include "server/live_hub.h"
 #include "server/origin_policy.h"
+#include "server/queue_keys.h"
 #include "server/router.h"
 #include "server/stats_history.h"
 #include "store/memory/memory_backend.h"
@@ -45,6 +46,8 @@ class FamilyWorld {
         default_auth_(queue_key.empty() ? std::string() : "Bearer " + queue_key),
         router_(AccessKeys{.admin_key = std::move(admin_key), .queue_key = std::move(queue_key)}),
         services_{backend_, signer_, clock_, &live_, &history_, {}, {}, &puzzles_} {
+    router_.SetQueueKeys(queue_keys_);
+    services_.queue_keys = queue_keys_.get();
     RegisterAllRoutes(router_, services_);
   }
   ~FamilyWorld() {
@@ -127,6 +130,7 @@ class FamilyWorld {
   std::string admin_key_;
   std::string default_auth_;
   Router router_;
+  std::shared_ptr<QueueKeys> queue_keys_ = std::make_shared<QueueKeys>(backend_, clock_);
   Services services_;
   std::shared_ptr<OriginPolicy> origins_;
 };

@@ -9,6 +9,7 @@
 
 #include "common/wire_errors.h"
 #include "family_world.h"
+#include "support/payload_checks.h"
 
 namespace anteroom::server {
 namespace {
@@ -16,8 +17,10 @@ namespace {
 using http::verb;
 using testing::ErrorCode;
 using testing::ErrorMessage;
+using ::anteroom::testing::ExactPayloads;
 using testing::FamilyWorld;
 using testing::Json;
+using ::anteroom::testing::PayloadText;
 
 TEST(QueuesFamilyTest, PushFetchAck) {
   FamilyWorld w;
@@ -152,38 +155,23 @@ TEST(QueuesFamilyTest, ALongPollParksUntilAJobComes) {
   EXPECT_EQ(Json(**parked).at("jobs").as_array().size(), 1u) << (*parked)->body;
 }
 
-// The text of the `n`th payload of a fetch or dead-letter answer, read as text: what follows
-// "payload": up to the next ,"attempt (the field after it in both answers).
-std::string PayloadText(const std::string& body, size_t n = 0) {
-  size_t at = 0;
-  for (size_t i = 0; i <= n; ++i) {
-    at = body.find(R"("payload":)", i ? at + 1 : 0);
-    if (at == std::string::npos) return "(no payload)";
-  }
-  at += std::string_view(R"("payload":)").size();
-  size_t end = body.find(R"(,"attempt)", at);
-  return end == std::string::npos ? "(no end)" : body.substr(at, end - at);
-}
-
 // Payloads sent, and the text stored and returned for them: numbers byte for byte, whitespace
 // gone, strings as boost::json::serialize writes them.
-const std::vector<std::pair<std::string, std::string>> kPayloads = {
-    {"100000000000000000000001", "100000000000000000000001"},
-    {"-100000000000000000000001", "-100000000000000000000001"},
-    {"0.1000000000000000055511151231257827", "0.1000000000000000055511151231257827"},
-    {"1.5", "1.5"},
-    {"1e5", "1e5"},
-    {"-0.0", "-0.0"},
-    {"-0", "-0"},
-    {"1E+2", "1E+2"},
-    {"1e-400", "1e-400"},
-    {"18446744073709551616", "18446744073709551616"},
-    {R"({ "a" : [ 1.50 , -0 , {"b": 2e0} ], "s": "\u00e9\/" })",
-     "{\"a\":[1.50,-0,{\"b\":2e0}],\"s\":\"\xc3\xa9/\"}"},
-    {R"({"a": 1.0, "b": 2, "a": 3.0})", R"({"a":3.0,"b":2})"},  // as parse: the last a, first place
-    {R"({"n": 0, "d": "2024-01-02"})", R"({"n":0,"d":"2024-01-02"})"},
-    {R"([1, "x", true, null])", R"([1,"x",true,null])"},
-};
+// ExactPayloads() and more.
+const std::vector<std::pair<std::string, std::string>> kPayloads = [] {
+  std::vector<std::pair<std::string, std::string>> out = ExactPayloads();
+  out.insert(out.end(), {
+                            {"1e-400", "1e-400"},
+                            {"18446744073709551616", "18446744073709551616"},
+                            {R"({ "a" : [ 1.50 , -0 , {"b": 2e0} ], "s": "\u00e9\/" })",
+                             "{\"a\":[1.50,-0,{\"b\":2e0}],\"s\":\"\xc3\xa9/\"}"},
+                            {R"({"a": 1.0, "b": 2, "a": 3.0})",
+                             R"({"a":3.0,"b":2})"},  // as parse: the last a, first place
+                            {R"({"n": 0, "d": "2024-01-02"})", R"({"n":0,"d":"2024-01-02"})"},
+                            {R"([1, "x", true, null])", R"([1,"x",true,null])"},
+                        });
+  return out;
+}();
 
 TEST(QueuesFamilyTest, PayloadsComeBackAsSent) {
   FamilyWorld w;
@@ -266,6 +254,58 @@ TEST(QueuesFamilyTest, ThePayloadLimitIsOnTheStoredText) {
   Response big =
       w.Call(verb::post, "/v1/queues/q/jobs", R"({"payload": )" + payload(",", fits + 1) + "}");
   EXPECT_EQ(big.status, 413u) << big.body.substr(0, 200);
+}
+
+// PUT /v1/queues/{q}/key: a key given, or one made and answered once; bad shapes refused and
+// nothing set; the refusal names the queue's own key.
+TEST(QueuesFamilyTest, AQueuesOwnKey) {
+  FamilyWorld w;
+  Response made = w.Admin(verb::put, "/v1/queues/q/key", "");
+  ASSERT_EQ(made.status, 200u) << made.body;
+  std::string key(Json(made).at("key").as_string());
+  EXPECT_GE(key.size(), 40u);
+  EXPECT_TRUE(Json(made).at("own_key").as_bool());
+  EXPECT_EQ(w.Call(verb::post, "/v1/queues/q/jobs", R"({"payload":1})").status, 401u)
+      << "the server's queue key no longer opens q";
+  Response refused = w.Call(verb::get, "/v1/queues/q");
+  EXPECT_EQ(ErrorMessage(refused), wire::kOwnQueueKeyNeeded);
+  EXPECT_EQ(testing::HeaderOf(refused, "WWW-Authenticate").empty(), false);
+  EXPECT_EQ(w.Send(verb::post, "/v1/queues/q/jobs", R"({"payload":1})", "Bearer " + key)->status,
+            201u);
+  EXPECT_EQ(w.Call(verb::post, "/v1/queues/other/jobs", R"({"payload":1})").status, 201u);
+  // The key is not a key of the server's: the admin routes and the list stay closed to it.
+  EXPECT_EQ(w.Send(verb::post, "/v1/queues/q/pause", "", "Bearer " + key)->status, 401u);
+  EXPECT_EQ(w.Send(verb::get, "/v1/queues", "", "Bearer " + key)->status, 401u);
+  EXPECT_EQ(w.Send(verb::get, "/v1/queues/other", "", "Bearer " + key)->status, 401u);
+  // Only the admin sets keys.
+  EXPECT_EQ(w.Send(verb::put, "/v1/queues/q/key", "", "Bearer " + key)->status, 401u);
+  EXPECT_EQ(w.Call(verb::delete_, "/v1/queues/q/key").status, 401u);
+  for (const char* bad : {R"({"key":"short"})", R"({"key":"has a space in it here"})",
+                          R"({"key":7})", R"({"key":"ééééééééééééééééé"})"}) {
+    Response r = w.Admin(verb::put, "/v1/queues/q/key", bad);
+    EXPECT_EQ(r.status, 400u) << bad;
+    EXPECT_EQ(ErrorMessage(r), wire::kQueueKeyShape) << bad;
+  }
+  EXPECT_EQ(w.Send(verb::get, "/v1/queues/q", "", "Bearer " + key)->status, 200u)
+      << "a refused change left the key as it was";
+  ASSERT_EQ(w.Admin(verb::delete_, "/v1/queues/q/key").status, 200u);
+  EXPECT_EQ(w.Call(verb::get, "/v1/queues/q").status, 200u);
+  EXPECT_EQ(w.Send(verb::get, "/v1/queues/q", "", "Bearer " + key)->status, 401u);
+}
+
+// A key set through another process (straight into the backend here) is obeyed once this
+// process's cached answer is a second old; this process's own changes at once.
+TEST(QueuesFamilyTest, AKeySetElsewhereIsObeyedWithinASecond) {
+  FamilyWorld w;
+  ASSERT_EQ(w.Call(verb::get, "/v1/queues/q").status, 200u);  // cached: no key of its own
+  std::optional<OpResult<Done>> set;
+  w.backend().SetQueueKey("q", KeyDigest("elsewhere-made-key-0123"),
+                          [&set](OpResult<Done> r) { set = std::move(r); });
+  ASSERT_TRUE(set && set->ok());
+  EXPECT_EQ(w.Call(verb::get, "/v1/queues/q").status, 200u) << "cached for up to a second";
+  w.clock().Advance(QueueKeys::kFreshMs);
+  EXPECT_EQ(w.Call(verb::get, "/v1/queues/q").status, 401u);
+  EXPECT_EQ(w.Send(verb::get, "/v1/queues/q", "", "Bearer elsewhere-made-key-0123")->status, 200u);
 }
 
 }  // namespace

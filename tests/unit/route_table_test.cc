@@ -236,6 +236,52 @@ TEST(RouteTableTest, WithoutKeysEveryRouteIsOpen) {
   }
 }
 
+// A queue with a key of its own (PUT /v1/queues/{q}/key) takes that key or the admin key on
+// every kQueue route that names it, under each combination of server keys; the server's queue
+// key no longer opens it, nor does no key on an open server. Other queues are as before.
+TEST(RouteTableTest, AQueuesOwnKeyIsTheOnlyQueueKeyItTakes) {
+  const std::string own = "queue-7-own-key-0123456789";
+  for (auto [admin, queue] : std::vector<std::pair<std::string, std::string>>{
+           {std::string(kAdminKey), std::string(testing::kQueueKey)},
+           {std::string(kAdminKey), ""},
+           {"", std::string(testing::kQueueKey)},
+           {"", ""}}) {
+    SCOPED_TRACE("admin key " + std::string(admin.empty() ? "unset" : "set") + ", queue key " +
+                 (queue.empty() ? "unset" : "set"));
+    FamilyWorld world(admin, queue);
+    Response set = world.Admin(http::verb::put, "/v1/queues/7/key", R"({"key":")" + own + "\"}");
+    ASSERT_EQ(set.status, 200u) << set.body;
+    std::vector<AccessCase> cases = Cases();
+    cases.push_back({"the queue's own key", "Bearer " + own});
+    cases.push_back({"the queue's own key in Basic", Basic("w:" + own)});
+    for (const RouteInfo& r : world.router().Routes()) {
+      if (r.options.scope != Scope::kQueue || r.pattern.find("{q}") == std::string::npos) continue;
+      for (const AccessCase& c : cases) {
+        bool own_key = c.name.starts_with("the queue's own key");
+        bool admin_key = !admin.empty() && IsAdminKey(c);
+        ExpectScopeEnforced(world, r, c, !own_key && !admin_key);
+        // The same route of another queue follows the server's rule.
+        std::string other = TargetFor(r.pattern);
+        other.replace(other.find("/7"), 2, "/8");
+        std::optional<Response> answer = world.Send(r.method, other, "{}", c.authorization);
+        if (answer) {
+          bool open = queue.empty() && admin.empty();
+          bool server_key = (!queue.empty() && IsQueueKey(c)) ||
+                            (!admin.empty() && IsAdminKey(c)) || (queue.empty() && admin.empty());
+          EXPECT_EQ(answer->status == 401u, !(open || server_key))
+              << other << " " << c.name << ": " << answer->body;
+        }
+      }
+    }
+    // Removed: the queue follows the server's rule again.
+    ASSERT_EQ(world.Admin(http::verb::delete_, "/v1/queues/7/key").status, 200u);
+    std::optional<Response> by_own =
+        world.Send(http::verb::get, "/v1/queues/7", "", "Bearer " + own);
+    ASSERT_TRUE(by_own.has_value());
+    EXPECT_EQ(by_own->status == 401u, !(queue.empty() && admin.empty())) << by_own->body;
+  }
+}
+
 // The refusal says which key a route takes.
 TEST(RouteTableTest, RefusalsNameTheKeyNeeded) {
   FamilyWorld both;
