@@ -25,12 +25,16 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   }
   if (places_per_client) config.places_per_client = *places_per_client;
   if (challenge_difficulty) config.challenge_difficulty = *challenge_difficulty;
+  if (gate) config.gate = *gate;
 }
 
 namespace {
 bool Within(int64_t v, int64_t min, int64_t max) { return v >= min && v <= max; }
 bool UrlInRange(const std::optional<std::string>& url) {
   return !url || url->size() <= kMaxTargetUrlBytes;
+}
+bool GateInRange(const std::optional<std::string>& gate) {
+  return !gate || gate->size() <= kMaxGateBytes;
 }
 }  // namespace
 
@@ -44,7 +48,8 @@ bool InRange(const RoomConfig& c) {
           Within(*c.joins_per_minute_per_client, 1, kMaxJoinsPerMinutePerClient)) &&
          (!c.places_per_client || Within(*c.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!c.challenge_difficulty ||
-          Within(*c.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty));
+          Within(*c.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
+         GateInRange(c.gate);
 }
 
 bool InRange(const RoomPatch& p) {
@@ -61,7 +66,8 @@ bool InRange(const RoomPatch& p) {
          (!p.places_per_client || !*p.places_per_client ||
           Within(**p.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!p.challenge_difficulty || !*p.challenge_difficulty ||
-          Within(**p.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty));
+          Within(**p.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
+         (!p.gate || GateInRange(*p.gate));
 }
 
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,

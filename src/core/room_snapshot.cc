@@ -17,7 +17,11 @@ namespace {
 //      i64 debt_at) | u64 free, free x u32 | u64 refills, refills x (u32 client, u64 full_at).
 //      Older formats load with every limit off and no client state.
 //   4: adds, at the end: u64 incarnation (older formats load with incarnation 0).
-constexpr uint32_t kRoomFormat = 4;
+//   5: adds, after challenge_difficulty: u8 has gate | [str gate] (the gate's JSON text, at
+//      most kMaxGateBytes; older formats load with no gate).
+// To add one: bump kRoomFormat, write the new field, read it only from that format on, and keep
+// a test that bytes an older anteroom wrote still load (tests/unit/room_format_test.cc).
+constexpr uint32_t kRoomFormat = 5;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -44,6 +48,8 @@ void Room::Save(ByteWriter& out) const {
   SaveOptional(out, config_.joins_per_minute_per_client);
   SaveOptional(out, config_.places_per_client);
   SaveOptional(out, config_.challenge_difficulty);
+  out.PutBool(config_.gate.has_value());
+  if (config_.gate) out.PutString(*config_.gate);
   out.Put(revocation_ttl_ms_);
   out.Put(now_);
 
@@ -142,6 +148,8 @@ bool Room::Restore(ByteReader& in) {
     r.config_.places_per_client = LoadOptional(in);
     r.config_.challenge_difficulty = LoadOptional(in);
   }
+  r.config_.gate.reset();
+  if (format >= 5 && in.GetBool()) r.config_.gate = in.GetString();
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
   if (in.failed() || !InRange(r.config_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||

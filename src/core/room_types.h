@@ -16,6 +16,7 @@ inline constexpr int64_t kMaxCapacity = 1'000'000'000;
 inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
 inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
 inline constexpr size_t kMaxTargetUrlBytes = 2048;
+inline constexpr size_t kMaxGateBytes = 16 * 1024;  // RoomConfig::gate, the JSON text
 inline constexpr int64_t kMaxJoinsPerMinutePerClient = 100'000;
 inline constexpr int64_t kMaxPlacesPerClient = 1'000'000;
 inline constexpr int64_t kMinChallengeDifficulty = 1;   // bits of proof of work (challenge.h)
@@ -44,6 +45,10 @@ struct RoomConfig {
   std::optional<int64_t> places_per_client;            // live places one client holds at once
   // Leading zero bits of proof of work a join must show (core/challenge.h); nullopt: none.
   std::optional<int64_t> challenge_difficulty;
+  // The forward-auth gate's settings (cookie name, bypass rules, allowed return hosts) as one
+  // JSON text, validated and canonicalized by the HTTP layer; nullopt: no gate settings. Plain
+  // data, as target_url: the rules never read it, and every backend keeps it byte for byte.
+  std::optional<std::string> gate;
 };
 
 // What a join brings besides the session id (Room::Check). The default, no client and no
@@ -65,6 +70,7 @@ struct RoomPatch {
   std::optional<std::optional<int64_t>> joins_per_minute_per_client;
   std::optional<std::optional<int64_t>> places_per_client;
   std::optional<std::optional<int64_t>> challenge_difficulty;
+  std::optional<std::optional<std::string>> gate;  // inner nullopt: clear it
 
   void ApplyTo(RoomConfig& config) const;
 };

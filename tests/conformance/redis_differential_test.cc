@@ -44,14 +44,14 @@ std::string Show(const core::SessionView& v) {
 }
 std::string Show(const core::RoomInfo& i) {
   return fmt::format(
-      "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} active={} "
-      "waiting={} adm={} drop={} rel={}",
+      "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} gate={} "
+      "active={} waiting={} adm={} drop={} rel={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
       i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
       i.config.paused, i.config.target_url.value_or("(none)"),
       i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
-      i.config.challenge_difficulty.value_or(-1), i.active, i.waiting, i.counters.admitted_total,
-      i.counters.dropped_total, i.counters.released_total);
+      i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"), i.active,
+      i.waiting, i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total);
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -258,6 +258,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           if (pick(3) == 0) p.joins_per_minute_per_client = maybe(1, 7);
           if (pick(3) == 0) p.places_per_client = maybe(1, 3);
           if (pick(6) == 0) p.challenge_difficulty = maybe(1, 3);
+          if (pick(4) == 0) {
+            p.gate.emplace();  // set (one of two texts, or empty) or cleared
+            if (pick(3))
+              *p.gate = pick(2) ? R"({"cookie":"g)" + std::to_string(pick(2)) + "\"}" : "";
+          }
           (void)same("put", [&](Backend& b) {
             return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
           });

@@ -176,5 +176,63 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
   EXPECT_EQ(join("c", "192.0.2.1").status(), OpStatus::kRateLimited);
 }
 
+// The gate is a key of its own ({r:NAME}:g, KEYS[9] of room.lua: "INC:TEXT"), so rooms written
+// before it read as having none. Scripts from before it neither read nor delete it: a room
+// deleted by such a process leaves its gate behind, which must not come back, whether the room
+// is made again by a script that knows the key (it removes it) or by one that does not (the
+// leftover is of another incarnation).
+TEST(RedisRoomStateTest, GateLeftBehindByAnOlderProcessDoesNotComeBack) {
+  FakeClock clock;
+  std::string prefix = "legacy-gate" + std::to_string(getpid()) + ":";
+  redis::RedisBackend backend(clock, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                                .key_prefix = prefix,
+                                                                .redis_time = false,
+                                                                .run_timer = false});
+  auto put = [&](const core::RoomPatch& patch) {
+    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("lobby", patch, done); });
+  };
+  auto gate_now = [&] {
+    auto info = Await<core::RoomInfo>([&](auto done) { backend.GetRoom("lobby", done); });
+    EXPECT_TRUE(info.ok()) << info.message();
+    return info.ok() ? info->config.gate : std::optional<std::string>("(failed)");
+  };
+  const std::string gate_key = prefix + "{r:lobby}:g";
+  auto set_raw = [&](const std::string& value) {
+    return EvalOnSingle("return redis.call('SET', KEYS[1], '" + value + "')", gate_key);
+  };
+  auto raw = [&] { return EvalOnSingle("return redis.call('GET', KEYS[1])", gate_key); };
+  auto exists = [&] { return EvalOnSingle("return redis.call('EXISTS', KEYS[1])", gate_key); };
+  ASSERT_EQ(set_raw("1:left behind"), "OK");
+
+  core::RoomPatch create;
+  create.capacity = 1;
+  auto created = put(create);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_EQ(created->config.gate, std::nullopt);
+  EXPECT_EQ(exists(), "0") << "removed when the room is made";
+  EXPECT_EQ(gate_now(), std::nullopt);
+
+  // As if an older process had deleted the room and made it again: a gate of another
+  // incarnation reads as none, the room's own as its gate.
+  std::string inc =
+      EvalOnSingle("return string.format('%d', cmsgpack.unpack(redis.call('GET', KEYS[1]))[23])",
+                   prefix + "{r:lobby}:m");
+  ASSERT_FALSE(inc.empty());
+  ASSERT_EQ(set_raw((inc == "1" ? "2" : "1") + std::string(":left behind")), "OK");
+  EXPECT_EQ(gate_now(), std::nullopt);
+  ASSERT_EQ(set_raw(inc + ":ours"), "OK");
+  EXPECT_EQ(gate_now(), std::optional<std::string>("ours"));
+
+  core::RoomPatch gate;
+  gate.gate = std::optional<std::string>(R"({"cookie":"pass"})");
+  ASSERT_TRUE(put(gate).ok());
+  EXPECT_EQ(raw(), inc + R"(:{"cookie":"pass"})");
+  EXPECT_EQ(gate_now(), gate.gate);
+  auto deleted = Await<core::RoomInfo>([&](auto done) { backend.DeleteRoom("lobby", done); });
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->config.gate, gate.gate);
+  EXPECT_EQ(exists(), "0") << "deleted with the room";
+}
+
 }  // namespace
 }  // namespace anteroom::store::conformance

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -657,6 +658,138 @@ TEST_P(RoomsConformanceTest, TargetUrlRoundTripsAndClears) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->config.target_url, std::nullopt);
   EXPECT_EQ(got->config.capacity, 2);
+}
+
+// A room's gate settings: one JSON text the engine keeps byte for byte and never reads (any
+// UTF-8, escapes, up to core::kMaxGateBytes).
+const std::string kGate =
+    R"({"cookie":"anteroom_pass","bypass":{"paths":["/static/*","/caf\u00e9/*"],)"
+    R"("headers":[{"name":"X-Probe","value":"1"}]},"hosts":["shop.example",)"
+    "\"b\xc3\xbc"
+    "cher.example\"],\"note\":\"\xf0\x9f\x9a\xaa \\\"quoted\\\"\\n\"}";
+
+RoomPatch GatePatch(std::optional<std::string> gate) {
+  RoomPatch p;
+  p.gate = std::move(gate);
+  return p;
+}
+
+TEST_P(RoomsConformanceTest, GateRoundTripsReplacesAndClears) {
+  RoomPatch p;
+  p.capacity = 1;
+  p.target_url = std::optional<std::string>("/in");
+  p.gate = kGate;
+  auto created = Put("r", p);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_EQ(created->config.gate, kGate);
+  auto got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.gate, kGate);
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().config.gate, kGate);
+  EXPECT_EQ(Check("r", "a")->status, SessionStatus::kActive) << "the rules do not read it";
+
+  RoomPatch other;  // a patch without the field keeps it
+  other.capacity = 2;
+  other.paused = true;
+  auto kept = Put("r", other);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->config.gate, kGate);
+  EXPECT_EQ(kept->config.target_url, std::optional<std::string>("/in"));
+
+  const char raw_bytes[] = "{\"raw\":\"\0\xff:\"}";  // binary-safe: a NUL, a byte not UTF-8
+  for (const std::string& replacement :
+       {std::string(R"({"cookie":"other"})"), std::string(core::kMaxGateBytes, 'x'),
+        std::string(raw_bytes, sizeof raw_bytes - 1), std::string()}) {
+    auto changed = Put("r", GatePatch(replacement));
+    ASSERT_TRUE(changed.ok()) << changed.message();
+    EXPECT_EQ(changed->config.gate, replacement) << replacement.size();
+    got = Get("r");
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->config.gate, replacement) << "an empty text is a gate, not none";
+  }
+
+  auto cleared = Put("r", GatePatch(std::nullopt));
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(cleared->config.gate, std::nullopt);
+  got = Get("r");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->config.gate, std::nullopt);
+  EXPECT_EQ(got->config.capacity, 2);
+  EXPECT_TRUE(got->config.paused);
+  EXPECT_EQ(got->config.target_url, std::optional<std::string>("/in"));
+  list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().config.gate, std::nullopt);
+  EXPECT_EQ(Put("r", GatePatch(std::nullopt))->config.gate, std::nullopt) << "cleared twice";
+
+  // Deleting answers the gate; the room made again under the name starts without one.
+  ASSERT_TRUE(Put("r", GatePatch(kGate)).ok());
+  auto deleted = Delete("r");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->config.gate, kGate);
+  RoomPatch again;
+  again.capacity = 1;
+  auto remade = Put("r", again);
+  ASSERT_TRUE(remade.ok());
+  EXPECT_EQ(remade->config.gate, std::nullopt);
+  EXPECT_EQ(Get("r")->config.gate, std::nullopt);
+  // A change that names only the gate creates nothing.
+  EXPECT_EQ(Put("absent", GatePatch(kGate)).status(), OpStatus::kInvalidArgument);
+  EXPECT_EQ(Get("absent").status(), OpStatus::kUnknownRoom);
+}
+
+// Kept across restarts: from the log alone, then (log backends) from a snapshot plus the log;
+// for Redis, by another backend on the same prefix.
+TEST_P(RoomsConformanceTest, GateSurvivesRestarts) {
+  const std::string other = R"({"cookie":"second"})";
+  RoomPatch create;
+  create.capacity = 1;
+  create.gate = kGate;
+  ASSERT_TRUE(Put("created", create).ok());
+  MakeRoom("replaced", 1);
+  ASSERT_TRUE(Put("replaced", GatePatch(kGate)).ok());
+  MakeRoom("cleared", 1);
+  ASSERT_TRUE(Put("cleared", GatePatch(kGate)).ok());
+  ASSERT_TRUE(Put("cleared", GatePatch(std::nullopt)).ok());
+  MakeRoom("kept", 1);
+  ASSERT_TRUE(Put("kept", GatePatch(other)).ok());
+  ASSERT_TRUE(Put("kept", create).ok()) << "capacity and the gate";
+  ASSERT_TRUE(Put("kept", GatePatch(other)).ok());
+  Arrive("kept", "a");
+  if (!harness_->Restart()) GTEST_SKIP() << GetParam().name << " keeps nothing across restarts";
+  auto expect_gates = [&](std::optional<std::string> replaced, std::optional<std::string> cleared) {
+    std::map<std::string, std::optional<std::string>> want = {
+        {"created", kGate}, {"kept", other}, {"replaced", replaced}, {"cleared", cleared}};
+    auto list = List();
+    ASSERT_TRUE(list.ok()) << list.message();
+    EXPECT_EQ(list->size(), want.size());
+    for (const RoomInfo& info : *list) {
+      EXPECT_EQ(info.config.gate, want[info.room]) << info.room;
+      auto got = Get(info.room);
+      ASSERT_TRUE(got.ok()) << info.room;
+      EXPECT_EQ(got->config.gate, want[info.room]) << info.room;
+    }
+  };
+  expect_gates(kGate, std::nullopt);  // the log alone
+  EXPECT_EQ(Check("kept", "a")->status, SessionStatus::kActive);
+
+  auto* durable = dynamic_cast<conformance::DurableHarness*>(harness_.get());
+  if (durable) durable->Compact();  // the gates so far come back from the snapshot
+  ASSERT_TRUE(Put("replaced", GatePatch(other)).ok());
+  ASSERT_TRUE(Put("cleared", GatePatch(kGate)).ok());
+  RoomPatch capacity_only;
+  capacity_only.capacity = 2;
+  ASSERT_TRUE(Put("created", capacity_only).ok());
+  ASSERT_TRUE(harness_->Restart());
+  expect_gates(other, kGate);
+  EXPECT_EQ(Get("created")->config.capacity, 2);
+  AdvanceTime(1'000);
+  ASSERT_TRUE(harness_->Restart());  // after a restart that replayed them
+  expect_gates(other, kGate);
 }
 
 TEST_P(RoomsConformanceTest, RoomsAreIndependent) {

@@ -95,7 +95,7 @@ TEST(FuzzRegressionTest, ReplayRefusesValuesOutOfTheWireRanges) {
   patch.capacity = 2;
   std::string record;
   ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, 1'700'000'000'000, "r");
-  store::PutRoomPatch(w, patch);
+  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom3);
   ASSERT_TRUE(backend.Replay(record).ok());
   r = backend.Replay(Unhex("03c97d01100000a257010000007203000000626f62"));
   EXPECT_FALSE(r.ok());

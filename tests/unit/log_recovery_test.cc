@@ -893,6 +893,69 @@ TEST_F(LogStoreRecoveryTest, RoomSettingsSurviveReplayAndCompaction) {
   expect_settings(*r.engine, "cleared", false, "/after-snapshot");
 }
 
+// A room's gate (kCreateRoom2 and kPutRoom4 records, room format 5) comes back from the log
+// alone, and from a snapshot plus the log: set at creation, kept by a change without it,
+// replaced, cleared.
+TEST_F(LogStoreRecoveryTest, GateSurvivesReplayAndCompaction) {
+  const std::string first = R"({"cookie":"pass","bypass":{"paths":["/static/*"]}})";
+  const std::string second =
+      "{\"hosts\":[\"b\xc3\xbc"
+      "cher.example\"]}";
+  auto expect_gate = [](Engine& e, const std::string& room, std::optional<std::string> gate) {
+    auto info = e.GetRoom(room);
+    ASSERT_TRUE(info.ok()) << info.message();
+    EXPECT_EQ(info->config.gate, gate) << room;
+  };
+  auto gate = [](std::optional<std::string> text) {
+    core::RoomPatch p;
+    p.gate = std::move(text);
+    return p;
+  };
+  {
+    EmbeddedStore store(original_.backend(), Options(dir_.path()));
+    core::RoomPatch create;
+    create.capacity = 2;
+    create.gate = first;
+    original_.Configure("created", create);
+    original_.PutRoom("kept", 1);
+    original_.Configure("kept", gate(first));
+    original_.PutRoom("kept", 3);  // a change without the gate
+    original_.PutRoom("replaced", 1);
+    original_.Configure("replaced", gate(first));
+    original_.Configure("replaced", gate(second));
+    original_.PutRoom("cleared", 1);
+    original_.Configure("cleared", gate(first));
+    original_.Configure("cleared", gate(std::nullopt));
+  }
+  {
+    Recovered r = RecoverInto(dir_.path(), true);
+    EXPECT_EQ(r.report.snapshot, 0u);
+    EXPECT_EQ(StateOf(r.engine->backend()), StateOf(original_.backend()));
+    expect_gate(*r.engine, "created", first);
+    expect_gate(*r.engine, "kept", first);
+    expect_gate(*r.engine, "replaced", second);
+    expect_gate(*r.engine, "cleared", std::nullopt);
+    auto kept = r.engine->GetRoom("kept");
+    ASSERT_TRUE(kept.ok());
+    EXPECT_EQ(kept->config.capacity, 3);
+  }
+  Engine after;
+  {
+    EmbeddedStore store(after.backend(), Options(dir_.path()));
+    std::string error;
+    ASSERT_TRUE(store.Compact(error)) << error;
+    after.Configure("replaced", gate(std::nullopt));  // after the cut: in the log only
+    after.Configure("cleared", gate(second));
+  }
+  Recovered r = RecoverInto(dir_.path(), true);
+  EXPECT_EQ(r.report.snapshot, 3u);
+  EXPECT_EQ(StateOf(r.engine->backend()), StateOf(after.backend()));
+  expect_gate(*r.engine, "created", first);
+  expect_gate(*r.engine, "kept", first);
+  expect_gate(*r.engine, "replaced", std::nullopt);
+  expect_gate(*r.engine, "cleared", second);
+}
+
 // A SHA-256 digest as the server keeps it (32 raw bytes, NULs and high bytes included).
 std::string Digest(char fill) {
   std::string d(kQueueKeyDigestBytes, fill);

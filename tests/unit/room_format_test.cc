@@ -2,14 +2,17 @@
 // and the log record of a room change (store/memory/change_record.h). Each test of an old
 // format decodes bytes that an earlier anteroom wrote (kept here verbatim), so a data directory
 // from before `paused` and `target_url` still opens, with the room unpaused and no target URL,
-// and one from before the per-client limits and the challenge opens with all of them off.
+// one from before the per-client limits and the challenge opens with all of them off, and one
+// from before the gate (room format 5, kPutRoom4, kCreateRoom2) opens with no gate.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/clock.h"
@@ -19,6 +22,8 @@
 
 namespace anteroom {
 namespace {
+
+using std::string_view_literals::operator""sv;
 
 constexpr int64_t kT0 = 1'700'000'000'000;
 constexpr int64_t kTtl = 600'000;
@@ -128,7 +133,7 @@ TEST(RoomFormatTest, SnapshotKeepsPausedAndTargetUrl) {
 TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
   core::Room room(WrittenConfig(), kTtl, kT0);
   std::string bytes = Save(room);
-  for (uint32_t format : {0u, 5u}) {
+  for (uint32_t format : {0u, 6u}) {
     std::string changed = bytes;
     changed[0] = static_cast<char>(format);
     core::Room restored(core::RoomConfig{}, kTtl, 0);
@@ -168,13 +173,13 @@ TEST(RoomFormatTest, Format1PutRoomRecordStillReplays) {
   EXPECT_FALSE(info->config.paused);
   EXPECT_FALSE(info->config.target_url.has_value());
 
-  // A later format-2 change of the same room applies on top.
+  // A later change of the same room, as written today, applies on top.
   core::RoomPatch pause;
   pause.paused = true;
   pause.target_url = std::optional<std::string>("/welcome");
   std::string record;
-  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0 + 3'000, "lobby");
-  store::PutRoomPatch(w, pause);
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom4, kT0 + 3'000, "lobby");
+  store::PutRoomPatch(w, pause, store::ChangeKind::kPutRoom4);
   ASSERT_TRUE(backend.Replay(record).ok());
   info = GetRoom(backend, "lobby");
   ASSERT_TRUE(info.has_value());
@@ -198,9 +203,9 @@ TEST(RoomFormatTest, PutRoomRecordRoundTripsEveryShapeOfTheNewFields) {
     const core::RoomPatch& p = patches[i];
     std::string body;
     ByteWriter w(body);
-    store::PutRoomPatch(w, p);
+    store::PutRoomPatch(w, p, store::ChangeKind::kPutRoom4);
     ByteReader r(body);
-    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom3);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom4);
     EXPECT_TRUE(r.done()) << i;
     EXPECT_EQ(got.capacity, p.capacity) << i;
     EXPECT_EQ(got.grace_ms, p.grace_ms) << i;
@@ -230,9 +235,9 @@ TEST(RoomFormatTest, PutRoomRecordRoundTripsTheLimitsAndTheChallenge) {
     const core::RoomPatch& p = patches[i];
     std::string body;
     ByteWriter w(body);
-    store::PutRoomPatch(w, p);
+    store::PutRoomPatch(w, p, store::ChangeKind::kPutRoom4);
     ByteReader r(body);
-    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom3);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom4);
     EXPECT_TRUE(r.done()) << i;
     EXPECT_EQ(got.capacity, p.capacity) << i;
     EXPECT_EQ(got.target_url, p.target_url) << i;
@@ -395,7 +400,7 @@ TEST(RoomFormatTest, LimitsOutOfTheWireRangesAreDamage) {
   for (size_t i = 0; i < bad.size(); ++i) {
     std::string record;
     ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "r");
-    store::PutRoomPatch(w, bad[i]);
+    store::PutRoomPatch(w, bad[i], store::ChangeKind::kPutRoom3);
     EXPECT_FALSE(backend.Replay(record).ok()) << i;
   }
   EXPECT_EQ(backend.Summarize().rooms, 0u);
@@ -417,7 +422,7 @@ TEST(RoomFormatTest, Check2RecordsCountForTheirClientOnReplay) {
   create.places_per_client = std::optional<int64_t>(2);
   std::string record;
   ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "lobby");
-  store::PutRoomPatch(w, create);
+  store::PutRoomPatch(w, create, store::ChangeKind::kPutRoom3);
   ASSERT_TRUE(backend.Replay(record).ok());
   for (const char* session : {"a", "b"}) {
     ByteWriter c = store::BeginChange(record, store::ChangeKind::kCheck2, kT0 + 1, "lobby");
@@ -466,11 +471,11 @@ TEST(RoomFormatTest, CreateRoomRecordReplaysTheIncarnation) {
   std::string record;
   ByteWriter w = store::BeginChange(record, store::ChangeKind::kCreateRoom, kT0, "new");
   w.Put<uint64_t>(777);
-  store::PutRoomPatch(w, create);
+  store::PutRoomPatch(w, create, store::ChangeKind::kPutRoom3);
   ASSERT_TRUE(backend.Replay(record).ok());
   EXPECT_FALSE(backend.Replay(record).ok());  // created twice: the log diverged
   ByteWriter o = store::BeginChange(record, store::ChangeKind::kPutRoom3, kT0, "old");
-  store::PutRoomPatch(o, create);
+  store::PutRoomPatch(o, create, store::ChangeKind::kPutRoom3);
   ASSERT_TRUE(backend.Replay(record).ok());
   clock.Set(kT0 + 1);
   std::optional<core::SessionView> a, b;
@@ -479,6 +484,333 @@ TEST(RoomFormatTest, CreateRoomRecordReplaysTheIncarnation) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->incarnation, 777u);
   EXPECT_EQ(b->incarnation, 0u);
+}
+
+// ---- room format 5, kPutRoom4 and kCreateRoom2: the gate --------------------------------------
+
+// A gate's JSON text as the HTTP layer stores it: any UTF-8, quotes and escapes kept byte for
+// byte (a NUL too: the engine does not read it).
+const std::string kGate(
+    R"({"cookie":"anteroom_pass","bypass":{"paths":["/static/*","/caf\u00e9/*"]},)"
+    "\"hosts\":[\"shop.example\",\"b\xc3\xbc"
+    "cher.example\"],\"note\":\"\xf0\x9f\x9a\xaa\\n\",\"z\":\"\0\"}"sv);
+
+// Room format 4, as written by anteroom before the gate (commit 5af0a5b), for the room
+// FormatFourRoom() builds.
+const std::string kRoomFormat4 =
+    Unhex(
+        "0400000002000000000000008813000000000000307500000000000001e09304"
+        "0000000000010a000000000000000001080000002f77656c636f6d6500000000"
+        "0000000000000000000000000000010400000000000000c027090000000000e8"
+        "6be5cf8b0100000400000000000000000000000068e5cf8b0100000068e5cf8b"
+        "01000001000000000000000301ffffffff01000000620168e5cf8b0100000168"
+        "e5cf8b01000002000000000000000101ffffffff0100000063e86be5cf8b0100"
+        "00e86be5cf8b01000003000000000000000100ffffffff01000000640368e5cf"
+        "8b010000000000000000000000000000000000000000ffffffff010000000000"
+        "00000000000003000000000000000100000063bacb9f170300000200000031c2"
+        "cb9f170300000300000066bacb9f170300000100000000000000030000000200"
+        "0000000000000300000000000000") +
+    EmptyBuckets(20) + Unhex("00f1536500000000020000000000000001f15365000000000100000000000000") +
+    EmptyBuckets(59) + Unhex("01f15365000000000100000000000000") + EmptyBuckets(38) +
+    Unhex(
+        "0300000000000000000000000000000001000000000000000100000000000000"
+        "01000000610100000000000000a893eecf8b0100000100000000000000a893ee"
+        "cf8b010000010000006100000000000000000000000000000000000000000000"
+        "0000a7b6c5d4e3f20100");
+
+// A target URL, a challenge and an incarnation; the room of BuildRoom().
+core::RoomConfig FormatFourConfig() {
+  core::RoomConfig c = WrittenConfig();
+  c.target_url = "/welcome";
+  c.challenge_difficulty = 4;
+  return c;
+}
+void FormatFourRoom(core::Room& room) {
+  room.set_incarnation(0x1f2e3d4c5b6a7);
+  BuildRoom(room);
+}
+
+TEST(RoomFormatTest, Format4SnapshotStillRestoresWithoutAGate) {
+  core::RoomConfig before;
+  before.gate = "{}";  // a gate before the restore does not survive it
+  core::Room restored(before, kTtl, 0);
+  ByteReader in(kRoomFormat4);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(restored.config().gate, std::nullopt);
+  EXPECT_EQ(restored.config().target_url, std::optional<std::string>("/welcome"));
+  EXPECT_EQ(restored.config().challenge_difficulty, std::optional<int64_t>(4));
+  EXPECT_EQ(restored.incarnation(), 0x1f2e3d4c5b6a7u);
+
+  core::Room live(FormatFourConfig(), kTtl, kT0);
+  FormatFourRoom(live);
+  EXPECT_EQ(Save(restored), Save(live));
+}
+
+// A whole state as the anteroom before the gate wrote it (state format 2, whose own layout the
+// gate did not change, holding a room of format 4) loads with no gate, and saves as today's.
+TEST(RoomFormatTest, StateWithAFormat4RoomStillLoads) {
+  std::string state;
+  ByteWriter w(state);
+  w.Put<uint32_t>(2);  // u32 format | u64 rooms | (str name, room) | u64 queues
+  w.Put<uint64_t>(1);
+  w.PutString("lobby");
+  w.PutBytes(kRoomFormat4);
+  w.Put<uint64_t>(0);
+  FakeClock clock(kT0 + 1'000);
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  ByteReader in(state);
+  ASSERT_TRUE(backend.LoadState(in));
+  auto info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, std::nullopt);
+  EXPECT_EQ(info->config.target_url, std::optional<std::string>("/welcome"));
+  EXPECT_EQ(info->active, 2);
+
+  core::Room live(FormatFourConfig(), kTtl, kT0);
+  FormatFourRoom(live);
+  std::string saved;
+  ByteWriter sw(saved);
+  backend.SaveState(sw);
+  std::string room_now = Save(live);
+  EXPECT_NE(saved.find(room_now), std::string::npos) << "the room saved in today's format";
+}
+
+TEST(RoomFormatTest, SnapshotKeepsTheGate) {
+  for (const std::string& gate : {kGate, std::string(), std::string(core::kMaxGateBytes, 'g')}) {
+    core::RoomConfig config = FormatFourConfig();
+    config.gate = gate;
+    core::Room room(config, kTtl, kT0);
+    FormatFourRoom(room);
+    std::string bytes = Save(room);
+
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader in(bytes);
+    ASSERT_TRUE(restored.Restore(in)) << gate.size();
+    EXPECT_TRUE(in.done());
+    EXPECT_EQ(restored.config().gate, std::optional<std::string>(gate));
+    EXPECT_EQ(Save(restored), bytes);
+    // The gate is the only difference from the same room without one: the rules never read it.
+    core::Room plain(FormatFourConfig(), kTtl, kT0);
+    FormatFourRoom(plain);
+    core::RoomPatch clear;
+    clear.gate = std::optional<std::string>();
+    restored.Reconfigure(clear, kT0 + 1'000);
+    plain.Reconfigure(clear, kT0 + 1'000);
+    EXPECT_EQ(Save(restored), Save(plain));
+  }
+}
+
+// A gate over kMaxGateBytes was never passed by the HTTP layer: in a snapshot it is damage, and
+// so is a snapshot cut inside the gate's text.
+TEST(RoomFormatTest, SnapshotWithAGateTooLongOrCutIsRefused) {
+  core::RoomConfig config = FormatFourConfig();
+  config.gate = std::string(core::kMaxGateBytes + 1, 'g');
+  core::Room big(config, kTtl, kT0);
+  std::string bytes = Save(big);
+  core::Room refused(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  EXPECT_FALSE(refused.Restore(in));
+
+  config.gate = kGate;
+  core::Room room(config, kTtl, kT0);
+  bytes = Save(room);
+  size_t gate_at = bytes.find(kGate);
+  ASSERT_NE(gate_at, std::string::npos);
+  for (size_t cut : {gate_at - 5, gate_at - 1, gate_at, gate_at + kGate.size() / 2}) {
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader cut_in(std::string_view(bytes).substr(0, cut));
+    EXPECT_FALSE(restored.Restore(cut_in)) << cut;
+  }
+  // A damaged length: more bytes than there are, or a gate that swallows the fields after it.
+  for (uint32_t length : {0xffffffffu, static_cast<uint32_t>(bytes.size() - gate_at)}) {
+    std::string damaged = bytes;
+    std::memcpy(damaged.data() + gate_at - 4, &length, 4);
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader damaged_in(damaged);
+    EXPECT_FALSE(restored.Restore(damaged_in)) << length;
+  }
+}
+
+TEST(RoomFormatTest, PutRoomRecordRoundTripsTheGate) {
+  std::vector<core::RoomPatch> patches(6);
+  patches[1].gate = std::optional<std::string>(kGate);
+  patches[2].gate = std::optional<std::string>();  // clear
+  patches[3].gate = std::optional<std::string>("");
+  patches[4].gate = std::optional<std::string>(std::string(core::kMaxGateBytes, '{'));
+  patches[5].capacity = 4;
+  patches[5].target_url = std::optional<std::string>("/in");
+  patches[5].challenge_difficulty = std::optional<int64_t>(12);
+  patches[5].gate = std::optional<std::string>(kGate);
+  for (size_t i = 0; i < patches.size(); ++i) {
+    const core::RoomPatch& p = patches[i];
+    std::string body;
+    ByteWriter w(body);
+    store::PutRoomPatch(w, p, store::ChangeKind::kPutRoom4);
+    ByteReader r(body);
+    core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom4);
+    EXPECT_TRUE(r.done()) << i;
+    EXPECT_EQ(got.gate, p.gate) << i;
+    EXPECT_EQ(got.capacity, p.capacity) << i;
+    EXPECT_EQ(got.target_url, p.target_url) << i;
+    EXPECT_EQ(got.challenge_difficulty, p.challenge_difficulty) << i;
+    EXPECT_TRUE(core::InRange(got)) << i;
+  }
+  // Format 3 has no gate: its writer leaves it out, and its reader stops before one.
+  std::string body;
+  ByteWriter w(body);
+  store::PutRoomPatch(w, patches[5], store::ChangeKind::kPutRoom3);
+  ByteReader r(body);
+  core::RoomPatch got = store::GetRoomPatch(r, store::ChangeKind::kPutRoom3);
+  EXPECT_TRUE(r.done());
+  EXPECT_EQ(got.gate, std::nullopt);
+  EXPECT_EQ(got.challenge_difficulty, std::optional<int64_t>(12));
+}
+
+// A kCreateRoom record as written before kCreateRoom2: room "lobby" at kT0, incarnation 777,
+// capacity 3, target URL "/welcome", places_per_client 2.
+const std::string kCreateRoomFormat3 = Unhex(
+    "0a0068e5cf8b010000050000006c6f6262790903000000000000010300000000"
+    "00000000000000000101080000002f77656c636f6d6500010102000000000000"
+    "0000");
+// A kPutRoom3 record as written before kPutRoom4: "lobby" at kT0 + 1000, paused, target URL
+// cleared, challenge difficulty 8.
+const std::string kPutRoomFormat3 = Unhex(
+    "08e86be5cf8b010000050000006c6f6262790000000000010101000000010108"
+    "00000000000000");
+
+std::string CreateRecord(const std::string& room, int64_t now, uint64_t incarnation,
+                         const core::RoomPatch& patch) {
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kCreateRoom2, now, room);
+  w.Put(incarnation);
+  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom4);
+  return record;
+}
+std::string ChangeRecord(const std::string& room, int64_t now, const core::RoomPatch& patch) {
+  std::string record;
+  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom4, now, room);
+  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom4);
+  return record;
+}
+
+TEST(RoomFormatTest, Format3CreateAndPutRoomRecordsStillReplayWithoutAGate) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  auto created = backend.Replay(kCreateRoomFormat3);
+  ASSERT_TRUE(created.ok()) << created.message();
+  auto info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.capacity, 3);
+  EXPECT_EQ(info->config.target_url, std::optional<std::string>("/welcome"));
+  EXPECT_EQ(info->config.places_per_client, std::optional<int64_t>(2));
+  EXPECT_EQ(info->config.gate, std::nullopt);
+
+  // A gate set today, then an old-format change: it keeps the gate (format 3 cannot name it).
+  core::RoomPatch gate;
+  gate.gate = std::optional<std::string>(kGate);
+  ASSERT_TRUE(backend.Replay(ChangeRecord("lobby", kT0 + 500, gate)).ok());
+  auto changed = backend.Replay(kPutRoomFormat3);
+  ASSERT_TRUE(changed.ok()) << changed.message();
+  info = GetRoom(backend, "lobby");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_TRUE(info->config.paused);
+  EXPECT_EQ(info->config.target_url, std::nullopt);
+  EXPECT_EQ(info->config.challenge_difficulty, std::optional<int64_t>(8));
+  EXPECT_EQ(info->config.gate, std::optional<std::string>(kGate));
+
+  // The incarnation of the kCreateRoom record, on the admission of the first to join.
+  core::RoomPatch resume;
+  resume.paused = false;
+  ASSERT_TRUE(backend.Replay(ChangeRecord("lobby", kT0 + 1'500, resume)).ok());
+  std::optional<core::SessionView> joined;
+  clock.Set(kT0 + 2'000);
+  backend.Check("lobby", "a", core::Arrival{.client = "", .proof_bits = 8},
+                [&](OpResult<core::SessionView> r) {
+                  if (r.ok()) joined = *r;
+                });
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_EQ(joined->incarnation, 777u);
+}
+
+TEST(RoomFormatTest, CreateRoom2AndPutRoom4RecordsCarryTheGate) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  core::RoomPatch create;
+  create.capacity = 2;
+  create.gate = std::optional<std::string>(kGate);
+  ASSERT_TRUE(backend.Replay(CreateRecord("g", kT0, 4242, create)).ok());
+  auto info = GetRoom(backend, "g");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, std::optional<std::string>(kGate));
+
+  core::RoomPatch other;  // a change without the gate keeps it
+  other.capacity = 5;
+  ASSERT_TRUE(backend.Replay(ChangeRecord("g", kT0 + 1, other)).ok());
+  info = GetRoom(backend, "g");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.capacity, 5);
+  EXPECT_EQ(info->config.gate, std::optional<std::string>(kGate));
+
+  core::RoomPatch replace;
+  replace.gate = std::optional<std::string>(R"({"cookie":"other"})");
+  ASSERT_TRUE(backend.Replay(ChangeRecord("g", kT0 + 2, replace)).ok());
+  info = GetRoom(backend, "g");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, replace.gate);
+
+  core::RoomPatch clear;
+  clear.gate = std::optional<std::string>();
+  ASSERT_TRUE(backend.Replay(ChangeRecord("g", kT0 + 3, clear)).ok());
+  info = GetRoom(backend, "g");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, std::nullopt);
+
+  std::optional<core::SessionView> joined;
+  clock.Set(kT0 + 4);
+  backend.Check("g", "a", [&](OpResult<core::SessionView> r) {
+    if (r.ok()) joined = *r;
+  });
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_EQ(joined->incarnation, 4242u);
+}
+
+// What the writer never writes is damage, and changes nothing: a gate over kMaxGateBytes, a
+// record cut anywhere, bytes after the patch, a kPutRoom4 for a room that was never created.
+TEST(RoomFormatTest, GateRecordsOutOfRangeOrDamagedAreRefused) {
+  FakeClock clock;
+  store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
+  core::RoomPatch create;
+  create.capacity = 1;
+  create.gate = std::optional<std::string>(std::string(core::kMaxGateBytes + 1, 'g'));
+  EXPECT_FALSE(backend.Replay(CreateRecord("big", kT0, 1, create)).ok());
+  core::RoomPatch change;
+  change.gate = create.gate;
+  EXPECT_FALSE(backend.Replay(ChangeRecord("big", kT0, change)).ok());
+  EXPECT_EQ(backend.Summarize().rooms, 0u);
+
+  create.gate = std::optional<std::string>(std::string(core::kMaxGateBytes, 'g'));
+  ASSERT_TRUE(backend.Replay(CreateRecord("max", kT0, 1, create)).ok());
+  change.gate = std::optional<std::string>(kGate);
+  EXPECT_FALSE(backend.Replay(ChangeRecord("never-created", kT0, change)).ok());
+  EXPECT_EQ(backend.Summarize().rooms, 1u);
+
+  std::string record = ChangeRecord("max", kT0 + 1, change);
+  for (size_t cut = 1; cut < record.size(); ++cut) {
+    EXPECT_FALSE(backend.Replay(std::string_view(record).substr(0, cut)).ok()) << cut;
+  }
+  EXPECT_FALSE(backend.Replay(record + '\0').ok());
+  create.capacity = 2;
+  std::string created = CreateRecord("cut", kT0 + 1, 2, create);
+  EXPECT_FALSE(backend.Replay(created.substr(0, created.size() - 1)).ok());
+  auto info = GetRoom(backend, "max");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, std::optional<std::string>(std::string(core::kMaxGateBytes, 'g')));
+  EXPECT_EQ(backend.Summarize().rooms, 1u);
+  ASSERT_TRUE(backend.Replay(record).ok());
+  info = GetRoom(backend, "max");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->config.gate, std::optional<std::string>(kGate));
 }
 
 }  // namespace

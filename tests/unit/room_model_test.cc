@@ -162,6 +162,11 @@ bool RunOne(uint64_t seed, bool crowd, bool grid, Stats& stats) {
       if (rng.Chance(20)) patch.joins_per_minute_per_client = fresh.joins_per_minute_per_client;
       if (rng.Chance(20)) patch.places_per_client = fresh.places_per_client;
       if (rng.Chance(10)) patch.challenge_difficulty = fresh.challenge_difficulty;
+      if (rng.Chance(10)) {  // plain data: set, replaced or cleared, no rule reads it
+        patch.gate.emplace();
+        if (rng.Chance(70))
+          *patch.gate = R"({"cookie":"c)" + std::to_string(rng.Uniform(0, 3)) + "\"}";
+      }
       where += " reconfigure";
       room.Reconfigure(patch, now);
       model.Reconfigure(patch, now);
@@ -185,6 +190,7 @@ bool RunOne(uint64_t seed, bool crowd, bool grid, Stats& stats) {
     EXPECT_EQ(room.counters().dropped_total, model.counters().dropped_total) << where;
     EXPECT_EQ(room.counters().released_total, model.counters().released_total) << where;
     EXPECT_EQ(room.config().paused, model.config().paused) << where;
+    EXPECT_EQ(room.config().gate, model.config().gate) << where;
     EXPECT_EQ(room.clients(), model.KnownClients()) << where;
     for (int c = 1; c <= 5; ++c) {
       std::string client = "c" + std::to_string(c);

@@ -26,8 +26,8 @@ std::optional<std::string> GetOptionalString(ByteReader& r) {
 // Format 1 (kPutRoom) ends after admit_per_minute; format 2 (kPutRoom2) adds paused
 // (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]); format 3 (kPutRoom3)
 // adds joins_per_minute_per_client, places_per_client and challenge_difficulty (each u8 named
-// [u8 has-value [i64]]).
-void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
+// [u8 has-value [i64]]); format 4 (kPutRoom4) adds gate (u8 named [u8 has-value [str]]).
+void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p, ChangeKind kind) {
   PutOptional(w, p.capacity);
   PutOptional(w, p.grace_ms);
   PutOptional(w, p.checkin_timeout_ms);
@@ -35,6 +35,7 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   if (p.idle_timeout_ms) PutOptional(w, *p.idle_timeout_ms);
   w.PutBool(p.admit_per_minute.has_value());
   if (p.admit_per_minute) PutOptional(w, *p.admit_per_minute);
+  if (kind == ChangeKind::kPutRoom) return;
   w.PutBool(p.paused.has_value());
   if (p.paused) w.PutBool(*p.paused);
   w.PutBool(p.target_url.has_value());
@@ -42,11 +43,15 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
     w.PutBool(p.target_url->has_value());
     if (*p.target_url) w.PutString(**p.target_url);
   }
+  if (kind == ChangeKind::kPutRoom2) return;
   for (const auto* field :
        {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
     w.PutBool(field->has_value());
     if (*field) PutOptional(w, **field);
   }
+  if (kind == ChangeKind::kPutRoom3) return;
+  w.PutBool(p.gate.has_value());
+  if (p.gate) PutOptionalString(w, *p.gate);
 }
 
 core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
@@ -67,6 +72,8 @@ core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
        {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
     if (r.GetBool()) *field = GetOptional(r);
   }
+  if (kind == ChangeKind::kPutRoom3) return p;
+  if (r.GetBool()) p.gate = GetOptionalString(r);
   return p;
 }
 

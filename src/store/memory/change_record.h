@@ -20,6 +20,10 @@
 //   kCreateRoom (10): a creation is no longer a kPutRoom3 but carries the room's incarnation
 //     (tokens name it); kPutRoom3 is still written for changes, and a kPutRoom3 that creates
 //     (older logs) makes a room of incarnation 0.
+//   kPutRoom3 (8) -> kPutRoom4 (13), kCreateRoom (10) -> kCreateRoom2 (14): the room patch
+//     gained `gate` (format 4: the gate's JSON text, at most core::kMaxGateBytes). Creations
+//     are kCreateRoom2 (with the incarnation, as before) and changes kPutRoom4, which never
+//     creates a room; a kPutRoom3 that creates (older logs) still does.
 //
 // opt-str is u8 has-value, then (if set) str. kSetQueueKey's digest is the SHA-256 of the
 // queue's own key (32 bytes, store/backend.h SetQueueKey); any other length is damage.
@@ -38,18 +42,21 @@ namespace anteroom::store {
 
 enum class ChangeKind : uint8_t {
   // rooms
-  kPutRoom = 1,      // RoomPatch format 1 (logs written before kPutRoom2; replay only)
-  kDeleteRoom = 2,   // -
-  kCheck = 3,        // str session
-  kTouch = 4,        // str session
-  kLeave = 5,        // str session, u8 final
-  kEvict = 6,        // str session
-  kPutRoom2 = 7,     // RoomPatch format 2 (logs written before kPutRoom3; replay only)
-  kPutRoom3 = 8,     // RoomPatch format 3: creates the room or changes it
-  kCheck2 = 9,       // str session, str client: a check that counts for a client
-                     // (replayed by Room::CheckRecorded: never refused)
-  kCreateRoom = 10,  // u64 incarnation, RoomPatch format 3: creates the room
-  kPresent = 12,     // u32 n, n x str session: live connections' check-ins (Room::Present)
+  kPutRoom = 1,       // RoomPatch format 1 (logs written before kPutRoom2; replay only)
+  kDeleteRoom = 2,    // -
+  kCheck = 3,         // str session
+  kTouch = 4,         // str session
+  kLeave = 5,         // str session, u8 final
+  kEvict = 6,         // str session
+  kPutRoom2 = 7,      // RoomPatch format 2 (logs written before kPutRoom3; replay only)
+  kPutRoom3 = 8,      // RoomPatch format 3 (logs written before kPutRoom4; replay only):
+                      // changes the room, or (older logs) creates it with incarnation 0
+  kCheck2 = 9,        // str session, str client: a check that counts for a client
+                      // (replayed by Room::CheckRecorded: never refused)
+  kCreateRoom = 10,   // u64 incarnation, RoomPatch format 3 (before kCreateRoom2; replay only)
+  kPresent = 12,      // u32 n, n x str session: live connections' check-ins (Room::Present)
+  kPutRoom4 = 13,     // RoomPatch format 4: changes the room (never creates it)
+  kCreateRoom2 = 14,  // u64 incarnation, RoomPatch format 4: creates the room
   // queues
   kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
                         //             i32 max_attempts)
@@ -78,9 +85,11 @@ inline ByteWriter BeginChange(std::string& out, ChangeKind kind, int64_t now_ms,
   return w;
 }
 
-// Writes the body of a kPutRoom3 record.
-void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
-// Reads the body of a kPutRoom (format 1), kPutRoom2 or kPutRoom3 record.
+// A room patch in the format of `kind`: kPutRoom (format 1), kPutRoom2, kPutRoom3 or kPutRoom4
+// (the formats of kCreateRoom and kCreateRoom2 are kPutRoom3's and kPutRoom4's, after the
+// incarnation). anteroom writes only kPutRoom4's; the older writers are there for tests of old
+// logs, and leave out the fields their format lacks.
+void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch, ChangeKind kind);
 core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind);
 void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs);
 std::vector<core::JobSpec> GetJobs(ByteReader& r);

@@ -138,9 +138,9 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       if (Logging()) {
         bool created = it == rooms_.end();
         ByteWriter w = BeginChange(
-            scratch_, created ? ChangeKind::kCreateRoom : ChangeKind::kPutRoom3, now, room);
+            scratch_, created ? ChangeKind::kCreateRoom2 : ChangeKind::kPutRoom4, now, room);
         if (created) w.Put(slot->room.incarnation());
-        PutRoomPatch(w, patch);
+        PutRoomPatch(w, patch, ChangeKind::kPutRoom4);
         Log(*slot, scratch_);
       }
       result.emplace(Info(*slot));

@@ -130,9 +130,10 @@ OpResult<Done> MemoryBackend::Replay(std::string_view record) {
 OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std::string& name,
                                          ByteReader& r) {
   auto it = rooms_.find(name);
-  if (kind == ChangeKind::kCreateRoom) {
+  if (kind == ChangeKind::kCreateRoom || kind == ChangeKind::kCreateRoom2) {
     uint64_t incarnation = r.Get<uint64_t>();
-    core::RoomPatch patch = GetRoomPatch(r, ChangeKind::kPutRoom3);
+    core::RoomPatch patch = GetRoomPatch(
+        r, kind == ChangeKind::kCreateRoom ? ChangeKind::kPutRoom3 : ChangeKind::kPutRoom4);
     if (!r.done()) return Diverged("room patch does not decode");
     if (!core::InRange(patch) || !patch.capacity) return Diverged("room patch out of range");
     if (it != rooms_.end()) return Diverged("room '" + name + "' created twice");
@@ -144,13 +145,15 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
     return Done{};
   }
   if (kind == ChangeKind::kPutRoom || kind == ChangeKind::kPutRoom2 ||
-      kind == ChangeKind::kPutRoom3) {
+      kind == ChangeKind::kPutRoom3 || kind == ChangeKind::kPutRoom4) {
     core::RoomPatch patch = GetRoomPatch(r, kind);
     if (!r.done()) return Diverged("room patch does not decode");
     if (!core::InRange(patch)) return Diverged("room patch out of range");
     if (it != rooms_.end()) {
       it->second->room.Reconfigure(patch, now);
-    } else if (patch.capacity) {
+    } else if (kind == ChangeKind::kPutRoom4) {
+      return Diverged("room '" + name + "' changed before it was created");  // kCreateRoom2 does
+    } else if (patch.capacity) {  // a creation in a log written before kCreateRoom
       core::RoomConfig config;
       patch.ApplyTo(config);
       rooms_[name] = MakeRoomSlot(name, config, now);

@@ -38,8 +38,9 @@ std::string OptBool(const std::optional<bool>& v) {
   if (!v) return "";
   return *v ? "1" : "0";
 }
-// The script's target URL argument: '' keeps it, '-' clears it, '=URL' sets it.
-std::string OptUrl(const std::optional<std::optional<std::string>>& v) {
+// The script's argument for a text setting (target URL, gate): '' keeps it, '-' clears it,
+// '=TEXT' sets it (any bytes: arguments and Lua strings are binary-safe).
+std::string OptText(const std::optional<std::optional<std::string>>& v) {
   if (!v) return "";
   return *v ? "=" + **v : "-";
 }
@@ -69,6 +70,7 @@ core::RoomInfo ToInfo(const std::string& room, const Reply& a) {
   info.config.joins_per_minute_per_client = off_when_negative(a.at(12).AsInt());
   info.config.places_per_client = off_when_negative(a.at(13).AsInt());
   info.config.challenge_difficulty = off_when_negative(a.at(14).AsInt());
+  if (const Reply& gate = a.at(15); gate.type == Reply::Type::kString) info.config.gate = gate.str;
   return info;
 }
 
@@ -316,16 +318,17 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
     auto put = [this, &s, room, patch, done] {
-      RoomScript(s, room,
-                 {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
-                  OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute),
-                  OptBool(patch.paused), OptUrl(patch.target_url),
-                  OptNone(patch.joins_per_minute_per_client), OptNone(patch.places_per_client),
-                  OptNone(patch.challenge_difficulty), std::to_string(NewIncarnation())},
-                 [this, &s, room, done](OpResult<Reply> r) {
-                   if (!r.ok()) return done({r.status(), r.message()});
-                   Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
-                 });
+      RoomScript(
+          s, room,
+          {"put", Opt(patch.capacity), Opt(patch.grace_ms), Opt(patch.checkin_timeout_ms),
+           OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute), OptBool(patch.paused),
+           OptText(patch.target_url), OptNone(patch.joins_per_minute_per_client),
+           OptNone(patch.places_per_client), OptNone(patch.challenge_difficulty),
+           std::to_string(NewIncarnation()), OptText(patch.gate)},
+          [this, &s, room, done](OpResult<Reply> r) {
+            if (!r.ok()) return done({r.status(), r.message()});
+            Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
+          });
     };
     if (!patch.capacity) return put();  // a change: creates nothing
     WithinCap(s, 'r', room, [put, done](std::optional<std::string> refusal) {

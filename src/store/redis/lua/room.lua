@@ -10,6 +10,10 @@
 --       7 clients (hash: client -> "places:debt:debt_at"; clients holding a place or whose
 --         bucket is not full)  8 refills (zset: client -> when its bucket is full again, for
 --         clients holding no place; forgotten then)
+--       9 gate (string: "INC:TEXT", the room's gate settings, the JSON text as given, up to
+--         16 KiB, under the incarnation that set them; absent, or of another incarnation: none).
+--         Kept out of KEYS[1], which every operation reads and writes whole: only the
+--         operations that answer the room's settings read it.
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
@@ -18,7 +22,7 @@
 local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
 local M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local C, CF = KEYS[7], KEYS[8]
+local C, CF, G = KEYS[7], KEYS[8], KEYS[9]
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
 local op = ARGV[1]
 local ttl = tonumber(ARGV[3])
@@ -410,9 +414,20 @@ local function claim_presence(x)
     put(x)
   end
 end
+-- The gate's text, or false (a nil reply) when there is none. A gate of another incarnation was
+-- left behind by a process whose script predates KEYS[9]: it deleted the room without it (and
+-- may have made it again), so that gate is not this room's.
+local function gate_text()
+  local v = redis.call('GET', G)
+  if not v then return false end
+  local colon = string.find(v, ':', 1, true)
+  if not colon or string.sub(v, 1, colon - 1) ~= s(R.inc) then return false end
+  return string.sub(v, colon + 1)
+end
+-- The room's settings and counts; the gate last.
 local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
-          R.released, R.paused, R.url, R.jpm, R.ppc, R.pow}
+          R.released, R.paused, R.url, R.jpm, R.ppc, R.pow, gate_text()}
 end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
@@ -427,9 +442,11 @@ if op == 'put' then
   -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
   -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
   -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)  14: the incarnation, if this creates it
+  -- ARGV 15: gate ('' = keep, '-' = clear, '=TEXT' = set)
   local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
                  paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
   local url = ARGV[10] or ''
+  local gate = ARGV[15] or ''
   local exists = load()
   if not exists then
     if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
@@ -445,6 +462,12 @@ if op == 'put' then
   for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
   if new_rate then refill_all_buckets(R.now) end
   if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
+  -- A new room starts without a gate (one left behind, see gate_text, is removed).
+  if gate == '-' or (not exists and gate == '') then
+    redis.call('DEL', G)
+  elseif gate ~= '' then
+    redis.call('SET', G, s(R.inc) .. ':' .. string.sub(gate, 2))
+  end
   bump()
   if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
     local all = redis.call('HGETALL', S)
@@ -467,7 +490,7 @@ elseif op == 'hint' then  -- the sweeper, after recording that: the deadline las
 elseif op == 'delete' then
   advance(now)
   local out = info()
-  redis.call('DEL', M, L, S, D, V, X, C, CF)
+  redis.call('DEL', M, L, S, D, V, X, C, CF, G)
   return {'ok', -1, out}
 elseif op == 'check' then
   -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
