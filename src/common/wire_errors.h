@@ -70,15 +70,41 @@ inline constexpr std::string_view kOwnQueueKeyNeeded =
 inline constexpr std::string_view kQueueKeyShape =
     "'key' must be 16 to 256 visible ASCII characters (no spaces), or left out to have the "
     "server make one";
+// The gate (server/gate_settings.h, server/gate_family.cc).
+inline constexpr std::string_view kGateShape =
+    "'gate' must be an object with 'cookie', 'cookie_domain', 'hosts' and 'bypass' "
+    "({\"paths\": [...], \"headers\": {...}}), each optional, or null";
+inline constexpr std::string_view kGateCookieName =
+    "'gate.cookie' must be 1 to 64 characters of [A-Za-z0-9_-]";
+inline constexpr std::string_view kGateCookieDomain = "'gate.cookie_domain' must be a host name";
+inline constexpr std::string_view kGateHeaders =
+    "'gate.bypass.headers' must map at most 16 header names to globs of at most 256 visible "
+    "characters";
+inline std::string GateListShape(std::string_view key, size_t max, std::string_view what) {
+  return fmt::format("'{}' must be an array of at most {} {} (at most 256 characters each)", key,
+                     max, what);
+}
+inline constexpr std::string_view kGateReturn =
+    "'return' must be an http(s) URL on a host the room allows: its target_url's host, one of "
+    "its gate.hosts, a --gate-host, or this server's own";
+inline constexpr std::string_view kGateNotAdmitted =
+    "the token does not hold an admission of this room (expired past its admission, revoked, "
+    "or of another room)";
 inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
-// Browsers (server/origin_policy.h): the page's origin may not do this.
+// Browsers (server/origin_policy.h): the page's origin may not do this. The origin is the
+// client's bytes: shown as printable ASCII only (the answer is JSON, and must stay UTF-8).
+inline std::string PrintableOrigin(std::string_view origin) {
+  std::string out;
+  for (char c : origin.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
 inline std::string OriginNotAllowed(std::string_view origin, bool cors_route) {
   return cors_route ? fmt::format(
                           "pages of {} may not call this route: allow the origin with "
                           "--cors-origin, or make it a room's target_url",
-                          origin.substr(0, 200))
+                          PrintableOrigin(origin))
                     : fmt::format("this route takes requests from its own origin only, not {}",
-                                  origin.substr(0, 200));
+                                  PrintableOrigin(origin));
 }
 inline constexpr std::string_view kShortSessionId =
     "a session id named by a client must have at least 22 characters (128 random bits, e.g. 16 "

@@ -213,6 +213,18 @@ TEST_F(OriginRoutesTest, ARoomsTargetOriginMayCallItsApi) {
       << "the room's site may no longer once the room is gone";
 }
 
+// Found by fuzz_http_request (fuzz/corpus/http_request/regress_origin_not_utf8): the refusal
+// named the Origin's bytes as sent, and bytes that are not UTF-8 made the answer not JSON.
+TEST_F(OriginRoutesTest, AnOriginOfAnyBytesIsRefusedInJson) {
+  std::string origin = "https://app.exampl" + std::string(38, '\xf9') + "e";
+  for (http::verb method : {http::verb::options, http::verb::post}) {
+    Response r = Send(BrowserRequest(method, "/v1/rooms/r/check", origin, "{}"));
+    EXPECT_EQ(r.status, 403u);
+    EXPECT_TRUE(testing::Json(r).is_object()) << r.body;
+    EXPECT_NE(testing::ErrorMessage(r).find("https://app.exampl???"), std::string::npos);
+  }
+}
+
 TEST_F(OriginRoutesTest, Preflights) {
   Request pre = BrowserRequest(http::verb::options, "/v1/rooms/r/check", kListed);
   Response r = Send(pre);
