@@ -93,6 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       last = true;  // nothing is read after a request that may become a stream
       request.websocket = boost::beast::websocket::is_upgrade(message);
     }
+    request.fields = std::move(static_cast<http::fields&>(message));
     world.Dispatch(request);
     if (last) break;
   }

@@ -56,10 +56,13 @@
   const SOLVE_SLICE_MS = 50;       // longest run without yielding to the page
   const PROOF_MARGIN_MS = 30000;   // a proof this close to its expiry is solved anew
 
+  // Where anteroom is: the origin the script came from, and the path it is served under (a
+  // proxy may serve anteroom under a prefix of the site, e.g. /anteroom/anteroom.js).
+  const trimBase = (url) => url.origin + url.pathname.replace(/\/[^/]*$/, '');
   const scriptOrigin = (() => {
     try {
       const src = document.currentScript && document.currentScript.src;
-      if (src) return new URL(src, location.href).origin;
+      if (src) return trimBase(new URL(src, location.href));
     } catch (_) { /* fall through */ }
     return location.origin;
   })();
@@ -94,7 +97,12 @@
   }
   const tokenKey = (room) => `anteroom:token:${room}`;
 
-  const baseUrl = (server) => (server ? new URL(server, location.href).origin : scriptOrigin);
+  // `server`: an origin or a URL of anteroom's root ("https://shop.example/anteroom").
+  const baseUrl = (server) => {
+    if (!server) return scriptOrigin;
+    const url = new URL(server, location.href);
+    return url.origin + url.pathname.replace(/\/+$/, '');
+  };
   const roomPath = (room) => `/v1/rooms/${encodeURIComponent(room)}`;
 
   async function api(base, method, path, body) {

@@ -24,6 +24,7 @@
 #include "server/body_budget.h"
 #include "server/families.h"
 #include "server/fd_limit.h"
+#include "server/gate_cache.h"
 #include "server/http_server.h"
 #include "server/live_hub.h"
 #include "server/origin_policy.h"
@@ -64,7 +65,9 @@ struct ServeFlags {
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
   int64_t stats_interval_ms = 5000;
-  std::string templates;  // a directory whose wait.html replaces the built-in waiting page
+  std::string templates;   // a directory whose wait.html replaces the built-in waiting page
+  std::string public_url;  // where browsers reach anteroom (the gate's redirects)
+  std::vector<std::string> gate_hosts;       // hosts the gate may send people back to
   std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
   std::vector<std::string> cors_origins;     // origins whose pages may call the room API
   std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
@@ -267,6 +270,9 @@ void Serve(const ServeFlags& flags) {
   auto [host, port] = SplitHostPort(flags.listen);
   // Read before anything is opened, so a bad --templates fails start-up at once.
   server::WebOptions web = server::LoadWebOptions(flags.templates);
+  web.public_url = flags.public_url;
+  while (!web.public_url.empty() && web.public_url.back() == '/') web.public_url.pop_back();
+  web.gate_hosts = flags.gate_hosts;
   server::TrustedProxies trusted;
   for (const std::string& cidr : flags.trusted_proxies) {
     std::string error;
@@ -365,6 +371,7 @@ void Serve(const ServeFlags& flags) {
   server::Router router(std::move(keys));
   router.SetOriginPolicy(origins);
   auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
+  server::GateCache gate(backend, clock);
   router.SetQueueKeys(queue_keys);
   server::LiveHub live(backend, signer, clock, pool.Main(),
                        server::LiveHubOptions{
@@ -380,6 +387,7 @@ void Serve(const ServeFlags& flags) {
       backend, signer, clock, &live, &history, std::move(web), std::move(trusted), &puzzles};
   services.origins = origins.get();
   services.queue_keys = queue_keys.get();
+  services.gate = &gate;
   server::RegisterAllRoutes(router, services);
 
   // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
@@ -616,6 +624,24 @@ void AddServeCommand(CLI::App& app) {
                     "Key (Authorization: Bearer KEY) that producers and workers need for the queue "
                     "routes (default: $ANTEROOM_QUEUE_KEY; prefer the variable: flags show in ps). "
                     "Without it and with ANTEROOM_ADMIN_KEY set, queue routes need the admin key");
+  serve
+      ->add_option("--public-url", flags->public_url,
+                   "Where browsers reach anteroom's pages and API when a proxy serves it: a path "
+                   "on the protected site (/anteroom) or an absolute URL (https://queue.example); "
+                   "the gate's redirects and the waiting page use it (docs/gate.md)")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty() || v.starts_with("/") || v.starts_with("http://") ||
+            v.starts_with("https://")) {
+          return v.find_first_of("?#\"\\<> ") == std::string::npos
+                     ? std::string()
+                     : "no query, fragment, quotes or spaces";
+        }
+        return "a path starting with / or an http(s) URL";
+      });
+  serve->add_option("--gate-host", flags->gate_hosts,
+                    "A host (shop.example[:port]) the gate may send people back to after the "
+                    "waiting page, for every room; repeatable (a room's target_url host and "
+                    "gate.hosts always may)");
   serve->add_option("--templates", flags->templates,
                     "Directory of page templates: its wait.html (if any) replaces the built-in "
                     "waiting page at /wait/{room}; read at start-up");

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "core/challenge.h"
@@ -24,6 +25,11 @@ class StatsHistory;
 // The browser pages (web_family.cc), as `anteroom serve` configured them.
 struct WebOptions {
   std::string wait_template;  // the waiting page template; empty: the built-in web/wait.html
+  // Where browsers reach anteroom's own pages and API (`--public-url`): a path on the protected
+  // site ("/anteroom") or an absolute URL; empty: the root of the host they came to.
+  std::string public_url;
+  // Hosts the gate may send people back to, for every room (`--gate-host`).
+  std::vector<std::string> gate_hosts;
 };
 
 // `anteroom serve --templates DIR`: DIR/wait.html, if present, replaces the built-in waiting
@@ -33,6 +39,7 @@ WebOptions LoadWebOptions(const std::string& templates_dir);
 // What the handlers share. Outlives the router and every connection.
 class LiveHub;
 class QueueKeys;
+class GateCache;
 
 struct Services {
   store::Backend& backend;
@@ -50,6 +57,8 @@ struct Services {
   OriginPolicy* origins = nullptr;
   // Queues' own keys (the router's), told of this process's changes at once.
   QueueKeys* queue_keys = nullptr;
+  // The gate's per-process cache of rooms and touches; without it the gate routes are absent.
+  GateCache* gate = nullptr;
   // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
   const HttpMetrics* http_metrics = nullptr;
 };
@@ -107,6 +116,7 @@ void RegisterQueueRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
+void RegisterGateRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -117,6 +127,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   if (services.live) RegisterLiveRoutes(router, services);
   RegisterMetricsRoutes(router, services);
   RegisterWebRoutes(router, services);
+  if (services.gate) RegisterGateRoutes(router, services);
 }
 
 }  // namespace anteroom::server

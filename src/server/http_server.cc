@@ -347,6 +347,8 @@ class Session : public std::enable_shared_from_this<Session> {
       request->websocket = beast::websocket::is_upgrade(message);
       if (request->websocket) slots_.back().upgrade = std::make_shared<UpgradeRequest>(message);
     }
+    // Last: what came before still read the message's headers.
+    request->fields = std::move(static_cast<http::fields&>(message));
     UpdatePhase();
     // The handler may answer from another thread: come back to this connection's thread.
     auto respond = [self = shared_from_this(), seq](Response response) {

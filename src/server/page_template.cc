@@ -43,11 +43,16 @@ std::string ScriptJsonString(std::string_view text) {
   return ReplaceChars(json, {{'<', "\\u003c"}, {'>', "\\u003e"}, {'&', "\\u0026"}});
 }
 
-std::string RenderPageTemplate(std::string_view page, std::string_view room) {
+std::string RenderPageTemplate(std::string_view page, std::string_view room,
+                               std::string_view base) {
   constexpr std::string_view kRoom = "{{room}}";
   constexpr std::string_view kRoomJson = "{{room_json}}";
+  constexpr std::string_view kBase = "{{base}}";
+  constexpr std::string_view kBaseJson = "{{base_json}}";
   std::string html = HtmlEscape(room);
   std::string json = ScriptJsonString(room);
+  std::string base_html = HtmlEscape(base);
+  std::string base_json = ScriptJsonString(base);
   std::string out;
   out.reserve(page.size() + 4 * room.size());
   size_t from = 0;
@@ -60,6 +65,12 @@ std::string RenderPageTemplate(std::string_view page, std::string_view room) {
     } else if (rest.starts_with(kRoomJson)) {
       out += json;
       from = open + kRoomJson.size();
+    } else if (rest.starts_with(kBase)) {
+      out += base_html;
+      from = open + kBase.size();
+    } else if (rest.starts_with(kBaseJson)) {
+      out += base_json;
+      from = open + kBaseJson.size();
     } else {
       out += '{';  // one brace only: "{{{room}}}" is "{" and then a placeholder
       from = open + 1;

@@ -1,6 +1,7 @@
 #pragma once
-// The waiting page template's placeholders: {{room}} and {{room_json}}. Room names are already
-// limited to [A-Za-z0-9._:-], but a template is filled as if they could hold anything.
+// The waiting page template's placeholders: {{room}}, {{room_json}}, {{base}} and {{base_json}}.
+// Room names are already limited to [A-Za-z0-9._:-], but a template is filled as if they could hold
+// anything.
 
 #include <string>
 #include <string_view>
@@ -15,7 +16,10 @@ std::string HtmlEscape(std::string_view text);
 std::string ScriptJsonString(std::string_view text);
 
 // `page` with {{room}} replaced by HtmlEscape(room) and {{room_json}} by ScriptJsonString(room),
-// in one pass (nothing substituted is scanned again); any other "{{" is kept as written.
-std::string RenderPageTemplate(std::string_view page, std::string_view room);
+// and {{base}} / {{base_json}} likewise by `base` (where browsers reach anteroom: --public-url,
+// "" for the root), in one pass (nothing substituted is scanned again); any other "{{" is kept
+// as written.
+std::string RenderPageTemplate(std::string_view page, std::string_view room,
+                               std::string_view base = {});
 
 }  // namespace anteroom::server

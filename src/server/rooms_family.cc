@@ -11,6 +11,8 @@
 #include "core/challenge.h"
 #include "server/arrival.h"
 #include "server/families.h"
+#include "server/gate_cache.h"
+#include "server/gate_settings.h"
 #include "server/json_body.h"
 #include "server/origin_policy.h"
 #include "server/preamble.h"
@@ -52,6 +54,7 @@ json::object RoomJson(const RoomInfo& info) {
       {"joins_per_minute_per_client", Nullable(info.config.joins_per_minute_per_client)},
       {"places_per_client", Nullable(info.config.places_per_client)},
       {"challenge", ChallengeJson(info.config.challenge_difficulty)},
+      {"gate", info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr)},
       {"admitted_total", info.counters.admitted_total},
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
@@ -172,6 +175,15 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   patch.joins_per_minute_per_client = *joins;
   patch.places_per_client = *places;
   patch.challenge_difficulty = *challenge;
+  if (const json::value* gate = body.if_contains("gate")) {
+    if (gate->is_null()) {
+      patch.gate.emplace();  // null clears them
+    } else {
+      auto text = CanonicalGateText(*gate);
+      if (!text.ok()) return {text.status(), text.message()};
+      patch.gate = std::optional<std::string>(std::move(*text));
+    }
+  }
   return patch;
 }
 
@@ -206,8 +218,9 @@ void CmdPutRoom(Services& s, const Request& req, Respond respond) {
   auto patch = ReadPatch(in.body());
   if (!patch.ok()) return respond(ErrorReply(patch));
   s.backend.PutRoom(req.params[0], *patch,
-                    [origins = s.origins, room = req.params[0],
+                    [origins = s.origins, gate = s.gate, room = req.params[0],
                      respond = std::move(respond)](OpResult<RoomInfo> r) {
+                      if (gate != nullptr) gate->Forget(room);  // its settings, at once
                       // Pages of the room's site may call it from now on (origin_policy.h).
                       if (r.ok() && origins != nullptr) {
                         const auto& url = r->config.target_url;
@@ -226,8 +239,9 @@ void CmdGetRoom(Services& s, const Request& req, Respond respond) {
 // DELETE /v1/rooms/{room}: the room as it was, with "deleted": true.
 void CmdDeleteRoom(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  s.backend.DeleteRoom(req.params[0], [origins = s.origins, room = req.params[0],
+  s.backend.DeleteRoom(req.params[0], [origins = s.origins, gate = s.gate, room = req.params[0],
                                        respond = std::move(respond)](OpResult<RoomInfo> r) {
+    if (gate != nullptr) gate->Forget(room);
     if (!r.ok()) return respond(ErrorReply(r));
     if (origins != nullptr) origins->NoteRoom(room, std::nullopt);
     json::object o = RoomJson(*r);

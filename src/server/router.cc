@@ -232,6 +232,8 @@ std::string_view ToString(Cors cors) {
       return "no_cors";
     case Cors::kCorsPublic:
       return "cors_public";
+    case Cors::kProxied:
+      return "proxied";
   }
   return "?";
 }
@@ -350,7 +352,8 @@ void Router::Dispatch(Request& request, Respond respond) const {
     // from another site with cached credentials must not get in.
     const bool cors_route = route.options.cors == Cors::kCorsPublic;
     std::string cors_origin;  // set when CORS headers go on the answer
-    if (!request.origin.empty() &&
+    const bool proxied = route.options.cors == Cors::kProxied;
+    if (!proxied && !request.origin.empty() &&
         !origins_->SameOrigin(request.origin, request.host, request.forwarded_host, request.peer)) {
       if (cors_route && origins_->AllowsCrossOrigin(request.origin)) {
         cors_origin = request.origin;
@@ -370,7 +373,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
     };
     // A body in a form's types (text/plain, urlencoded, multipart) is what a cross-site form
     // sends: every route with a body reads JSON, so only JSON is taken (or no type at all).
-    if (request.method != http::verb::get && request.method != http::verb::head &&
+    if (!proxied && request.method != http::verb::get && request.method != http::verb::head &&
         !request.content_type.empty() && !IsJsonMediaType(request.content_type)) {
       answer(route.series, finish(ErrorReply(OpStatus::kUnsupportedMediaType, wire::kBodyNotJson)));
       return;

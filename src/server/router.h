@@ -4,6 +4,7 @@
 // the table is read-only and shared by every I/O thread.
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/verb.hpp>
 
 #include <array>
@@ -32,10 +33,13 @@ struct Request {
   std::string authorization;  // the Authorization header, if any
   std::string forwarded_for;  // the X-Forwarded-For header, if any
   // For the origin rules (server/origin_policy.h): as sent, empty when absent.
-  std::string origin;             // Origin
-  std::string host;               // Host
-  std::string forwarded_host;     // X-Forwarded-Host (believed from a trusted proxy only)
-  std::string content_type;       // Content-Type
+  std::string origin;          // Origin
+  std::string host;            // Host
+  std::string forwarded_host;  // X-Forwarded-Host (believed from a trusted proxy only)
+  std::string content_type;    // Content-Type
+  // Every header as sent (moved from the parser, not copied): what a handler reads besides the
+  // fields above (the gate: the page's Cookie, Accept, the forwarded request, bypass rules).
+  http::fields fields;
   boost::asio::ip::address peer;  // the address the connection came from
   bool websocket = false;         // a WebSocket upgrade request
   // Set by the router on kSession routes: the request carries the admin key (or none is set),
@@ -71,6 +75,9 @@ enum class Cors : uint8_t {
   kNoCors,      // same origin only: browsers of other origins may not change state here
   kCorsPublic,  // the public room API, called from the pages anteroom.js runs in: answers
                 // preflights and carries CORS headers for the allowed origins
+  kProxied,     // a forward-auth hook (the gate): a proxy passes the page's own request to it,
+                // Origin and Content-Type included, for the gate to judge; neither the origin
+                // rules nor the JSON-only rule apply, and it reads no body
 };
 std::string_view ToString(Cors cors);
 

@@ -62,7 +62,7 @@ void CmdWaitPage(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
   std::string_view page = s.web.wait_template.empty() ? web_assets::Find("wait.html")
                                                       : std::string_view(s.web.wait_template);
-  respond(TokenPage(RenderPageTemplate(page, req.params[0])));
+  respond(TokenPage(RenderPageTemplate(page, req.params[0], s.web.public_url)));
 }
 
 // GET /demo: the demo target page.

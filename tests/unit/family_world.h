@@ -19,6 +19,7 @@
 #include "core/challenge.h"
 #include "core/token.h"
 #include "server/families.h"
+#include "server/gate_cache.h"
 #include "server/live_hub.h"
 #include "server/origin_policy.h"
 #include "server/queue_keys.h"
@@ -48,6 +49,7 @@ class FamilyWorld {
         services_{backend_, signer_, clock_, &live_, &history_, {}, {}, &puzzles_} {
     router_.SetQueueKeys(queue_keys_);
     services_.queue_keys = queue_keys_.get();
+    services_.gate = &gate_;
     RegisterAllRoutes(router_, services_);
   }
   ~FamilyWorld() {
@@ -59,6 +61,7 @@ class FamilyWorld {
   FakeClock& clock() { return clock_; }
   store::MemoryBackend& backend() { return backend_; }
   const core::TokenSigner& signer() const { return signer_; }
+  Services& services() { return services_; }
 
   // The answer to one request, filled in when it comes (at once, or later for a long poll).
   // `authorization` nullopt: the queue key's (as a worker sends it).
@@ -131,6 +134,7 @@ class FamilyWorld {
   std::string default_auth_;
   Router router_;
   std::shared_ptr<QueueKeys> queue_keys_ = std::make_shared<QueueKeys>(backend_, clock_);
+  GateCache gate_{backend_, clock_};
   Services services_;
   std::shared_ptr<OriginPolicy> origins_;
 };

@@ -1,0 +1,456 @@
+// The gate: anteroom as the forward-auth hook of a proxy (nginx auth_request, Caddy
+// forward_auth, Traefik ForwardAuth, Envoy ext_authz over HTTP) in front of a site that knows
+// nothing of it (docs/gate.md). The proxy asks /v1/gate/{room} before each request of the site,
+// passing the page's own headers and naming the request in X-Forwarded-Proto/Host/Uri (or
+// X-Original-URI); the gate answers:
+//
+//   200                 pass: an admission cookie whose token verifies and whose admission is
+//                       held (X-Anteroom-Session / X-Anteroom-Room for the site; a fresh cookie
+//                       in Set-Cookie once the token is past half its life), a bypass rule, or a
+//                       visitor let in on the spot (a free slot and nobody waiting)
+//   302 / 401           wait: Location {public_url}/wait/{room}?return={the URL asked for}; 401
+//                       when the gate URL says ?proxy=nginx (auth_request passes 2xx/401/403)
+//   429 (JSON)          wait, to a client that accepts application/json: the line and where
+//                       to wait live
+//
+// The waiting page, once admitted, posts its token to /v1/gate/{room}/enter, which sets the
+// cookie (HttpOnly) and names the page to go back to; /v1/gate/{room}/leave clears it and
+// frees the slot at once.
+#include <boost/json.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/random_id.h"
+#include "common/wire_errors.h"
+#include "core/token.h"
+#include "server/arrival.h"
+#include "server/families.h"
+#include "server/gate_cache.h"
+#include "server/json_body.h"
+#include "server/preamble.h"
+
+namespace anteroom::server {
+
+namespace json = boost::json;
+namespace urls = boost::urls;
+
+namespace {
+
+std::string_view Field(const Request& req, std::string_view name) {
+  auto it = req.fields.find(name);
+  return it == req.fields.end() ? std::string_view() : std::string_view(it->value());
+}
+
+// The last value of a header a proxy may have appended to ("a, b": the proxy's own is b).
+std::string_view LastListed(std::string_view value) {
+  value = value.substr(value.rfind(',') + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  return value;
+}
+
+// The request the proxy asks about.
+struct Original {
+  std::string proto;  // "http" or "https"
+  std::string host;   // as the page asked for it (host[:port])
+  std::string uri;    // path and query, as sent
+  std::string_view path() const { return std::string_view(uri).substr(0, uri.find('?')); }
+  std::string Url() const { return proto + "://" + host + uri; }
+};
+
+Original ReadOriginal(const Request& req) {
+  Original o;
+  std::string_view proto = LastListed(Field(req, "X-Forwarded-Proto"));
+  o.proto = proto == "https" ? "https" : "http";
+  std::string_view host = LastListed(Field(req, "X-Forwarded-Host"));
+  o.host = std::string(host.empty() ? std::string_view(req.host) : host);
+  std::string_view uri = Field(req, "X-Forwarded-Uri");
+  if (uri.empty()) uri = Field(req, "X-Original-URI");
+  o.uri = uri.empty() || uri.front() != '/' ? std::string("/") : std::string(uri);
+  return o;
+}
+
+// The value of cookie `name` in a Cookie header ("a=1; b=2"), empty when absent.
+std::string_view CookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t end = header.find(';');
+    std::string_view pair = header.substr(0, end);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
+      std::string_view value = pair.substr(eq + 1);
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+        value = value.substr(1, value.size() - 2);
+      }
+      return value;
+    }
+    if (end == std::string_view::npos) break;
+    header.remove_prefix(end + 1);
+  }
+  return {};
+}
+
+std::string CookieLine(const GateSettings& settings, std::string_view room, std::string_view value,
+                       bool secure, bool clear) {
+  std::string line =
+      fmt::format("{}={}; Path=/; HttpOnly; SameSite=Lax", settings.CookieName(room), value);
+  if (secure) line += "; Secure";
+  if (!settings.cookie_domain.empty()) line += "; Domain=" + settings.cookie_domain;
+  if (clear) line += "; Max-Age=0";
+  return line;
+}
+
+// Where anteroom's own pages are, as the page's browser reaches them: --public-url, or the
+// site's root.
+std::string PublicBase(const Services& s) { return s.web.public_url; }
+
+std::string WaitUrl(const Services& s, std::string_view room, const std::string& return_url) {
+  return fmt::format("{}/wait/{}?return={}", PublicBase(s), room,
+                     urls::encode(return_url, urls::unreserved_chars));
+}
+
+bool AcceptsJson(const Request& req) {
+  std::string_view accept = Field(req, "Accept");
+  return accept.find("application/json") != std::string_view::npos;
+}
+
+// Whether `url` may be gone back to: http(s), on a host the room allows.
+bool AllowedReturn(const Services& s, const GateRoom& room, const Request& req,
+                   std::string_view url) {
+  auto u = urls::parse_absolute_uri(url);
+  if (!u || (u->scheme_id() != urls::scheme::http && u->scheme_id() != urls::scheme::https) ||
+      !u->has_authority() || u->host().empty() || u->has_userinfo()) {
+    return false;
+  }
+  std::string host = u->host();
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string authority = host + (u->has_port() ? ":" + std::string(u->port()) : "");
+  auto same = [&](std::string_view allowed) {
+    std::string a(allowed);
+    std::transform(a.begin(), a.end(), a.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return a == host || a == authority;
+  };
+  if (room.info.config.target_url) {
+    auto target = urls::parse_absolute_uri(*room.info.config.target_url);
+    if (target && same(std::string(target->host()))) return true;
+  }
+  for (const std::string& h : room.settings->hosts) {
+    if (same(h)) return true;
+  }
+  for (const std::string& h : s.web.gate_hosts) {
+    if (same(h)) return true;
+  }
+  // The host this request came to (the site anteroom is served under).
+  Original here = ReadOriginal(req);
+  return same(here.host);
+}
+
+Response Pass(std::string_view room, std::string_view session) {
+  Response r;
+  r.content_type = "application/json";
+  r.body = R"({"pass":true})";
+  r.headers.emplace_back("X-Anteroom-Room", std::string(room));
+  if (!session.empty()) r.headers.emplace_back("X-Anteroom-Session", std::string(session));
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+// The answer that sends the page to wait (or tells an app about the line).
+Response Wait(const Services& s, const Request& req, const GateRoom& room,
+              const std::string& return_url, std::optional<std::string> clear_cookie) {
+  std::string location = WaitUrl(s, room.info.room, return_url);
+  Response r;
+  r.headers.emplace_back("Cache-Control", "no-store");
+  if (clear_cookie) r.headers.emplace_back("Set-Cookie", std::move(*clear_cookie));
+  if (AcceptsJson(req)) {
+    // An app shows its own waiting UI: the line, and the live channel that joins it.
+    const int64_t retry_ms = 2000;
+    r.status = 429;
+    r.headers.emplace_back("Retry-After", "2");
+    r.body = json::serialize(json::object{
+        {"room", room.info.room},
+        {"status", "waiting"},
+        {"position", room.info.waiting + 1},
+        {"waiting", room.info.waiting},
+        {"active", room.info.active},
+        {"capacity", room.info.config.capacity},
+        {"retry_after_ms", retry_ms},
+        {"live", PublicBase(s) + "/v1/rooms/" + room.info.room + "/ws"},
+        {"enter", PublicBase(s) + "/v1/gate/" + room.info.room + "/enter"},
+        {"wait_url", location},
+    });
+    return r;
+  }
+  const std::string* proxy = req.Query("proxy");
+  r.status = proxy != nullptr && *proxy == "nginx" ? 401 : 302;
+  r.headers.emplace_back("Location", location);
+  r.body = json::serialize(json::object{{"room", room.info.room}, {"wait", location}});
+  return r;
+}
+
+// How often an admitted session's activity is told to the room: often enough for its idle
+// timer (a quarter of it), at most once every 5 s.
+int64_t TouchEvery(const GateRoom& room) {
+  int64_t every = 5000;
+  if (room.info.config.idle_timeout_ms)
+    every = std::min(every, *room.info.config.idle_timeout_ms / 4);
+  return std::max<int64_t>(every, 100);
+}
+
+// Whether a visitor with no admission may be let in at once: a free slot, nobody waiting,
+// nothing the room asks of a joiner that the gate cannot give (a proof of work).
+bool FreeNow(const GateRoom& room) {
+  const core::RoomInfo& i = room.info;
+  return i.waiting == 0 && i.active < i.config.capacity && !i.config.paused &&
+         !i.config.challenge_difficulty;
+}
+
+// No admission held: in on the spot when the room is free, else wait. A join that lands in
+// the line after all (the counts were a second old) leaves it again at once: the page will
+// join from the waiting page.
+void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room, Original original,
+           std::optional<std::string> clear_cookie, Respond respond) {
+  if (!FreeNow(*room)) return respond(Wait(s, req, *room, original.Url(), std::move(clear_cookie)));
+  std::string id = NewRandomId();
+  ArrivalRead arrival = ReadArrival(req, s, room->info.room, id, nullptr, nullptr);
+  s.backend.Check(
+      room->info.room, id, std::move(arrival.arrival),
+      [&s, room, id, original = std::move(original), clear_cookie = std::move(clear_cookie),
+       accepts_json = AcceptsJson(req),
+       nginx = req.Query("proxy") != nullptr && *req.Query("proxy") == "nginx",
+       respond = std::move(respond)](OpResult<core::SessionView> v) mutable {
+        // The request is gone by now: what Wait reads of it was copied above.
+        Request shadow;
+        if (accepts_json) shadow.fields.set("Accept", "application/json");
+        if (nginx) shadow.query.emplace_back("proxy", "nginx");
+        if (!v.ok())
+          return respond(Wait(s, shadow, *room, original.Url(), std::move(clear_cookie)));
+        if (v->status != core::SessionStatus::kActive) {
+          s.backend.Leave(room->info.room, id, /*final=*/true, [](OpResult<core::SessionView>) {});
+          return respond(Wait(s, shadow, *room, original.Url(), std::move(clear_cookie)));
+        }
+        std::string token =
+            s.signer.Mint(room->info.room, v->incarnation, v->admission, s.clock.NowMs());
+        Response pass = Pass(room->info.room, id);
+        pass.headers.emplace_back("Set-Cookie", CookieLine(*room->settings, room->info.room, token,
+                                                           original.proto == "https", false));
+        respond(std::move(pass));
+      });
+}
+
+// --- Handlers ------------------------------------------------------------------------------------
+
+// The decision for a room that is known: `req` is read before anything waits (what the
+// answer needs later is copied).
+void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> room,
+            Respond respond) {
+  const std::string& name = room->info.room;
+  Original original = ReadOriginal(req);
+  // Assets, health checks, partners' webhooks, chosen crawlers: through, without a slot.
+  if (room->settings->BypassesPath(original.path())) return respond(Pass(name, ""));
+  if (room->settings->HasHeaderRules()) {
+    for (const auto& field : req.fields) {
+      if (room->settings->BypassesHeader(field.name_string(), field.value())) {
+        return respond(Pass(name, ""));
+      }
+    }
+  }
+  std::string_view cookie = CookieValue(Field(req, "Cookie"), room->settings->CookieName(name));
+  if (cookie.empty()) {
+    return Admit(s, req, std::move(room), std::move(original), std::nullopt, std::move(respond));
+  }
+  // The cookie's token: its signature, its room, and that its admission is still held (an
+  // expired token whose admission is held is renewed: the room, not the clock, decides).
+  int64_t now = s.clock.NowMs();
+  core::TokenCheck check = s.signer.Verify(cookie, now);
+  std::string clear = CookieLine(*room->settings, name, "", original.proto == "https", true);
+  const bool readable =
+      check.problem == core::TokenProblem::kNone || check.problem == core::TokenProblem::kExpired;
+  if (!readable || check.claims.room != name) {
+    return Admit(s, req, std::move(room), std::move(original), std::move(clear),
+                 std::move(respond));
+  }
+  // What the answer may still need of the request: the backend may answer on another thread.
+  Request shadow;
+  if (AcceptsJson(req)) shadow.fields.set("Accept", "application/json");
+  if (const std::string* p = req.Query("proxy")) shadow.query.emplace_back("proxy", *p);
+  shadow.peer = req.peer;
+  shadow.forwarded_for = req.forwarded_for;
+  shadow.host = req.host;
+  s.backend.AdmissionHolder(
+      name, check.claims.incarnation, check.claims.admission,
+      [&s, room, claims = check.claims, now, original = std::move(original),
+       clear = std::move(clear), shadow = std::move(shadow),
+       respond = std::move(respond)](OpResult<std::optional<std::string>> holder) mutable {
+        if (!holder.ok() && holder.status() != OpStatus::kUnknownRoom) {
+          return respond(ErrorReply(holder));
+        }
+        if (!holder.ok() || !*holder) {
+          return Admit(s, shadow, room, std::move(original), std::move(clear), std::move(respond));
+        }
+        const std::string& session = **holder;
+        const std::string& name = room->info.room;
+        if (s.gate->ShouldTouch(name, session, TouchEvery(*room))) {
+          s.backend.Touch(name, session, [](OpResult<core::SessionView>) {});
+        }
+        Response pass = Pass(name, session);
+        // Past half its life (or expired): a fresh token for the same admission.
+        if (now / 1000 >= claims.iat + s.signer.ttl_ms() / 2000) {
+          std::string token = s.signer.Mint(name, claims.incarnation, claims.admission, now);
+          pass.headers.emplace_back("Set-Cookie", CookieLine(*room->settings, name, token,
+                                                             original.proto == "https", false));
+        }
+        respond(std::move(pass));
+      });
+}
+
+// ANY /v1/gate/{room}: the decision, for the request the proxy names.
+void CmdGate(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  if (std::shared_ptr<const GateRoom> room = s.gate->Cached(req.params[0])) {
+    return Decide(s, req, std::move(room), std::move(respond));
+  }
+  // Read at most once a second per room: the request is kept for it.
+  auto held = std::make_shared<Request>(req);
+  s.gate->Fetch(req.params[0], [&s, held, respond = std::move(respond)](
+                                   OpResult<std::shared_ptr<const GateRoom>> found) mutable {
+    if (!found.ok()) return respond(ErrorReply(found));
+    Decide(s, *held, std::move(*found), std::move(respond));
+  });
+}
+
+// POST /v1/gate/{room}/enter {"token", "return"?}: the waiting page, admitted, hands its token
+// over; the answer sets the cookie and says where to go: `return` when the room allows it, else
+// the room's target_url.
+void CmdEnter(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto token = ReadString(in.body(), "token");
+  if (!token.ok()) return respond(ErrorReply(token));
+  if (!*token) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::FieldRequired("token")));
+  auto back = ReadString(in.body(), "return");
+  if (!back.ok()) return respond(ErrorReply(back));
+  core::TokenCheck check = s.signer.Verify(**token, s.clock.NowMs());
+  if (check.problem != core::TokenProblem::kNone || check.claims.room != req.params[0]) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateNotAdmitted));
+  }
+  Request shadow;
+  shadow.host = req.host;
+  shadow.fields.set("X-Forwarded-Host", Field(req, "X-Forwarded-Host"));
+  bool secure = LastListed(Field(req, "X-Forwarded-Proto")) == "https" ||
+                s.web.public_url.starts_with("https:");
+  s.gate->Room(req.params[0], [&s, token = std::move(**token), claims = check.claims,
+                               back = std::move(*back), shadow = std::move(shadow), secure,
+                               respond = std::move(respond)](
+                                  OpResult<std::shared_ptr<const GateRoom>> found) mutable {
+    if (!found.ok()) return respond(ErrorReply(found));
+    std::shared_ptr<const GateRoom> room = std::move(*found);
+    std::string location;
+    if (back) {
+      if (!AllowedReturn(s, *room, shadow, *back)) {
+        return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateReturn));
+      }
+      location = *back;
+    } else {
+      location = room->info.config.target_url.value_or("/");
+    }
+    s.backend.AdmissionHolder(
+        room->info.room, claims.incarnation, claims.admission,
+        [room, token = std::move(token), location = std::move(location), secure,
+         respond = std::move(respond)](OpResult<std::optional<std::string>> holder) {
+          if (!holder.ok()) return respond(ErrorReply(holder));
+          if (!*holder)
+            return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateNotAdmitted));
+          Response r = JsonReply(json::object{{"room", room->info.room}, {"location", location}});
+          r.headers.emplace_back(
+              "Set-Cookie", CookieLine(*room->settings, room->info.room, token, secure, false));
+          r.headers.emplace_back("Cache-Control", "no-store");
+          respond(std::move(r));
+        });
+  });
+}
+
+// GET /v1/gate/{room}/leave[?return=URL]: leaves for good (the slot is freed at once) and
+// clears the cookie; then back to `return` when the room allows it, or a page that says so.
+void CmdLeave(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  Request shadow;
+  shadow.host = req.host;
+  shadow.fields.set("X-Forwarded-Host", Field(req, "X-Forwarded-Host"));
+  shadow.fields.set("X-Forwarded-Proto", Field(req, "X-Forwarded-Proto"));
+  const std::string* back = req.Query("return");
+  std::string cookie_header(Field(req, "Cookie"));
+  s.gate->Room(
+      req.params[0], [&s, shadow = std::move(shadow),
+                      back = back ? std::optional<std::string>(*back) : std::nullopt,
+                      cookie_header = std::move(cookie_header), respond = std::move(respond)](
+                         OpResult<std::shared_ptr<const GateRoom>> found) mutable {
+        if (!found.ok()) return respond(ErrorReply(found));
+        std::shared_ptr<const GateRoom> room = std::move(*found);
+        const std::string& name = room->info.room;
+        Original here = ReadOriginal(shadow);
+        std::string clear = CookieLine(*room->settings, name, "", here.proto == "https", true);
+        auto answer = [&s, room, back, shadow, clear, respond]() {
+          Response r;
+          r.headers.emplace_back("Set-Cookie", clear);
+          r.headers.emplace_back("Cache-Control", "no-store");
+          if (back && AllowedReturn(s, *room, shadow, *back)) {
+            r.status = 303;
+            r.headers.emplace_back("Location", *back);
+            r.body = json::serialize(json::object{{"room", room->info.room}, {"left", true}});
+            return respond(std::move(r));
+          }
+          r.content_type = "text/html; charset=utf-8";
+          r.body =
+              "<!doctype html><meta charset=utf-8><title>You left</title>"
+              "<p>You have left the waiting room. Your place has been given to the next person.";
+          respond(std::move(r));
+        };
+        core::TokenCheck check = s.signer.Verify(
+            CookieValue(cookie_header, room->settings->CookieName(name)), s.clock.NowMs());
+        if ((check.problem != core::TokenProblem::kNone &&
+             check.problem != core::TokenProblem::kExpired) ||
+            check.claims.room != name) {
+          return answer();
+        }
+        s.backend.AdmissionHolder(name, check.claims.incarnation, check.claims.admission,
+                                  [&s, name, answer](OpResult<std::optional<std::string>> holder) {
+                                    if (!holder.ok() || !*holder) return answer();
+                                    s.backend.Leave(
+                                        name, **holder, /*final=*/true,
+                                        [answer](OpResult<core::SessionView>) { answer(); });
+                                  });
+      });
+}
+
+}  // namespace
+
+// --- The route table ----------------------------------------------------------------------------
+
+void RegisterGateRoutes(Router& router, Services& s) {
+  using namespace route_table;
+  constexpr size_t kBody = kDefaultBodyLimit;
+  static constexpr RouteDef kRoutes[] = {
+      // method, pattern, scope, body limit, CORS, kind, handler
+      // The decision: whatever the method of the request it is asked about.
+      {verb::get, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::head, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::post, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::put, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::patch, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::delete_, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::options, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
+      {verb::post, "/v1/gate/{room}/enter", kSession, kBody, kNoCors, kPlain, CmdEnter},
+      {verb::get, "/v1/gate/{room}/leave", kSession, kBody, kNoCors, kPlain, CmdLeave},
+  };
+  AddRoutes(router, s, kRoutes);
+}
+
+}  // namespace anteroom::server

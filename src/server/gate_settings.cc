@@ -1,0 +1,204 @@
+#include "server/gate_settings.h"
+
+#include <boost/json.hpp>
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/wire_errors.h"
+
+namespace anteroom::server {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool IsCookieName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0 || c == '_' || c == '-'; });
+}
+
+// A host name or address as it stands in a URL's authority, with an optional port.
+bool IsHost(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+  });
+}
+
+// A glob of visible ASCII (spaces allowed inside header values), bounded.
+bool IsPattern(std::string_view s, bool spaces) {
+  if (s.empty() || s.size() > kMaxGatePatternBytes) return false;
+  return std::all_of(s.begin(), s.end(), [spaces](unsigned char c) {
+    return (c > 0x20 && c < 0x7f) || (spaces && c == ' ');
+  });
+}
+
+// An HTTP field name (RFC 9110 5.1: a token).
+bool IsFieldName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+OpResult<json::array> StringList(const json::object& o, std::string_view key, size_t max,
+                                 bool (*valid)(std::string_view), std::string_view what) {
+  json::array out;
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return out;
+  if (!v->is_array() || v->as_array().size() > max) {
+    return {OpStatus::kInvalidArgument, wire::GateListShape(key, max, what)};
+  }
+  for (const json::value& item : v->as_array()) {
+    if (!item.is_string() || !valid(item.as_string())) {
+      return {OpStatus::kInvalidArgument, wire::GateListShape(key, max, what)};
+    }
+    out.emplace_back(item.as_string());
+  }
+  return out;
+}
+
+bool IsPathPattern(std::string_view s) { return !s.empty() && IsPattern(s, false); }
+
+}  // namespace
+
+std::string GateSettings::CookieName(std::string_view room) const {
+  if (!cookie.empty()) return cookie;
+  std::string name = "anteroom_";
+  // Room names may hold '.' and ':', which cookie names may not (RFC 6265 token): '_' instead.
+  for (char c : room) name += (c == '.' || c == ':') ? '_' : c;
+  return name;
+}
+
+bool GateSettings::BypassesPath(std::string_view path) const {
+  if (bypass_paths.empty()) return false;
+  std::string p(path);
+  for (const std::string& pattern : bypass_paths) {
+    if (pattern.back() == '/' && pattern.find('*') == std::string::npos) {
+      if (p.starts_with(pattern)) return true;
+    } else if (fnmatch(pattern.c_str(), p.c_str(), 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GateSettings::BypassesHeader(std::string_view name, std::string_view value) const {
+  std::string lower;
+  std::string v;
+  for (const auto& [rule_name, glob] : bypass_headers) {
+    if (rule_name.size() != name.size()) continue;
+    if (lower.empty()) lower = Lower(name);
+    if (lower != rule_name) continue;
+    if (v.empty()) v = std::string(value);
+    if (fnmatch(glob.c_str(), v.c_str(), FNM_CASEFOLD) == 0) return true;
+  }
+  return false;
+}
+
+OpResult<std::string> CanonicalGateText(const json::value& gate) {
+  if (!gate.is_object()) return {OpStatus::kInvalidArgument, std::string(wire::kGateShape)};
+  const json::object& o = gate.as_object();
+  for (const auto& member : o) {
+    std::string_view k = member.key();
+    if (k != "cookie" && k != "cookie_domain" && k != "hosts" && k != "bypass") {
+      return {OpStatus::kInvalidArgument, std::string(wire::kGateShape)};
+    }
+  }
+  json::object out;
+  if (const json::value* c = o.if_contains("cookie")) {
+    if (!c->is_string() || !IsCookieName(c->as_string())) {
+      return {OpStatus::kInvalidArgument, std::string(wire::kGateCookieName)};
+    }
+    out["cookie"] = c->as_string();
+  }
+  if (const json::value* d = o.if_contains("cookie_domain")) {
+    if (!d->is_string() || !IsHost(d->as_string()) ||
+        d->as_string().find(':') != json::string::npos) {
+      return {OpStatus::kInvalidArgument, std::string(wire::kGateCookieDomain)};
+    }
+    out["cookie_domain"] = Lower(d->as_string());
+  }
+  auto hosts = StringList(o, "hosts", kMaxGateHosts, IsHost, "host names");
+  if (!hosts.ok()) return {hosts.status(), hosts.message()};
+  for (json::value& h : *hosts) h = Lower(h.as_string());
+  out["hosts"] = std::move(*hosts);
+  json::object bypass_out;
+  if (const json::value* b = o.if_contains("bypass")) {
+    if (!b->is_object()) return {OpStatus::kInvalidArgument, std::string(wire::kGateShape)};
+    for (const auto& member : b->as_object()) {
+      if (member.key() != "paths" && member.key() != "headers") {
+        return {OpStatus::kInvalidArgument, std::string(wire::kGateShape)};
+      }
+    }
+    auto paths = StringList(b->as_object(), "paths", kMaxGatePaths, IsPathPattern, "path globs");
+    if (!paths.ok()) return {paths.status(), paths.message()};
+    bypass_out["paths"] = std::move(*paths);
+    json::object headers_out;
+    if (const json::value* h = b->as_object().if_contains("headers")) {
+      if (!h->is_object() || h->as_object().size() > kMaxGateHeaders) {
+        return {OpStatus::kInvalidArgument, std::string(wire::kGateHeaders)};
+      }
+      for (const auto& member : h->as_object()) {
+        if (!IsFieldName(member.key()) || !member.value().is_string() ||
+            !IsPattern(member.value().as_string(), true)) {
+          return {OpStatus::kInvalidArgument, std::string(wire::kGateHeaders)};
+        }
+        headers_out[Lower(member.key())] = member.value().as_string();
+      }
+    }
+    bypass_out["headers"] = std::move(headers_out);
+  } else {
+    bypass_out["paths"] = json::array();
+    bypass_out["headers"] = json::object();
+  }
+  out["bypass"] = std::move(bypass_out);
+  return json::serialize(out);
+}
+
+std::shared_ptr<const GateSettings> ParseGateText(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return nullptr;
+  auto out = std::make_shared<GateSettings>();
+  const json::object& o = v.as_object();
+  try {
+    if (const json::value* c = o.if_contains("cookie")) out->cookie = c->as_string();
+    if (const json::value* d = o.if_contains("cookie_domain")) out->cookie_domain = d->as_string();
+    if (const json::value* h = o.if_contains("hosts")) {
+      for (const json::value& host : h->as_array()) out->hosts.emplace_back(host.as_string());
+    }
+    if (const json::value* b = o.if_contains("bypass")) {
+      for (const json::value& p : b->at("paths").as_array()) {
+        out->bypass_paths.emplace_back(p.as_string());
+      }
+      for (const auto& member : b->at("headers").as_object()) {
+        out->bypass_headers.emplace_back(std::string(member.key()),
+                                         std::string(member.value().as_string()));
+      }
+    }
+  } catch (const std::exception&) {
+    return nullptr;  // not written by CanonicalGateText
+  }
+  return out;
+}
+
+json::value GateJson(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return ec ? json::value(nullptr) : v;
+}
+
+}  // namespace anteroom::server

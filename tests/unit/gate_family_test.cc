@@ -1,0 +1,330 @@
+// The gate's handlers in process (issue 17): the decision a proxy asks for before each request
+// of a protected site, the waiting page's hand-over of its admission (enter) and the leave
+// link, over a memory backend with a fake clock. The real proxies are in the integration and
+// browser tests.
+#include <boost/json/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/wire_errors.h"
+#include "family_world.h"
+#include "server/gate_settings.h"
+
+namespace anteroom::server {
+namespace {
+
+using http::verb;
+using testing::ErrorCode;
+using testing::ErrorMessage;
+using testing::FamilyWorld;
+using testing::HeaderOf;
+using testing::Json;
+
+constexpr char kShop[] = "shop.example";
+
+// What nginx (auth_request) or Caddy (forward_auth) sends: the page's own headers and the
+// request it asks about.
+Request Asked(std::string target, std::string uri, std::string cookie = {},
+              std::vector<std::pair<std::string, std::string>> more = {}) {
+  Request r;
+  r.method = verb::get;
+  r.target = std::move(target);
+  r.host = "127.0.0.1:8080";
+  r.peer = boost::asio::ip::make_address("127.0.0.1");
+  r.fields.set("X-Forwarded-Proto", "https");
+  r.fields.set("X-Forwarded-Host", kShop);
+  r.fields.set("X-Forwarded-Uri", uri);
+  if (!cookie.empty()) r.fields.set("Cookie", cookie);
+  for (auto& [name, value] : more) r.fields.set(name, value);
+  return r;
+}
+
+// The cookie a Set-Cookie line sets ("name=value"), "" when none.
+std::string CookieOf(const Response& r) {
+  std::string line = HeaderOf(r, "Set-Cookie");
+  return line.substr(0, line.find(';'));
+}
+
+class GateTest : public ::testing::Test {
+ protected:
+  GateTest() { Put(R"({"capacity": 2, "target_url": "https://shop.example/"})"); }
+  void Put(const std::string& body) {
+    Response r = world_.Admin(verb::put, "/v1/rooms/shop", body);
+    ASSERT_EQ(r.status, 200u) << r.body;
+  }
+  Response Gate(Request r) {
+    std::optional<Response> answer = world_.SendRequest(std::move(r));
+    EXPECT_TRUE(answer.has_value());
+    return answer ? std::move(*answer) : Response{};
+  }
+  Response Ask(const std::string& uri, const std::string& cookie = {},
+               std::vector<std::pair<std::string, std::string>> more = {}) {
+    return Gate(Asked("/v1/gate/shop", uri, cookie, std::move(more)));
+  }
+  int64_t Active() {
+    return Json(world_.Call(verb::get, "/v1/rooms/shop")).at("active").as_int64();
+  }
+  int64_t Waiting() {
+    return Json(world_.Call(verb::get, "/v1/rooms/shop")).at("waiting").as_int64();
+  }
+  // A visitor let in on the spot: the cookie it got.
+  std::string Visitor() {
+    Response r = Ask("/");
+    EXPECT_EQ(r.status, 200u) << r.body;
+    return CookieOf(r);
+  }
+
+  FamilyWorld world_;
+};
+
+TEST_F(GateTest, AFreeRoomLetsVisitorsInOnTheSpotWithACookie) {
+  Response r = Ask("/product/42?x=1");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  std::string line = HeaderOf(r, "Set-Cookie");
+  EXPECT_TRUE(line.starts_with("anteroom_shop=ey")) << line;
+  for (const char* attribute : {"; Path=/", "; HttpOnly", "; SameSite=Lax", "; Secure"}) {
+    EXPECT_NE(line.find(attribute), std::string::npos) << attribute << " in " << line;
+  }
+  EXPECT_EQ(HeaderOf(r, "X-Anteroom-Room"), "shop");
+  EXPECT_EQ(HeaderOf(r, "X-Anteroom-Session").size(), 22u);
+  EXPECT_EQ(Active(), 1);
+  // The cookie passes, with the same session, and takes no other slot.
+  std::string cookie = CookieOf(r);
+  for (int i = 0; i < 5; ++i) {
+    Response again = Ask("/style.css", cookie);
+    EXPECT_EQ(again.status, 200u) << again.body;
+    EXPECT_EQ(HeaderOf(again, "X-Anteroom-Session"), HeaderOf(r, "X-Anteroom-Session"));
+    EXPECT_EQ(HeaderOf(again, "Set-Cookie"), "") << "young tokens are not renewed";
+  }
+  EXPECT_EQ(Active(), 1);
+}
+
+TEST_F(GateTest, AFullRoomSendsThePageToWaitKeepingTheUrlAskedFor) {
+  Visitor();
+  Visitor();
+  Response r = Ask("/product/42?x=1");
+  EXPECT_EQ(r.status, 302u) << r.body;
+  EXPECT_EQ(HeaderOf(r, "Location"),
+            "/wait/shop?return=https%3A%2F%2Fshop.example%2Fproduct%2F42%3Fx%3D1");
+  EXPECT_EQ(HeaderOf(r, "Set-Cookie"), "");
+  EXPECT_EQ(Waiting(), 0) << "the gate holds no place: the waiting page joins";
+  EXPECT_EQ(Active(), 2);
+  // nginx's auth_request passes only 2xx/401/403: 401, the same Location.
+  Response nginx = Gate(Asked("/v1/gate/shop?proxy=nginx", "/product/42?x=1"));
+  EXPECT_EQ(nginx.status, 401u);
+  EXPECT_EQ(HeaderOf(nginx, "Location"), HeaderOf(r, "Location"));
+  // An app: the line as JSON.
+  Response app = Ask("/api/cart", "", {{"Accept", "application/json"}});
+  EXPECT_EQ(app.status, 429u);
+  EXPECT_EQ(HeaderOf(app, "Retry-After"), "2");
+  boost::json::value line = Json(app);
+  EXPECT_EQ(line.at("status").as_string(), "waiting");
+  EXPECT_EQ(line.at("position").as_int64(), 1);
+  EXPECT_EQ(line.at("live").as_string(), "/v1/rooms/shop/ws");
+  EXPECT_GT(line.at("retry_after_ms").as_int64(), 0);
+}
+
+TEST_F(GateTest, SomebodyWaitingMeansNoneIsLetInOnTheSpot) {
+  Visitor();
+  ASSERT_EQ(world_.Call(verb::post, "/v1/rooms/shop/check", "").status, 200u);  // 2nd slot
+  ASSERT_EQ(world_.Call(verb::post, "/v1/rooms/shop/check", "").status, 200u);  // waits
+  world_.clock().Advance(GateCache::kFreshMs);
+  // A slot frees, but someone waits for it: a newcomer goes behind them.
+  ASSERT_EQ(Waiting(), 1);
+  EXPECT_EQ(Ask("/").status, 302u);
+  EXPECT_EQ(Waiting(), 1) << "no ghost left in the line";
+}
+
+TEST_F(GateTest, ForgedExpiredRevokedAndForeignCookiesAreNotAdmissions) {
+  std::string cookie = Visitor();
+  Visitor();
+  std::string token = cookie.substr(cookie.find('=') + 1);
+  // A changed signature.
+  std::string forged = cookie;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  Response r = Ask("/", forged);
+  EXPECT_EQ(r.status, 302u) << r.body;
+  EXPECT_NE(HeaderOf(r, "Set-Cookie").find("Max-Age=0"), std::string::npos) << "cleared";
+  // Another room's token (same key): not this room's admission.
+  Put(R"({"capacity": 2})");
+  ASSERT_EQ(world_.Admin(verb::put, "/v1/rooms/other", R"({"capacity": 5})").status, 200u);
+  Response other = Gate(Asked("/v1/gate/other", "/"));
+  ASSERT_EQ(other.status, 200u);
+  EXPECT_EQ(
+      Ask("/", "anteroom_shop=" + CookieOf(other).substr(CookieOf(other).find('=') + 1)).status,
+      302u);
+  // Revoked: the session left for good through the API.
+  Response verify = world_.Call(verb::post, "/v1/tokens/verify", R"({"token": ")" + token + "\"}");
+  std::string session(Json(verify).at("session").as_string());
+  ASSERT_EQ(world_
+                .Call(verb::post, "/v1/rooms/shop/leave",
+                      R"({"session": ")" + session + R"(", "final": true})")
+                .status,
+            200u);
+  EXPECT_EQ(Ask("/", cookie).status, 302u) << "revoked; the gate's counts are a second old";
+  world_.clock().Advance(GateCache::kFreshMs);
+  EXPECT_EQ(Ask("/", cookie).status, 200u) << "a free slot again: let in anew";
+  EXPECT_NE(HeaderOf(Ask("/", cookie), "X-Anteroom-Session"), session);
+}
+
+TEST_F(GateTest, AnOldTokenIsRenewedWhileItsAdmissionIsHeld) {
+  Put(R"({"idle_timeout_ms": null})");
+  std::string cookie = Visitor();
+  world_.clock().Advance(world_.signer().ttl_ms() / 2 + 1000);
+  Response half = Ask("/", cookie);
+  ASSERT_EQ(half.status, 200u);
+  std::string renewed = CookieOf(half);
+  EXPECT_TRUE(renewed.starts_with("anteroom_shop=ey"));
+  EXPECT_NE(renewed, cookie);
+  // Past its expiry, the admission still held: renewed too (the room decides, not the clock).
+  world_.clock().Advance(world_.signer().ttl_ms());
+  Response late = Ask("/", cookie);
+  EXPECT_EQ(late.status, 200u) << late.body;
+  EXPECT_FALSE(CookieOf(late).empty());
+}
+
+TEST_F(GateTest, GatedRequestsAreActivityOncePerFewSeconds) {
+  Put(R"({"idle_timeout_ms": 20000, "grace_ms": 1000})");
+  std::string cookie = Visitor();
+  // Browsing keeps the slot past the idle timeout.
+  for (int i = 0; i < 10; ++i) {
+    world_.clock().Advance(4000);
+    world_.backend().RunDue();
+    ASSERT_EQ(Ask("/page", cookie).status, 200u) << "at " << i;
+  }
+  EXPECT_EQ(Active(), 1);
+  // Silent past the idle timeout and grace: the slot is gone, the cookie with it.
+  world_.clock().Advance(25'000);
+  world_.backend().RunDue();
+  EXPECT_EQ(Active(), 0);
+  Visitor();
+  Visitor();
+  EXPECT_EQ(Ask("/", cookie).status, 302u);
+  // At most one touch per session per TouchEvery: asked 50 times at once, noted once.
+  GateCache cache(world_.backend(), world_.clock());
+  int touches = 0;
+  for (int i = 0; i < 50; ++i) touches += cache.ShouldTouch("shop", "s", 5000);
+  EXPECT_EQ(touches, 1);
+  world_.clock().Advance(5000);
+  EXPECT_TRUE(cache.ShouldTouch("shop", "s", 5000));
+}
+
+TEST_F(GateTest, BypassRulesPassWithoutASlot) {
+  Put(R"({"gate": {"bypass": {"paths": ["/static/", "*.css", "/healthz"],
+                               "headers": {"User-Agent": "*Googlebot*"}}}})");
+  Visitor();
+  Visitor();
+  for (const char* uri : {"/static/app.js", "/static/", "/a/b/site.css?v=3", "/healthz"}) {
+    Response r = Ask(uri);
+    EXPECT_EQ(r.status, 200u) << uri;
+    EXPECT_EQ(HeaderOf(r, "Set-Cookie"), "") << uri;
+    EXPECT_EQ(HeaderOf(r, "X-Anteroom-Session"), "") << uri;
+  }
+  EXPECT_EQ(Ask("/", "", {{"User-Agent", "Mozilla/5.0 (compatible; googlebot/2.1)"}}).status, 200u);
+  for (const char* uri : {"/statics", "/healthz/x", "/x.css/y", "/"}) {
+    EXPECT_EQ(Ask(uri).status, 302u) << uri;
+  }
+  EXPECT_EQ(Ask("/", "", {{"User-Agent", "curl/8"}}).status, 302u);
+  EXPECT_EQ(Active(), 2);
+}
+
+TEST_F(GateTest, EnterSetsTheCookieAndGoesBackOnlyToAllowedHosts) {
+  Put(R"({"capacity": 5, "gate": {"hosts": ["www.shop.example"]}})");
+  Response joined = world_.Call(verb::post, "/v1/rooms/shop/check", "");
+  std::string token(Json(joined).at("token").as_string());
+  auto enter = [&](const std::string& body) {
+    Request r = Asked("/v1/gate/shop/enter", "/");
+    r.method = verb::post;
+    r.body = body;
+    r.content_type = "application/json";
+    return Gate(std::move(r));
+  };
+  Response r =
+      enter(R"({"token": ")" + token + R"(", "return": "https://shop.example/product/42?x=1"})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r).at("location").as_string(), "https://shop.example/product/42?x=1");
+  EXPECT_EQ(CookieOf(r), "anteroom_shop=" + token);
+  EXPECT_NE(HeaderOf(r, "Set-Cookie").find("HttpOnly"), std::string::npos);
+  EXPECT_EQ(enter(R"({"token": ")" + token + R"(", "return": "https://www.shop.example/"})").status,
+            200u);
+  EXPECT_EQ(Json(enter(R"({"token": ")" + token + R"("})")).at("location").as_string(),
+            "https://shop.example/")
+      << "no return: the room's target";
+  for (const char* bad :
+       {"https://evil.example/", "https://shop.example.evil.example/", "javascript:alert(1)",
+        "//evil.example/", "/relative", "https://user@evil.example/", "ftp://shop.example/"}) {
+    Response refused = enter(R"({"token": ")" + token + R"(", "return": ")" + bad + "\"}");
+    EXPECT_EQ(refused.status, 400u) << bad;
+    EXPECT_EQ(ErrorMessage(refused), wire::kGateReturn) << bad;
+    EXPECT_EQ(HeaderOf(refused, "Set-Cookie"), "") << bad;
+  }
+  EXPECT_EQ(ErrorMessage(enter(R"({"token": "x.y.z"})")), wire::kGateNotAdmitted);
+}
+
+TEST_F(GateTest, TheLeaveLinkFreesTheSlotAndClearsTheCookie) {
+  std::string first = Visitor();
+  Visitor();
+  Response waiting = world_.Call(verb::post, "/v1/rooms/shop/check", "");
+  ASSERT_EQ(Json(waiting).at("status").as_string(), "waiting");
+  Request leave = Asked("/v1/gate/shop/leave?return=https%3A%2F%2Fshop.example%2Fbye", "/", first);
+  Response r = Gate(std::move(leave));
+  EXPECT_EQ(r.status, 303u) << r.body;
+  EXPECT_EQ(HeaderOf(r, "Location"), "https://shop.example/bye");
+  EXPECT_NE(HeaderOf(r, "Set-Cookie").find("Max-Age=0"), std::string::npos);
+  EXPECT_EQ(Waiting(), 0) << "the next in line is in at once";
+  EXPECT_EQ(Active(), 2);
+  // Without a cookie, or to another host: a page that says so, nothing else.
+  Response plain = Gate(Asked("/v1/gate/shop/leave?return=https%3A%2F%2Fevil.example%2F", "/"));
+  EXPECT_EQ(plain.status, 200u);
+  EXPECT_EQ(HeaderOf(plain, "Location"), "");
+}
+
+TEST_F(GateTest, ProxiedRequestsKeepThePagesOwnOriginAndType) {
+  // A form posted to the protected site from elsewhere reaches the gate with the page's Origin
+  // and Content-Type: the gate judges it (no 403/415 of the browser rules).
+  Request r = Asked("/v1/gate/shop", "/checkout", "", {{"Origin", "https://elsewhere.example"}});
+  r.method = verb::post;
+  r.origin = "https://elsewhere.example";
+  r.content_type = "application/x-www-form-urlencoded";
+  EXPECT_EQ(Gate(std::move(r)).status, 200u);
+}
+
+TEST_F(GateTest, UnknownRoomsAndBadNames) {
+  EXPECT_EQ(ErrorCode(Gate(Asked("/v1/gate/nowhere", "/"))), "unknown_room");
+  EXPECT_EQ(Gate(Asked("/v1/gate/a%20b", "/")).status, 400u);
+}
+
+TEST(GateSettingsTest, ValidatedAndCanonical) {
+  FamilyWorld w;
+  Response r = w.Admin(verb::put, "/v1/rooms/r",
+                       R"({"capacity": 1, "gate": {"hosts": ["WWW.Shop.example"],
+                           "bypass": {"headers": {"user-AGENT": "*bot*"}}, "cookie": "q_1"}})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(
+      boost::json::serialize(Json(r).at("gate")),
+      R"({"cookie":"q_1","hosts":["www.shop.example"],"bypass":{"paths":[],"headers":{"user-agent":"*bot*"}}})");
+  for (const char* bad :
+       {R"({"gate": 1})", R"({"gate": {"other": 1}})", R"({"gate": {"cookie": "a b"}})",
+        R"({"gate": {"cookie": ""}})", R"({"gate": {"cookie_domain": "a:1"}})",
+        R"({"gate": {"hosts": "x"}})", R"({"gate": {"hosts": ["a/b"]}})",
+        R"({"gate": {"bypass": {"paths": [""]}}})", R"({"gate": {"bypass": {"paths": [1]}}})",
+        R"({"gate": {"bypass": {"headers": {"a b": "x"}}}})",
+        R"({"gate": {"bypass": {"headers": {"ua": 1}}}})", R"({"gate": {"bypass": []}})"}) {
+    Response refused = w.Admin(verb::put, "/v1/rooms/r", bad);
+    EXPECT_EQ(refused.status, 400u) << bad;
+  }
+  std::string many = R"({"gate": {"bypass": {"paths": [)";
+  for (size_t i = 0; i <= kMaxGatePaths; ++i) many += std::string(i ? "," : "") + "\"/p\"";
+  EXPECT_EQ(w.Admin(verb::put, "/v1/rooms/r", many + "]}}}").status, 400u);
+  EXPECT_EQ(Json(w.Admin(verb::get, "/v1/rooms/r")).at("gate").at("cookie").as_string(), "q_1")
+      << "refused changes changed nothing";
+  EXPECT_TRUE(Json(w.Admin(verb::put, "/v1/rooms/r", R"({"gate": null})")).at("gate").is_null());
+  GateSettings defaults;
+  EXPECT_EQ(defaults.CookieName("a.b:c"), "anteroom_a_b_c");
+}
+
+}  // namespace
+}  // namespace anteroom::server
