@@ -169,10 +169,15 @@ Response Wait(const Services& s, const Request& req, const GateRoom& room,
   Response r;
   r.headers.emplace_back("Cache-Control", "no-store");
   if (clear_cookie) r.headers.emplace_back("Set-Cookie", std::move(*clear_cookie));
+  const std::string* proxy = req.Query("proxy");
+  const bool nginx = proxy != nullptr && *proxy == "nginx";
   if (AcceptsJson(req)) {
-    // An app shows its own waiting UI: the line, and the live channel that joins it.
+    // An app shows its own waiting UI: the line, and the live channel that joins it. nginx's
+    // auth_request takes any status but 2xx/401/403 for a failure (a 500 to the client): 401
+    // and the Location there too, which the documented config answers as 429.
     const int64_t retry_ms = 2000;
-    r.status = 429;
+    r.status = nginx ? 401 : 429;
+    if (nginx) r.headers.emplace_back("Location", location);
     r.headers.emplace_back("Retry-After", "2");
     r.body = json::serialize(json::object{
         {"room", room.info.room},
@@ -188,8 +193,7 @@ Response Wait(const Services& s, const Request& req, const GateRoom& room,
     });
     return r;
   }
-  const std::string* proxy = req.Query("proxy");
-  r.status = proxy != nullptr && *proxy == "nginx" ? 401 : 302;
+  r.status = nginx ? 401 : 302;
   r.headers.emplace_back("Location", location);
   r.body = json::serialize(json::object{{"room", room.info.room}, {"wait", location}});
   return r;

@@ -125,6 +125,13 @@ TEST_F(GateTest, AFullRoomSendsThePageToWaitKeepingTheUrlAskedFor) {
   EXPECT_EQ(line.at("position").as_int64(), 1);
   EXPECT_EQ(line.at("live").as_string(), "/v1/rooms/shop/ws");
   EXPECT_GT(line.at("retry_after_ms").as_int64(), 0);
+  // nginx's auth_request fails anything but 2xx/401/403 with a 500: 401 there too.
+  Request nginx_app = Asked("/v1/gate/shop?proxy=nginx", "/product/42?x=1");
+  nginx_app.fields.set("Accept", "application/json");
+  Response nginx_json = Gate(std::move(nginx_app));
+  EXPECT_EQ(nginx_json.status, 401u);
+  EXPECT_EQ(HeaderOf(nginx_json, "Location"), HeaderOf(r, "Location"));
+  EXPECT_EQ(Json(nginx_json).at("status").as_string(), "waiting");
 }
 
 TEST_F(GateTest, SomebodyWaitingMeansNoneIsLetInOnTheSpot) {
