@@ -36,7 +36,8 @@ for (const name of fs.readdirSync(webDir).sort()) {
     scripts++;
   } else if (name.endsWith('.html')) {
     checkNoExternalUrls(text, file);
-    const page = text.replaceAll('{{room_json}}', '"a.b:c-d"').replaceAll('{{room}}', 'a.b:c-d');
+    const page = text.replaceAll('{{room_json}}', '"a.b:c-d"').replaceAll('{{room}}', 'a.b:c-d')
+      .replaceAll('{{base_json}}', '"/anteroom"').replaceAll('{{base}}', '/anteroom');
     let index = 0;
     for (const match of page.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script\s*>/gi)) {
       if (/\bsrc\s*=/i.test(match[1])) continue;
