@@ -414,6 +414,8 @@ void CmdLeave(Services& s, const Request& req, Respond respond) {
           r.content_type = "text/html; charset=utf-8";
           r.body =
               "<!doctype html><meta charset=utf-8><title>You left</title>"
+              // No /favicon.ico of the site: a gated request that would let them in again.
+              "<link rel=icon href=\"data:,\">"
               "<p>You have left the waiting room. Your place has been given to the next person.";
           respond(std::move(r));
         };

@@ -287,6 +287,7 @@ TEST_F(GateTest, TheLeaveLinkFreesTheSlotAndClearsTheCookie) {
   Response plain = Gate(Asked("/v1/gate/shop/leave?return=https%3A%2F%2Fevil.example%2F", "/"));
   EXPECT_EQ(plain.status, 200u);
   EXPECT_EQ(HeaderOf(plain, "Location"), "");
+  EXPECT_NE(plain.body.find("rel=icon"), std::string::npos) << "no /favicon.ico through the gate";
 }
 
 TEST_F(GateTest, ProxiedRequestsKeepThePagesOwnOriginAndType) {
