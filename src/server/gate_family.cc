@@ -152,10 +152,11 @@ bool AllowedReturn(const Services& s, const GateRoom& room, const Request& req,
   return same(here.host);
 }
 
+// No body: nginx keeps an auth_request connection alive only when the answer has none (it asks
+// for the head alone), and the proxies read nothing but the status and headers.
 Response Pass(std::string_view room, std::string_view session) {
   Response r;
-  r.content_type = "application/json";
-  r.body = R"({"pass":true})";
+  r.content_type.clear();
   r.headers.emplace_back("X-Anteroom-Room", std::string(room));
   if (!session.empty()) r.headers.emplace_back("X-Anteroom-Session", std::string(session));
   r.headers.emplace_back("Cache-Control", "no-store");
@@ -195,7 +196,7 @@ Response Wait(const Services& s, const Request& req, const GateRoom& room,
   }
   r.status = nginx ? 401 : 302;
   r.headers.emplace_back("Location", location);
-  r.body = json::serialize(json::object{{"room", room.info.room}, {"wait", location}});
+  r.content_type.clear();  // no body (see Pass)
   return r;
 }
 

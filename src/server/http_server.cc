@@ -436,7 +436,9 @@ class Session : public std::enable_shared_from_this<Session> {
     fmt::format_to(it, "HTTP/1.{} {} {}\r\nServer: anteroom\r\n", slot.version == 10 ? 0 : 1,
                    response.status,
                    http::obsolete_reason(static_cast<http::status>(response.status)));
-    if (!no_content) fmt::format_to(it, "Content-Type: {}\r\n", response.content_type);
+    if (!no_content && !response.content_type.empty()) {
+      fmt::format_to(it, "Content-Type: {}\r\n", response.content_type);
+    }
     for (const auto& [name, value] : response.headers)
       fmt::format_to(it, "{}: {}\r\n", name, value);
     if (slot.close) {
