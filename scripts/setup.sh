@@ -12,6 +12,7 @@ PACKAGES=(
   chromium fonts-dejavu-core
   clang libclang-rt-14-dev
   python3-jwt python3-cryptography openssl
+  nginx caddy wrk
 )
 # Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
 # (e.g. NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
@@ -28,7 +29,22 @@ if [ ${#missing[@]} -ne 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
+  # nginx, caddy and redis-server are only run by the tests, on their own ports and config
+  # files: their packages must not start system services (which would hold port 80 or 6379).
+  # Where no policy-rc.d says so already (containers usually have one), one is put in place
+  # for the install and removed after.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ -n "$policy" ]; then
+    $SUDO rm -f "$policy"
+    trap - EXIT
+  fi
 fi
 
 # The browser tests' npm packages (playwright-core, pinned by package-lock.json), installed
