@@ -25,6 +25,7 @@
 
 #include <algorithm>
 
+#include "common/ascii.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "core/token.h"
@@ -127,14 +128,10 @@ bool AllowedReturn(const Services& s, const GateRoom& room, const Request& req,
       !u->has_authority() || u->host().empty() || u->has_userinfo()) {
     return false;
   }
-  std::string host = u->host();
-  std::transform(host.begin(), host.end(), host.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string host = AsciiLower(u->host());
   std::string authority = host + (u->has_port() ? ":" + std::string(u->port()) : "");
   auto same = [&](std::string_view allowed) {
-    std::string a(allowed);
-    std::transform(a.begin(), a.end(), a.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string a = AsciiLower(allowed);
     return a == host || a == authority;
   };
   if (room.info.config.target_url) {
@@ -275,10 +272,11 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
   // expired token whose admission is held is renewed: the room, not the clock, decides).
   int64_t now = s.clock.NowMs();
   core::TokenCheck check = s.signer.Verify(cookie, now);
-  std::string clear = CookieLine(*room->settings, name, "", original.proto == "https", true);
   const bool readable =
       check.problem == core::TokenProblem::kNone || check.problem == core::TokenProblem::kExpired;
   if (!readable || check.claims.room != name) {
+    // Not an admission: cleared on the answer that sends the page to wait.
+    std::string clear = CookieLine(*room->settings, name, "", original.proto == "https", true);
     return Admit(s, req, std::move(room), std::move(original), std::move(clear),
                  std::move(respond));
   }
@@ -292,12 +290,14 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
   s.backend.AdmissionHolder(
       name, check.claims.incarnation, check.claims.admission,
       [&s, room, claims = check.claims, now, original = std::move(original),
-       clear = std::move(clear), shadow = std::move(shadow),
+       shadow = std::move(shadow),
        respond = std::move(respond)](OpResult<std::optional<std::string>> holder) mutable {
         if (!holder.ok() && holder.status() != OpStatus::kUnknownRoom) {
           return respond(ErrorReply(holder));
         }
         if (!holder.ok() || !*holder) {
+          std::string clear =
+              CookieLine(*room->settings, room->info.room, "", original.proto == "https", true);
           return Admit(s, shadow, room, std::move(original), std::move(clear), std::move(respond));
         }
         const std::string& session = **holder;

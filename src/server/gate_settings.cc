@@ -1,5 +1,6 @@
 #include "server/gate_settings.h"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/json.hpp>
 
 #include <fnmatch.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/ascii.h"
 #include "common/wire_errors.h"
 
 namespace anteroom::server {
@@ -14,13 +16,6 @@ namespace anteroom::server {
 namespace json = boost::json;
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool IsCookieName(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -96,14 +91,10 @@ bool GateSettings::BypassesPath(std::string_view path) const {
 }
 
 bool GateSettings::BypassesHeader(std::string_view name, std::string_view value) const {
-  std::string lower;
-  std::string v;
+  // Called for every field of a gated request: nothing is allocated unless a name matches.
   for (const auto& [rule_name, glob] : bypass_headers) {
-    if (rule_name.size() != name.size()) continue;
-    if (lower.empty()) lower = Lower(name);
-    if (lower != rule_name) continue;
-    if (v.empty()) v = std::string(value);
-    if (fnmatch(glob.c_str(), v.c_str(), FNM_CASEFOLD) == 0) return true;
+    if (!boost::beast::iequals(rule_name, name)) continue;
+    if (fnmatch(glob.c_str(), std::string(value).c_str(), FNM_CASEFOLD) == 0) return true;
   }
   return false;
 }
@@ -129,11 +120,11 @@ OpResult<std::string> CanonicalGateText(const json::value& gate) {
         d->as_string().find(':') != json::string::npos) {
       return {OpStatus::kInvalidArgument, std::string(wire::kGateCookieDomain)};
     }
-    out["cookie_domain"] = Lower(d->as_string());
+    out["cookie_domain"] = AsciiLower(d->as_string());
   }
   auto hosts = StringList(o, "hosts", kMaxGateHosts, IsHost, "host names");
   if (!hosts.ok()) return {hosts.status(), hosts.message()};
-  for (json::value& h : *hosts) h = Lower(h.as_string());
+  for (json::value& h : *hosts) h = AsciiLower(h.as_string());
   out["hosts"] = std::move(*hosts);
   json::object bypass_out;
   if (const json::value* b = o.if_contains("bypass")) {
@@ -156,7 +147,7 @@ OpResult<std::string> CanonicalGateText(const json::value& gate) {
             !IsPattern(member.value().as_string(), true)) {
           return {OpStatus::kInvalidArgument, std::string(wire::kGateHeaders)};
         }
-        headers_out[Lower(member.key())] = member.value().as_string();
+        headers_out[AsciiLower(member.key())] = member.value().as_string();
       }
     }
     bypass_out["headers"] = std::move(headers_out);

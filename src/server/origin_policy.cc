@@ -5,18 +5,13 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/ascii.h"
+
 namespace anteroom::server {
 
 namespace urls = boost::urls;
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view DefaultPort(urls::scheme scheme) {
   return scheme == urls::scheme::https ? "443" : "80";
@@ -28,9 +23,9 @@ std::optional<std::string> OriginOf(const urls::url_view& u) {
     return std::nullopt;
   }
   if (!u.has_authority() || u.host().empty() || u.has_userinfo()) return std::nullopt;
-  std::string out = Lower(u.scheme());
+  std::string out = AsciiLower(u.scheme());
   out += "://";
-  out += Lower(u.encoded_host());
+  out += AsciiLower(u.encoded_host());
   if (u.has_port() && !u.port().empty() && u.port() != DefaultPort(u.scheme_id())) {
     out += ':';
     out += u.port();
@@ -40,7 +35,7 @@ std::optional<std::string> OriginOf(const urls::url_view& u) {
 
 // host[:port] as a Host header says it, the default port of `scheme` left out.
 std::string HostAs(std::string_view host, std::string_view default_port) {
-  std::string out = Lower(host);
+  std::string out = AsciiLower(host);
   size_t colon = out.rfind(':');
   // "[::1]:8080" has a port; "[::1]" has none (its colons are inside the brackets).
   if (colon != std::string::npos && out.find(']', colon) == std::string::npos &&
