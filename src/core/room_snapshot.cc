@@ -224,6 +224,9 @@ bool Room::Restore(ByteReader& in) {
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];
     if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;
+    // Admissions are numbered from 1 by ++admissions_: a holder numbered past the counter would
+    // share its number with the next one admitted.
+    if (s.admission == 0 || s.admission > r.admissions_) return false;
     if (!r.held_.emplace(s.admission, i).second) return false;  // two holders of one admission
   }
   return !in.failed() && static_cast<size_t>(r.waiting()) == waiting;

@@ -142,6 +142,28 @@ TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
   }
 }
 
+// Found by fuzz/log_records: a snapshot whose admission counter is behind a holder's number
+// loaded, and the next admission then shared that number (a saved state that did not load).
+TEST(RoomFormatTest, HolderNumberedPastTheAdmissionCounterIsRefused) {
+  core::Room room(WrittenConfig(), kTtl, kT0);
+  BuildRoom(room);  // holders b (2) and c (3); admissions counter 3
+  std::string bytes = Save(room);
+  const std::string counters = Unhex("0200000000000000" "0300000000000000");
+  size_t at = bytes.find(counters);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(counters, at + 1), std::string::npos);
+  {
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader in(bytes);
+    ASSERT_TRUE(restored.Restore(in));
+  }
+  std::string behind = bytes;
+  behind[at + 8] = 2;  // the counter now says 2 admissions; c holds number 3
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(behind);
+  EXPECT_FALSE(restored.Restore(in));
+}
+
 // ---- log records ---------------------------------------------------------------------------
 
 std::optional<core::RoomInfo> GetRoom(store::MemoryBackend& backend, const std::string& room) {
