@@ -274,11 +274,30 @@ class Session : public std::enable_shared_from_this<Session> {
     body_started_ = body_progress_at_ = SteadyClock::now();
     body_received_ = 0;
     auto length = parser_->content_length();
-    if (reading_body_ && !(length && buffer_.size() >= *length)) FineSweep();
+    if (!parser_->chunked() && (!reading_body_ || (length && buffer_.size() >= *length))) {
+      // The whole body is already buffered (or there is none): parse it here and handle the
+      // request in this handler. Through async_read it would complete in a posted handler,
+      // behind every other connection's ready work, and its answer would wait for all of them:
+      // a worker with one request in flight would see the whole round as its latency.
+      return ParseBufferedBody();
+    }
+    if (reading_body_) FineSweep();
     UpdatePhase();
     http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
+  }
+
+  void ParseBufferedBody() {
+    beast::error_code ec;
+    parser_->eager(true);
+    while (!ec && !parser_->is_done()) {
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (!ec && used == 0) ec = http::error::need_more;  // never: the body is all there
+    }
+    if (ec) return ReadFailed(ec);
+    OnRequest({});
   }
 
   void ReadFailed(beast::error_code ec) {
