@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/loop_turn.h"
 #include "common/wire_errors.h"
 #include "server/body_budget.h"
 #include "server/live_stream.h"
@@ -507,7 +508,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     in_continue_ = false;
     UpdatePhase();
-    if (watched_ > 0 && !watching_ && !reading_ && !closed_ && !closing_) WatchForHangup();
+    if (watched_ > 0 && !watching_ && !watch_queued_ && !reading_ && !closed_ && !closing_) {
+      QueueWatch();
+    }
   }
 
   void StartWrite() {
@@ -538,6 +541,24 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // While a request that may park waits for its answer, nothing else reads this socket: wait
   // until it is readable, and tell the request when that means the client hung up.
+  // Watching costs an epoll_ctl: most requests that may park are answered by the end of this
+  // loop turn (the log's group write answers there, common/loop_turn.h), so look again then.
+  void QueueWatch() {
+    watch_queued_ = true;
+    auto check = [self = shared_from_this()] {
+      self->watch_queued_ = false;
+      if (self->watched_ > 0 && !self->watching_ && !self->reading_ && !self->closed_ &&
+          !self->closing_) {
+        self->WatchForHangup();
+      }
+    };
+    if (LoopTurn::Current() != nullptr) {
+      LoopTurn::AtEnd(std::move(check));
+    } else {
+      net::post(socket_.get_executor(), std::move(check));
+    }
+  }
+
   void WatchForHangup() {
     watching_ = true;
     socket_.async_wait(Socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
@@ -666,6 +687,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool reading_body_ = false;
   bool writing_ = false;
   bool watching_ = false;
+  bool watch_queued_ = false;  // QueueWatch's check is pending
   bool stop_reading_ = false;  // a request that closes the connection, or a broken stream
   bool closing_ = false;       // an answer that closes the connection is queued
   bool closed_ = false;

@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+
 #include <chrono>
 #include <exception>
 #include <thread>
+
+#include "common/loop_turn.h"
 
 namespace anteroom::server {
 
@@ -46,14 +50,22 @@ void RunGuarded(boost::asio::io_context& ctx) {
   }
 }
 
+// Runs a context with the thread bound to it (common/loop_turn.h): what a handler queues for
+// the end of the turn is posted to this context, which runs it once the handlers ready now ran.
+void RunBound(boost::asio::io_context& ctx) {
+  LoopTurn::Bind([&ctx](std::function<void()> fn) { boost::asio::post(ctx, std::move(fn)); });
+  RunGuarded(ctx);
+  LoopTurn::Unbind();
+}
+
 }  // namespace
 
 void IoPool::Run() {
   std::vector<std::thread> threads;
   for (size_t i = 1; i < contexts_.size(); ++i) {
-    threads.emplace_back([ctx = contexts_[i].get()] { RunGuarded(*ctx); });
+    threads.emplace_back([ctx = contexts_[i].get()] { RunBound(*ctx); });
   }
-  RunGuarded(*contexts_.front());
+  RunBound(*contexts_.front());
   for (auto& t : threads) t.join();
 }
 

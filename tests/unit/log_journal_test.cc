@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/loop_turn.h"
 #include "scratch_dir.h"
 #include "store/log/data_dir.h"
 #include "store/log/file_io.h"
@@ -237,6 +238,58 @@ TEST_P(LogJournalPolicyTest, ConcurrentAppendsAreDurableAndScanCleanInPerThreadO
     ++next[t];
   }
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next[t], kPerThread) << "thread " << t;
+}
+
+// An I/O thread's turn (common/loop_turn.h): the answers waiting on its records are held to
+// the end of the turn, then the thread itself writes them all in one write() (and under
+// `always` one fdatasync()) and answers them, on this thread: nothing is handed to the flusher.
+TEST_P(LogJournalPolicyTest, AnswersOfOneLoopTurnShareOneWriteOnTheLoopThread) {
+  std::vector<std::function<void()>> turn_end;
+  LoopTurn::Bind([&](std::function<void()> fn) { turn_end.push_back(std::move(fn)); });
+  struct Unbind {
+    ~Unbind() { LoopTurn::Unbind(); }
+  } unbind;
+  LogJournal journal(dir_.path(), GetParam(), 1);
+  const JournalStats before = journal.Stats();
+  const std::thread::id loop_thread = std::this_thread::get_id();
+  std::vector<std::optional<bool>> answers(5);
+  std::vector<std::thread::id> answered_on(5);
+  for (int k = 0; k < 5; ++k) {
+    uint64_t lsn = journal.Append(Payload(0, k));
+    journal.WhenDurable(lsn, [&, k](bool ok) {
+      answers[k] = ok;
+      answered_on[k] = std::this_thread::get_id();
+    });
+  }
+  ASSERT_EQ(turn_end.size(), 1u);     // one end-of-turn write for the whole turn
+  std::this_thread::sleep_for(20ms);  // the flusher, had it been woken, would have written
+  for (const auto& a : answers) EXPECT_FALSE(a.has_value());
+  EXPECT_EQ(journal.Stats().writes, before.writes);
+
+  auto run = std::move(turn_end);
+  turn_end.clear();
+  for (auto& fn : run) fn();
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_EQ(answers[k], std::optional<bool>(true)) << k;
+    EXPECT_EQ(answered_on[k], loop_thread) << k;
+  }
+  const JournalStats after = journal.Stats();
+  EXPECT_EQ(after.writes, before.writes + 1);
+  if (GetParam() == FsyncPolicy::kAlways) {
+    EXPECT_EQ(after.syncs, before.syncs + 1);
+  }
+  EXPECT_TRUE(turn_end.empty());
+  // The next turn queues its own write.
+  uint64_t lsn = journal.Append("next");
+  std::optional<bool> next;
+  journal.WhenDurable(lsn, [&](bool ok) { next = ok; });
+  ASSERT_EQ(turn_end.size(), 1u);
+  turn_end.front()();
+  EXPECT_EQ(next, std::optional<bool>(true));
+  ASSERT_TRUE(journal.SyncAll(5s));
+  Segment seg = ReadSegment(dir_.path(), 1);
+  EXPECT_EQ(seg.scan.end, ScanResult::End::kClean) << seg.scan.problem;
+  EXPECT_EQ(seg.payloads.size(), 6u);
 }
 
 TEST_P(LogJournalPolicyTest, WhenDurableOfAnOldLsnAnswersInline) {

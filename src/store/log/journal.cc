@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "common/loop_turn.h"
 #include "store/log/data_dir.h"
 #include "store/log/file_io.h"
 #include "store/log/record_format.h"
@@ -17,6 +19,8 @@ namespace anteroom::store::log {
 namespace {
 constexpr auto kRetryAfterFailure = std::chrono::milliseconds(100);
 constexpr auto kEverySec = std::chrono::seconds(1);
+// The journals whose end-of-turn write this thread has queued (one, in a server).
+thread_local std::vector<const LogJournal*> tls_flush_queued;
 }  // namespace
 
 const char* ToString(FsyncPolicy policy) {
@@ -74,33 +78,46 @@ int LogJournal::OpenSegment(uint64_t segment) {
 }
 
 uint64_t LogJournal::Append(std::string_view record) {
+  // Nobody is woken: the answer that waits on this record writes it at the end of its turn
+  // (or kicks the flusher); records nobody waits for go out within a second.
   std::lock_guard lock(mu_);
   size_t before = pending_.size();
   AppendRecord(pending_, record);
   appended_lsn_ += pending_.size() - before;
   stats_.appended_bytes += pending_.size() - before;
-  if (flusher_waiting_) {
-    flusher_waiting_ = false;
-    work_cv_.notify_one();
-  }
   return appended_lsn_;
 }
 
 void LogJournal::WhenDurable(uint64_t lsn, std::function<void(bool)> fn) {
-  bool now_ok = false, now_failed = false;
+  const void* loop = LoopTurn::Current();
+  bool queue_turn = false;
   {
     std::lock_guard lock(mu_);
-    if (lsn <= durable_lsn_.load(std::memory_order_relaxed)) {
-      now_ok = true;
-    } else if (!writable_.load(std::memory_order_relaxed)) {
-      now_failed = true;
-    } else {
-      waiters_.push_back({lsn, std::move(fn)});
-      return;
+    if (lsn > durable_lsn_.load(std::memory_order_relaxed) &&
+        writable_.load(std::memory_order_relaxed)) {
+      waiters_.push_back({lsn, std::move(fn), loop});
+      if (loop == nullptr) {
+        flusher_kicked_ = true;
+        work_cv_.notify_one();
+      } else if (std::find(tls_flush_queued.begin(), tls_flush_queued.end(), this) ==
+                 tls_flush_queued.end()) {
+        tls_flush_queued.push_back(this);
+        queue_turn = true;
+      }
+      if (!queue_turn) return;
     }
   }
-  if (now_ok) fn(true);
-  if (now_failed) fn(false);
+  if (queue_turn) return LoopTurn::AtEnd([this] { FlushTurn(); });
+  fn(lsn <= durable_lsn_.load(std::memory_order_acquire));
+}
+
+void LogJournal::FlushTurn() {
+  std::erase(tls_flush_queued, this);
+  {
+    std::lock_guard write(write_mu_);
+    if (!failed_) WritePendingLocked(policy_ == FsyncPolicy::kAlways);
+  }
+  Release(LoopTurn::Current(), /*all=*/false);
 }
 
 std::string LogJournal::Problem() const {
@@ -113,7 +130,7 @@ uint64_t LogJournal::Rotate() {
   uint64_t segment = ++current_segment_;
   boundaries_.push_back({appended_lsn_, segment});
   segment_starts_.emplace_back(segment, appended_lsn_);
-  flusher_waiting_ = false;
+  flusher_kicked_ = true;
   work_cv_.notify_one();
   return segment;
 }
@@ -142,7 +159,7 @@ bool LogJournal::SyncAll(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   uint64_t target = appended_lsn_;
   sync_target_ = std::max(sync_target_, target);
-  flusher_waiting_ = false;
+  flusher_kicked_ = true;
   work_cv_.notify_one();
   return synced_cv_.wait_for(lock, timeout, [&] { return synced_lsn_ >= target; });
 }
@@ -159,28 +176,31 @@ void LogJournal::SetProblem(int error, const char* what) {
   if (was_writable) spdlog::error("log: {}; refusing changes until it can write again", text);
 }
 
-// Answers the waiters up to `durable` (ok), or every waiter (failed).
-void LogJournal::Release(uint64_t durable, bool ok) {
+void LogJournal::Release(const void* loop, bool all) {
   std::vector<Waiter> ready;
+  bool ok;
+  uint64_t durable;
   {
     std::lock_guard lock(mu_);
-    if (ok) {
-      durable_lsn_.store(durable, std::memory_order_release);
-      auto split = std::partition(waiters_.begin(), waiters_.end(),
-                                  [&](const Waiter& w) { return w.lsn > durable; });
+    ok = writable_.load(std::memory_order_relaxed);
+    durable = durable_lsn_.load(std::memory_order_relaxed);
+    if (!ok) {
+      ready.swap(waiters_);  // nothing more will be written for a while: every waiter hears now
+    } else {
+      auto split = std::partition(waiters_.begin(), waiters_.end(), [&](const Waiter& w) {
+        return w.lsn > durable || (!all && w.loop != loop);
+      });
       ready.assign(std::make_move_iterator(split), std::make_move_iterator(waiters_.end()));
       waiters_.erase(split, waiters_.end());
-    } else {
-      ready.swap(waiters_);
     }
   }
-  for (auto& w : ready) w.fn(ok);
+  for (auto& w : ready) w.fn(w.lsn <= durable);
 }
 
-int LogJournal::WriteOut(uint64_t batch_end_lsn, std::vector<Boundary>& boundaries) {
-  while (!out_.empty() || !boundaries.empty()) {
+int LogJournal::WriteOut(uint64_t batch_end_lsn) {
+  while (!out_.empty() || !taken_boundaries_.empty()) {
     // Bytes before the next rotation go to the current segment.
-    uint64_t stop = boundaries.empty() ? batch_end_lsn : boundaries.front().lsn;
+    uint64_t stop = taken_boundaries_.empty() ? batch_end_lsn : taken_boundaries_.front().lsn;
     size_t chunk = static_cast<size_t>(stop - out_start_lsn_);
     if (chunk > 0) {
       size_t written = 0;
@@ -195,106 +215,134 @@ int LogJournal::WriteOut(uint64_t batch_end_lsn, std::vector<Boundary>& boundari
       }
       if (rc != 0) return rc;
     }
-    if (boundaries.empty()) break;
+    if (taken_boundaries_.empty()) break;
     // A rotation: the old segment is finished and synced before the next one starts.
     if (int rc = SyncData(fd_); rc != 0) return rc;
     unsynced_ = false;
-    if (int rc = OpenSegment(boundaries.front().segment); rc != 0) return rc;
-    boundaries.erase(boundaries.begin());
+    if (int rc = OpenSegment(taken_boundaries_.front().segment); rc != 0) return rc;
+    taken_boundaries_.erase(taken_boundaries_.begin());
   }
   return 0;
 }
 
+int LogJournal::WritePendingLocked(bool sync) {
+  uint64_t batch_end;
+  {
+    std::lock_guard lock(mu_);
+    out_.append(pending_);
+    pending_.clear();
+    batch_end = appended_lsn_;
+    taken_boundaries_.insert(taken_boundaries_.end(), boundaries_.begin(), boundaries_.end());
+    boundaries_.clear();
+  }
+  int rc = WriteOut(batch_end);
+  if (rc == 0 && sync && unsynced_) {
+    rc = SyncData(fd_);
+    if (rc == 0) {
+      unsynced_ = false;
+      last_sync_ = std::chrono::steady_clock::now();
+      std::lock_guard lock(mu_);
+      ++stats_.syncs;
+    }
+  }
+  if (rc != 0) {
+    SetProblem(rc, failed_ ? "still cannot write" : "cannot write");
+    failed_ = true;
+    return rc;
+  }
+  std::lock_guard lock(mu_);
+  if (failed_) {
+    failed_ = false;
+    problem_.clear();
+    writable_.store(true, std::memory_order_release);
+    spdlog::warn("log: writing again to {}/{}", dir_, SegmentName(fd_segment_));
+  }
+  // Under `always` only what is synced is durable; otherwise what the kernel has.
+  uint64_t durable = policy_ == FsyncPolicy::kAlways && unsynced_
+                         ? durable_lsn_.load(std::memory_order_relaxed)
+                         : out_start_lsn_;
+  if (durable > durable_lsn_.load(std::memory_order_relaxed)) {
+    durable_lsn_.store(durable, std::memory_order_release);
+  }
+  if (!unsynced_ && out_start_lsn_ > synced_lsn_) {
+    synced_lsn_ = out_start_lsn_;
+    synced_cv_.notify_all();
+  }
+  return 0;
+}
+
+int LogJournal::SyncInBackground() {
+  int fd;
+  uint64_t upto;
+  {
+    std::lock_guard write(write_mu_);
+    if (int rc = WritePendingLocked(false); rc != 0) return rc;
+    upto = out_start_lsn_;
+    if (!unsynced_) {
+      std::lock_guard lock(mu_);
+      synced_lsn_ = std::max(synced_lsn_, upto);
+      synced_cv_.notify_all();
+      return 0;
+    }
+    // A descriptor of its own: a rotation may close fd_ while this one syncs.
+    fd = ::dup(fd_);
+    if (fd < 0) return errno;
+  }
+  int rc = SyncData(fd);
+  ::close(fd);
+  std::lock_guard write(write_mu_);
+  if (rc != 0) {
+    SetProblem(rc, "cannot sync");
+    failed_ = true;
+    return rc;
+  }
+  if (out_start_lsn_ == upto) unsynced_ = false;  // nothing written meanwhile
+  last_sync_ = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  ++stats_.syncs;
+  synced_lsn_ = std::max(synced_lsn_, upto);
+  synced_cv_.notify_all();
+  return 0;
+}
+
+// The journal's own thread: waiters of threads without a loop, SyncAll, rotations, records
+// nobody waits for, everysec's sync, and retries after a failure.
 void LogJournal::FlusherLoop() {
-  std::vector<Boundary> boundaries;
-  bool failed = false;
+  auto next_tick = std::chrono::steady_clock::now() + kEverySec;
   while (true) {
-    uint64_t batch_end;
     bool stopping, sync_requested;
     {
       std::unique_lock lock(mu_);
-      auto due = [&] {
-        return stopping_ || !pending_.empty() || !boundaries_.empty() ||
-               sync_target_ > synced_lsn_ || failed ||
-               (policy_ == FsyncPolicy::kEverySec && unsynced_);
-      };
-      if (!due()) {
-        flusher_waiting_ = true;
-        work_cv_.wait(lock, [&] { return !flusher_waiting_ || stopping_; });
-        flusher_waiting_ = false;
-      }
-      if (failed) {
-        lock.unlock();
-        std::this_thread::sleep_for(kRetryAfterFailure);
-        lock.lock();
-      } else if (policy_ == FsyncPolicy::kEverySec && unsynced_ && pending_.empty() && !stopping_ &&
-                 sync_target_ <= synced_lsn_ && boundaries_.empty()) {
-        // Nothing to write: sleep until the next second's sync, unless records arrive.
-        flusher_waiting_ = true;
-        work_cv_.wait_until(lock, last_sync_ + kEverySec,
-                            [&] { return !flusher_waiting_ || stopping_; });
-        flusher_waiting_ = false;
-      }
-      out_.append(pending_);
-      pending_.clear();
-      batch_end = appended_lsn_;
-      boundaries.insert(boundaries.end(), boundaries_.begin(), boundaries_.end());
-      boundaries_.clear();
+      auto wake = writable_.load(std::memory_order_relaxed)
+                      ? next_tick
+                      : std::chrono::steady_clock::now() + kRetryAfterFailure;
+      work_cv_.wait_until(
+          lock, wake, [&] { return stopping_ || flusher_kicked_ || sync_target_ > synced_lsn_; });
+      flusher_kicked_ = false;
       stopping = stopping_;
       sync_requested = sync_target_ > synced_lsn_;
     }
-    if (out_.empty() && boundaries.empty() && !unsynced_ && !failed) {
-      if (sync_requested) {
-        std::lock_guard lock(mu_);
-        synced_lsn_ = std::max(synced_lsn_, batch_end);
-        synced_cv_.notify_all();
-      }
-      if (stopping) return;
-      continue;
+    auto now = std::chrono::steady_clock::now();
+    bool tick = now >= next_tick;
+    int rc;
+    {
+      std::lock_guard write(write_mu_);
+      rc = WritePendingLocked(policy_ == FsyncPolicy::kAlways);
     }
-
-    int rc = WriteOut(batch_end, boundaries);
-    bool sync_now = policy_ == FsyncPolicy::kAlways || sync_requested || stopping ||
-                    (policy_ == FsyncPolicy::kEverySec &&
-                     std::chrono::steady_clock::now() - last_sync_ >= kEverySec);
-    if (rc == 0 && unsynced_ && sync_now) {
-      rc = SyncData(fd_);
-      if (rc == 0) {
-        unsynced_ = false;
-        last_sync_ = std::chrono::steady_clock::now();
-        std::lock_guard lock(mu_);
-        ++stats_.syncs;
-      }
+    if (rc == 0 && policy_ != FsyncPolicy::kAlways &&
+        (sync_requested || stopping || (tick && policy_ == FsyncPolicy::kEverySec))) {
+      rc = SyncInBackground();
     }
-    if (rc != 0) {
-      SetProblem(rc, failed ? "still cannot write" : "cannot write");
-      failed = true;
-      Release(0, false);
-      if (stopping) {
+    if (tick) next_tick = now + kEverySec;
+    Release(nullptr, /*all=*/stopping);
+    if (stopping) {
+      std::lock_guard write(write_mu_);
+      if (rc != 0 || !out_.empty()) {
         spdlog::error("log: stopping with {} bytes of changes that could not be written",
                       out_.size());
-        return;
       }
-      continue;
+      return;
     }
-    if (failed) {
-      failed = false;
-      {
-        std::lock_guard lock(mu_);
-        problem_.clear();
-        writable_.store(true, std::memory_order_release);
-      }
-      spdlog::warn("log: writing again to {}/{}", dir_, SegmentName(fd_segment_));
-    }
-    uint64_t durable =
-        policy_ == FsyncPolicy::kAlways && unsynced_ ? durable_lsn_.load() : out_start_lsn_;
-    Release(durable, true);
-    if (!unsynced_) {
-      std::lock_guard lock(mu_);
-      synced_lsn_ = std::max(synced_lsn_, out_start_lsn_);
-      synced_cv_.notify_all();
-    }
-    if (stopping && out_.empty()) return;
   }
 }
 

@@ -1,10 +1,14 @@
 #pragma once
-// The write-ahead log of the embedded backend: change records appended in memory by request
-// threads, written to segment files by one flusher thread, synced as the fsync policy says.
+// The write-ahead log of the embedded backend: change records appended in memory by the threads
+// that make changes, written to segment files in groups, synced as the fsync policy says.
 //
-// Group commit: the flusher takes everything appended since its last write in one write() (and,
-// with `always`, one fdatasync()), then releases every answer waiting on those records. Request
-// threads never block on the disk; while one sync runs, the next batch gathers.
+// Group write on the I/O thread (Redis's beforeSleep): an answer waiting on a record, on an I/O
+// thread (common/loop_turn.h), is held until the end of that thread's event-loop turn; then the
+// thread itself writes everything appended so far in one write() (with `always`, and one
+// fdatasync()) and sends the answers of the turn. No request is handed to another thread, and
+// none wakes one. Waiters on other threads (the backend's timer, tests) are served by the
+// journal's own thread, which also writes records nobody waits for (timer expiries) within a
+// second, and runs everysec's fdatasync in the background, never holding up a write.
 //
 // What "durable" means per policy (the answers wait for it; docs/durability.md):
 //   always:   written and fdatasync'ed: survives a crash of the machine.
@@ -13,10 +17,13 @@
 //
 // Disk trouble (ENOSPC, EIO, ...): the journal becomes unwritable, answers waiting on unwritten
 // records get fn(false), and the backend refuses new changes (503) before making them. Unwritten
-// bytes stay in memory and the flusher retries every 100 ms, continuing exactly where the file
-// ends, so nothing already written is touched; when a retry succeeds, changes are accepted again.
-// A file left with a partial record by a crash in that state has a torn tail, which recovery
-// truncates.
+// bytes stay in memory and the journal's thread retries every 100 ms, continuing exactly where
+// the file ends, so nothing already written is touched; when a retry succeeds, changes are
+// accepted again. A file left with a partial record by a crash in that state has a torn tail,
+// which recovery truncates.
+//
+// Locks: write_mu_ (one writer at a time: the file and what is taken for it) is taken before
+// mu_ (what is appended, the waiters, the counters), never the other way round.
 
 #include <atomic>
 #include <chrono>
@@ -80,43 +87,57 @@ class LogJournal final : public ChangeSink {
   struct Waiter {
     uint64_t lsn;
     std::function<void(bool)> fn;
+    const void* loop;  // the I/O thread that writes for it (LoopTurn::Current()); null: flusher
   };
 
+  // On an I/O thread, at the end of its turn: writes (and with `always` syncs) what was
+  // appended, then answers this thread's waiters.
+  void FlushTurn();
   void FlusherLoop();
-  // Flusher only: writes out_ (switching segments at boundaries); 0 or an errno.
-  int WriteOut(uint64_t batch_end_lsn, std::vector<Boundary>& boundaries);
+  // Takes what was appended and writes it (write_mu_ held by the caller); with `sync`, syncs
+  // it too. 0 or an errno; on failure the journal is unwritable until a retry succeeds.
+  int WritePendingLocked(bool sync);
+  // Flusher only: syncs what was written, without holding write_mu_ during fdatasync.
+  int SyncInBackground();
+  // Writes out_ (switching segments at boundaries); 0 or an errno. write_mu_ held.
+  int WriteOut(uint64_t batch_end_lsn);
   int OpenSegment(uint64_t segment);
   void SetProblem(int error, const char* what);
-  void Release(uint64_t durable, bool ok);
+  // Answers the waiters of `loop` (every waiter when `all`) up to the durable lsn, or every
+  // waiter with false when the journal cannot write.
+  void Release(const void* loop, bool all);
 
   const std::string dir_;
   const FsyncPolicy policy_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;    // the flusher waits for records
+  std::condition_variable work_cv_;    // the flusher waits for work or its next tick
   std::condition_variable synced_cv_;  // SyncAll waits for the flusher
-  std::string pending_;                // appended, not yet taken by the flusher
+  std::string pending_;                // appended, not yet taken by a writer
   uint64_t appended_lsn_ = 0;          // the lsn at the end of pending_
-  std::deque<Boundary> boundaries_;    // rotations not yet reached by the flusher
+  std::deque<Boundary> boundaries_;    // rotations not yet taken by a writer
   std::vector<Waiter> waiters_;
   std::vector<std::pair<uint64_t, uint64_t>> segment_starts_;  // (segment, first lsn)
   uint64_t current_segment_ = 0;                               // where Append goes
   uint64_t synced_lsn_ = 0;                                    // written and synced
-  uint64_t sync_target_ = 0;  // SyncAll wants everything up to here synced, whatever the policy
-  bool flusher_waiting_ = false;
+  uint64_t sync_target_ = 0;     // SyncAll wants everything up to here synced, whatever the policy
+  bool flusher_kicked_ = false;  // a waiter or request for the flusher
   bool stopping_ = false;
   std::string problem_;
   std::atomic<uint64_t> durable_lsn_{0};
   std::atomic<bool> writable_{true};
+  JournalStats stats_;  // guarded by mu_
 
-  // Flusher-owned.
+  // Guarded by write_mu_.
+  std::mutex write_mu_;
   int fd_ = -1;
   uint64_t fd_segment_ = 0;
   std::string out_;             // taken from pending_, not yet written (kept across failures)
-  uint64_t out_start_lsn_ = 0;  // the lsn of out_[0]
-  bool unsynced_ = false;
+  uint64_t out_start_lsn_ = 0;  // the lsn of out_[0]: everything before it is written
+  std::vector<Boundary> taken_boundaries_;
+  bool unsynced_ = false;  // written bytes not yet synced
+  bool failed_ = false;    // the last write or sync failed: only the flusher retries
   std::chrono::steady_clock::time_point last_sync_;
-  JournalStats stats_;  // guarded by mu_ for readers
 
   std::thread flusher_;
 };
