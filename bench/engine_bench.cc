@@ -1,6 +1,6 @@
-// Engine benchmarks: core::Room on one thread, no I/O, no locks (the HTTP layer is measured by
-// `anteroom bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M checks/s
-// on a room with 1M waiting sessions; <= 200 bytes per waiting session.
+// Engine benchmarks: core::Room and core::Queue on one thread, no I/O, no locks (the HTTP layer is
+// measured by `anteroom bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M
+// checks/s on a room with 1M waiting sessions; <= 200 bytes per waiting session.
 //
 // Session ids look like the server's: 22 base64url characters (16 pseudo-random bytes), so they
 // do not fit std::string's 15-byte inline buffer, exactly as in production.
@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "common/base64url.h"
+#include "core/hmac.h"
+#include "core/queue.h"
 #include "core/room.h"
 #include "core/room_types.h"
 
@@ -139,7 +141,9 @@ void BM_CheckWaiting(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckWaiting)
     ->ArgName("sessions")
+    ->Arg(1'000)
     ->Arg(10'000)
+    ->Arg(100'000)
     ->Arg(kMillion)
     ->Unit(benchmark::kNanosecond);
 
@@ -156,7 +160,12 @@ void BM_CheckActive(benchmark::State& state) {
   Fixture& f = GetFixture("active", state.range(0), state.range(0));
   RunChecks(state, f, f.shuffled);
 }
-BENCHMARK(BM_CheckActive)->ArgName("sessions")->Arg(10'000)->Arg(kMillion);
+BENCHMARK(BM_CheckActive)
+    ->ArgName("sessions")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(kMillion);
 
 // Churn: a new session joins (check), then leaves finally, on top of `sessions` that stay.
 // capacity 1 (the slot is held by the first of the `sessions`): the newcomer waits at the back of
@@ -178,7 +187,12 @@ void JoinLeave(benchmark::State& state, int64_t capacity, const char* kind) {
 }
 void BM_JoinLeaveWaiting(benchmark::State& state) { JoinLeave(state, 1, "churn-waiting"); }
 void BM_JoinLeaveActive(benchmark::State& state) { JoinLeave(state, kMaxCapacity, "churn-active"); }
-BENCHMARK(BM_JoinLeaveWaiting)->ArgName("sessions")->Arg(1)->Arg(kMillion);
+BENCHMARK(BM_JoinLeaveWaiting)
+    ->ArgName("sessions")
+    ->Arg(1)
+    ->Arg(1'000)
+    ->Arg(100'000)
+    ->Arg(kMillion);
 BENCHMARK(BM_JoinLeaveActive)->ArgName("sessions")->Arg(0)->Arg(kMillion);
 
 // Expiry: the cost of one Advance() that drops `expire` of `sessions` waiting sessions.
@@ -266,6 +280,74 @@ void BM_MemoryPerWaitingSession(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryPerWaitingSession)
     ->ArgName("sessions")
+    ->Arg(1'000)
+    ->Arg(100'000)
+    ->Arg(kMillion)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ---- queues: cost against the number of ready jobs (issue 18, item 5) ----------------------
+
+// A payload as a producer sends it: a small JSON object (14 bytes), kept as its text.
+std::string PayloadFor(int64_t k) { return "{\"k\":" + std::to_string(1'000'000 + k) + "}"; }
+
+std::vector<JobSpec> OneJob(int64_t k) {
+  std::vector<JobSpec> jobs(1);
+  jobs[0].payload = PayloadFor(k);
+  return jobs;
+}
+
+// One job's whole life on top of `ready` jobs already waiting: push one (to the back), fetch
+// one (from the front: the oldest), ack it. The line stays at `ready` jobs.
+void BM_QueueCycle(benchmark::State& state) {
+  const int64_t ready = state.range(0);
+  CurrentFixture().reset();
+  Hmac key("bench-lease-key-of-32-bytes-long");
+  Queue queue("bench", key, 0, 42);
+  int64_t now = 1;
+  for (int64_t k = 0; k < ready; ++k) queue.Push(OneJob(k), now);
+  int64_t k = ready;
+  for (auto _ : state) {
+    queue.Push(OneJob(k++), now);
+    std::vector<Delivery> got = queue.Fetch("w1", 1, 30'000, now);
+    if (got.size() != 1 || queue.Ack(got[0].lease, now) != LeaseOutcome::kOk) {
+      state.SkipWithError("a cycle did not deliver and ack one job");
+      break;
+    }
+    ++now;
+  }
+  state.SetItemsProcessed(state.iterations());  // items = jobs through their whole life
+  state.counters["ready"] = static_cast<double>(queue.Stats(now).ready);
+}
+BENCHMARK(BM_QueueCycle)->ArgName("ready")->Arg(1'000)->Arg(100'000)->Arg(kMillion);
+
+// Memory per ready job beyond its payload: the heap growth of pushing `ready` jobs, less the
+// payload bytes themselves.
+void BM_MemoryPerReadyJob(benchmark::State& state) {
+  const int64_t ready = state.range(0);
+  CurrentFixture().reset();
+  Hmac key("bench-lease-key-of-32-bytes-long");
+  for (auto _ : state) {
+    size_t before = HeapInUse();
+    auto queue = std::make_unique<Queue>("bench", key, 0, 42);
+    size_t payload_bytes = 0;
+    for (int64_t k = 0; k < ready; ++k) {
+      std::vector<JobSpec> job = OneJob(k);
+      payload_bytes += job[0].payload.size();
+      queue->Push(job, 1);
+    }
+    size_t after = HeapInUse();
+    double n = static_cast<double>(queue->Stats(1).ready);
+    state.counters["bytes_per_job_beyond_payload"] =
+        (static_cast<double>(after - before) - static_cast<double>(payload_bytes)) / n;
+    state.counters["payload_bytes_per_job"] = static_cast<double>(payload_bytes) / n;
+    benchmark::DoNotOptimize(queue);
+  }
+}
+BENCHMARK(BM_MemoryPerReadyJob)
+    ->ArgName("ready")
+    ->Arg(1'000)
+    ->Arg(100'000)
     ->Arg(kMillion)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -113,9 +113,17 @@ void LogJournal::WhenDurable(uint64_t lsn, std::function<void(bool)> fn) {
 
 void LogJournal::FlushTurn() {
   std::erase(tls_flush_queued, this);
+  bool sync = false;
   {
     std::lock_guard write(write_mu_);
-    if (!failed_) WritePendingLocked(policy_ == FsyncPolicy::kAlways);
+    if (!failed_ && WritePendingLocked(false) == 0) sync = policy_ == FsyncPolicy::kAlways;
+  }
+  if (sync) {
+    // `always`: the journal's thread syncs and answers, so this loop goes on gathering the
+    // next group (and the next sync serves all of it) instead of waiting for the disk.
+    std::lock_guard lock(mu_);
+    flusher_kicked_ = true;
+    work_cv_.notify_one();
   }
   Release(LoopTurn::Current(), /*all=*/false);
 }
@@ -301,6 +309,9 @@ int LogJournal::SyncInBackground() {
   std::lock_guard lock(mu_);
   ++stats_.syncs;
   synced_lsn_ = std::max(synced_lsn_, upto);
+  if (policy_ == FsyncPolicy::kAlways && upto > durable_lsn_.load(std::memory_order_relaxed)) {
+    durable_lsn_.store(upto, std::memory_order_release);
+  }
   synced_cv_.notify_all();
   return 0;
 }
@@ -327,14 +338,17 @@ void LogJournal::FlusherLoop() {
     int rc;
     {
       std::lock_guard write(write_mu_);
-      rc = WritePendingLocked(policy_ == FsyncPolicy::kAlways);
+      rc = WritePendingLocked(false);
     }
-    if (rc == 0 && policy_ != FsyncPolicy::kAlways &&
-        (sync_requested || stopping || (tick && policy_ == FsyncPolicy::kEverySec))) {
+    // `always` syncs whatever is written and unsynced (SyncInBackground does nothing when all
+    // is), and answers every waiter it made safe, whichever thread queued it.
+    const bool always = policy_ == FsyncPolicy::kAlways;
+    if (rc == 0 &&
+        (always || sync_requested || stopping || (tick && policy_ == FsyncPolicy::kEverySec))) {
       rc = SyncInBackground();
     }
     if (tick) next_tick = now + kEverySec;
-    Release(nullptr, /*all=*/stopping);
+    Release(nullptr, /*all=*/stopping || always);
     if (stopping) {
       std::lock_guard write(write_mu_);
       if (rc != 0 || !out_.empty()) {

@@ -4,11 +4,13 @@
 //
 // Group write on the I/O thread (Redis's beforeSleep): an answer waiting on a record, on an I/O
 // thread (common/loop_turn.h), is held until the end of that thread's event-loop turn; then the
-// thread itself writes everything appended so far in one write() (with `always`, and one
-// fdatasync()) and sends the answers of the turn. No request is handed to another thread, and
-// none wakes one. Waiters on other threads (the backend's timer, tests) are served by the
-// journal's own thread, which also writes records nobody waits for (timer expiries) within a
-// second, and runs everysec's fdatasync in the background, never holding up a write.
+// thread itself writes everything appended so far in one write() and sends the answers of the
+// turn. No request is handed to another thread, and none wakes one. Under `always` the thread
+// writes, then wakes the journal's thread, which runs one fdatasync() for everything written
+// meanwhile and answers; the I/O thread goes on gathering the next group instead of waiting.
+// Waiters on other threads (the backend's timer, tests) are served by the journal's own thread,
+// which also writes records nobody waits for (timer expiries) within a second, and runs everysec's
+// fdatasync in the background, never holding up a write.
 //
 // What "durable" means per policy (the answers wait for it; docs/durability.md):
 //   always:   written and fdatasync'ed: survives a crash of the machine.
