@@ -130,7 +130,7 @@ void Queue::Bury(Index i, std::string_view error, int64_t now) {
 void Queue::Fail(Index i, std::string_view error, int64_t now, bool expired) {
   Job& job = slab_[i];
   EndLease(i);
-  job.history.push_back({job.attempt, std::string(error), now});
+  job.AddFailure({job.attempt, std::string(error), now});
   if (expired) ++expired_;
   if (job.attempt >= job.max_attempts) return Bury(i, error, now);
   MakeReady(i, /*at_head=*/true);
@@ -252,7 +252,7 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
     Job& job = slab_[i];
     job.id = next_id_++;
     job.payload = spec.payload;
-    job.dedupe_key = spec.dedupe_key;
+    if (spec.dedupe_key) job.dedupe_key = std::make_unique<std::string>(*spec.dedupe_key);
     job.priority = spec.priority;
     job.max_attempts = spec.max_attempts;
     by_id_.emplace(job.id, i);
@@ -346,7 +346,7 @@ LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::s
   Job& job = slab_[*i];
   EndLease(*i);
   ++nacked_;
-  job.history.push_back({job.attempt, std::string(error), now_});
+  job.AddFailure({job.attempt, std::string(error), now_});
   if (job.attempt >= job.max_attempts) {
     Bury(*i, error, now_);
     return LeaseOutcome::kOk;
@@ -433,8 +433,9 @@ std::vector<DeadJob> Queue::Dead(size_t limit, int64_t now_ms) {
   for (const auto& [failed_at, id] : dead_) {
     if (out.size() >= limit) break;
     const Job& job = slab_[by_id_.at(id)];
-    std::string error = job.history.empty() ? "" : job.history.back().error;
-    out.push_back({id, job.payload, job.attempt, std::move(error), failed_at, job.history});
+    std::string error = job.history && !job.history->empty() ? job.history->back().error : "";
+    out.push_back({id, job.payload, job.attempt, std::move(error), failed_at,
+                   job.history ? *job.history : std::vector<FailedAttempt>{}});
   }
   return out;
 }
@@ -457,7 +458,7 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
     if (job.state != State::kDead) continue;  // named twice
     dead_.erase({job.failed_at, id});
     job.attempt = 0;
-    job.history.clear();
+    job.history.reset();
     MakeReady(i, /*at_head=*/false);
     ++count;
   }

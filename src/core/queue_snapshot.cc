@@ -25,7 +25,7 @@ void Queue::Save(ByteWriter& out) const {
     out.Put(job.id);
     if (job.id == 0) continue;  // a free slot
     out.PutString(job.payload);
-    out.PutBool(job.dedupe_key.has_value());
+    out.PutBool(job.dedupe_key != nullptr);
     if (job.dedupe_key) out.PutString(*job.dedupe_key);
     out.Put(job.due);
     out.Put(job.order);
@@ -37,11 +37,13 @@ void Queue::Save(ByteWriter& out) const {
     out.Put(job.attempt);
     out.Put(job.state);
     out.Put(job.worker);
-    out.Put<uint32_t>(static_cast<uint32_t>(job.history.size()));
-    for (const FailedAttempt& f : job.history) {
-      out.Put(f.attempt);
-      out.PutString(f.error);
-      out.Put(f.at_ms);
+    out.Put<uint32_t>(static_cast<uint32_t>(job.history ? job.history->size() : 0));
+    if (job.history) {
+      for (const FailedAttempt& f : *job.history) {
+        out.Put(f.attempt);
+        out.PutString(f.error);
+        out.Put(f.at_ms);
+      }
     }
   }
   out.Put<uint64_t>(free_.size());
@@ -99,7 +101,7 @@ bool Queue::Restore(ByteReader& in) {
     job.id = in.Get<JobId>();
     if (job.id == 0) continue;
     job.payload = in.GetString();
-    if (in.GetBool()) job.dedupe_key = in.GetString();
+    if (in.GetBool()) job.dedupe_key = std::make_unique<std::string>(in.GetString());
     job.due = in.Get<int64_t>();
     job.order = in.Get<int64_t>();
     job.ticket = in.Get<uint64_t>();
@@ -117,7 +119,7 @@ bool Queue::Restore(ByteReader& in) {
       f.attempt = in.Get<int32_t>();
       f.error = in.GetString();
       f.at_ms = in.Get<int64_t>();
-      job.history.push_back(std::move(f));
+      job.AddFailure(std::move(f));
     }
     if (job.state > State::kDead || !q.by_id_.emplace(job.id, i).second) in.Fail();
   }
