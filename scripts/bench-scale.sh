@@ -50,7 +50,6 @@ TOOLS="$(mktemp -d /tmp/anteroom-scale-tools.XXXXXX)"
 trap 'cleanup; rm -rf "$TOOLS"' EXIT
 cc -O2 -pthread -o "$TOOLS/client" /work/shared/peers/bench-anteroom-queue.c
 
-run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 
 for n in $SIZES; do

@@ -68,12 +68,6 @@ print("   %-18s %9.0f jobs/s  server %s cores" % (sys.argv[1], float(d.get(sys.a
                                                 d.get("server_cores", "-")))' "$1" "$2"
 }
 
-# The nanoseconds a process's threads have run (schedstat): clock ticks in /proc/PID/stat
-# undercount a busy server here by 3x (tickless kernel in a VM), so they are not used.
-run_ns() {
-  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
-}
-
 # run_client NAME RIDE PORT: one measurement, appended to OUT/NAME.jsonl, with the server's CPU.
 run_client() {
   local name="$1" ride="$2" port="$3" t0 t1 s0 s1 line
