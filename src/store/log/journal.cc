@@ -20,7 +20,10 @@ namespace {
 constexpr auto kRetryAfterFailure = std::chrono::milliseconds(100);
 constexpr auto kEverySec = std::chrono::seconds(1);
 // The journals whose end-of-turn write this thread has queued (one, in a server).
-thread_local std::vector<const LogJournal*> tls_flush_queued;
+// By instance number, not address: a journal made later at the same address must not be taken
+// for one whose queued write never ran (a loop stopped with it pending).
+thread_local std::vector<uint64_t> tls_flush_queued;
+std::atomic<uint64_t> next_instance{1};
 }  // namespace
 
 const char* ToString(FsyncPolicy policy) {
@@ -36,7 +39,10 @@ const char* ToString(FsyncPolicy policy) {
 }
 
 LogJournal::LogJournal(std::string dir, FsyncPolicy policy, uint64_t segment)
-    : dir_(std::move(dir)), policy_(policy), current_segment_(segment) {
+    : dir_(std::move(dir)),
+      policy_(policy),
+      instance_(next_instance.fetch_add(1, std::memory_order_relaxed)),
+      current_segment_(segment) {
   if (int rc = OpenSegment(segment); rc != 0) {
     throw std::runtime_error(
         fmt::format("{}/{}: cannot create: {}", dir_, SegmentName(segment), ErrnoText(rc)));
@@ -99,9 +105,9 @@ void LogJournal::WhenDurable(uint64_t lsn, std::function<void(bool)> fn) {
       if (loop == nullptr) {
         flusher_kicked_ = true;
         work_cv_.notify_one();
-      } else if (std::find(tls_flush_queued.begin(), tls_flush_queued.end(), this) ==
+      } else if (std::find(tls_flush_queued.begin(), tls_flush_queued.end(), instance_) ==
                  tls_flush_queued.end()) {
-        tls_flush_queued.push_back(this);
+        tls_flush_queued.push_back(instance_);
         queue_turn = true;
       }
       if (!queue_turn) return;
@@ -112,7 +118,7 @@ void LogJournal::WhenDurable(uint64_t lsn, std::function<void(bool)> fn) {
 }
 
 void LogJournal::FlushTurn() {
-  std::erase(tls_flush_queued, this);
+  std::erase(tls_flush_queued, instance_);
   bool sync = false;
   {
     std::lock_guard write(write_mu_);

@@ -111,6 +111,7 @@ class LogJournal final : public ChangeSink {
 
   const std::string dir_;
   const FsyncPolicy policy_;
+  const uint64_t instance_;  // unique in the process: marks this journal's queued turn writes
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;    // the flusher waits for work or its next tick
