@@ -110,7 +110,11 @@ TEST(RedisSecretTest, ALostSecretIsPutBackByTheRunningProcesses) {
   auto b = Serve(redis);
   ASSERT_TRUE(b->started()) << b->error();
   // The start-up warning of a Redis deployment with no ANTEROOM_TOKEN_SECRET.
-  EXPECT_NE(a->Errors().find("Set ANTEROOM_TOKEN_SECRET"), std::string::npos) << a->Errors();
+  // (stderr is drained by another thread than the one that saw the process listening)
+  EXPECT_TRUE(
+      WaitFor([&] { return a->Errors().find("Set ANTEROOM_TOKEN_SECRET") != std::string::npos; },
+              std::chrono::seconds(5)))
+      << a->Errors();
   std::optional<std::string> secret = Held(redis, kSecretKey);
   ASSERT_TRUE(secret.has_value());
 
@@ -179,7 +183,9 @@ TEST(RedisSecretTest, ALostSecretWithNoProcessRunningRefusesToStart) {
   // The operator accepts a new one.
   auto renewed = Serve(redis, {"--accept-new-token-secret"});
   ASSERT_TRUE(renewed->started()) << renewed->error();
-  EXPECT_NE(renewed->Errors().find("a new token secret is in use"), std::string::npos)
+  EXPECT_TRUE(WaitFor(
+      [&] { return renewed->Errors().find("a new token secret is in use") != std::string::npos; },
+      std::chrono::seconds(5)))
       << renewed->Errors();
   EXPECT_TRUE(Held(redis, kSecretKey).has_value());
   // Processes started later take it.
