@@ -4,6 +4,8 @@
 //  2: unframed: a state (u32 length, bytes) loaded, then records (u16 length, bytes) replayed,
 //     after framing them with valid checksums: the decoders behind the CRCs;
 //  3: as 2, but the state goes through a snapshot file written by WriteSnapshotFile.
+// Logs are replayed with presence expiries from the records (format 2) or by time (format 1):
+// mode 0 as its header says, modes 2 and 3 as bit 2 of the first byte says.
 // Damage must be reported (a torn tail, damage, a record that does not apply), never crash,
 // hang or allocate without bound; a loaded state saved again must load again, to equal bytes.
 
@@ -83,6 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
 
   if (mode == 0) {
+    backend.ReplayPresenceFromLog(log::HeaderVersion(in) >= 2);
     size_t records = 0;
     auto scan =
         log::Scan(in, log::FileKind::kLog, [&](std::string_view payload, size_t, std::string& why) {
@@ -129,6 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     in.remove_prefix(records.back().size());
   }
 
+  const bool presence_from_log = (data[0] & 4) != 0;
+  backend.ReplayPresenceFromLog(presence_from_log);
   std::string loaded_state(state);
   if (mode == 3) {
     std::string path = SnapshotPath();
@@ -145,6 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!backend.LoadState(r)) {
       // Refused: the backend may hold part of it; start the records from nothing.
       store::MemoryBackend fresh(clock, store::MemoryBackendOptions{.run_timer = false});
+      fresh.ReplayPresenceFromLog(presence_from_log);
       ReplayAll(fresh, records);
       return 0;
     }
@@ -152,7 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The records framed as the journal frames them: a clean scan that hands each back whole.
-  std::string file = log::FileHeader(log::FileKind::kLog, 1);
+  std::string file = log::FileHeader(log::FileKind::kLog, 1, presence_from_log ? 2 : 1);
   for (std::string_view record : records) log::AppendRecord(file, record);
   size_t seen = 0;
   auto scan =

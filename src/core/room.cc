@@ -116,12 +116,13 @@ int64_t Room::NextDeadline() const {
 }
 
 uint64_t Room::DueKey(const Session& s) const {
+  bool by_time = presence_ != Presence::kReplayed;  // presence deadlines (see set_presence)
   switch (s.status) {
     case SessionStatus::kWaiting:
-      return Key(s.last_seen + config_.checkin_timeout_ms, kKindDropout);
+      return by_time ? Key(s.last_seen + config_.checkin_timeout_ms, kKindDropout) : kNever;
     case SessionStatus::kActive: {
       int64_t t = INT64_MAX;
-      if (config_.idle_timeout_ms) t = s.last_seen + *config_.idle_timeout_ms;
+      if (config_.idle_timeout_ms && by_time) t = s.last_seen + *config_.idle_timeout_ms;
       if (!s.claimed) t = std::min(t, s.since + config_.checkin_timeout_ms);
       return t == INT64_MAX ? kNever : Key(t, kKindOther);
     }
@@ -206,6 +207,7 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   s.ticket = line_.PushBack(i);
   deadlines_.Set(i, DueKey(s));
   ++version_;
+  ++checkin_changes_;
   return i;
 }
 
@@ -214,9 +216,10 @@ void Room::Free(Index i) {
   index_.erase(i);  // before the id is cleared: the hash reads it
   if (deadlines_.Contains(i)) deadlines_.Remove(i);
   CountGone(i);
-  Session& s = slab_[i];
-  s.id.Clear();
-  s.status = SessionStatus::kGone;
+  // Nothing of the session stays behind: its last check-in time, which only the live room
+  // knows (check-ins are not all logged), would make equal states save differently.
+  slab_[i] = Session{};
+  slab_[i].status = SessionStatus::kGone;
   free_.push_back(i);
 }
 
@@ -291,17 +294,16 @@ void Room::ProcessDue(Index i, int64_t when) {
   Session& s = slab_[i];
   switch (s.status) {
     case SessionStatus::kWaiting:
+      ReportSeenExpiry(i);
       ++counters_.dropped_total;
       DropWaiting(i);
       return;
     case SessionStatus::kActive:
       if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
         Release(i, when, /*dropped=*/true);
-      } else {  // idle: treated as having left at this moment
-        ++version_;
-        s.status = SessionStatus::kGrace;
-        s.since = when + config_.grace_ms;
-        deadlines_.Set(i, DueKey(s));
+      } else {
+        ReportSeenExpiry(i);
+        GoIdle(i, when);
       }
       return;
     case SessionStatus::kGrace:
@@ -312,13 +314,37 @@ void Room::ProcessDue(Index i, int64_t when) {
   }
 }
 
+void Room::GoIdle(Index i, int64_t when) {
+  Session& s = slab_[i];
+  ++version_;
+  s.status = SessionStatus::kGrace;
+  s.since = when + config_.grace_ms;
+  deadlines_.Set(i, DueKey(s));
+}
+
+// Reports the deadline's own time, which orders it among the others on replay; it takes
+// effect at the room's time if that is later (a deadline a reconfiguration moved into the past).
+void Room::ReportSeenExpiry(Index i) {
+  if (presence_ == Presence::kReported) {
+    int64_t at = static_cast<int64_t>(deadlines_.KeyOf(i) >> 1);
+    seen_expiries_.push_back(SeenExpiry{at, std::string(slab_[i].id.view())});
+  }
+}
+
 void Room::Advance(int64_t now_ms) {
   int64_t target = std::max(now_ms, now_);
+  ProcessBefore(Key(target + 1, kKindDropout));  // every key at or before `target`
+  now_ = target;
+  ForgetOldRevocations(now_);
+  ForgetFullBuckets(now_);
+}
+
+void Room::ProcessBefore(uint64_t limit) {
   while (true) {
     uint64_t heap_key = deadlines_.empty() ? kNever : deadlines_.Top().key;
     uint64_t rate_key = RateOpenKey(now_);
     uint64_t key = std::min(heap_key, rate_key);
-    if (key == kNever || static_cast<int64_t>(key >> 1) > target) break;
+    if (key >= limit) break;
     int64_t when = std::max(static_cast<int64_t>(key >> 1), now_);
     if (heap_key <= rate_key) {
       Index i = deadlines_.Top().member;
@@ -333,9 +359,38 @@ void Room::Advance(int64_t now_ms) {
     now_ = when;
     Fill(when);
   }
-  now_ = target;
-  ForgetOldRevocations(now_);
-  ForgetFullBuckets(now_);
+}
+
+// In the live room this expiry was processed after every deadline keyed before (at, drop-out)
+// and before those keyed after, at `at` or the room's time if later. Every drop-out is logged, so
+// no timed deadline shares its key; an idle session's deadline shares (when, other) with timed
+// ones, which it commutes with (going to grace frees no slot and admits nobody).
+bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
+  ProcessBefore(Key(at, kKindDropout));
+  int64_t when = std::max(at, now_);
+  now_ = when;
+  Index i = Find(id);
+  if (i == kNoIndex) return false;
+  switch (slab_[i].status) {
+    case SessionStatus::kWaiting:
+      ++counters_.dropped_total;
+      DropWaiting(i);
+      break;
+    case SessionStatus::kActive:
+      GoIdle(i, when);
+      break;
+    default:
+      return false;
+  }
+  Fill(when);
+  return true;
+}
+
+void Room::Restart(int64_t now_ms, Presence presence) {
+  Advance(now_ms);
+  presence_ = presence;
+  for (Index i : index_) slab_[i].last_seen = now_;
+  RekeyAll();
 }
 
 // ---- operations ----------------------------------------------------------------------------
@@ -379,24 +434,28 @@ void Room::ClaimPresence(Index i) {
   Session& s = slab_[i];
   if (s.status == SessionStatus::kGrace || (s.status == SessionStatus::kActive && !s.claimed)) {
     if (s.status == SessionStatus::kGrace) ++version_;
+    ++checkin_changes_;
     s.status = SessionStatus::kActive;
     s.claimed = true;
     Reschedule(i);
   }
 }
 
-std::vector<SessionView> Room::Present(const std::vector<std::string>& ids, int64_t now_ms) {
+std::vector<SessionView> Room::Present(const std::vector<std::string>& ids, int64_t now_ms,
+                                       std::vector<uint32_t>* changed) {
   Advance(now_ms);
   std::vector<SessionView> views;
   views.reserve(ids.size());
-  for (const std::string& id : ids) {
-    Index i = Find(id);
+  for (uint32_t k = 0; k < ids.size(); ++k) {
+    Index i = Find(ids[k]);
     if (i == kNoIndex) {
-      views.push_back(GoneView(id));
+      views.push_back(GoneView(ids[k]));
       continue;
     }
     slab_[i].last_seen = now_;  // only later: the heap key stays (lazily re-keyed)
+    uint64_t before = checkin_changes_;
     ClaimPresence(i);
+    if (changed && checkin_changes_ != before) changed->push_back(k);
     views.push_back(View(i, now_));
   }
   return views;
@@ -431,6 +490,7 @@ OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
   if (s.status == SessionStatus::kGrace) {
     s.status = SessionStatus::kActive;
     ++version_;
+    ++checkin_changes_;
   }
   Reschedule(i);
   return View(i, now_);

@@ -100,8 +100,10 @@ class Room {
   void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
 
   // Live connections: a check-in of each known session (grace -> active, an admission is
-  // claimed), never a join. Answers a view per id, gone for unknown ones.
-  std::vector<SessionView> Present(const std::vector<std::string>& ids, int64_t now_ms);
+  // claimed), never a join. Answers a view per id, gone for unknown ones. `changed`, if given,
+  // gets the positions in `ids` whose check-in changed more than presence (checkin_changes).
+  std::vector<SessionView> Present(const std::vector<std::string>& ids, int64_t now_ms,
+                                   std::vector<uint32_t>* changed = nullptr);
   // The line in order and the counts, for live channels. The line is copied only when the
   // version differs from `since`.
   LineView ReadLine(uint64_t since, int64_t now_ms);
@@ -109,6 +111,42 @@ class Room {
 
   // Processes every deadline <= now_ms. Cheap when nothing is due.
   void Advance(int64_t now_ms);
+
+  // Presence deadlines (a waiting session's check-in timeout, an active one's idle timeout)
+  // follow last_seen, which check-ins refresh. A check-in that changes nothing else is not
+  // logged (it would be one record per check), so a durable room reports these expiries for
+  // the log instead, and a replay applies them from the log rather than from the times:
+  //  - kTimed:    processed at their times (memory only; and replays of logs written before
+  //               expiries were logged);
+  //  - kReported: processed at their times, each one also kept in seen_expiries() until
+  //               ClearSeenExpiries() (the backend logs them before the next change);
+  //  - kReplayed: never processed by time: ApplySeenExpiry() applies each logged one. The
+  //               other deadlines (unclaimed admissions, grace, the rate cap) follow only
+  //               from logged changes and stay timed.
+  // Changing it re-keys nothing: keys may stay earlier than the new deadlines (lazy), and
+  // kTimed/kReported keys are never later than kReplayed ones. To leave kReplayed, Restart.
+  enum class Presence : uint8_t { kTimed, kReported, kReplayed };
+  void set_presence(Presence presence) { presence_ = presence; }
+  Presence presence() const { return presence_; }
+  struct SeenExpiry {
+    int64_t when;  // the deadline's time (it took effect then, or at the room's time if later)
+    std::string session;
+  };
+  const std::vector<SeenExpiry>& seen_expiries() const { return seen_expiries_; }
+  void ClearSeenExpiries() { seen_expiries_.clear(); }
+  // A logged expiry of `session` whose deadline was `at`: every other deadline before it is
+  // processed first, then a waiting session drops out, an active one goes to grace. False (and
+  // nothing beyond those earlier deadlines changed) when the session is not waiting or active then:
+  // the log does not match the room.
+  bool ApplySeenExpiry(std::string_view session, int64_t at);
+  // A restart: Advance(now_ms) as the room is, then every session present counts as seen at
+  // that time (check-in times are not logged) and the room goes on under `presence`, every
+  // deadline re-keyed exactly.
+  void Restart(int64_t now_ms, Presence presence);
+  // Bumped by every change a check-in, touch or live presence can make beyond refreshing
+  // last_seen (a join, a claimed admission, a return from grace): a call that leaves it as it
+  // was needs no log record.
+  uint64_t checkin_changes() const { return checkin_changes_; }
   // Earliest time at which Advance has work, INT64_MAX when none.
   int64_t NextDeadline() const;
 
@@ -200,6 +238,11 @@ class Room {
   void Release(Index i, int64_t now, bool dropped);
   void Revoke(const Session& s, int64_t now);
   void ProcessDue(Index i, int64_t when);
+  // Processes every deadline whose key is below `limit`.
+  void ProcessBefore(uint64_t limit);
+  // An active session not seen for idle_timeout: treated as having left at `when`.
+  void GoIdle(Index i, int64_t when);
+  void ReportSeenExpiry(Index i);  // before the session changes
   SessionView View(Index i, int64_t now) const;
   SessionView GoneView(std::string_view id) const;
   // Out of the room for good: out of the line, or the slot released (and refilled).
@@ -263,6 +306,10 @@ class Room {
   // Clients that hold no place, by the time their bucket is full again (then forgotten).
   DeadlineHeap client_refills_;
   size_t max_clients_ = kDefaultMaxClientsPerRoom;
+
+  Presence presence_ = Presence::kTimed;
+  std::vector<SeenExpiry> seen_expiries_;  // kReported: not yet taken by the backend
+  uint64_t checkin_changes_ = 0;
 };
 
 }  // namespace anteroom::core

@@ -170,6 +170,12 @@ bool Room::Restore(ByteReader& in) {
     s.claimed = in.GetBool();
     s.client = format >= 3 ? in.Get<uint32_t>() : kNoClient;
     if (s.status > SessionStatus::kGone) in.Fail();
+    // A free slot keeps nothing (Free): older anteroms left its last session's fields there.
+    if (s.status == SessionStatus::kGone) {
+      if (!s.id.view().empty()) in.Fail();
+      s = Session{};
+      s.status = SessionStatus::kGone;
+    }
   }
   uint64_t free_count = in.GetCount(sizeof(Index));
   for (uint64_t k = 0; k < free_count; ++k) {

@@ -88,11 +88,26 @@ Records ScanSegment(const std::string& path) {
   return r;
 }
 
-std::string StateOf(const MemoryBackend& backend) {
+std::string RawStateOf(const MemoryBackend& backend) {
   std::string bytes;
   ByteWriter out(bytes);
   backend.SaveState(out);
   return bytes;
+}
+
+// The state as a restart would leave it: check-ins that only refresh presence are not logged,
+// so a recovered room knows less about when sessions were last seen than the live one did; a
+// restart counts everyone present as seen then. Compared that way, at each room's own time (a
+// clock at 0 moves no room forward), live and recovered states must be equal to the byte.
+std::string StateOf(const MemoryBackend& backend) {
+  std::string raw = RawStateOf(backend);
+  FakeClock at_zero(0);
+  MemoryBackend restarted(at_zero, MemoryBackendOptions{.run_timer = false});
+  restarted.ReplayPresenceFromLog(true);
+  ByteReader in(raw);
+  EXPECT_TRUE(restarted.LoadState(in));
+  restarted.FinishRecovery();
+  return RawStateOf(restarted);
 }
 
 // Calls a callback API and waits (bounded) for its single answer, which may come from the
@@ -617,6 +632,38 @@ TEST_F(LogStoreRecoveryTest, EveryFsyncPolicyRecoversTheSameState) {
   }
 }
 
+// Check-ins that only say "still here" are not logged; the drop-out of a session that stopped
+// checking in is. A restart keeps everyone else, seen at restart time.
+TEST_F(LogStoreRecoveryTest, ARestartCountsEveryonePresentAsSeenThen) {
+  {
+    EmbeddedStore store(original_.backend(), Options(dir_.path()));
+    original_.PutRoom("lobby", 1);  // check-in timeout 60 s, idle timeout 600 s
+    for (const char* s : {"a", "b", "c"}) original_.Check("lobby", s);
+    for (int i = 0; i < 100; ++i) {  // a and b check in every second, c stopped at once
+      original_.clock().Advance(1'000);
+      original_.Check("lobby", "a");
+      original_.Check("lobby", "b");
+    }
+    EXPECT_EQ(original_.GetRoom("lobby")->waiting, 1) << "c dropped out";
+  }
+  Records log = ScanSegment(Segment(1));
+  EXPECT_EQ(log.payloads.size(), 5u) << "the room, 3 joins, c's drop-out: no check-in";
+
+  Engine second;
+  second.clock().Set(original_.clock().NowMs() + 3'600'000);  // down for an hour
+  EmbeddedStore store(second.backend(), Options(dir_.path()));
+  auto lobby = second.GetRoom("lobby");
+  ASSERT_TRUE(lobby.ok()) << lobby.message();
+  EXPECT_EQ(lobby->active, 1);
+  EXPECT_EQ(lobby->waiting, 1) << "b kept its place: its last logged check-in is 100 s older";
+  second.clock().Advance(59'999);
+  EXPECT_EQ(second.GetRoom("lobby")->waiting, 1);
+  second.clock().Advance(1);
+  EXPECT_EQ(second.GetRoom("lobby")->waiting, 0)
+      << "b drops out a check-in timeout after the restart";
+  EXPECT_EQ(second.GetRoom("lobby")->active, 1) << "a's idle timeout also restarted";
+}
+
 TEST_F(LogStoreRecoveryTest, RestartedStoreContinuesInANewSegment) {
   RunStore();
   Engine second;
@@ -811,7 +858,7 @@ TEST_F(LogStoreRecoveryTest, CompactThenRecoverGivesTheSameStateAndDropsOldSegme
   {
     EmbeddedStore store(original_.backend(), Options(dir_.path()));
     before = RunRoomsAndQueues(original_);
-    std::string state_at_cut = StateOf(original_.backend());
+    std::string state_at_cut = RawStateOf(original_.backend());
     std::string error;
     ASSERT_TRUE(store.Compact(error)) << error;
     EXPECT_EQ(store.compaction_stats().compactions, 1u);
@@ -1171,7 +1218,7 @@ TEST_P(SnapshotWriterTest, CompactsToTheStateAtTheCutAndRecoversIt) {
       big.push_back(std::move(job));
     }
     original_.Push("big", std::move(big));
-    state_at_cut = StateOf(original_.backend());
+    state_at_cut = RawStateOf(original_.backend());
     ASSERT_GT(state_at_cut.size(), 3u << 20);
     std::string error;
     ASSERT_TRUE(store.Compact(error)) << error;

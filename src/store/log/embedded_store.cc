@@ -47,6 +47,7 @@ bool ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBa
   if (!ReadFile(path, data, error)) {
     throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
   }
+  backend.ReplayPresenceFromLog(HeaderVersion(data) >= 2);
   ScanResult scan =
       Scan(data, FileKind::kLog, [&](std::string_view record, size_t, std::string& why) {
         OpResult<Done> applied = backend.Replay(record);
@@ -153,6 +154,7 @@ EmbeddedStore::EmbeddedStore(MemoryBackend& backend, EmbeddedOptions options)
   snapshot_bytes_ = report_.snapshot_bytes;
   inherited_log_bytes_ = report_.log_bytes;
   journal_ = std::make_unique<LogJournal>(options_.dir, options_.fsync, next);
+  backend_.FinishRecovery();
   backend_.ScheduleAll();
   backend_.AttachJournal(journal_.get());
   if (options_.compact_in_background) loop_ = std::thread([this] { CompactionLoop(); });

@@ -60,14 +60,18 @@ size_t ValidRecordAt(std::string_view data, size_t pos, std::string* why) {
 
 }  // namespace
 
-std::string FileHeader(FileKind kind, uint64_t sequence) {
+std::string FileHeader(FileKind kind, uint64_t sequence, uint32_t version) {
   std::string h(kMagic, sizeof kMagic);
   Put(h, static_cast<uint32_t>(kind));
-  Put(h, kFormatVersion);
+  Put(h, version);
   Put(h, sequence);
   Put(h, uint32_t{0});
   Put(h, Crc32c(h));
   return h;
+}
+
+uint32_t HeaderVersion(std::string_view data) {
+  return data.size() < kFileHeaderBytes ? 0 : Get<uint32_t>(data.data() + 12);
 }
 
 void AppendRecord(std::string& out, std::string_view payload) {
@@ -103,10 +107,11 @@ ScanResult Scan(std::string_view data, FileKind kind,
     r.problem = "wrong kind of file (log and snapshot swapped?)";
     return r;
   }
-  if (uint32_t version = Get<uint32_t>(h + 12); version != kFormatVersion) {
+  if (uint32_t version = Get<uint32_t>(h + 12);
+      version < kOldestFormatVersion || version > kFormatVersion) {
     r.end = ScanResult::End::kDamaged;
-    r.problem = fmt::format("format version {} is not supported (this build reads {})", version,
-                            kFormatVersion);
+    r.problem = fmt::format("format version {} is not supported (this build reads {} to {})",
+                            version, kOldestFormatVersion, kFormatVersion);
     return r;
   }
   r.sequence = Get<uint64_t>(h + 16);

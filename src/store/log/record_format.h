@@ -1,9 +1,9 @@
 #pragma once
-// The on-disk framing shared by log segments and snapshots (format version 1).
+// The on-disk framing shared by log segments and snapshots (format version 2).
 //
 // A file is a header followed by records:
 //
-//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (1)
+//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (2)
 //                      | u64 sequence (the segment's or snapshot's number) | u32 reserved (0)
 //                      | u32 crc32c of the 28 bytes before it
 //   record:            u32 length | u32 crc32c(payload) | u32 crc32c(the 8 bytes before it)
@@ -20,8 +20,12 @@
 //    after the failure would be lost by truncating. Recovery refuses to start and names the file
 //    and the offset of the bad record.
 //
-// To change the format: bump kFormatVersion, keep reading version 1 (old data directories must
-// still open), and describe the upgrade here.
+// To change the format: bump kFormatVersion, keep reading the older versions (old data
+// directories must still open), and describe the upgrade here:
+//   1 -> 2: the framing is unchanged; what changed is what a log's records say. A log of format
+//     2 records presence expiries (store/memory/change_record.h, kSeenExpired) and leaves out
+//     check-ins that only refresh presence; one of format 1 records every check-in, and its
+//     sessions expire by time on replay. A snapshot's version says nothing (both read alike).
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +34,8 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr size_t kFileHeaderBytes = 32;
 inline constexpr size_t kRecordHeaderBytes = 12;
 // Larger lengths are damage: a log record is one change (a push batch is at most 16 MiB of
@@ -42,7 +47,10 @@ enum class FileKind : uint32_t {
   kSnapshot = 0x31504e53 /* "SNP1" */
 };
 
-std::string FileHeader(FileKind kind, uint64_t sequence);
+std::string FileHeader(FileKind kind, uint64_t sequence, uint32_t version = kFormatVersion);
+// The format version a file's header claims (0 when it is too short to say): read before its
+// records, whose meaning may depend on it. Scan checks it.
+uint32_t HeaderVersion(std::string_view data);
 // Appends one framed record holding `payload` to `out`.
 void AppendRecord(std::string& out, std::string_view payload);
 

@@ -4,7 +4,13 @@
 // with their times, through the same core calls rebuilds the same state, because the rules are
 // deterministic given the calls and their times (deadlines are processed at their own times,
 // heaps order ties by member, backoff jitter comes from the queue's own seeded generator).
-// Expiry is not recorded: it follows from the times.
+// Expiry follows from the times, but for one kind: a session's presence deadlines (a waiting
+// session's check-in timeout, an active one's idle timeout) follow its last check-in, and
+// check-ins that only refresh presence are not recorded (one record per check-in would cost
+// the log a write per request). So these expiries are recorded when they happen (kSeenExpired,
+// logs of format 2: store/log/record_format.h), and a replay applies them from the records,
+// never from the times (core::Room::set_presence). A restart treats every session present as
+// seen at restart time (MemoryBackend::FinishRecovery).
 //
 // Layout (inside a log record, which frames and checksums it; see store/log/record_format.h):
 //   u8 kind | i64 now_ms | str name | body by kind (below)
@@ -20,6 +26,9 @@
 //   kCreateRoom (10): a creation is no longer a kPutRoom3 but carries the room's incarnation
 //     (tokens name it); kPutRoom3 is still written for changes, and a kPutRoom3 that creates
 //     (older logs) makes a room of incarnation 0.
+//   kCheck/kCheck2, kTouch and kPresent: since log format 2, written only for check-ins that
+//     change more than presence (a join, a claimed admission, a return from grace); before
+//     it, for every one (replayed the same way either way).
 //   kPutRoom3 (8) -> kPutRoom4 (13), kCreateRoom (10) -> kCreateRoom2 (14): the room patch
 //     gained `gate` (format 4: the gate's JSON text, at most core::kMaxGateBytes). Creations
 //     are kCreateRoom2 (with the incarnation, as before) and changes kPutRoom4, which never
@@ -54,6 +63,8 @@ enum class ChangeKind : uint8_t {
   kCheck2 = 9,        // str session, str client: a check that counts for a client
                       // (replayed by Room::CheckRecorded: never refused)
   kCreateRoom = 10,   // u64 incarnation, RoomPatch format 3 (before kCreateRoom2; replay only)
+  kSeenExpired = 11,  // u32 n, n x (i64 when, str session): presence expiries, in the order
+                      // they happened (Room::ApplySeenExpiry); now_ms is the last `when`
   kPresent = 12,      // u32 n, n x str session: live connections' check-ins (Room::Present)
   kPutRoom4 = 13,     // RoomPatch format 4: changes the room (never creates it)
   kCreateRoom2 = 14,  // u64 incarnation, RoomPatch format 4: creates the room

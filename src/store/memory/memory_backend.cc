@@ -45,8 +45,10 @@ core::RoomInfo MemoryBackend::Info(const RoomSlot& slot) {
 std::shared_ptr<MemoryBackend::RoomSlot> MemoryBackend::MakeRoomSlot(const std::string& name,
                                                                      const core::RoomConfig& config,
                                                                      int64_t now) const {
-  return std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now,
-                                    options_.max_clients_per_room);
+  auto slot = std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now,
+                                         options_.max_clients_per_room);
+  slot->room.set_presence(LivePresence());
+  return slot;
 }
 
 void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
@@ -77,6 +79,26 @@ void MemoryBackend::Log(Slot& slot, const std::string& record) {
   slot.last_lsn = journal_.load(std::memory_order_relaxed)->Append(record);
 }
 
+core::Room::Presence MemoryBackend::LivePresence() const {
+  if (Logging()) return core::Room::Presence::kReported;
+  return replay_presence_from_log_ ? core::Room::Presence::kReplayed : core::Room::Presence::kTimed;
+}
+
+void MemoryBackend::LogSeenExpiries(RoomSlot& slot) {
+  const auto& expiries = slot.room.seen_expiries();
+  if (expiries.empty()) return;
+  if (Logging()) {
+    ByteWriter w = BeginChange(scratch_, ChangeKind::kSeenExpired, expiries.back().when, slot.name);
+    w.Put(static_cast<uint32_t>(expiries.size()));
+    for (const auto& e : expiries) {
+      w.Put(e.when);
+      w.PutString(e.session);
+    }
+    Log(slot, scratch_);
+  }
+  slot.room.ClearSeenExpiries();
+}
+
 template <typename T, typename Fn>
 void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T> done, Fn&& fn) {
   if (auto refusal = Refusal(access)) {
@@ -92,7 +114,11 @@ void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T>
       result.emplace(OpStatus::kUnknownRoom, "no room named '" + name + "'");
     } else {
       std::lock_guard room_lock(it->second->mu);
-      result.emplace(fn(*it->second, clock_.NowMs()));
+      int64_t now = clock_.NowMs();
+      // Expiries the time brings go in the log before whatever fn changes.
+      it->second->room.Advance(now);
+      LogSeenExpiries(*it->second);
+      result.emplace(fn(*it->second, now));
       Schedule(it->second);
       lsn = it->second->last_lsn;
     }
@@ -132,6 +158,8 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
     if (slot) {
       std::lock_guard room_lock(slot->mu);
       if (it != rooms_.end()) {
+        slot->room.Advance(now);
+        LogSeenExpiries(*slot);
         slot->room.Reconfigure(patch, now);
         Schedule(slot);
       }
@@ -167,6 +195,7 @@ void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
     for (auto& [name, slot] : rooms_) {
       std::lock_guard room_lock(slot->mu);
       slot->room.Advance(clock_.NowMs());
+      LogSeenExpiries(*slot);
       Schedule(slot);
       rooms.push_back(Info(*slot));
       lsn = std::max(lsn, slot->last_lsn);
@@ -193,6 +222,7 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
       std::lock_guard room_lock(it->second->mu);
       int64_t now = clock_.NowMs();
       it->second->room.Advance(now);
+      LogSeenExpiries(*it->second);
       result.emplace(Info(*it->second));
       if (Logging()) {
         BeginChange(scratch_, ChangeKind::kDeleteRoom, now, room);
@@ -205,14 +235,17 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
   Answer(lsn, Access::kChange, std::move(done), std::move(*result), {});
 }
 
-// A refused join changes nothing but time: only accepted checks are recorded, with the client
-// when the room counts per client (replay then counts the join as it was counted here).
+// A refused join changes nothing but time, and a check-in that only refreshes presence
+// changes nothing a replay needs (core::Room::set_presence): only joins, claims and returns
+// from grace are recorded, with the client when the room counts per client (replay then counts
+// the join as it was counted here).
 void MemoryBackend::Check(std::string room, std::string session, core::Arrival arrival,
                           Completion<core::SessionView> done) {
   OnRoom<core::SessionView>(
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+        uint64_t changes = slot.room.checkin_changes();
         OpResult<core::SessionView> result = slot.room.Check(session, arrival, now);
-        if (result.ok() && Logging()) {
+        if (result.ok() && Logging() && slot.room.checkin_changes() != changes) {
           bool tracked =
               !arrival.client.empty() && (slot.room.config().joins_per_minute_per_client ||
                                           slot.room.config().places_per_client);
@@ -227,13 +260,16 @@ void MemoryBackend::Check(std::string room, std::string session, core::Arrival a
 }
 
 // Touch, leave and evict change nothing but time when the session is unknown: only their
-// successes are recorded.
+// successes are recorded; and a touch only when it brings a session back from grace (else it
+// only refreshes presence, as a check-in).
 template <typename Apply>
 OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, ChangeKind kind,
                                                          int64_t now, const std::string& session,
                                                          std::optional<bool> final, Apply&& apply) {
+  uint64_t changes = slot.room.checkin_changes();
   OpResult<core::SessionView> result = apply();
-  if (result.ok() && Logging()) {
+  bool changed = kind != ChangeKind::kTouch || slot.room.checkin_changes() != changes;
+  if (result.ok() && Logging() && changed) {
     ByteWriter w = BeginChange(scratch_, kind, now, slot.name);
     w.PutString(session);
     if (final) w.PutBool(*final);
@@ -297,11 +333,12 @@ void MemoryBackend::Present(std::string room, std::vector<std::string> sessions,
                             Completion<std::vector<core::SessionView>> done) {
   using Views = std::vector<core::SessionView>;
   OnRoom<Views>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-    Views views = slot.room.Present(sessions, now);
-    if (Logging()) {
+    std::vector<uint32_t> changed;  // positions in `sessions` whose check-in changed more
+    Views views = slot.room.Present(sessions, now, Logging() ? &changed : nullptr);
+    if (!changed.empty()) {
       ByteWriter w = BeginChange(scratch_, ChangeKind::kPresent, now, slot.name);
-      w.Put(static_cast<uint32_t>(sessions.size()));
-      for (const std::string& id : sessions) w.PutString(id);
+      w.Put(static_cast<uint32_t>(changed.size()));
+      for (uint32_t k : changed) w.PutString(sessions[k]);
       Log(slot, scratch_);
     }
     return OpResult<Views>(std::move(views));
@@ -327,6 +364,7 @@ void MemoryBackend::RunDue() {
     {
       std::lock_guard slot_lock(slot->mu);
       slot->RunDue(clock_.NowMs(), after);
+      if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) LogSeenExpiries(*room);
       slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
       Schedule(slot);
       lsn = std::max(lsn, slot->last_lsn);

@@ -119,6 +119,13 @@ class MemoryBackend final : public Backend {
   // Applies one change record; an error (with what is wrong) if it does not decode or does not
   // apply. Before serving only.
   OpResult<Done> Replay(std::string_view record);
+  // Before Replay of a log segment: whether its writer logged presence expiries (kSeenExpired,
+  // log format 2), so they are applied from the records rather than from the times (see
+  // core::Room::set_presence). Off by default: logs of format 1.
+  void ReplayPresenceFromLog(bool from_log);
+  // After LoadState/Replay, before serving: a restart treats every session present as seen
+  // now (check-ins are not logged), then rooms go back to live presence.
+  void FinishRecovery();
   // After LoadState/Replay: puts every pending deadline in the timer's schedule.
   void ScheduleAll();
 
@@ -183,6 +190,11 @@ class MemoryBackend final : public Backend {
   // Called under the world lock, which AttachJournal takes exclusively.
   bool Logging() const { return journal_.load(std::memory_order_relaxed) != nullptr; }
   void Log(Slot& slot, const std::string& record);
+  // Logs the room's presence expiries not logged yet (core::Room::seen_expiries), so they
+  // precede the next change's record. Under the room's lock, after anything that advances it.
+  void LogSeenExpiries(RoomSlot& slot);
+  // What a room made or loaded now does with presence deadlines.
+  core::Room::Presence LivePresence() const;
   static thread_local std::string scratch_;
   void LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now);
   // `rest(writer)` adds what follows the leases in the record.
@@ -212,6 +224,7 @@ class MemoryBackend final : public Backend {
   MemoryBackendOptions options_;
   core::Hmac lease_key_;
   std::atomic<ChangeSink*> journal_{nullptr};
+  bool replay_presence_from_log_ = false;  // before serving only
   PauseLock world_;
 
   std::shared_mutex rooms_mu_;

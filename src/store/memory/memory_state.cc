@@ -24,6 +24,28 @@ OpResult<Done> Diverged(std::string what) {
 void MemoryBackend::AttachJournal(ChangeSink* journal) {
   std::unique_lock world(world_);
   journal_.store(journal, std::memory_order_release);
+  for (auto& [name, slot] : rooms_) {
+    std::lock_guard lock(slot->mu);
+    slot->room.ClearSeenExpiries();  // older ones are not this journal's to log
+    slot->room.set_presence(LivePresence());
+  }
+}
+
+void MemoryBackend::ReplayPresenceFromLog(bool from_log) {
+  std::unique_lock world(world_);
+  replay_presence_from_log_ = from_log;
+  for (auto& [name, slot] : rooms_) slot->room.set_presence(LivePresence());
+}
+
+void MemoryBackend::FinishRecovery() {
+  std::unique_lock world(world_);
+  replay_presence_from_log_ = false;
+  int64_t now = clock_.NowMs();
+  for (auto& [name, slot] : rooms_) {
+    std::lock_guard lock(slot->mu);
+    slot->room.Restart(now, LivePresence());
+    LogSeenExpiries(*slot);  // a live backend's (tests); none while recovering
+  }
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
@@ -185,6 +207,28 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
       std::string_view client = r.GetView();
       if (!r.done()) return undecodable();
       room.CheckRecorded(session, client, now);
+      return Done{};
+    }
+    case ChangeKind::kSeenExpired: {
+      uint32_t n = r.Get<uint32_t>();
+      std::vector<std::pair<int64_t, std::string_view>> expiries;
+      for (uint32_t i = 0; i < n && !r.failed(); ++i) {
+        int64_t when = r.Get<int64_t>();
+        expiries.emplace_back(when, r.GetView());
+        if (when < 0 || when > core::kLatestTimeMs) r.Fail();
+      }
+      if (!r.done()) return Diverged("presence expiry record does not decode");
+      // In a log of format 1 (which has no such records) sessions expire by time: this one
+      // would expire them twice.
+      if (room.presence() != core::Room::Presence::kReplayed) {
+        return Diverged("presence expiry in a log of format 1");
+      }
+      for (const auto& [when, session] : expiries) {
+        if (!room.ApplySeenExpiry(session, when)) {
+          return Diverged("session '" + std::string(session) + "' cannot expire at " +
+                          std::to_string(when));
+        }
+      }
       return Done{};
     }
     case ChangeKind::kPresent: {
