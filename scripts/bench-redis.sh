@@ -106,8 +106,8 @@ echo "anteroom processes: ${URLS[*]} (pids ${SERVER_PIDS[*]})"
 # their server time, and the time of the commands the scripts ran (every other data command)
 evalsha_stats() {
   rcli info commandstats | tr -d '\r' | awk -F'[:=,]' '
-    $1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" { c += $3; u += $5; next }
-    $1 ~ /^cmdstat_/ && $1 !~ /^cmdstat_(config|info|script|flushall|ping|echo)/ { i += $5 }
+    $1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" || $1 == "cmdstat_fcall" { c += $3; u += $5; next }
+    $1 ~ /^cmdstat_/ && $1 !~ /^cmdstat_(config|info|script|function|flushall|ping|echo)/ { i += $5 }
     END { printf "%d %d %d\n", c, u, i }'
 }
 
@@ -186,7 +186,7 @@ if reqs:
                                      if not k.startswith(("config", "info", "flushall"))) / reqs, 2)
 j["evalsha_us_per_call"] = round(usec / calls, 1) if calls else None
 inner = sum(u for k, (c, u) in stats.items()
-            if k not in ("evalsha", "eval") and not k.startswith(("config", "info", "flushall", "publish")))
+            if k not in ("evalsha", "eval", "fcall") and not k.startswith(("config", "info", "flushall", "publish")))
 j["commands_in_script_us_per_call"] = round(inner / calls, 1) if calls else None
 # Redis and anteroom CPU over the whole scenario (rooms: the generators' join phase included).
 j["redis_cores"] = round(rt / hz / wall, 2)
@@ -229,10 +229,23 @@ print(json.dumps({"scenario": "ceiling", "name": name, "rep": int(rep),
 PY
 }
 
+# The two forms anteroom sends a script in (Script in src/store/redis/cluster_client.h): an EVAL
+# script (Redis 6, by EVALSHA) and a function library (Redis 7, FUNCTION LOAD once, then FCALL).
+eval_form() {  # eval_form FILE: the EVAL script, on stdout
+  echo 'local eval_keys, eval_argv = KEYS, ARGV'
+  cat "$1"
+  echo 'return run(eval_keys, eval_argv)'
+}
+load_library() {  # load_library NAME FILE: FUNCTION LOAD REPLACE of FILE as function NAME
+  { echo "#!lua name=$1"; cat "$2"; echo "redis.register_function('$1', run)"; } |
+    rcli -x function load replace >/dev/null
+}
+
 room_ceiling() {
   rcli flushall >/dev/null
   local sha
-  sha="$(rcli -x script load <"$ROOT/src/store/redis/lua/room.lua")"
+  sha="$(eval_form "$ROOT/src/store/redis/lua/room.lua" | rcli -x script load)"
+  load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
   # capacity, grace 30 s, check-in timeout 1 h, no idle time-out, no rate cap (as bench rooms)
   rcli evalsha "$sha" 6 "${ROOM_KEYS[@]}" put '' 600000 "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
   python3 - "$sha" "$SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
@@ -245,30 +258,36 @@ for i in range(n):
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
 PY
   echo "room rb: $(rcli zcard "${ROOM_KEYS[1]}") waiting, $(rcli hlen "${ROOM_KEYS[2]}") sessions"
-  rb_run room-check 40000 EVALSHA "$sha" 6 "${ROOM_KEYS[@]}" check "" 600000 "rb-__rand_int__"
+  rb_run room-check 40000 FCALL bench_room 6 "${ROOM_KEYS[@]}" check "" 600000 "rb-__rand_int__"
+  # as a Redis 6 gets it: the EVAL form by EVALSHA (every call makes the script's closures)
+  rb_run room-check-evalsha 40000 EVALSHA "$sha" 6 "${ROOM_KEYS[@]}" check "" 600000 \
+    "rb-__rand_int__"
   # the same with 16 calls in flight per connection: what Redis does when its network cost is
   # shared, as anteroom shares it (one pipelined connection per process)
-  RB_PIPELINE=16 rb_run room-check-p16 80000 EVALSHA "$sha" 6 "${ROOM_KEYS[@]}" check "" 600000 \
+  RB_PIPELINE=16 rb_run room-check-p16 80000 FCALL bench_room 6 "${ROOM_KEYS[@]}" check "" 600000 \
     "rb-__rand_int__"
 }
 
 queue_ceiling() {
   rcli flushall >/dev/null
   local sha first
-  sha="$(rcli -x script load <"$ROOT/src/store/redis/lua/queue.lua")"
+  sha="$(eval_form "$ROOT/src/store/redis/lua/queue.lua" | rcli -x script load)"
+  load_library bench_queue "$ROOT/src/store/redis/lua/queue.lua"
   # push: n=1, then payload, delay 0, priority 0, no dedupe, max_attempts 5
-  first="$(rcli evalsha "$sha" 15 "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
+  first="$(rcli fcall bench_queue 15 "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
   if [[ "$first" != ok ]]; then
     echo "queue.lua push did not answer ok ($first): queue ceiling skipped" | tee -a "$OUT/notes.txt"
     return 0
   fi
-  rb_run queue-push 20000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5
-  RB_PIPELINE=16 rb_run queue-push-p16 30000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" push "" 1 \
+  rb_run queue-push 20000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5
+  rb_run queue-push-evalsha 20000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 \
+    "" 5
+  RB_PIPELINE=16 rb_run queue-push-p16 30000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" push "" 1 \
     '{"i":1}' 0 0 "" 5
-  # fetch: worker, max 1, lease 60 s, no wait, no acks (the queue holds 50001 jobs)
-  rb_run queue-fetch 20000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" fetch "" rbw 1 60000 0 0
-  RB_PIPELINE=16 rb_run queue-fetch-p16 30000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" fetch "" rbw \
-    1 60000 0 0
+  # fetch: worker, max 1, lease 60 s, no wait, no acks (the queue holds 60001 jobs)
+  rb_run queue-fetch 20000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" fetch "" rbw 1 60000 0 0
+  RB_PIPELINE=16 rb_run queue-fetch-p16 30000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" fetch "" \
+    rbw 1 60000 0 0
 }
 
 for REP in $(seq "$REPS"); do
@@ -293,7 +312,8 @@ echo "== server time per call of smaller scripts (redis-benchmark -c $CONNS)"
 rcli flushall >/dev/null
 sha="$(rcli script load 'return 1')"
 rb_run trivial-script 40000 EVALSHA "$sha" 0
-# each script up to its "-- ---- operations" line: what defining its functions costs every call
+# each script up to its "-- ---- operations" line, as an EVAL script: what defining its functions
+# costs every call of the EVAL form (the library form makes them once, when it loads)
 if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/room.lua"; then
   sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOT/src/store/redis/lua/room.lua"; echo 'return 1') |
     rcli -x script load)"
@@ -403,7 +423,7 @@ def parse_monitor(path):
         if name in ADMIN or (name == "config" and len(args) > 1):
             continue
         owner = "op"
-        if name in ("evalsha", "eval"):
+        if name in ("evalsha", "eval", "fcall"):
             nkeys = int(args[2]) if len(args) > 2 and args[2].isdigit() else 0
             op = args[3 + nkeys] if len(args) > 3 + nkeys else ""
             if nkeys == 1 or op in ("advance", "hint"):
@@ -449,13 +469,13 @@ def measure(name, n, fn, note=""):
         for k, v in c.items():
             stats[k] -= v
     top_op = sum(top["op"].values())
-    evalsha = stats["evalsha"] + stats["eval"]
+    evalsha = stats["evalsha"] + stats["eval"] + stats["fcall"]
     in_script = sum(stats.values()) - top_op
     j = {"scenario": "per-op", "op": name, "requests": n, "secs": round(secs, 2),
          "top_level_per_req": round(top_op / n, 3),
          "evalsha_per_req": round(evalsha / n, 3),
          "top_level_other": {k: round(v / n, 3) for k, v in top["op"].items()
-                             if k not in ("evalsha", "eval")},
+                             if k not in ("evalsha", "eval", "fcall")},
          "in_script_per_req": round(in_script / n, 2),
          "in_script_per_req_monitor": round(sum(inner["op"].values()) / n, 2),
          "in_script_by_command": {k: round(v / n, 2) for k, v in inner["op"].most_common()},
@@ -584,7 +604,8 @@ print("|---|---|---|---|---|---|---|---|---|---|---|")
 ceil = {}
 for name in ("room-check", "queue-push", "queue-fetch", "room-check-p16", "queue-push-p16",
              "queue-fetch-p16", "trivial-script", "room-definitions-only",
-             "queue-definitions-only", "waitroom-5-read-check"):
+             "queue-definitions-only", "waitroom-5-read-check", "room-check-evalsha",
+             "queue-push-evalsha"):
     rs = pick("ceiling", name=name)
     ceil[name] = {"rate": med([r["rate"] for r in rs]),
                   "inner": med([r.get("commands_in_script_us_per_call") for r in rs]),
@@ -628,9 +649,11 @@ for name, label in (("trivial-script", "`return 1`"),
                     ("waitroom-5-read-check", "bench-waitroom-lua.js's check (5 reads)"),
                     ("room-definitions-only", "room.lua up to its operations (definitions, no work)"),
                     ("queue-definitions-only", "queue.lua up to its operations (definitions, no work)"),
-                    ("room-check", "room.lua `check`, waiting session"),
+                    ("room-check", "room.lua `check`, waiting session (FCALL)"),
+                    ("room-check-evalsha", "room.lua `check`, as EVALSHA (Redis 6's path)"),
                     ("room-check-p16", "room.lua `check`, -P 16"),
-                    ("queue-push", "queue.lua `push`, 1 job"),
+                    ("queue-push", "queue.lua `push`, 1 job (FCALL)"),
+                    ("queue-push-evalsha", "queue.lua `push`, as EVALSHA"),
                     ("queue-push-p16", "queue.lua `push`, -P 16"),
                     ("queue-fetch", "queue.lua `fetch`, 1 job, no ack"),
                     ("queue-fetch-p16", "queue.lua `fetch`, -P 16")):

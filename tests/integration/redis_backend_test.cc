@@ -2351,5 +2351,71 @@ TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
   EXPECT_EQ(Int(stats.json, "ready"), 0) << stats.Describe();
 }
 
+// Scripts are a function library on Redis 7 (FUNCTION LOAD once, FCALL per call), loaded again
+// when the server lost it; a server without FCALL (Redis 6, here FCALL renamed away) gets
+// EVALSHA of the same code.
+void RoomAndQueueWork(HttpConn& conn, const std::string& tag) {
+  Answer put = conn.Put(RoomPath("fn" + tag), {{"capacity", 1}});
+  ASSERT_EQ(put.status / 100, 2) << put.Describe();
+  Answer a = conn.Post(RoomPath("fn" + tag, "/check"), {{"session", "first-session-" + tag}});
+  ASSERT_EQ(a.status, 200) << a.Describe();
+  EXPECT_EQ(Str(a.json, "status"), "active") << a.Describe();
+  Answer b = conn.Post(RoomPath("fn" + tag, "/check"), {{"session", "second-session-" + tag}});
+  EXPECT_EQ(Int(b.json, "position"), 1) << b.Describe();
+  Answer pushed =
+      conn.Call("POST", QueuePath("fn" + tag, "/jobs"), R"({"jobs": [{"payload": 7}]})");
+  ASSERT_EQ(pushed.status, 201) << pushed.Describe();
+  Answer fetched = conn.Call("POST", QueuePath("fn" + tag, "/fetch"), R"({"worker": "w"})");
+  ASSERT_EQ(fetched.status, 200) << fetched.Describe();
+  const json::array* jobs = Arr(fetched.json, "jobs");
+  ASSERT_TRUE(jobs != nullptr && jobs->size() == 1u) << fetched.body;
+  std::string lease = Str((*jobs)[0], "lease").value_or("");
+  Answer acked =
+      conn.Call("POST", QueuePath("fn" + tag, "/ack"), R"({"leases": [")" + lease + R"("]})");
+  EXPECT_EQ(acked.status, 200) << acked.Describe();
+}
+
+int64_t CommandCalls(RedisProcess& redis, std::string_view command) {
+  std::string stats = redis.Command({"INFO", "commandstats"});
+  std::string marker = "cmdstat_" + std::string(command) + ":calls=";
+  size_t at = stats.find(marker);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + marker.size()));
+}
+
+TEST(RedisBackendTest, ScriptsAreAFunctionLibraryWhereRedisHasThem) {
+  SKIP_WITHOUT_REDIS();
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  std::string error;
+  Servers servers = StartAnterooms(1, redis.url(), &error);
+  ASSERT_EQ(servers.size(), 1u) << error;
+  HttpConn conn(servers[0]->port());
+  RoomAndQueueWork(conn, "a");
+  std::string libraries = redis.Command({"FUNCTION", "LIST"});
+  EXPECT_NE(libraries.find("anteroom_room_"), std::string::npos) << libraries;
+  EXPECT_NE(libraries.find("anteroom_queue_"), std::string::npos) << libraries;
+  EXPECT_GT(CommandCalls(redis, "fcall"), 5);
+  EXPECT_EQ(CommandCalls(redis, "evalsha"), 0);
+  EXPECT_EQ(CommandCalls(redis, "eval"), 0);
+
+  // The server loses its functions (a restart without persistence, FUNCTION FLUSH): loaded again.
+  EXPECT_EQ(redis.Command({"FUNCTION", "FLUSH"}), "OK\n");
+  RoomAndQueueWork(conn, "b");
+  EXPECT_NE(redis.Command({"FUNCTION", "LIST"}).find("anteroom_room_"), std::string::npos);
+}
+
+TEST(RedisBackendTest, ScriptsGoByEvalshaWhereRedisHasNoFunctions) {
+  SKIP_WITHOUT_REDIS();
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start({"--rename-command", "FCALL", ""})) << redis.error();
+  std::string error;
+  Servers servers = StartAnterooms(1, redis.url(), &error);
+  ASSERT_EQ(servers.size(), 1u) << error;
+  HttpConn conn(servers[0]->port());
+  RoomAndQueueWork(conn, "a");
+  EXPECT_GT(CommandCalls(redis, "evalsha"), 5);
+  EXPECT_EQ(CommandCalls(redis, "fcall"), 0);
+}
+
 }  // namespace
 }  // namespace anteroom::testing

@@ -22,6 +22,20 @@ std::string Sha1Hex(std::string_view text) {
   for (unsigned char c : digest) hex += fmt::format("{:02x}", c);
   return hex;
 }
+
+// Redis's answers: FCALL on a Redis 6 ("ERR unknown command `FCALL`, with args ..."), FCALL of
+// a function the server does not have ("ERR Function not found"), FUNCTION LOAD of a library
+// it has ("ERR Library 'NAME' already exists").
+bool IsUnknownCommand(std::string_view error) {
+  return error.find("unknown command") != std::string_view::npos;
+}
+bool IsFunctionNotFound(std::string_view error) {
+  return error.find("Function not found") != std::string_view::npos;
+}
+bool IsLibraryThere(std::string_view error) {
+  return error.find("already exists") != std::string_view::npos;
+}
+
 }  // namespace
 
 bool ParseRedirect(std::string_view error, std::string_view asked_host, uint16_t& slot,
@@ -73,13 +87,25 @@ uint16_t KeySlot(std::string_view key) {
   return static_cast<uint16_t>(crc.checksum() & 16383);
 }
 
-Script::Script(std::string text) : source(std::move(text)), sha(Sha1Hex(source)) {}
+Script::Script(std::string_view name, std::string_view body) {
+  // The EVAL form keeps the globals before the body's own `local KEYS, ARGV` (if any) hide them.
+  source = "local eval_keys, eval_argv = KEYS, ARGV\n";
+  source.append(body);
+  source += "\nreturn run(eval_keys, eval_argv)\n";
+  sha = Sha1Hex(source);
+  function = fmt::format("anteroom_{}_{}", name, sha.substr(0, 16));
+  library = fmt::format("#!lua name={}\n{}\nredis.register_function('{}', run)\n", function, body,
+                        function);
+}
 
 struct ClusterClient::Request {
   uint16_t slot = 0;
   bool routed = false;  // false: any server
   std::vector<std::string> args;
-  const Script* script = nullptr;  // args[0] is EVALSHA, args[1] the sha
+  // args[0] is FCALL (args[1] the function) or EVALSHA (args[1] the sha), or EVAL once the
+  // server answered NOSCRIPT.
+  const Script* script = nullptr;
+  bool library_sent = false;  // FUNCTION LOAD was sent for this call
   Callback cb;
   int redirects = 0;
   // A migrating slot answers TRYAGAIN until its keys have moved: retried until this time.
@@ -173,8 +199,8 @@ void ClusterClient::Eval(const Script& script, std::vector<std::string> keys,
   if (req->routed) req->slot = KeySlot(keys.front());
   req->script = &script;
   req->args.reserve(3 + keys.size() + argv.size());
-  req->args.push_back("EVALSHA");
-  req->args.push_back(script.sha);
+  req->args.push_back(functions_ ? "FCALL" : "EVALSHA");
+  req->args.push_back(functions_ ? script.function : script.sha);
   req->args.push_back(std::to_string(keys.size()));
   for (auto& k : keys) req->args.push_back(std::move(k));
   for (auto& a : argv) req->args.push_back(std::move(a));
@@ -214,6 +240,28 @@ void ClusterClient::OnReply(std::shared_ptr<Request> req, Reply reply) {
   if (reply.type == Reply::Type::kError) {
     uint16_t slot;
     Endpoint to;
+    if (req->script && req->args[0] == "FCALL" && IsUnknownCommand(reply.str)) {
+      functions_ = false;  // Redis 6: scripts go by EVALSHA from now on
+      req->args[0] = "EVALSHA";
+      req->args[1] = req->script->sha;
+      return Dispatch(std::move(req), nullptr, false);
+    }
+    if (req->script && req->args[0] == "FCALL" && IsFunctionNotFound(reply.str) &&
+        !req->library_sent) {
+      // This server does not have the library yet (or lost it): load it, then call again. A
+      // concurrent load of the same library answers that it exists, which is as good.
+      req->library_sent = true;
+      auto load = std::make_shared<Request>();
+      load->routed = req->routed;
+      load->slot = req->slot;
+      load->args = {"FUNCTION", "LOAD", req->script->library};
+      load->deadline = req->deadline;
+      load->cb = [this, req](Reply loaded) mutable {
+        if (loaded.failed() && !IsLibraryThere(loaded.str)) return req->cb(std::move(loaded));
+        Dispatch(std::move(req), nullptr, false);
+      };
+      return Dispatch(std::move(load), nullptr, false);
+    }
     if (reply.IsError("NOSCRIPT") && req->script && req->args[0] == "EVALSHA") {
       req->args[0] = "EVAL";  // the server lost its script cache (restart, failover): send it
       req->args[1] = req->script->source;

@@ -39,10 +39,17 @@ struct SlotRange {
 // are skipped.
 std::vector<SlotRange> ParseSlotMap(const Reply& answer, std::string_view asked_host);
 
+// A script's code (`body`: Lua that defines `local function run(KEYS, ARGV)` and returns
+// nothing) in the two forms Redis takes it: a function library (Redis 7: loaded once with
+// FUNCTION LOAD, called with FCALL, so its helper functions are made once, not per call) and
+// an EVAL script calling run (Redis 6, by EVALSHA). Names carry a hash of the code, so
+// processes of different versions sharing a Redis each call their own.
 struct Script {
-  std::string source;
-  std::string sha;  // SHA-1 hex of source
-  explicit Script(std::string text);
+  std::string source;    // the EVAL script
+  std::string sha;       // SHA-1 hex of source
+  std::string function;  // the library's one function, also the library's name
+  std::string library;   // FUNCTION LOAD's argument
+  Script(std::string_view name, std::string_view body);
 };
 
 class ClusterClient {
@@ -56,7 +63,9 @@ class ClusterClient {
   void Start(std::function<void(std::string)> done);
   // A command about `key` (routing only; "" = any server).
   void Call(std::string_view key, std::vector<std::string> args, Callback cb);
-  // EVALSHA script over `keys` (all in one slot) and `argv`.
+  // FCALL (or, from a Redis without functions, EVALSHA) of `script` over `keys` (all in one
+  // slot) and `argv`. A server that lost the library or script (a restart, a failover, FLUSHALL
+  // of functions) is sent it again.
   void Eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> argv,
             Callback cb);
   // A connection of its own to some server, for SUBSCRIBE (messages are cluster-wide).
@@ -82,6 +91,9 @@ class ClusterClient {
   std::map<std::pair<std::string, uint16_t>, std::shared_ptr<Connection>> nodes_;
   std::array<std::shared_ptr<Connection>, 16384> slots_{};
   std::shared_ptr<Connection> any_;  // the single server, or a seed
+  // Whether the servers have FUNCTION/FCALL (Redis 7); learned from the first FCALL refused as
+  // an unknown command, then every script goes by EVALSHA.
+  bool functions_ = true;
   bool refreshing_ = false;
   bool closed_ = false;
   size_t next_seed_ = 0;

@@ -99,9 +99,9 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       options_(std::move(options)),
       keys_(options_.key_prefix),
       lease_key_(options_.lease_secret),
-      room_script_(lua::kRoom),
-      queue_script_(lua::kQueue),
-      sweep_script_(lua::kSweep) {
+      room_script_("room", lua::kRoom),
+      queue_script_("queue", lua::kQueue),
+      sweep_script_("sweep", lua::kSweep) {
   std::string error;
   auto url = ParseRedisUrl(options_.url, error);
   if (!url) throw std::runtime_error(error);

@@ -29,13 +29,15 @@ constexpr milliseconds kRestorePoll{100};
 // KEYS[1]: a shared key; ARGV[1]: this process's value. Answers 0 when the key holds this
 // value, 1 when it was missing and now holds it, 2 when it holds another.
 constexpr const char* kCheckScript = R"lua(
-local held = redis.call('GET', KEYS[1])
-if not held then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return 1
+local function run(KEYS, ARGV)
+  local held = redis.call('GET', KEYS[1])
+  if not held then
+    redis.call('SET', KEYS[1], ARGV[1])
+    return 1
+  end
+  if held == ARGV[1] then return 0 end
+  return 2
 end
-if held == ARGV[1] then return 0 end
-return 2
 )lua";
 
 // A ClusterClient on an io_context of its own, for start-up: each call runs the context until
@@ -147,7 +149,7 @@ Claimed ClaimShared(const std::string& url_text, const std::string& prefix, cons
 
 SharedValueWatch::SharedValueWatch(boost::asio::io_context& io, ClusterClient& client,
                                    std::chrono::milliseconds interval)
-    : client_(client), interval_(interval), timer_(io), script_(kCheckScript) {}
+    : client_(client), interval_(interval), timer_(io), script_("shared", kCheckScript) {}
 
 SharedValueWatch::~SharedValueWatch() = default;
 

@@ -16,10 +16,9 @@
 
 local NEVER = 9007199254740991
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = 3600000, 1000000
-local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-  KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local op = ARGV[1]
+-- Set by run() for each call (the functions below are made once, when the library loads).
+local KEYS, ARGV, op
+local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY
 
 local function now_ms()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
@@ -296,268 +295,283 @@ local function fetch(worker, max, lease_ms)
 end
 
 -- ---- operations -----------------------------------------------------------------------------
-local now = now_ms()
-local exists = load()
+local function main()
+  local now = now_ms()
+  local exists = load()
 
-if op == 'push' then
-  -- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts)
-  if not exists then create(now) end
-  advance(now)
-  local first_push = Q.listed == 0
-  Q.listed = 1
-  local n, results = tonumber(ARGV[3]), {}
-  for i = 0, n - 1 do
-    local payload, delay = ARGV[4 + i * 5], tonumber(ARGV[5 + i * 5])
-    local dedupe = ARGV[7 + i * 5]
-    dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
-    local hit = dedupe and redis.call('HGET', U, dedupe)
-    if hit then
-      results[#results + 1] = tonumber(hit)
-      results[#results + 1] = 0
-    else
-      local x = {id = Q.next_id, st = 'r', due = 0, order = 0, priority = tonumber(ARGV[6 + i * 5]),
-                 max_attempts = tonumber(ARGV[8 + i * 5]), attempt = 0, delivery = 0,
-                 worker = false, failed_at = 0, dedupe = dedupe}
-      Q.next_id = Q.next_id + 1
-      redis.call('HSET', P, pad(x.id), payload)
-      if dedupe then redis.call('HSET', U, dedupe, s(x.id)) end
-      if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end
-      Q.pushed = Q.pushed + 1
-      results[#results + 1] = x.id
-      results[#results + 1] = 1
-    end
-  end
-  -- The first push puts the queue in the registry (ListQueues), whatever its deadlines.
-  local reg = to_register(false)
-  if first_push and reg == -1 then reg = Q.hint end
-  local wk = wake()
-  save()
-  return {'ok', reg, wk, results}
-end
-
-if op == 'fetch' then
-  -- ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id, delivery)
-  local n, acked = tonumber(ARGV[7]), {}
-  if not exists then
-    -- Nothing to fetch, and a name nobody pushed to is not kept: a long poll only leaves its
-    -- POLL mark (with a TTL), so a first push wakes it.
-    for i = 1, n do acked[i] = INVALID end
-    local wait = tonumber(ARGV[6])
-    if wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
-      redis.call('SET', POLL, '1', 'PX', wait + 1000)
-    end
-    return {'ok', -1, 0, {acked, {}}}
-  end
-  advance(now)
-  if exists then
-    for i = 0, n - 1 do acked[#acked + 1] = ack(tonumber(ARGV[8 + i * 2]), tonumber(ARGV[9 + i * 2])) end
-  end
-  local jobs = fetch(ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
-  local wait = tonumber(ARGV[6])
-  if #jobs == 0 and wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
-    redis.call('SET', POLL, '1', 'PX', wait + 1000)  -- never shortens another poll's wait
-  end
-  return answer(false, {acked, jobs})
-end
-
-if op == 'heartbeat' then  -- ARGV 3 worker, 4 ttl
-  -- A worker matters to a queue that holds jobs (its first fetch of one registers it): on a
-  -- name nobody pushed to, a heartbeat keeps nothing.
-  if not exists or holds_nothing() then return {'ok', -1, 0, 1} end
-  advance(now)
-  local w = ARGV[3]
-  redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
-  redis.call('ZADD', HB, Q.now + tonumber(ARGV[4]), w)
-  return answer(false, 1)
-end
-
-if op == 'setpaused' then  -- ARGV 3: 1 or 0
-  if not exists then
-    if tonumber(ARGV[3]) == 0 then return {'ok', -1, 0, 1} end  -- unpausing nothing keeps nothing
-    create(now)
-  end
-  advance(now)
-  Q.paused = tonumber(ARGV[3])
-  return answer(false, 1)
-end
-
-if op == 'setkey' then
-  -- ARGV 3: the digest to keep (32 raw bytes), or '' to remove the key. Setting one creates
-  -- the queue (the backend checked --max-queues first) and puts it in the registry, as a first
-  -- push does. Answers 1 when the name no longer counts as a queue (its key removed, never
-  -- pushed to: the backend uncounts it), else 0.
-  local digest = ARGV[3]
-  if digest == '' then
-    if not keyed() then return {'ok', -1, 0, 0} end
-    redis.call('DEL', KEY)
-    if not exists then return {'ok', -1, 0, 1} end  -- (never written so: a key without a queue)
+  if op == 'push' then
+    -- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts)
+    if not exists then create(now) end
     advance(now)
-    return answer(false, Q.listed == 0 and 1 or 0)
-  end
-  if not exists then create(now) end
-  advance(now)
-  local first = not counted()
-  redis.call('SET', KEY, digest)
-  local reg = to_register(false)
-  if first and reg == -1 then reg = Q.hint end
-  local wk = wake()
-  save()
-  return {'ok', reg, wk, 0}
-end
-
-if not exists then  -- reads and changes of a queue nobody pushed to: the empty answer
-  if op == 'ack' or op == 'nack' or op == 'extend' then
-    local out = {}
-    for i = 1, tonumber(ARGV[3]) do out[i] = INVALID end
-    return {'ok', -1, 0, out}
-  end
-  if op == 'stats' then return {'ok', -1, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} end
-  if op == 'inflight' or op == 'dead' then return {'ok', -1, 0, {}} end
-  if op == 'advance' or op == 'hint' then return {'ok', NEVER, 0, 0} end
-  if op == 'cancel' then return {'ok', -1, 0, 1} end
-  return {'ok', -1, 0, 0}  -- release, requeue, giveback, cancel (unknown)
-end
-
-if op == 'hint' then  -- the sweeper, after recording the next deadline: the one last reported
-  return {'ok', Q.hint, 0, 0}
-end
-
-advance(now)
-
-if op == 'ack' or op == 'nack' or op == 'extend' then
-  -- ARGV 3 n, then n x (id, delivery, jitter); nack: after them delay ('' backoff), error;
-  -- extend: after them lease_ms
-  local n, out = tonumber(ARGV[3]), {}
-  local rest = 4 + n * 3
-  for i = 0, n - 1 do
-    local id, delivery = tonumber(ARGV[4 + i * 3]), tonumber(ARGV[5 + i * 3])
-    if op == 'ack' then
-      out[#out + 1] = ack(id, delivery)
-    else
-      local outcome, x, acked_before = current(id, delivery)
-      if acked_before then outcome = LOST end
-      if x and op == 'extend' then
-        x.due = Q.now + tonumber(ARGV[rest])
-        redis.call('ZADD', LS, x.due, pad(x.id))
-        put(x)
-      elseif x then  -- nack
-        end_lease(x)
-        Q.nacked = Q.nacked + 1
-        add_history(x, ARGV[rest + 1], Q.now)
-        if x.attempt >= x.max_attempts then
-          bury(x, Q.now)
-        else
-          local delay
-          if ARGV[rest] ~= '' then
-            delay = tonumber(ARGV[rest])
-          else
-            local shift = math.min(x.attempt - 1, 22)
-            local base = math.min(1000 * 2 ^ shift, 3600000)
-            delay = math.floor(base * tonumber(ARGV[6 + i * 3]))
-          end
-          if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end
-        end
+    local first_push = Q.listed == 0
+    Q.listed = 1
+    local n, results = tonumber(ARGV[3]), {}
+    for i = 0, n - 1 do
+      local payload, delay = ARGV[4 + i * 5], tonumber(ARGV[5 + i * 5])
+      local dedupe = ARGV[7 + i * 5]
+      dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
+      local hit = dedupe and redis.call('HGET', U, dedupe)
+      if hit then
+        results[#results + 1] = tonumber(hit)
+        results[#results + 1] = 0
+      else
+        local x = {id = Q.next_id, st = 'r', due = 0, order = 0, priority = tonumber(ARGV[6 + i * 5]),
+                   max_attempts = tonumber(ARGV[8 + i * 5]), attempt = 0, delivery = 0,
+                   worker = false, failed_at = 0, dedupe = dedupe}
+        Q.next_id = Q.next_id + 1
+        redis.call('HSET', P, pad(x.id), payload)
+        if dedupe then redis.call('HSET', U, dedupe, s(x.id)) end
+        if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end
+        Q.pushed = Q.pushed + 1
+        results[#results + 1] = x.id
+        results[#results + 1] = 1
       end
-      out[#out + 1] = outcome
     end
+    -- The first push puts the queue in the registry (ListQueues), whatever its deadlines.
+    local reg = to_register(false)
+    if first_push and reg == -1 then reg = Q.hint end
+    local wk = wake()
+    save()
+    return {'ok', reg, wk, results}
   end
-  return answer(false, out)
-elseif op == 'giveback' then
-  -- ARGV 3 n, then n x (id, delivery): deliveries whose answer reached nobody (the long poll's
-  -- client hung up while its fetch ran). Each job goes back to the head of the line as if it
-  -- had not been fetched: its attempt is taken back, with no history, nack or expiry counted.
-  local n, list = tonumber(ARGV[3]), {}
-  for i = 0, n - 1 do
-    local _, x = current(tonumber(ARGV[4 + i * 2]), tonumber(ARGV[5 + i * 2]))
-    if x then list[#list + 1] = x end
+
+  if op == 'fetch' then
+    -- ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id, delivery)
+    local n, acked = tonumber(ARGV[7]), {}
+    if not exists then
+      -- Nothing to fetch, and a name nobody pushed to is not kept: a long poll only leaves its
+      -- POLL mark (with a TTL), so a first push wakes it.
+      for i = 1, n do acked[i] = INVALID end
+      local wait = tonumber(ARGV[6])
+      if wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
+        redis.call('SET', POLL, '1', 'PX', wait + 1000)
+      end
+      return {'ok', -1, 0, {acked, {}}}
+    end
+    advance(now)
+    if exists then
+      for i = 0, n - 1 do acked[#acked + 1] = ack(tonumber(ARGV[8 + i * 2]), tonumber(ARGV[9 + i * 2])) end
+    end
+    local jobs = fetch(ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+    local wait = tonumber(ARGV[6])
+    if #jobs == 0 and wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
+      redis.call('SET', POLL, '1', 'PX', wait + 1000)  -- never shortens another poll's wait
+    end
+    return answer(false, {acked, jobs})
   end
-  table.sort(list, by_ready_key)
-  for i = #list, 1, -1 do  -- the last first, so together they keep their order
-    local x = list[i]
-    end_lease(x)
-    x.attempt = x.attempt - 1
-    make_ready(x, true)
-  end
-  return answer(false, #list)
-elseif op == 'release' then  -- ARGV 3 worker
-  local w = ARGV[3]
-  local alive = redis.call('HGET', W, w)
-  if not alive then return answer(false, 0) end
-  local ids = {}
-  for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
-  local list = jobs_of(ids)
-  if tonumber(alive) ~= 0 then
-    redis.call('HSET', W, w, 0)
-    redis.call('ZREM', HB, w)
-  end
-  fail_all(list, "released: worker '" .. w .. "'", Q.now)
-  if #list == 0 then forget_worker_if_idle(w) end
-  return answer(false, #list)
-elseif op == 'stats' then
-  return answer(false, {redis.call('ZCARD', RD), redis.call('ZCARD', DL), redis.call('ZCARD', LS),
-                        redis.call('ZCARD', DD), Q.pushed, Q.acked, Q.nacked, Q.expired,
-                        Q.cancelled, redis.call('HLEN', W), Q.paused, counted() and 1 or 0})
-elseif op == 'inflight' then  -- ARGV 3: worker, or '' for all
-  local list = {}
-  if ARGV[3] ~= '' then
+
+  if op == 'heartbeat' then  -- ARGV 3 worker, 4 ttl
+    -- A worker matters to a queue that holds jobs (its first fetch of one registers it): on a
+    -- name nobody pushed to, a heartbeat keeps nothing.
+    if not exists or holds_nothing() then return {'ok', -1, 0, 1} end
+    advance(now)
     local w = ARGV[3]
+    redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
+    redis.call('ZADD', HB, Q.now + tonumber(ARGV[4]), w)
+    return answer(false, 1)
+  end
+
+  if op == 'setpaused' then  -- ARGV 3: 1 or 0
+    if not exists then
+      if tonumber(ARGV[3]) == 0 then return {'ok', -1, 0, 1} end  -- unpausing nothing keeps nothing
+      create(now)
+    end
+    advance(now)
+    Q.paused = tonumber(ARGV[3])
+    return answer(false, 1)
+  end
+
+  if op == 'setkey' then
+    -- ARGV 3: the digest to keep (32 raw bytes), or '' to remove the key. Setting one creates
+    -- the queue (the backend checked --max-queues first) and puts it in the registry, as a first
+    -- push does. Answers 1 when the name no longer counts as a queue (its key removed, never
+    -- pushed to: the backend uncounts it), else 0.
+    local digest = ARGV[3]
+    if digest == '' then
+      if not keyed() then return {'ok', -1, 0, 0} end
+      redis.call('DEL', KEY)
+      if not exists then return {'ok', -1, 0, 1} end  -- (never written so: a key without a queue)
+      advance(now)
+      return answer(false, Q.listed == 0 and 1 or 0)
+    end
+    if not exists then create(now) end
+    advance(now)
+    local first = not counted()
+    redis.call('SET', KEY, digest)
+    local reg = to_register(false)
+    if first and reg == -1 then reg = Q.hint end
+    local wk = wake()
+    save()
+    return {'ok', reg, wk, 0}
+  end
+
+  if not exists then  -- reads and changes of a queue nobody pushed to: the empty answer
+    if op == 'ack' or op == 'nack' or op == 'extend' then
+      local out = {}
+      for i = 1, tonumber(ARGV[3]) do out[i] = INVALID end
+      return {'ok', -1, 0, out}
+    end
+    if op == 'stats' then return {'ok', -1, 0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} end
+    if op == 'inflight' or op == 'dead' then return {'ok', -1, 0, {}} end
+    if op == 'advance' or op == 'hint' then return {'ok', NEVER, 0, 0} end
+    if op == 'cancel' then return {'ok', -1, 0, 1} end
+    return {'ok', -1, 0, 0}  -- release, requeue, giveback, cancel (unknown)
+  end
+
+  if op == 'hint' then  -- the sweeper, after recording the next deadline: the one last reported
+    return {'ok', Q.hint, 0, 0}
+  end
+
+  advance(now)
+
+  if op == 'ack' or op == 'nack' or op == 'extend' then
+    -- ARGV 3 n, then n x (id, delivery, jitter); nack: after them delay ('' backoff), error;
+    -- extend: after them lease_ms
+    local n, out = tonumber(ARGV[3]), {}
+    local rest = 4 + n * 3
+    for i = 0, n - 1 do
+      local id, delivery = tonumber(ARGV[4 + i * 3]), tonumber(ARGV[5 + i * 3])
+      if op == 'ack' then
+        out[#out + 1] = ack(id, delivery)
+      else
+        local outcome, x, acked_before = current(id, delivery)
+        if acked_before then outcome = LOST end
+        if x and op == 'extend' then
+          x.due = Q.now + tonumber(ARGV[rest])
+          redis.call('ZADD', LS, x.due, pad(x.id))
+          put(x)
+        elseif x then  -- nack
+          end_lease(x)
+          Q.nacked = Q.nacked + 1
+          add_history(x, ARGV[rest + 1], Q.now)
+          if x.attempt >= x.max_attempts then
+            bury(x, Q.now)
+          else
+            local delay
+            if ARGV[rest] ~= '' then
+              delay = tonumber(ARGV[rest])
+            else
+              local shift = math.min(x.attempt - 1, 22)
+              local base = math.min(1000 * 2 ^ shift, 3600000)
+              delay = math.floor(base * tonumber(ARGV[6 + i * 3]))
+            end
+            if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end
+          end
+        end
+        out[#out + 1] = outcome
+      end
+    end
+    return answer(false, out)
+  elseif op == 'giveback' then
+    -- ARGV 3 n, then n x (id, delivery): deliveries whose answer reached nobody (the long poll's
+    -- client hung up while its fetch ran). Each job goes back to the head of the line as if it
+    -- had not been fetched: its attempt is taken back, with no history, nack or expiry counted.
+    local n, list = tonumber(ARGV[3]), {}
+    for i = 0, n - 1 do
+      local _, x = current(tonumber(ARGV[4 + i * 2]), tonumber(ARGV[5 + i * 2]))
+      if x then list[#list + 1] = x end
+    end
+    table.sort(list, by_ready_key)
+    for i = #list, 1, -1 do  -- the last first, so together they keep their order
+      local x = list[i]
+      end_lease(x)
+      x.attempt = x.attempt - 1
+      make_ready(x, true)
+    end
+    return answer(false, #list)
+  elseif op == 'release' then  -- ARGV 3 worker
+    local w = ARGV[3]
+    local alive = redis.call('HGET', W, w)
+    if not alive then return answer(false, 0) end
     local ids = {}
     for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
-    list = jobs_of(ids)
-  else
-    list = jobs_of(redis.call('ZRANGE', LS, 0, -1))
-  end
-  table.sort(list, function(a, b)
-    if a.due ~= b.due then return a.due < b.due end
-    return a.id < b.id
-  end)
-  local out = {}
-  for _, x in ipairs(list) do out[#out + 1] = {x.id, x.worker, x.attempt, x.due} end
-  return answer(false, out)
-elseif op == 'dead' then  -- ARGV 3: limit
-  local out = {}
-  local limit = tonumber(ARGV[3])
-  if limit > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', DD, 0, limit - 1)) do
+    local list = jobs_of(ids)
+    if tonumber(alive) ~= 0 then
+      redis.call('HSET', W, w, 0)
+      redis.call('ZREM', HB, w)
+    end
+    fail_all(list, "released: worker '" .. w .. "'", Q.now)
+    if #list == 0 then forget_worker_if_idle(w) end
+    return answer(false, #list)
+  elseif op == 'stats' then
+    return answer(false, {redis.call('ZCARD', RD), redis.call('ZCARD', DL), redis.call('ZCARD', LS),
+                          redis.call('ZCARD', DD), Q.pushed, Q.acked, Q.nacked, Q.expired,
+                          Q.cancelled, redis.call('HLEN', W), Q.paused, counted() and 1 or 0})
+  elseif op == 'inflight' then  -- ARGV 3: worker, or '' for all
+    local list = {}
+    if ARGV[3] ~= '' then
+      local w = ARGV[3]
+      local ids = {}
+      for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
+      list = jobs_of(ids)
+    else
+      list = jobs_of(redis.call('ZRANGE', LS, 0, -1))
+    end
+    table.sort(list, function(a, b)
+      if a.due ~= b.due then return a.due < b.due end
+      return a.id < b.id
+    end)
+    local out = {}
+    for _, x in ipairs(list) do out[#out + 1] = {x.id, x.worker, x.attempt, x.due} end
+    return answer(false, out)
+  elseif op == 'dead' then  -- ARGV 3: limit
+    local out = {}
+    local limit = tonumber(ARGV[3])
+    if limit > 0 then
+      for _, id in ipairs(redis.call('ZRANGE', DD, 0, limit - 1)) do
+        local x = job(tonumber(id))
+        local v = redis.call('HGET', H, id)
+        local hist = v and cmsgpack.unpack(v) or {}
+        local last = hist[#hist]
+        out[#out + 1] = {x.id, redis.call('HGET', P, id), x.attempt, last and last[2] or '',
+                         x.failed_at, hist}
+      end
+    end
+    return answer(false, out)
+  elseif op == 'requeue' then  -- ARGV 3: '*' for all, else n ids
+    local ids = {}
+    if ARGV[3] == '*' then
+      ids = redis.call('ZRANGE', DD, 0, -1)
+    else
+      for i = 4, 3 + tonumber(ARGV[3]) do ids[#ids + 1] = ARGV[i] end
+    end
+    local count = 0
+    for _, id in ipairs(ids) do
       local x = job(tonumber(id))
-      local v = redis.call('HGET', H, id)
-      local hist = v and cmsgpack.unpack(v) or {}
-      local last = hist[#hist]
-      out[#out + 1] = {x.id, redis.call('HGET', P, id), x.attempt, last and last[2] or '',
-                       x.failed_at, hist}
+      if x and x.st == 'x' then
+        redis.call('ZREM', DD, pad(x.id))
+        redis.call('HDEL', H, pad(x.id))
+        x.attempt = 0
+        make_ready(x, false)
+        count = count + 1
+      end
     end
+    return answer(false, count)
+  elseif op == 'cancel' then  -- ARGV 3: id. Answers 0 cancelled, 1 unknown, 2 in flight
+    local x = job(tonumber(ARGV[3]))
+    if not x then return answer(false, 1) end
+    if x.st == 'i' then return answer(false, 2) end
+    if x.st == 'r' then redis.call('ZREM', RD, ready_member(x))
+    elseif x.st == 'd' then redis.call('ZREM', DL, pad(x.id))
+    else redis.call('ZREM', DD, pad(x.id)) end
+    Q.cancelled = Q.cancelled + 1
+    free_job(x)
+    return answer(false, 0)
+  elseif op == 'advance' then
+    return answer(true, 0)
   end
-  return answer(false, out)
-elseif op == 'requeue' then  -- ARGV 3: '*' for all, else n ids
-  local ids = {}
-  if ARGV[3] == '*' then
-    ids = redis.call('ZRANGE', DD, 0, -1)
-  else
-    for i = 4, 3 + tonumber(ARGV[3]) do ids[#ids + 1] = ARGV[i] end
-  end
-  local count = 0
-  for _, id in ipairs(ids) do
-    local x = job(tonumber(id))
-    if x and x.st == 'x' then
-      redis.call('ZREM', DD, pad(x.id))
-      redis.call('HDEL', H, pad(x.id))
-      x.attempt = 0
-      make_ready(x, false)
-      count = count + 1
-    end
-  end
-  return answer(false, count)
-elseif op == 'cancel' then  -- ARGV 3: id. Answers 0 cancelled, 1 unknown, 2 in flight
-  local x = job(tonumber(ARGV[3]))
-  if not x then return answer(false, 1) end
-  if x.st == 'i' then return answer(false, 2) end
-  if x.st == 'r' then redis.call('ZREM', RD, ready_member(x))
-  elseif x.st == 'd' then redis.call('ZREM', DL, pad(x.id))
-  else redis.call('ZREM', DD, pad(x.id)) end
-  Q.cancelled = Q.cancelled + 1
-  free_job(x)
-  return answer(false, 0)
-elseif op == 'advance' then
-  return answer(true, 0)
+  return {'invalid_argument', 'unknown queue operation ' .. tostring(op)}
 end
-return {'invalid_argument', 'unknown queue operation ' .. tostring(op)}
+
+-- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
+-- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
+-- See Script in src/store/redis/cluster_client.h.
+local function run(keys, argv)
+  KEYS, ARGV = keys, argv
+  M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY =
+    KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
+    KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+  op = ARGV[1]
+  Q = {}
+  return main()
+end

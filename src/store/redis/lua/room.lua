@@ -21,11 +21,10 @@
 
 local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
-local M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local C, CF, G = KEYS[7], KEYS[8], KEYS[9]
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
-local op = ARGV[1]
-local ttl = tonumber(ARGV[3])
+-- Set by run() for each call (the functions below are made once, when the library loads).
+local KEYS, ARGV, op, ttl
+local M, L, S, D, V, X, C, CF, G
 
 local function now_ms()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
@@ -436,156 +435,170 @@ local function answer(register, ...)
 end
 
 -- ---- operations -----------------------------------------------------------------------------
-local now = now_ms()
+local function main()
+  local now = now_ms()
 
-if op == 'put' then
-  -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
-  -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
-  -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)  14: the incarnation, if this creates it
-  -- ARGV 15: gate ('' = keep, '-' = clear, '=TEXT' = set)
-  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
-                 paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
-  local url = ARGV[10] or ''
-  local gate = ARGV[15] or ''
-  local exists = load()
-  if not exists then
-    if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
-    R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
-         adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
-         aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
-         inc = tonumber(ARGV[14] or '0') or 0}
-  else
+  if op == 'put' then
+    -- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
+    -- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
+    -- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)  14: the incarnation, if this creates it
+    -- ARGV 15: gate ('' = keep, '-' = clear, '=TEXT' = set)
+    local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
+                   paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
+    local url = ARGV[10] or ''
+    local gate = ARGV[15] or ''
+    local exists = load()
+    if not exists then
+      if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
+      R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
+           adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
+           aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
+           inc = tonumber(ARGV[14] or '0') or 0}
+    else
+      advance(now)
+    end
+    -- Debts are in units of the old rate: every bucket starts full rather than be converted.
+    local new_rate = patch.jpm ~= '' and tonumber(patch.jpm) ~= R.jpm
+    for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
+    if new_rate then refill_all_buckets(R.now) end
+    if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
+    -- A new room starts without a gate (one left behind, see gate_text, is removed).
+    if gate == '-' or (not exists and gate == '') then
+      redis.call('DEL', G)
+    elseif gate ~= '' then
+      redis.call('SET', G, s(R.inc) .. ':' .. string.sub(gate, 2))
+    end
+    bump()
+    if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
+      local all = redis.call('HGETALL', S)
+      for i = 1, #all, 2 do set_deadline(get(all[i])) end
+    end
+    fill(R.now)
+    return answer(to_register(true), info())
+  end
+
+  if not load() then return {'unknown_room'} end
+
+  if op == 'get' then
     advance(now)
-  end
-  -- Debts are in units of the old rate: every bucket starts full rather than be converted.
-  local new_rate = patch.jpm ~= '' and tonumber(patch.jpm) ~= R.jpm
-  for f, v in pairs(patch) do if v ~= '' then R[f] = tonumber(v) end end
-  if new_rate then refill_all_buckets(R.now) end
-  if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
-  -- A new room starts without a gate (one left behind, see gate_text, is removed).
-  if gate == '-' or (not exists and gate == '') then
-    redis.call('DEL', G)
-  elseif gate ~= '' then
-    redis.call('SET', G, s(R.inc) .. ':' .. string.sub(gate, 2))
-  end
-  bump()
-  if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
-    local all = redis.call('HGETALL', S)
-    for i = 1, #all, 2 do set_deadline(get(all[i])) end
-  end
-  fill(R.now)
-  return answer(to_register(true), info())
-end
-
-if not load() then return {'unknown_room'} end
-
-if op == 'get' then
-  advance(now)
-  return answer(to_register(false), info())
-elseif op == 'advance' then  -- the sweeper: answers the next deadline (and records it)
-  advance(now)
-  return answer(to_register(true))
-elseif op == 'hint' then  -- the sweeper, after recording that: the deadline last reported
-  return {'ok', R.hint}
-elseif op == 'delete' then
-  advance(now)
-  local out = info()
-  redis.call('DEL', M, L, S, D, V, X, C, CF, G)
-  return {'ok', -1, out}
-elseif op == 'check' then
-  -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
-  local id, client = ARGV[4], ARGV[5] or ''
-  advance(now)
-  local x = get(id)
-  if not x then
-    local refusal = join_refusal(client, tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or '0'))
-    if refusal then
+    return answer(to_register(false), info())
+  elseif op == 'advance' then  -- the sweeper: answers the next deadline (and records it)
+    advance(now)
+    return answer(to_register(true))
+  elseif op == 'hint' then  -- the sweeper, after recording that: the deadline last reported
+    return {'ok', R.hint}
+  elseif op == 'delete' then
+    advance(now)
+    local out = info()
+    redis.call('DEL', M, L, S, D, V, X, C, CF, G)
+    return {'ok', -1, out}
+  elseif op == 'check' then
+    -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
+    local id, client = ARGV[4], ARGV[5] or ''
+    advance(now)
+    local x = get(id)
+    if not x then
+      local refusal = join_refusal(client, tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or '0'))
+      if refusal then
+        local reg = to_register(false)
+        save()
+        if refusal[1] == 'challenge_required' then return {refusal[1], reg, refusal[2]} end
+        return {refusal[1], reg, refusal[2], refusal[3]}
+      end
+      R.seq = R.seq + 1
+      redis.call('ZADD', L, R.seq, id)
+      bump()
+      x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
+      count_join(x, client, R.now)
+      put(x)
+      set_deadline(x)
+      fill(R.now)
+      x = get(id)
+    end
+    claim_presence(x)
+    return answer(to_register(false), view(x))
+  elseif op == 'present' then  -- live connections: a check-in of each known session, no joins
+    advance(now)
+    local views = {}
+    for i = 4, #ARGV do
+      local x = get(ARGV[i])
+      if x then claim_presence(x) end
+      views[#views + 1] = view(x)
+    end
+    return answer(to_register(false), views)
+  elseif op == 'line' then  -- live channels: the counts, and the line when ver moved on
+    advance(now)
+    local ver = R.ver or 0
+    local ids = {}
+    if s(ver) ~= ARGV[4] then ids = redis.call('ZRANGE', L, 0, -1) end
+    return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
+                                       R.apm, R.cto, R.idle, R.paused}, ids)
+  elseif op == 'touch' or op == 'leave' or op == 'evict' then
+    local id = ARGV[4]
+    advance(now)
+    local x = get(id)
+    if not x then
       local reg = to_register(false)
       save()
-      if refusal[1] == 'challenge_required' then return {refusal[1], reg, refusal[2]} end
-      return {refusal[1], reg, refusal[2], refusal[3]}
+      return {'unknown_session', reg}
     end
-    R.seq = R.seq + 1
-    redis.call('ZADD', L, R.seq, id)
-    bump()
-    x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
-    count_join(x, client, R.now)
-    put(x)
-    set_deadline(x)
-    fill(R.now)
-    x = get(id)
-  end
-  claim_presence(x)
-  return answer(to_register(false), view(x))
-elseif op == 'present' then  -- live connections: a check-in of each known session, no joins
-  advance(now)
-  local views = {}
-  for i = 4, #ARGV do
-    local x = get(ARGV[i])
-    if x then claim_presence(x) end
-    views[#views + 1] = view(x)
-  end
-  return answer(to_register(false), views)
-elseif op == 'line' then  -- live channels: the counts, and the line when ver moved on
-  advance(now)
-  local ver = R.ver or 0
-  local ids = {}
-  if s(ver) ~= ARGV[4] then ids = redis.call('ZRANGE', L, 0, -1) end
-  return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
-                                     R.apm, R.cto, R.idle, R.paused}, ids)
-elseif op == 'touch' or op == 'leave' or op == 'evict' then
-  local id = ARGV[4]
-  advance(now)
-  local x = get(id)
-  if not x then
-    local reg = to_register(false)
-    save()
-    return {'unknown_session', reg}
-  end
-  if op == 'touch' then
-    x.last_seen = R.now
-    if x.st == 'g' then x.st = 'a'; bump() end
-    put(x)
-    reschedule(x)
-    return answer(to_register(false), view(x))
-  end
-  if op == 'leave' and x.st ~= 'w' and ARGV[5] ~= '1' then
-    if x.st == 'a' then
-      bump()
-      x.st, x.since = 'g', R.now + R.grace
+    if op == 'touch' then
+      x.last_seen = R.now
+      if x.st == 'g' then x.st = 'a'; bump() end
       put(x)
       reschedule(x)
+      return answer(to_register(false), view(x))
     end
-    return answer(to_register(false), view(x))
-  end
-  if x.st == 'w' then
-    drop_waiting(x)
-  else
-    release(x, R.now, false)
-    fill(R.now)
-  end
-  return answer(to_register(false), view(nil))
-elseif op == 'holder' then
-  -- ARGV 4: incarnation  5: admission. Answers the session holding it, '' when none.
-  advance(now)
-  if tonumber(ARGV[4]) ~= R.inc then return answer(to_register(false), '') end
-  local id = redis.call('HGET', V, '#' .. ARGV[5])
-  if not id and R.inc == 0 then
-    -- A room from before this index: its holders are found once by a scan, then indexed.
-    local all = redis.call('HGETALL', S)
-    for i = 1, #all, 2 do
-      local x = get(all[i])
-      if x.st ~= 'w' and s(x.admission) == ARGV[5] then
-        redis.call('HSET', V, '#' .. ARGV[5], x.id)
-        id = x.id
+    if op == 'leave' and x.st ~= 'w' and ARGV[5] ~= '1' then
+      if x.st == 'a' then
+        bump()
+        x.st, x.since = 'g', R.now + R.grace
+        put(x)
+        reschedule(x)
+      end
+      return answer(to_register(false), view(x))
+    end
+    if x.st == 'w' then
+      drop_waiting(x)
+    else
+      release(x, R.now, false)
+      fill(R.now)
+    end
+    return answer(to_register(false), view(nil))
+  elseif op == 'holder' then
+    -- ARGV 4: incarnation  5: admission. Answers the session holding it, '' when none.
+    advance(now)
+    if tonumber(ARGV[4]) ~= R.inc then return answer(to_register(false), '') end
+    local id = redis.call('HGET', V, '#' .. ARGV[5])
+    if not id and R.inc == 0 then
+      -- A room from before this index: its holders are found once by a scan, then indexed.
+      local all = redis.call('HGETALL', S)
+      for i = 1, #all, 2 do
+        local x = get(all[i])
+        if x.st ~= 'w' and s(x.admission) == ARGV[5] then
+          redis.call('HSET', V, '#' .. ARGV[5], x.id)
+          id = x.id
+        end
       end
     end
+    return answer(to_register(false), id or '')
+  elseif op == 'revoked' then
+    local id, adm = ARGV[4], tonumber(ARGV[5])
+    advance(now)
+    local r = redis.call('HGET', V, id)
+    return answer(to_register(false), (r and adm <= tonumber(r)) and 1 or 0)
   end
-  return answer(to_register(false), id or '')
-elseif op == 'revoked' then
-  local id, adm = ARGV[4], tonumber(ARGV[5])
-  advance(now)
-  local r = redis.call('HGET', V, id)
-  return answer(to_register(false), (r and adm <= tonumber(r)) and 1 or 0)
+  return {'invalid_argument', 'unknown room operation ' .. tostring(op)}
 end
-return {'invalid_argument', 'unknown room operation ' .. tostring(op)}
+
+-- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
+-- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
+-- See Script in src/store/redis/cluster_client.h.
+local function run(keys, argv)
+  KEYS, ARGV = keys, argv
+  M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  C, CF, G = KEYS[7], KEYS[8], KEYS[9]
+  op, ttl = ARGV[1], tonumber(ARGV[3])
+  R = {}
+  return main()
+end
