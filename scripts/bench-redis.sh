@@ -149,8 +149,8 @@ for line in open(cmdstats):
     m = re.match(r"cmdstat_([^:]+):calls=(\d+),usec=(\d+)", line)
     if m:
         stats[m.group(1)] = (int(m.group(2)), int(m.group(3)))
-calls = sum(stats.get(k, (0, 0))[0] for k in ("evalsha", "eval"))
-usec = sum(stats.get(k, (0, 0))[1] for k in ("evalsha", "eval"))
+calls = sum(stats.get(k, (0, 0))[0] for k in ("evalsha", "eval", "fcall"))
+usec = sum(stats.get(k, (0, 0))[1] for k in ("evalsha", "eval", "fcall"))
 gens = []
 for path in sys.argv[10:]:
     try:

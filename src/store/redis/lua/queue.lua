@@ -30,8 +30,12 @@ local function pad(id) return string.format('%016d', id) end
 
 -- The queue's scalar state: one msgpack array in KEYS[1], read once, written once.
 local Q = {}
+-- due: no deadline in delayed, leases or heartbeats is earlier (a lower bound: taking one out
+-- leaves it early, and the next advance that reaches it reads the sets and makes it exact), so
+-- most calls read none of the three sets. Absent in state written before it: read them.
 local FIELDS = {'now', 'next_id', 'next_delivery', 'next_order', 'head_order', 'paused',
-                'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed', 'axmin'}
+                'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed', 'axmin',
+                'due'}
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
@@ -42,7 +46,7 @@ end
 local function create(now)
   Q = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
-       axmin = NEVER}
+       axmin = NEVER, due = NEVER}
 end
 local function save()
   local t = {}
@@ -91,11 +95,16 @@ local function make_ready(x, at_head)
   redis.call('ZADD', RD, 0, ready_member(x))
   put(x)
 end
+-- A deadline at `t` was added to delayed, leases or heartbeats.
+local function deadline_at(t)
+  if Q.due == nil or t < Q.due then Q.due = t end
+end
 local function make_delayed(x, untilms)
   x.st, x.due = 'd', untilms
   x.order = Q.next_order  -- jobs due at the same ms become ready in this order
   Q.next_order = Q.next_order + 1
   redis.call('ZADD', DL, untilms, pad(x.id))
+  deadline_at(untilms)
   put(x)
 end
 local function forget_worker_if_idle(w)
@@ -177,12 +186,15 @@ local function forget_old_acks(now)
 end
 local function advance(now)
   local target = math.max(now, Q.now)
-  while true do
+  while Q.due == nil or Q.due <= target do
     local d = first_score(DL)
     local l = first_score(LS)
     local h, hw = first_score(HB)
     local nxt = math.min(d, l, h)
-    if nxt == NEVER or nxt > target then break end
+    if nxt == NEVER or nxt > target then
+      Q.due = nxt
+      break
+    end
     local when = math.max(nxt, Q.now)
     Q.now = when
     if d == nxt then  -- every job due at this ms, in the order it was delayed
@@ -202,6 +214,7 @@ local function advance(now)
   forget_old_acks(Q.now)
 end
 local function next_deadline()
+  if Q.due ~= nil then return Q.due end  -- maybe early: the sweeper then finds nothing, once
   return math.min((first_score(DL)), (first_score(LS)), (first_score(HB)))
 end
 local function to_register(force)
@@ -287,6 +300,7 @@ local function fetch(worker, max, lease_ms)
     x.worker = worker
     redis.call('ZADD', WJ, 0, wj_member(worker, x.id))
     redis.call('ZADD', LS, x.due, pad(x.id))
+    deadline_at(x.due)
     put(x)
     out[#out + 1] = {x.id, redis.call('HGET', P, pad(x.id)), x.attempt, x.delivery, x.due,
                      x.priority}
@@ -368,6 +382,7 @@ local function main()
     local w = ARGV[3]
     redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
     redis.call('ZADD', HB, Q.now + tonumber(ARGV[4]), w)
+    deadline_at(Q.now + tonumber(ARGV[4]))
     return answer(false, 1)
   end
 
@@ -439,6 +454,7 @@ local function main()
         if x and op == 'extend' then
           x.due = Q.now + tonumber(ARGV[rest])
           redis.call('ZADD', LS, x.due, pad(x.id))
+          deadline_at(x.due)
           put(x)
         elseif x then  -- nack
           end_lease(x)
