@@ -199,10 +199,12 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
+# Every key the scripts take (room.lua's 9, queue.lua's 16: see their headers). With fewer, the
+# missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
 QUEUE_KEYS=()
-for k in m j p h r d l x u a ax w hb wj poll; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
+for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
 # rb_run NAME N ARGS...: redis-benchmark -c CONNS -P ${RB_PIPELINE:-1} -n N ARGS; one JSON line
 # to $RESULTS
@@ -247,24 +249,24 @@ room_ceiling() {
   sha="$(eval_form "$ROOT/src/store/redis/lua/room.lua" | rcli -x script load)"
   load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
   # capacity, grace 30 s, check-in timeout 1 h, no idle time-out, no rate cap (as bench rooms)
-  rcli evalsha "$sha" 6 "${ROOM_KEYS[@]}" put '' 600000 "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
+  rcli evalsha "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
   python3 - "$sha" "$SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
 import sys
 sha, n, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 out = sys.stdout.buffer
 for i in range(n):
-    args = [b"EVALSHA", sha.encode(), b"6", *(k.encode() for k in keys), b"check", b"", b"600000",
+    args = [b"EVALSHA", sha.encode(), str(len(keys)).encode(), *(k.encode() for k in keys), b"check", b"", b"600000",
             b"rb-%012d" % i]
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
 PY
   echo "room rb: $(rcli zcard "${ROOM_KEYS[1]}") waiting, $(rcli hlen "${ROOM_KEYS[2]}") sessions"
-  rb_run room-check 40000 FCALL bench_room 6 "${ROOM_KEYS[@]}" check "" 600000 "rb-__rand_int__"
+  rb_run room-check 40000 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 "rb-__rand_int__"
   # as a Redis 6 gets it: the EVAL form by EVALSHA (every call makes the script's closures)
-  rb_run room-check-evalsha 40000 EVALSHA "$sha" 6 "${ROOM_KEYS[@]}" check "" 600000 \
+  rb_run room-check-evalsha 40000 EVALSHA "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 \
     "rb-__rand_int__"
   # the same with 16 calls in flight per connection: what Redis does when its network cost is
   # shared, as anteroom shares it (one pipelined connection per process)
-  RB_PIPELINE=16 rb_run room-check-p16 80000 FCALL bench_room 6 "${ROOM_KEYS[@]}" check "" 600000 \
+  RB_PIPELINE=16 rb_run room-check-p16 80000 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 \
     "rb-__rand_int__"
 }
 
@@ -274,19 +276,19 @@ queue_ceiling() {
   sha="$(eval_form "$ROOT/src/store/redis/lua/queue.lua" | rcli -x script load)"
   load_library bench_queue "$ROOT/src/store/redis/lua/queue.lua"
   # push: n=1, then payload, delay 0, priority 0, no dedupe, max_attempts 5
-  first="$(rcli fcall bench_queue 15 "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
+  first="$(rcli fcall bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
   if [[ "$first" != ok ]]; then
     echo "queue.lua push did not answer ok ($first): queue ceiling skipped" | tee -a "$OUT/notes.txt"
     return 0
   fi
-  rb_run queue-push 20000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5
-  rb_run queue-push-evalsha 20000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 \
+  rb_run queue-push 20000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5
+  rb_run queue-push-evalsha 20000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 \
     "" 5
-  RB_PIPELINE=16 rb_run queue-push-p16 30000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" push "" 1 \
+  RB_PIPELINE=16 rb_run queue-push-p16 30000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 \
     '{"i":1}' 0 0 "" 5
   # fetch: worker, max 1, lease 60 s, no wait, no acks (the queue holds 60001 jobs)
-  rb_run queue-fetch 20000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" fetch "" rbw 1 60000 0 0
-  RB_PIPELINE=16 rb_run queue-fetch-p16 30000 FCALL bench_queue 15 "${QUEUE_KEYS[@]}" fetch "" \
+  rb_run queue-fetch 20000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" fetch "" rbw 1 60000 0 0
+  RB_PIPELINE=16 rb_run queue-fetch-p16 30000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" fetch "" \
     rbw 1 60000 0 0
 }
 
@@ -317,12 +319,12 @@ rb_run trivial-script 40000 EVALSHA "$sha" 0
 if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/room.lua"; then
   sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOT/src/store/redis/lua/room.lua"; echo 'return 1') |
     rcli -x script load)"
-  rb_run room-definitions-only 40000 EVALSHA "$sha" 6 "${ROOM_KEYS[@]}" nop "" 600000 x
+  rb_run room-definitions-only 40000 EVALSHA "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" nop "" 600000 x
 fi
 if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/queue.lua"; then
   sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOT/src/store/redis/lua/queue.lua"; echo 'return 1') |
     rcli -x script load)"
-  rb_run queue-definitions-only 40000 EVALSHA "$sha" 15 "${QUEUE_KEYS[@]}" nop ""
+  rb_run queue-definitions-only 40000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" nop ""
 fi
 # bench-waitroom-lua.js's check (HLEN, ZCARD, ZRANK, HGET, ZRANGEBYSCORE) on the same shape
 WAITROOM_LUA=/work/shared/peers/bench-waitroom-lua.js

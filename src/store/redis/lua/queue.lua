@@ -36,11 +36,15 @@ local Q = {}
 local FIELDS = {'now', 'next_id', 'next_delivery', 'next_order', 'head_order', 'paused',
                 'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed', 'axmin',
                 'due'}
+-- load and save spell FIELDS out, in its order (one constructor sizes the table once; see
+-- room.lua's load).
 local function load()
   local v = redis.call('GET', M)
   if not v then return false end
   local t = cmsgpack.unpack(v)
-  for i, f in ipairs(FIELDS) do Q[f] = t[i] end
+  Q = {now = t[1], next_id = t[2], next_delivery = t[3], next_order = t[4], head_order = t[5],
+       paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
+       cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15]}
   return true
 end
 local function create(now)
@@ -49,9 +53,9 @@ local function create(now)
        axmin = NEVER, due = NEVER}
 end
 local function save()
-  local t = {}
-  for i, f in ipairs(FIELDS) do t[i] = Q[f] end
-  redis.call('SET', M, cmsgpack.pack(t))
+  redis.call('SET', M, cmsgpack.pack({Q.now, Q.next_id, Q.next_delivery, Q.next_order,
+             Q.head_order, Q.paused, Q.pushed, Q.acked, Q.nacked, Q.expired, Q.cancelled, Q.hint,
+             Q.listed, Q.axmin, Q.due}))
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
