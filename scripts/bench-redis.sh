@@ -199,10 +199,10 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
-# Every key the scripts take (room.lua's 9, queue.lua's 16: see their headers). With fewer, the
+# Every key the scripts take (room.lua's 10, queue.lua's 16: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x c cf g; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g ln; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
 QUEUE_KEYS=()
 for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
@@ -326,6 +326,40 @@ if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/queue.lua"; then
     rcli -x script load)"
   rb_run queue-definitions-only 40000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" nop ""
 fi
+# Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
+# first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
+# other process's read of that version is one GET of it. Reported: server time of the build
+# and of a snapshot read (commandstats), and what a ZRANGE of the whole line costs alone.
+LINE_SESSIONS="${LINE_SESSIONS:-100000}"
+rcli flushall >/dev/null
+load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
+rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
+python3 - "$LINE_SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
+import sys
+n, keys = int(sys.argv[1]), sys.argv[2:]
+out = sys.stdout.buffer
+for i in range(n):
+    args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
+            b"check", b"", b"600000", b"s%021d" % i]
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+PY
+line_us() {  # line_us COMMAND...: usec_per_call of the command's type after running it once
+  rcli config resetstat >/dev/null
+  rcli "$@" >/dev/null
+  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
+    '$1 == c { print $7 }'
+}
+build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+read_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
+python3 - "$LINE_SESSIONS" "$build_us" "$read_us" "$zrange_us" "$(rcli strlen "${ROOM_KEYS[9]}")" <<'PY' | tee -a "$RESULTS"
+import json, sys
+n, build, read, zrange, size = sys.argv[1:]
+print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
+                  "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
+                  "snapshot_bytes": int(size)}))
+PY
+
 # bench-waitroom-lua.js's check (HLEN, ZCARD, ZRANK, HGET, ZRANGEBYSCORE) on the same shape
 WAITROOM_LUA=/work/shared/peers/bench-waitroom-lua.js
 if [[ -r $WAITROOM_LUA ]]; then
@@ -663,6 +697,13 @@ for name, label in (("trivial-script", "`return 1`"),
     if c["rate"] is None:
         continue
     print(f"| {label} | {fmt(c['rate'])} | {us(c['us'])} | {us(c['inner'])} | {us(c['cpu'])} |")
+
+for r in pick("line-read"):
+    print(f"\nLive channels' line read, {r['sessions']:,} waiting: the first read of a version "
+          f"(builds the snapshot, {r['snapshot_bytes']:,} bytes) {r['build_us'] / 1000:.1f} ms, "
+          f"each other process's read {r['snapshot_read_us'] / 1000:.2f} ms; a ZRANGE of the "
+          f"whole line alone {r['zrange_whole_line_us'] / 1000:.1f} ms (what every process's "
+          f"read cost before the snapshot, plus the script's own handling).")
 
 print("\n### Redis commands per API operation (one HTTP request at a time, process 1)\n")
 print("| API operation | requests | top-level commands per request (round trips) | of which EVALSHA | other top-level | commands run inside the script per request (commandstats / MONITOR) | inside the script, by command |")

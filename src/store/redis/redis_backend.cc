@@ -488,10 +488,19 @@ void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::L
       if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
       v.paused = c.at(8).AsInt() == 1;
       v.changed = v.version != since;
-      const Reply& ids = r->at(3);
+      // The line: "VER\nID\nID..." (room.lua's line_snapshot), when the version moved on.
       if (v.changed) {
-        v.line.Reserve(ids.elements.size(), ids.elements.size() * 24);
-        for (const Reply& id : ids.elements) v.line.Add(id.str);
+        std::string_view text = r->at(3).str;
+        size_t at = text.find('\n');
+        text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+        size_t n =
+            text.empty() ? 0 : static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+        v.line.Reserve(n, text.size());
+        while (!text.empty()) {
+          size_t end = text.find('\n');
+          v.line.Add(text.substr(0, end));
+          text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        }
       }
       done(std::move(v));
     });

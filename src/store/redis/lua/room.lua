@@ -14,6 +14,8 @@
 --         16 KiB, under the incarnation that set them; absent, or of another incarnation: none).
 --         Kept out of KEYS[1], which every operation reads and writes whole: only the
 --         operations that answer the room's settings read it.
+--       10 line snapshot (string: "VER\nID\nID..."; the line in order as of version VER, kept
+--         for a minute: live channels of every process read it, see line_snapshot)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
@@ -24,7 +26,7 @@ local KIND_DROPOUT, KIND_OTHER = 0, 1
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
 -- Set by run() for each call (the functions below are made once, when the library loads).
 local KEYS, ARGV, op, ttl
-local M, L, S, D, V, X, C, CF, G
+local M, L, S, D, V, X, C, CF, G, LN
 
 local function now_ms()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
@@ -433,6 +435,17 @@ local function info()
   return {R.cap, R.grace, R.cto, R.idle, R.apm, R.holders, waiting(), R.admitted, R.dropped,
           R.released, R.paused, R.url, R.jpm, R.ppc, R.pow, gate_text()}
 end
+-- The line as one string, "VER\nID\nID...", built once per version and kept (KEYS[10], for a
+-- minute): every process's live channels poll the line, and a GET of one string costs Redis a
+-- copy where a ZRANGE of the whole line (per process, per version) built one reply element per
+-- session. Ids never hold '\n' (names are [A-Za-z0-9._:-]).
+local function line_snapshot(ver)
+  local kept = redis.call('GET', LN)
+  if kept and string.sub(kept, 1, #ver + 1) == ver .. '\n' then return kept end
+  local out = ver .. '\n' .. table.concat(redis.call('ZRANGE', L, 0, -1), '\n')
+  redis.call('SET', LN, out, 'PX', 60000)
+  return out
+end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
   save()
@@ -495,7 +508,7 @@ local function main()
   elseif op == 'delete' then
     advance(now)
     local out = info()
-    redis.call('DEL', M, L, S, D, V, X, C, CF, G)
+    redis.call('DEL', M, L, S, D, V, X, C, CF, G, LN)
     return {'ok', -1, out}
   elseif op == 'check' then
     -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
@@ -534,10 +547,10 @@ local function main()
   elseif op == 'line' then  -- live channels: the counts, and the line when ver moved on
     advance(now)
     local ver = R.ver or 0
-    local ids = {}
-    if s(ver) ~= ARGV[4] then ids = redis.call('ZRANGE', L, 0, -1) end
+    local line = ''
+    if s(ver) ~= ARGV[4] then line = line_snapshot(s(ver)) end
     return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
-                                       R.apm, R.cto, R.idle, R.paused}, ids)
+                                       R.apm, R.cto, R.idle, R.paused}, line)
   elseif op == 'touch' or op == 'leave' or op == 'evict' then
     local id = ARGV[4]
     advance(now)
@@ -602,7 +615,7 @@ end
 local function run(keys, argv)
   KEYS, ARGV = keys, argv
   M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  C, CF, G = KEYS[7], KEYS[8], KEYS[9]
+  C, CF, G, LN = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   op, ttl = ARGV[1], tonumber(ARGV[3])
   R = {}
   return main()
