@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "keeping_journal.h"
 #include "store/memory/change_record.h"
 #include "store/memory/change_sink.h"
 #include "store/memory/memory_backend.h"
@@ -27,20 +28,6 @@ namespace {
 
 constexpr int kRuns = 30;
 constexpr int kOpsPerRun = 1'500;
-
-// Keeps every record; everything is durable at once, so answers come inline.
-class CaptureJournal final : public ChangeSink {
- public:
-  uint64_t Append(std::string_view record) override {
-    records.emplace_back(record);
-    return records.size();
-  }
-  uint64_t DurableLsn() const override { return records.size(); }
-  void WhenDurable(uint64_t, std::function<void(bool)> fn) override { fn(true); }
-  bool Writable() const override { return true; }
-  std::string Problem() const override { return {}; }
-  std::vector<std::string> records;
-};
 
 struct Cut {
   std::string state;
@@ -268,7 +255,7 @@ class Walk {
 
   std::mt19937_64 rng_;
   FakeClock clock_;
-  CaptureJournal journal_;
+  KeepingJournal journal_;
   MemoryBackend backend_;
   std::vector<std::string> leases_;
   size_t issued_ = 0;

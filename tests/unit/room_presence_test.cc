@@ -14,6 +14,7 @@
 #include "common/bytes.h"
 #include "common/clock.h"
 #include "core/room.h"
+#include "keeping_journal.h"
 #include "store/memory/change_record.h"
 #include "store/memory/change_sink.h"
 #include "store/memory/memory_backend.h"
@@ -189,25 +190,6 @@ TEST(RoomPresenceTest, CheckinChangesCountOnlyWhatAReplayNeeds) {
 
 // ---- the memory backend's records ----------------------------------------------------------
 
-class KeepingJournal final : public store::ChangeSink {
- public:
-  uint64_t Append(std::string_view record) override {
-    records.emplace_back(record);
-    return records.size();
-  }
-  uint64_t DurableLsn() const override { return records.size(); }
-  void WhenDurable(uint64_t, std::function<void(bool)> fn) override { fn(true); }
-  bool Writable() const override { return true; }
-  std::string Problem() const override { return {}; }
-
-  std::vector<store::ChangeKind> Kinds() const {
-    std::vector<store::ChangeKind> kinds;
-    for (const auto& r : records) kinds.push_back(static_cast<store::ChangeKind>(r[0]));
-    return kinds;
-  }
-  std::vector<std::string> records;
-};
-
 class PresenceLogTest : public ::testing::Test {
  protected:
   PresenceLogTest() : backend_(clock_, {.token_ttl_ms = kTokenTtlMs, .run_timer = false}) {
@@ -233,7 +215,7 @@ class PresenceLogTest : public ::testing::Test {
   size_t Records() const { return journal_.records.size(); }
 
   FakeClock clock_{kT0};
-  KeepingJournal journal_;
+  store::KeepingJournal journal_;
   store::MemoryBackend backend_;
 };
 
