@@ -33,9 +33,8 @@ local Q = {}
 -- due: no deadline in delayed, leases or heartbeats is earlier (a lower bound: taking one out
 -- leaves it early, and the next advance that reaches it reads the sets and makes it exact), so
 -- most calls read none of the three sets. Absent in state written before it: read them.
-local FIELDS = {'now', 'next_id', 'next_delivery', 'next_order', 'head_order', 'paused',
-                'pushed', 'acked', 'nacked', 'expired', 'cancelled', 'hint', 'listed', 'axmin',
-                'due'}
+-- FIELDS, the array's order: now next_id next_delivery next_order head_order paused pushed
+-- acked nacked expired cancelled hint listed axmin due
 -- load and save spell FIELDS out, in its order (one constructor sizes the table once; see
 -- room.lua's load).
 local function load()

@@ -42,9 +42,8 @@ local R = {}
 -- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
 -- jpm, ppc, pow: joins_per_minute_per_client, places_per_client, challenge difficulty; -1 off.
 -- inc: the room's incarnation (random, chosen by the creating process; 0 for older rooms).
-local FIELDS = {'cap', 'grace', 'cto', 'idle', 'apm', 'now', 'holders', 'adm', 'seq',
-                'admitted', 'dropped', 'released', 'hint', 'rvmin', 'aw', 'fw', 'paused', 'url',
-                'ver', 'jpm', 'ppc', 'pow', 'inc'}
+-- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0}
 -- load and save spell FIELDS out, in its order, with DEFAULTS: a table built by one constructor
 -- is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us a call,
