@@ -224,7 +224,8 @@ void ClusterClient::Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Conne
   }
   if (asking) conn->Command({"ASKING"}, [](Reply) {});
   std::vector<std::string_view> args(req->args.begin(), req->args.end());
-  conn->Command(args, [this, req](Reply r) { OnReply(req, std::move(r)); });
+  conn->Command(args,
+                [this, req, conn, asking](Reply r) { OnReply(req, std::move(r), conn, asking); });
 }
 
 void ClusterClient::RetryLater(std::shared_ptr<Request> req, int ms) {
@@ -236,7 +237,8 @@ void ClusterClient::RetryLater(std::shared_ptr<Request> req, int ms) {
   });
 }
 
-void ClusterClient::OnReply(std::shared_ptr<Request> req, Reply reply) {
+void ClusterClient::OnReply(std::shared_ptr<Request> req, Reply reply,
+                            std::shared_ptr<Connection> conn, bool asking) {
   if (reply.type == Reply::Type::kError) {
     uint16_t slot;
     Endpoint to;
@@ -248,19 +250,16 @@ void ClusterClient::OnReply(std::shared_ptr<Request> req, Reply reply) {
     }
     if (req->script && req->args[0] == "FCALL" && IsFunctionNotFound(reply.str) &&
         !req->library_sent) {
-      // This server does not have the library yet (or lost it): load it, then call again. A
-      // concurrent load of the same library answers that it exists, which is as good.
+      // This server does not have the library yet (or lost it): load it there (functions are
+      // per node: during a slot migration the node that answered after ASK is not the slot's
+      // owner), then call it there again. A concurrent load of the same library answers that
+      // it exists, which is as good.
       req->library_sent = true;
-      auto load = std::make_shared<Request>();
-      load->routed = req->routed;
-      load->slot = req->slot;
-      load->args = {"FUNCTION", "LOAD", req->script->library};
-      load->deadline = req->deadline;
-      load->cb = [this, req](Reply loaded) mutable {
+      std::vector<std::string_view> load{"FUNCTION", "LOAD", req->script->library};
+      return conn->Command(load, [this, req, conn, asking](Reply loaded) mutable {
         if (loaded.failed() && !IsLibraryThere(loaded.str)) return req->cb(std::move(loaded));
-        Dispatch(std::move(req), nullptr, false);
-      };
-      return Dispatch(std::move(load), nullptr, false);
+        Dispatch(std::move(req), std::move(conn), asking);
+      });
     }
     if (reply.IsError("NOSCRIPT") && req->script && req->args[0] == "EVALSHA") {
       req->args[0] = "EVAL";  // the server lost its script cache (restart, failover): send it

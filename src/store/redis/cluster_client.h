@@ -79,7 +79,9 @@ class ClusterClient {
   struct Request;
   std::shared_ptr<Connection> NodeFor(const Endpoint& e);
   void Dispatch(std::shared_ptr<Request> req, std::shared_ptr<Connection> conn, bool asking);
-  void OnReply(std::shared_ptr<Request> req, Reply reply);
+  // `conn` answered it (after ASKING when `asking`).
+  void OnReply(std::shared_ptr<Request> req, Reply reply, std::shared_ptr<Connection> conn,
+               bool asking);
   void RetryLater(std::shared_ptr<Request> req, int ms);
   bool CanRetry(const Request& req) const;
   void RefreshSlots(std::function<void(std::string)> done = nullptr);
