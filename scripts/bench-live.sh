@@ -3,6 +3,7 @@
 # "Live channel (WebSocket push)").
 #
 #   scripts/bench-live.sh [--quick] [--no-build] [--build-dir DIR] [--out DIR] [--sizes "N ..."]
+#                         [--redis S]
 #
 # For each N (default 1000 10000 100000; --quick: 1000 only) a fresh
 # `anteroom serve --memory-only --listen 127.0.0.1:0 --max-connections 250000` (stopped by its
@@ -13,6 +14,12 @@
 # The file-descriptor limit is raised for this shell only (ulimit; the hard limit too when
 # running as root). No system setting is changed: connections are spread over the source
 # addresses 127.0.0.1, 127.0.0.2, ... instead of widening the ephemeral port range.
+# --redis S: beyond one process. One Debian redis-server and S `anteroom serve --store redis://...`
+# processes on it (each --threads SERVER_THREADS, default 1 here), and `bench live --processes S
+# --servers ...`: S generator processes, part i connecting to server i. Each process holds N/S
+# connections, under the per-process fd limit (N = 100000 with S = 6 here: 16,667 each). Adds
+# Redis's CPU per change (its schedstat over the admissions) and the delay to the last client.
+# Default sizes in this mode: 100000.
 # Environment: RATE (admissions/s, default 10), SECONDS_OF_ADMISSIONS (default 10), CAPACITY
 # (default 10), SERVER_THREADS (default 2), CLIENT_THREADS (default 2), CONNECT_RATE (default
 # 5000/s), LIVE_TICK_MS (the server's --live-tick-ms, default: the server's).
@@ -24,21 +31,27 @@ SIZES="1000 10000 100000"
 BUILD=1
 BUILD_DIR="build/release"
 OUT=""
+REDIS_SERVERS=0
+SIZES_GIVEN=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) SIZES="1000" ;;
-    --sizes) SIZES="$2"; shift ;;
+    --sizes) SIZES="$2"; SIZES_GIVEN=1; shift ;;
     --no-build) BUILD=0 ;;
     --build-dir) BUILD_DIR="$2"; shift ;;
+    --redis) REDIS_SERVERS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-live.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ $REDIS_SERVERS -gt 0 && $SIZES_GIVEN -eq 0 ]]; then SIZES="100000"; fi
+PROCS=$(( REDIS_SERVERS > 0 ? REDIS_SERVERS : 1 ))
 RATE="${RATE:-10}"
 SECONDS_OF_ADMISSIONS="${SECONDS_OF_ADMISSIONS:-10}"
 CAPACITY="${CAPACITY:-10}"
+if [[ $REDIS_SERVERS -gt 0 ]]; then SERVER_THREADS="${SERVER_THREADS:-1}"; CLIENT_THREADS="${CLIENT_THREADS:-1}"; fi
 SERVER_THREADS="${SERVER_THREADS:-2}"
 CLIENT_THREADS="${CLIENT_THREADS:-2}"
 CONNECT_RATE="${CONNECT_RATE:-5000}"
@@ -71,20 +84,38 @@ SERVE_FLAGS=(--memory-only --max-connections 250000)
 if [[ -n "${LIVE_TICK_MS:-}" ]]; then SERVE_FLAGS+=(--live-tick-ms "$LIVE_TICK_MS"); fi
 RUN_SIZES=()
 for n in $SIZES; do
-  if (( n + 500 > FDS )); then
+  if (( n / PROCS + 500 > FDS )); then
     # Each side holds one descriptor per connection and the hard limit could not be raised
     # (no CAP_SYS_RESOURCE, e.g. in a container): the largest N that fits instead.
-    fit=$(( (FDS - 500) / 1000 * 1000 ))
-    echo "-- N=$n needs $((n + 500)) file descriptors per process, the limit is $FDS:" \
+    fit=$(( (FDS - 500) * PROCS / 1000 * 1000 ))
+    echo "-- N=$n needs $((n / PROCS + 500)) file descriptors per process, the limit is $FDS:" \
       "running N=$fit instead" | tee "$OUT/live-$n.skipped"
     n=$fit
   fi
   [[ " ${RUN_SIZES[*]} " == *" $n "* ]] || RUN_SIZES+=("$n")
 done
 for n in "${RUN_SIZES[@]}"; do
-  echo "== N=$n: anteroom serve --threads $SERVER_THREADS ${SERVE_FLAGS[*]}"
-  start_server "$OUT/serve-$n.log" "$SERVER_THREADS" "${SERVE_FLAGS[@]}"
-  echo "server: $SERVER_URL (pid ${PIDS[-1]}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  MULTI=()
+  if [[ $REDIS_SERVERS -gt 0 ]]; then
+    start_redis "$OUT/redis-$n.log"
+    REDIS_PID="${PIDS[-1]}"
+    urls=() pids=()
+    for i in $(seq "$REDIS_SERVERS"); do
+      start_store_server "$OUT/serve-$n-$i.log" "$SERVER_THREADS" "redis://127.0.0.1:$REDIS_PORT" \
+        "${SERVE_FLAGS[@]:1}"
+      urls+=("$SERVER_URL") pids+=("${PIDS[-1]}")
+    done
+    echo "== N=$n: $REDIS_SERVERS x anteroom serve --threads $SERVER_THREADS on redis-server" \
+      "(pid $REDIS_PID), $PROCS generator processes"
+    MULTI=(--servers "$(IFS=,; echo "${urls[*]}")" --processes "$PROCS" --redis-pid "$REDIS_PID")
+    SERVER_URL="${urls[0]}"
+    SERVER_PIDS="$(IFS=,; echo "${pids[*]}")"
+  else
+    echo "== N=$n: anteroom serve --threads $SERVER_THREADS ${SERVE_FLAGS[*]}"
+    start_server "$OUT/serve-$n.log" "$SERVER_THREADS" "${SERVE_FLAGS[@]}"
+    SERVER_PIDS="${PIDS[-1]}"
+  fi
+  echo "server: $SERVER_URL (pid $SERVER_PIDS); load: $(cut -d' ' -f1-3 /proc/loadavg)"
   cut -d' ' -f1-3 /proc/loadavg >"$OUT/load-$n.txt"
   # Opening N connections takes N/CONNECT_RATE s; admissions and the last pushes take less
   # than a minute more.
@@ -92,7 +123,7 @@ for n in "${RUN_SIZES[@]}"; do
   set +e
   timeout "$limit" "$BIN" bench live --server "$SERVER_URL" -n "$n" --capacity "$CAPACITY" \
     --rate "$RATE" --duration "$SECONDS_OF_ADMISSIONS" --threads "$CLIENT_THREADS" \
-    --connect-rate "$CONNECT_RATE" --server-pid "${PIDS[-1]}" --json \
+    --connect-rate "$CONNECT_RATE" --server-pid "$SERVER_PIDS" "${MULTI[@]}" --json \
     >"$OUT/live-$n.json" 2>"$OUT/live-$n.err"
   rc=$?
   set -e
@@ -137,6 +168,25 @@ table = "\n".join([
     "server bytes/conn | generator MiB | wrong | open s | load before |",
     "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
 ] + rows)
+more = []
+for n in sizes:
+    try:
+        j = json.loads(open(os.path.join(out, f"live-{n}.json")).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        continue
+    redis = (f"{j['redis_cpu_s'] * 1e3 / j['changes']:.1f}"
+             if j.get("redis_cpu_s", -1) >= 0 and j["changes"] else "")
+    per_msg = (f"{j['server_cpu_s'] * 1e6 / j['messages']:.1f}"
+               if j["server_cpu_s"] >= 0 and j["messages"] else "")
+    more.append(
+        f"| {j['connections']:,} | {j.get('servers', 1)} / {j.get('processes', 1)} | "
+        f"{j.get('last_client_p50_ms', 0):.0f} / {j.get('last_client_p99_ms', 0):.0f} / "
+        f"{j.get('last_client_max_ms', 0):.0f} | {j['fanout_p50_ms']:.0f} | {per_msg} | {redis} |")
+table += "\n\n" + "\n".join([
+    "| N | servers / generator processes | last client per change p50 / p99 / max ms | "
+    "fan-out p50 ms | server CPU us per message | Redis CPU ms per change |",
+    "|---:|---|---|---:|---:|---:|",
+] + more)
 open(os.path.join(out, "results.md"), "w").write(table + "\n")
 print("\n" + table)
 PY
