@@ -49,10 +49,10 @@ std::optional<Queue::Index> Queue::Current(LeaseRef lease, LeaseOutcome& outcome
   outcome = LeaseOutcome::kLeaseLost;
   auto it = by_id_.find(lease.id);
   if (it != by_id_.end()) {
-    const Job& job = slab_[it->second];
+    const Job& job = slab_[*it];
     if (job.state == State::kInflight && job.delivery == lease.delivery) {
       outcome = LeaseOutcome::kOk;
-      return it->second;
+      return *it;
     }
     return std::nullopt;
   }
@@ -255,7 +255,7 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
     if (spec.dedupe_key) job.dedupe_key = std::make_unique<std::string>(*spec.dedupe_key);
     job.priority = spec.priority;
     job.max_attempts = spec.max_attempts;
-    by_id_.emplace(job.id, i);
+    by_id_.emplace(i);
     if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
     if (spec.delay_ms > 0) {
       MakeDelayed(i, now_ + spec.delay_ms);
@@ -432,7 +432,7 @@ std::vector<DeadJob> Queue::Dead(size_t limit, int64_t now_ms) {
   std::vector<DeadJob> out;
   for (const auto& [failed_at, id] : dead_) {
     if (out.size() >= limit) break;
-    const Job& job = slab_[by_id_.at(id)];
+    const Job& job = slab_[*by_id_.find(id)];
     std::string error = job.history && !job.history->empty() ? job.history->back().error : "";
     out.push_back({id, job.payload, job.attempt, std::move(error), failed_at,
                    job.history ? *job.history : std::vector<FailedAttempt>{}});
@@ -446,14 +446,14 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
   if (ids) {
     for (JobId id : *ids) {
       auto it = by_id_.find(id);
-      if (it != by_id_.end() && slab_[it->second].state == State::kDead) chosen.push_back(id);
+      if (it != by_id_.end() && slab_[*it].state == State::kDead) chosen.push_back(id);
     }
   } else {
     for (const auto& entry : dead_) chosen.push_back(entry.second);
   }
   size_t count = 0;
   for (JobId id : chosen) {
-    Index i = by_id_.at(id);
+    Index i = *by_id_.find(id);
     Job& job = slab_[i];
     if (job.state != State::kDead) continue;  // named twice
     dead_.erase({job.failed_at, id});
@@ -469,7 +469,7 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
   Advance(now_ms);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return CancelOutcome::kUnknown;
-  Index i = it->second;
+  Index i = *it;
   Job& job = slab_[i];
   switch (job.state) {
     case State::kInflight:

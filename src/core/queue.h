@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "core/chunked_slab.h"
 #include "core/deadline_heap.h"
 #include "core/hmac.h"
 #include "core/lease_codec.h"
@@ -172,9 +173,36 @@ class Queue {
   int64_t now_;
   std::mt19937_64 rng_;
 
-  std::vector<Job> slab_;
+  // Jobs by id: a set of slab indexes hashed and compared by their job's id, 4 bytes a slot
+  // where a map of id -> index took 16 (open addressing: no node per job either). A slab
+  // index must hold its job's id before it goes in, and until it comes out.
+  struct IdOfSlot {
+    using is_transparent = void;
+    const ChunkedSlab<Job>* slab;
+    JobId operator()(JobId id) const { return id; }
+    JobId operator()(Index i) const { return (*slab)[i].id; }
+  };
+  struct HashById {
+    using is_transparent = void;
+    IdOfSlot id;
+    template <typename K>
+    size_t operator()(K k) const {
+      return boost::hash<JobId>()(id(k));
+    }
+  };
+  struct SameId {
+    using is_transparent = void;
+    IdOfSlot id;
+    template <typename A, typename B>
+    bool operator()(A a, B b) const {
+      return id(a) == id(b);
+    }
+  };
+
+  ChunkedSlab<Job> slab_;
   std::vector<Index> free_;
-  boost::unordered_flat_map<JobId, Index> by_id_;  // open addressing: no node per job
+  boost::unordered_flat_set<Index, HashById, SameId> by_id_{0, HashById{{&slab_}},
+                                                            SameId{{&slab_}}};
   ReadyLine ready_;
   uint64_t next_ticket_ = 1;
   DeadlineHeap delayed_;                      // key: ready-at ms

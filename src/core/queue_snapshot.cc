@@ -21,7 +21,8 @@ void Queue::Save(ByteWriter& out) const {
   out.PutString(rng.str());
 
   out.Put<uint64_t>(slab_.size());
-  for (const Job& job : slab_) {
+  for (size_t i = 0; i < slab_.size(); ++i) {
+    const Job& job = slab_[i];
     out.Put(job.id);
     if (job.id == 0) continue;  // a free slot
     out.PutString(job.payload);
@@ -121,7 +122,7 @@ bool Queue::Restore(ByteReader& in) {
       f.at_ms = in.Get<int64_t>();
       job.AddFailure(std::move(f));
     }
-    if (job.state > State::kDead || !q.by_id_.emplace(job.id, i).second) in.Fail();
+    if (job.state > State::kDead || !q.by_id_.emplace(i).second) in.Fail();
   }
   uint64_t free_count = in.GetCount(sizeof(Index));
   for (uint64_t k = 0; k < free_count && !in.failed(); ++k) {

@@ -1020,3 +1020,47 @@ TEST_F(QueueTest, AccountingIdentityHoldsUnderRandomOperations) {
 
 }  // namespace
 }  // namespace anteroom::core
+
+namespace anteroom::core {
+namespace {
+
+// The slab grows in chunks of 1024 jobs and the id index holds slab slots hashed by their
+// job's id: thousands of jobs, freed out of order and their slots reused, must each still be
+// found by id (ack, cancel) and survive a snapshot.
+TEST_F(QueueTest, JobsAcrossManySlabChunksAreFoundByIdAndSurviveASnapshot) {
+  constexpr int kJobs = 5'000;
+  std::vector<JobId> ids;
+  for (int i = 0; i < kJobs; ++i) ids.push_back(Push("p" + std::to_string(i)));
+  // Cancel every third job, from the end, so free slots are scattered over every chunk.
+  int cancelled = 0;
+  for (int i = kJobs - 1; i >= 0; i -= 3) {
+    EXPECT_EQ(q_.Cancel(ids[static_cast<size_t>(i)], kT0), CancelOutcome::kCancelled);
+    ++cancelled;
+  }
+  EXPECT_EQ(q_.Cancel(ids[kJobs - 1], kT0), CancelOutcome::kUnknown);  // gone: not found
+  // New jobs reuse the freed slots under new ids.
+  for (int i = 0; i < cancelled; ++i) ids.push_back(Push("n" + std::to_string(i)));
+
+  std::string bytes;
+  ByteWriter out(bytes);
+  q_.Save(out);
+  Queue restored{"jobs", key_, kT0, kSeed};
+  ByteReader in(bytes);
+  ASSERT_TRUE(restored.Restore(in));
+
+  for (Queue* q : {&q_, &restored}) {
+    std::vector<Delivery> ds = q->Fetch("w", kJobs + 1, kLease, kT0 + 1);
+    ASSERT_EQ(ds.size(), static_cast<size_t>(kJobs)) << (q == &q_ ? "live" : "restored");
+    // Ack in reverse: each lease's id is looked up in the index.
+    for (auto d = ds.rbegin(); d != ds.rend(); ++d) {
+      ASSERT_EQ(q->Ack(d->lease, kT0 + 2), LeaseOutcome::kOk) << d->id;
+    }
+    QueueStats s = q->Stats(kT0 + 3);
+    EXPECT_EQ(s.acked, kJobs);
+    EXPECT_EQ(s.ready + s.inflight + s.delayed, 0);
+    ExpectIdentity(s);
+  }
+}
+
+}  // namespace
+}  // namespace anteroom::core
