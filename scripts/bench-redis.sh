@@ -30,6 +30,8 @@
 #     10k users, capacity 100) and BullMQ end to end (bench-bullmq-e2e.js), with anteroom's
 #     BullMQ-shaped run (pushes of 100, 4 workers) on 1 process; ratios anteroom / peer,
 #  5. a markdown summary.
+# With --line-only, only the live channels' line reads (a line of LINE_SESSIONS, default 100000:
+# the snapshot built and read, and the delta reads of a process one change behind).
 # Steps 1 and 3 run --reps times (default 2, interleaved; medians). Loopback only; every step is
 # bounded by `timeout`; every process started here is stopped by its PID. Raw outputs go to
 # --out (default: a new temporary directory). About 4-5 minutes on 2 cores.
@@ -46,6 +48,7 @@ JOBS=24000
 CONNS=48
 SERVER_THREADS=1
 PEERS=1
+LINE_ONLY=0
 SESSIONS=10000
 CAPACITY=100
 while [[ $# -gt 0 ]]; do
@@ -59,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --connections) CONNS="$2"; shift ;;
     --server-threads) SERVER_THREADS="$2"; shift ;;
     --skip-peers) PEERS=0 ;;
+    --line-only) LINE_ONLY=1 ;;
     -h|--help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "bench-redis.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -96,6 +100,7 @@ echo "redis-server: port $REDIS_PORT, pid $REDIS_PID"
 URLS=()
 SERVER_PIDS=()
 for i in 1 2 3; do
+  [[ $LINE_ONLY -eq 1 ]] && break
   start_store_server "$OUT/serve-$i.log" "$SERVER_THREADS" "$STORE"
   URLS+=("$SERVER_URL")
   SERVER_PIDS+=("${PIDS[-1]}")
@@ -199,10 +204,10 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
-# Every key the scripts take (room.lua's 10, queue.lua's 16: see their headers). With fewer, the
+# Every key the scripts take (room.lua's 11, queue.lua's 16: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x c cf g ln; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g ln ld; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
 QUEUE_KEYS=()
 for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
@@ -292,6 +297,68 @@ queue_ceiling() {
     rbw 1 60000 0 0
 }
 
+# Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
+# first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
+# other process's read of that version is one GET of it. A process that keeps the line of the
+# version before asks for the changes since (room.lua's delta log): one session joined, then
+# one left. Reported: server time of each read (commandstats; the mean of 5 snapshot reads and
+# of 50 delta reads), what a ZRANGE of the whole line costs alone, and the sizes of the snapshot
+# and of a one-change answer.
+line_read() {
+  local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us ver inc join_us leave_us
+  rcli flushall >/dev/null
+  load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
+  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
+  python3 - "$n" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
+import sys
+n, keys = int(sys.argv[1]), sys.argv[2:]
+out = sys.stdout.buffer
+for i in range(n):
+    args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
+            b"check", b"", b"600000", b"s%021d" % i]
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+PY
+  # line_us [-r N] COMMAND...: usec_per_call of the command's type after running it once (N times)
+  line_us() {
+    local times=1
+    if [[ $1 == -r ]]; then times="$2"; shift 2; fi
+    rcli config resetstat >/dev/null
+    rcli -r "$times" "$@" >/dev/null
+    rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
+      '$1 == c { print $7 }'
+  }
+  # line_of VERSION INCARNATION: sets LINE_OF to the 'line' call of a process keeping that line
+  line_of() { LINE_OF=(FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0 "$1" "$2"); }
+  build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+  read_us="$(line_us -r 5 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+  # The counts answered: version 3rd, incarnation 12th (room.lua, op 'line').
+  mapfile -t counts < <(rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0 | head -12)
+  ver="${counts[2]}" inc="${counts[11]}"
+  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 s-late >/dev/null
+  line_of "$ver" "$inc"
+  join_us="$(line_us -r 50 "${LINE_OF[@]}")"
+  local join_bytes
+  join_bytes="$(rcli "${LINE_OF[@]}" | tail -n +13 | wc -c)"
+  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" leave "" 600000 "$(printf 's%021d' 50000)" 1 >/dev/null
+  line_of "$((ver + 1))" "$inc"
+  leave_us="$(line_us -r 50 "${LINE_OF[@]}")"
+  zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
+  python3 - "$n" "$build_us" "$read_us" "$zrange_us" "$(rcli strlen "${ROOM_KEYS[9]}")" \
+    "$join_us" "$leave_us" "$join_bytes" <<'PY' | tee -a "$RESULTS"
+import json, sys
+n, build, read, zrange, size, join, leave, join_bytes = sys.argv[1:]
+print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
+                  "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
+                  "snapshot_bytes": int(size), "delta_read_join_us": float(join),
+                  "delta_read_leave_us": float(leave), "delta_bytes": int(join_bytes)}))
+PY
+}
+
+if [[ $LINE_ONLY -eq 1 ]]; then
+  line_read
+  exit 0
+fi
+
 for REP in $(seq "$REPS"); do
   echo "== rep $REP of $REPS"
   for np in 1 3; do
@@ -326,39 +393,7 @@ if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/queue.lua"; then
     rcli -x script load)"
   rb_run queue-definitions-only 40000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" nop ""
 fi
-# Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
-# first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
-# other process's read of that version is one GET of it. Reported: server time of the build
-# and of a snapshot read (commandstats), and what a ZRANGE of the whole line costs alone.
-LINE_SESSIONS="${LINE_SESSIONS:-100000}"
-rcli flushall >/dev/null
-load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
-rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
-python3 - "$LINE_SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
-import sys
-n, keys = int(sys.argv[1]), sys.argv[2:]
-out = sys.stdout.buffer
-for i in range(n):
-    args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
-            b"check", b"", b"600000", b"s%021d" % i]
-    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-PY
-line_us() {  # line_us COMMAND...: usec_per_call of the command's type after running it once
-  rcli config resetstat >/dev/null
-  rcli "$@" >/dev/null
-  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
-    '$1 == c { print $7 }'
-}
-build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-read_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
-python3 - "$LINE_SESSIONS" "$build_us" "$read_us" "$zrange_us" "$(rcli strlen "${ROOM_KEYS[9]}")" <<'PY' | tee -a "$RESULTS"
-import json, sys
-n, build, read, zrange, size = sys.argv[1:]
-print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
-                  "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
-                  "snapshot_bytes": int(size)}))
-PY
+line_read
 
 # bench-waitroom-lua.js's check (HLEN, ZCARD, ZRANK, HGET, ZRANGEBYSCORE) on the same shape
 WAITROOM_LUA=/work/shared/peers/bench-waitroom-lua.js
@@ -704,6 +739,10 @@ for r in pick("line-read"):
           f"each other process's read {r['snapshot_read_us'] / 1000:.2f} ms; a ZRANGE of the "
           f"whole line alone {r['zrange_whole_line_us'] / 1000:.1f} ms (what every process's "
           f"read cost before the snapshot, plus the script's own handling).")
+    if "delta_read_join_us" in r:
+        print(f"A process keeping the line of the version before reads the changes instead: "
+              f"{r['delta_read_join_us']:.1f} us after one join, {r['delta_read_leave_us']:.1f} us "
+              f"after one leave ({r['delta_bytes']} bytes of line answered).")
 
 print("\n### Redis commands per API operation (one HTTP request at a time, process 1)\n")
 print("| API operation | requests | top-level commands per request (round trips) | of which EVALSHA | other top-level | commands run inside the script per request (commandstats / MONITOR) | inside the script, by command |")
