@@ -68,7 +68,9 @@ struct Process {
 class RedisLineDeltaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    prefix_ = "deltas" + std::to_string(getpid()) + "-" +
+    // A prefix of its own per run (--gtest_repeat runs a test again in the same process).
+    static int runs = 0;
+    prefix_ = "deltas" + std::to_string(getpid()) + "-" + std::to_string(++runs) + "-" +
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ":";
     for (auto& p : procs_) {
       p.backend = std::make_unique<redis::RedisBackend>(

@@ -18,7 +18,7 @@
 --         for a minute: live channels of every process read it, see line_snapshot)
 --       11 line deltas (list: one entry per call that moved the version on, "INC OLD NEW K"
 --         then K lines "+ID" (joined: the end of the line) or "-ID" (left it), in the order
---         made; the last LOG_ENTRIES calls, reset when the room is made: see log_delta)
+--         made; the last LOG_ENTRIES calls, kept a minute, reset when the room is made: log_delta)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
@@ -116,9 +116,12 @@ end
 -- ver: bumped by every change of the line or of a holder's status (live channels re-read the
 -- line only then). Rooms saved before it existed start from 0.
 local function bump() R.ver = (R.ver or 0) + 1 end
-local LOG_ENTRIES = 1024
--- Deltas naming more sessions than this, or than a quarter of the line, are not worth reading.
-local DELTA_MIN_IDS = 64
+-- The log keeps the last LOG_ENTRIES entries (up to 64 more between trims), until a minute after
+-- every 64th: about as long as a process keeps a line it no longer reads (a minute).
+local LOG_ENTRIES, LOG_MS = 1024, 60000
+-- Deltas naming more sessions than this, or than a quarter of the line, are not worth reading;
+-- nor, to bound the log, entries of more than DELTA_MAX_IDS.
+local DELTA_MIN_IDS, DELTA_MAX_IDS = 64, 4096
 local function line_add(id)
   if redis.call('ZADD', L, R.seq, id) == 1 then DL[#DL + 1] = '+' .. id end
 end
@@ -130,15 +133,16 @@ end
 -- rebuilds version B from the entries A..B alone (line_deltas).
 log_delta = function()
   if ver0 == nil or R.ver == ver0 then return end
-  local head = s(R.inc) .. ' ' .. s(ver0) .. ' ' .. s(R.ver) .. ' '
+  local head, n = s(R.inc) .. ' ' .. s(ver0) .. ' ' .. s(R.ver) .. ' '
   if #DL == 0 then
-    redis.call('RPUSH', LD, head .. '0')
-  elseif #DL > DELTA_MIN_IDS and #DL * 4 > redis.call('ZCARD', L) then
-    redis.call('RPUSH', LD, head .. '-')  -- too big to be worth keeping: readers take a snapshot
+    n = redis.call('RPUSH', LD, head .. '0')
+  elseif #DL > DELTA_MIN_IDS and (#DL > DELTA_MAX_IDS or #DL * 4 > redis.call('ZCARD', L)) then
+    n = redis.call('RPUSH', LD, head .. '-')  -- not worth keeping: readers take a snapshot
   else
-    redis.call('RPUSH', LD, head .. s(#DL) .. '\n' .. table.concat(DL, '\n'))
+    n = redis.call('RPUSH', LD, head .. s(#DL) .. '\n' .. table.concat(DL, '\n'))
   end
-  redis.call('LTRIM', LD, -LOG_ENTRIES, -1)
+  if n > LOG_ENTRIES + 64 then redis.call('LTRIM', LD, -LOG_ENTRIES, -1) end
+  if n % 64 == 1 then redis.call('PEXPIRE', LD, LOG_MS) end  -- each call's cost a join ~5 us
   ver0, DL = R.ver, {}
 end
 -- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
