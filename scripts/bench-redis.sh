@@ -299,13 +299,13 @@ queue_ceiling() {
 
 # Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
 # first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
-# other process's read of that version is one GET of it. A process that keeps the line of the
-# version before asks for the changes since (room.lua's delta log): one session joined, then
-# one left. Reported: server time of each read (commandstats; the mean of 5 snapshot reads and
-# of 50 delta reads), what a ZRANGE of the whole line costs alone, and the sizes of the snapshot
-# and of a one-change answer.
+# other process's read of that version is one GET of it (commandstats: the build, the mean of
+# 5 reads). A process that keeps the line of the version before asks for the changes since
+# (room.lua's delta log) instead: the medians of 100 such reads, each after one change (a join
+# or a leave), next to the same read answering the counts alone, from SLOWLOG. Also: what a
+# ZRANGE of the whole line costs alone, and the snapshot's size.
 line_read() {
-  local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us ver inc join_us leave_us
+  local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us
   rcli flushall >/dev/null
   load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
   rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
@@ -327,30 +327,76 @@ PY
     rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
       '$1 == c { print $7 }'
   }
-  # line_of VERSION INCARNATION: sets LINE_OF to the 'line' call of a process keeping that line
-  line_of() { LINE_OF=(FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0 "$1" "$2"); }
   build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
   read_us="$(line_us -r 5 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-  # The counts answered: version 3rd, incarnation 12th (room.lua, op 'line').
-  mapfile -t counts < <(rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0 | head -12)
-  ver="${counts[2]}" inc="${counts[11]}"
-  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 s-late >/dev/null
-  line_of "$ver" "$inc"
-  join_us="$(line_us -r 50 "${LINE_OF[@]}")"
-  local join_bytes
-  join_bytes="$(rcli "${LINE_OF[@]}" | tail -n +13 | wc -c)"
-  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" leave "" 600000 "$(printf 's%021d' 50000)" 1 >/dev/null
-  line_of "$((ver + 1))" "$inc"
-  leave_us="$(line_us -r 50 "${LINE_OF[@]}")"
   zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
-  python3 - "$n" "$build_us" "$read_us" "$zrange_us" "$(rcli strlen "${ROOM_KEYS[9]}")" \
-    "$join_us" "$leave_us" "$join_bytes" <<'PY' | tee -a "$RESULTS"
+  local size
+  size="$(rcli strlen "${ROOM_KEYS[9]}")"
+  # Then rounds of one change (a join, or a waiting session leaving) and one read by a process
+  # that keeps the line of the version before (deltas), or by one whose hub already has the new
+  # version (the counts alone): each call's own server time from SLOWLOG (every call logged).
+  rcli config set slowlog-log-slower-than 0 >/dev/null
+  rcli config set slowlog-max-len 1000 >/dev/null
+  rcli slowlog reset >/dev/null
+  python3 - "$REDIS_PORT" "$n" "${ROOM_KEYS[@]}" <<'PY'
+import socket, sys
+port, n, keys = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rb")
+def reply():
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind in (b"+", b"-", b":"):
+        return rest
+    if kind == b"$":
+        return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
+    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
+def call(*args):
+    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+    return reply()
+def room(*args):
+    return call("FCALL", "bench_room", len(keys), *keys, *args)
+counts = room("line", "", 600000, 0)[2]
+ver, inc = int(counts[0]), int(counts[9])
+call("SLOWLOG", "RESET")
+for i in range(100):
+    if i % 2 == 0:
+        room("check", "", 600000, "late-%d" % i)
+    else:
+        room("leave", "", 600000, b"s%021d" % (1000 + 7 * i), 1)
+    room("line", "", 600000, 0, ver, inc)       # deltas: kept the version before
+    room("line", "", 600000, ver + 1, 0, 0)     # the hub has this version: counts alone
+    ver += 1
+PY
+  rcli slowlog get 1000 | python3 -c '
+import sys, statistics
+# redis-cli prints each entry as: id, time, duration, the arguments, client, name
+lines = sys.stdin.read().split("\n")
+out = {"delta": [], "counts": [], "check": [], "leave": []}
+i = 0
+while i < len(lines):
+    if lines[i + 3:i + 4] == ["FCALL"] and lines[i + 4] == "bench_room":
+        # FCALL bench_room 11 KEYS... op now ttl [since kept-version kept-incarnation]
+        dur, op, since = int(lines[i + 2]), lines[i + 17], lines[i + 20]
+        if op == "line":
+            out["delta" if since == "0" else "counts"].append(dur)
+        elif op in out:
+            out[op].append(dur)
+    i += 1
+print(" ".join(str(statistics.median(v)) if v else "0" for v in out.values()))' >"$OUT/line-rounds.txt"
+  rcli config set slowlog-log-slower-than 10000 >/dev/null
+  local delta_us counts_us check_us leave_us
+  read -r delta_us counts_us check_us leave_us <"$OUT/line-rounds.txt"
+  python3 - "$n" "$build_us" "$read_us" "$zrange_us" "$size" "$delta_us" "$counts_us" "$check_us" \
+    "$leave_us" <<'PY' | tee -a "$RESULTS"
 import json, sys
-n, build, read, zrange, size, join, leave, join_bytes = sys.argv[1:]
+n, build, read, zrange, size, delta, counts, check, leave = sys.argv[1:]
 print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
                   "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
-                  "snapshot_bytes": int(size), "delta_read_join_us": float(join),
-                  "delta_read_leave_us": float(leave), "delta_bytes": int(join_bytes)}))
+                  "snapshot_bytes": int(size), "delta_read_us": float(delta),
+                  "counts_only_read_us": float(counts), "join_us": float(check),
+                  "leave_us": float(leave)}))
 PY
 }
 
@@ -739,10 +785,11 @@ for r in pick("line-read"):
           f"each other process's read {r['snapshot_read_us'] / 1000:.2f} ms; a ZRANGE of the "
           f"whole line alone {r['zrange_whole_line_us'] / 1000:.1f} ms (what every process's "
           f"read cost before the snapshot, plus the script's own handling).")
-    if "delta_read_join_us" in r:
-        print(f"A process keeping the line of the version before reads the changes instead: "
-              f"{r['delta_read_join_us']:.1f} us after one join, {r['delta_read_leave_us']:.1f} us "
-              f"after one leave ({r['delta_bytes']} bytes of line answered).")
+    if "delta_read_us" in r:
+        print(f"A process keeping the line of the version before reads the change instead: "
+              f"{r['delta_read_us']:.0f} us (median, after one join or leave; the same read "
+              f"answering the counts alone {r['counts_only_read_us']:.0f} us; the join itself "
+              f"{r['join_us']:.0f} us, the leave {r['leave_us']:.0f} us).")
 
 print("\n### Redis commands per API operation (one HTTP request at a time, process 1)\n")
 print("| API operation | requests | top-level commands per request (round trips) | of which EVALSHA | other top-level | commands run inside the script per request (commandstats / MONITOR) | inside the script, by command |")
