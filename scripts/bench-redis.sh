@@ -30,6 +30,8 @@
 #     10k users, capacity 100) and BullMQ end to end (bench-bullmq-e2e.js), with anteroom's
 #     BullMQ-shaped run (pushes of 100, 4 workers) on 1 process; ratios anteroom / peer,
 #  5. a markdown summary.
+# With --line-only, only the live channels' line reads (a line of LINE_SESSIONS, default 100000:
+# the snapshot built and read, and the delta reads of a process one change behind).
 # Steps 1 and 3 run --reps times (default 2, interleaved; medians). Loopback only; every step is
 # bounded by `timeout`; every process started here is stopped by its PID. Raw outputs go to
 # --out (default: a new temporary directory). About 4-5 minutes on 2 cores.
@@ -46,6 +48,7 @@ JOBS=24000
 CONNS=48
 SERVER_THREADS=1
 PEERS=1
+LINE_ONLY=0
 SESSIONS=10000
 CAPACITY=100
 while [[ $# -gt 0 ]]; do
@@ -59,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --connections) CONNS="$2"; shift ;;
     --server-threads) SERVER_THREADS="$2"; shift ;;
     --skip-peers) PEERS=0 ;;
+    --line-only) LINE_ONLY=1 ;;
     -h|--help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "bench-redis.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -96,6 +100,7 @@ echo "redis-server: port $REDIS_PORT, pid $REDIS_PID"
 URLS=()
 SERVER_PIDS=()
 for i in 1 2 3; do
+  [[ $LINE_ONLY -eq 1 ]] && break
   start_store_server "$OUT/serve-$i.log" "$SERVER_THREADS" "$STORE"
   URLS+=("$SERVER_URL")
   SERVER_PIDS+=("${PIDS[-1]}")
@@ -199,10 +204,10 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
-# Every key the scripts take (room.lua's 10, queue.lua's 16: see their headers). With fewer, the
+# Every key the scripts take (room.lua's 11, queue.lua's 16: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x c cf g ln; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g ln ld; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
 QUEUE_KEYS=()
 for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
@@ -292,6 +297,114 @@ queue_ceiling() {
     rbw 1 60000 0 0
 }
 
+# Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
+# first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
+# other process's read of that version is one GET of it (commandstats: the build, the mean of
+# 5 reads). A process that keeps the line of the version before asks for the changes since
+# (room.lua's delta log) instead: the medians of 100 such reads, each after one change (a join
+# or a leave), next to the same read answering the counts alone, from SLOWLOG. Also: what a
+# ZRANGE of the whole line costs alone, and the snapshot's size.
+line_read() {
+  local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us
+  rcli flushall >/dev/null
+  load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
+  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
+  python3 - "$n" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
+import sys
+n, keys = int(sys.argv[1]), sys.argv[2:]
+out = sys.stdout.buffer
+for i in range(n):
+    args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
+            b"check", b"", b"600000", b"s%021d" % i]
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+PY
+  # line_us [-r N] COMMAND...: usec_per_call of the command's type after running it once (N times)
+  line_us() {
+    local times=1
+    if [[ $1 == -r ]]; then times="$2"; shift 2; fi
+    rcli config resetstat >/dev/null
+    rcli -r "$times" "$@" >/dev/null
+    rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
+      '$1 == c { print $7 }'
+  }
+  build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+  read_us="$(line_us -r 5 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+  zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
+  local size
+  size="$(rcli strlen "${ROOM_KEYS[9]}")"
+  # Then rounds of one change (a join, or a waiting session leaving) and one read by a process
+  # that keeps the line of the version before (deltas), or by one whose hub already has the new
+  # version (the counts alone): each call's own server time from SLOWLOG (every call logged).
+  rcli config set slowlog-log-slower-than 0 >/dev/null
+  rcli config set slowlog-max-len 1000 >/dev/null
+  rcli slowlog reset >/dev/null
+  python3 - "$REDIS_PORT" "$n" "${ROOM_KEYS[@]}" <<'PY'
+import socket, sys
+port, n, keys = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rb")
+def reply():
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind in (b"+", b"-", b":"):
+        return rest
+    if kind == b"$":
+        return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
+    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
+def call(*args):
+    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+    return reply()
+def room(*args):
+    return call("FCALL", "bench_room", len(keys), *keys, *args)
+counts = room("line", "", 600000, 0)[2]
+ver, inc = int(counts[0]), int(counts[9])
+call("SLOWLOG", "RESET")
+for i in range(100):
+    if i % 2 == 0:
+        room("check", "", 600000, "late-%d" % i)
+    else:
+        room("leave", "", 600000, b"s%021d" % (1000 + 7 * i), 1)
+    room("line", "", 600000, 0, ver, inc)       # deltas: kept the version before
+    room("line", "", 600000, ver + 1, 0, 0)     # the hub has this version: counts alone
+    ver += 1
+PY
+  rcli slowlog get 1000 | python3 -c '
+import sys, statistics
+# redis-cli prints each entry as: id, time, duration, the arguments, client, name
+lines = sys.stdin.read().split("\n")
+out = {"delta": [], "counts": [], "check": [], "leave": []}
+i = 0
+while i < len(lines):
+    if lines[i + 3:i + 4] == ["FCALL"] and lines[i + 4] == "bench_room":
+        # FCALL bench_room 11 KEYS... op now ttl [since kept-version kept-incarnation]
+        dur, op, since = int(lines[i + 2]), lines[i + 17], lines[i + 20]
+        if op == "line":
+            out["delta" if since == "0" else "counts"].append(dur)
+        elif op in out:
+            out[op].append(dur)
+    i += 1
+print(" ".join(str(statistics.median(v)) if v else "0" for v in out.values()))' >"$OUT/line-rounds.txt"
+  rcli config set slowlog-log-slower-than 10000 >/dev/null
+  local delta_us counts_us check_us leave_us
+  read -r delta_us counts_us check_us leave_us <"$OUT/line-rounds.txt"
+  python3 - "$n" "$build_us" "$read_us" "$zrange_us" "$size" "$delta_us" "$counts_us" "$check_us" \
+    "$leave_us" <<'PY' | tee -a "$RESULTS"
+import json, sys
+n, build, read, zrange, size, delta, counts, check, leave = sys.argv[1:]
+print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
+                  "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
+                  "snapshot_bytes": int(size), "delta_read_us": float(delta),
+                  "counts_only_read_us": float(counts), "join_us": float(check),
+                  "leave_us": float(leave)}))
+PY
+}
+
+if [[ $LINE_ONLY -eq 1 ]]; then
+  line_read
+  exit 0
+fi
+
 for REP in $(seq "$REPS"); do
   echo "== rep $REP of $REPS"
   for np in 1 3; do
@@ -326,39 +439,7 @@ if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/queue.lua"; then
     rcli -x script load)"
   rb_run queue-definitions-only 40000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" nop ""
 fi
-# Live channels' line reads on a line of LINE_SESSIONS (default 100000) waiting sessions: the
-# first read after a change builds the room's line snapshot (ZRANGE + concat + SET), every
-# other process's read of that version is one GET of it. Reported: server time of the build
-# and of a snapshot read (commandstats), and what a ZRANGE of the whole line costs alone.
-LINE_SESSIONS="${LINE_SESSIONS:-100000}"
-rcli flushall >/dev/null
-load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
-rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
-python3 - "$LINE_SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
-import sys
-n, keys = int(sys.argv[1]), sys.argv[2:]
-out = sys.stdout.buffer
-for i in range(n):
-    args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
-            b"check", b"", b"600000", b"s%021d" % i]
-    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-PY
-line_us() {  # line_us COMMAND...: usec_per_call of the command's type after running it once
-  rcli config resetstat >/dev/null
-  rcli "$@" >/dev/null
-  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
-    '$1 == c { print $7 }'
-}
-build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-read_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
-python3 - "$LINE_SESSIONS" "$build_us" "$read_us" "$zrange_us" "$(rcli strlen "${ROOM_KEYS[9]}")" <<'PY' | tee -a "$RESULTS"
-import json, sys
-n, build, read, zrange, size = sys.argv[1:]
-print(json.dumps({"scenario": "line-read", "sessions": int(n), "build_us": float(build),
-                  "snapshot_read_us": float(read), "zrange_whole_line_us": float(zrange),
-                  "snapshot_bytes": int(size)}))
-PY
+line_read
 
 # bench-waitroom-lua.js's check (HLEN, ZCARD, ZRANK, HGET, ZRANGEBYSCORE) on the same shape
 WAITROOM_LUA=/work/shared/peers/bench-waitroom-lua.js
@@ -704,6 +785,11 @@ for r in pick("line-read"):
           f"each other process's read {r['snapshot_read_us'] / 1000:.2f} ms; a ZRANGE of the "
           f"whole line alone {r['zrange_whole_line_us'] / 1000:.1f} ms (what every process's "
           f"read cost before the snapshot, plus the script's own handling).")
+    if "delta_read_us" in r:
+        print(f"A process keeping the line of the version before reads the change instead: "
+              f"{r['delta_read_us']:.0f} us (median, after one join or leave; the same read "
+              f"answering the counts alone {r['counts_only_read_us']:.0f} us; the join itself "
+              f"{r['join_us']:.0f} us, the leave {r['leave_us']:.0f} us).")
 
 print("\n### Redis commands per API operation (one HTTP request at a time, process 1)\n")
 print("| API operation | requests | top-level commands per request (round trips) | of which EVALSHA | other top-level | commands run inside the script per request (commandstats / MONITOR) | inside the script, by command |")

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <future>
 #include <stdexcept>
 
@@ -473,38 +474,172 @@ void RedisBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint6
 }
 
 void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {
-  Post([this, room = std::move(room), since, done = std::move(done)](Shard& s) {
-    RoomScript(s, room, {"line", std::to_string(since)}, [since, done](OpResult<Reply> r) {
-      if (!r.ok()) return done({r.status(), r.message()});
-      const Reply& c = r->at(2);
-      core::LineView v;
-      v.version = static_cast<uint64_t>(c.at(0).AsInt());
-      v.active = c.at(1).AsInt();
-      v.waiting = c.at(2).AsInt();
-      v.capacity = c.at(3).AsInt();
-      v.freed_last_minute = c.at(4).AsInt();
-      if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
-      v.checkin_timeout_ms = c.at(6).AsInt();
-      if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
-      v.paused = c.at(8).AsInt() == 1;
-      v.changed = v.version != since;
-      // The line: "VER\nID\nID..." (room.lua's line_snapshot), when the version moved on.
-      if (v.changed) {
-        std::string_view text = r->at(3).str;
-        size_t at = text.find('\n');
-        text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
-        size_t n =
-            text.empty() ? 0 : static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-        v.line.Reserve(n, text.size());
-        while (!text.empty()) {
-          size_t end = text.find('\n');
-          v.line.Add(text.substr(0, end));
-          text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-        }
-      }
-      done(std::move(v));
-    });
+  Post([this, room = std::move(room), since, done = std::move(done)](Shard& s) mutable {
+    ReadLineOn(s, std::move(room), since, true, std::move(done));
   });
+}
+
+namespace {
+// "a b c ..." of decimal numbers at the start of `text`, up to the first '\n'.
+bool ParseHeader(std::string_view text, std::initializer_list<uint64_t*> out) {
+  std::string_view head = text.substr(0, text.find('\n'));
+  const char* p = head.data();
+  const char* end = head.data() + head.size();
+  for (uint64_t* v : out) {
+    if (p < end && *p == ' ') ++p;
+    auto [next, ec] = std::from_chars(p, end, *v);
+    if (ec != std::errc()) return false;
+    p = next;
+  }
+  return p == end;
+}
+}  // namespace
+
+bool RedisBackend::ApplyLineDeltas(LineCache& c, const Reply& entries, uint64_t incarnation,
+                                   uint64_t version) {
+  if (c.incarnation != incarnation || c.version > version) return false;
+  // Net effect of the entries: sessions of c.line gone, then sessions appended in order (an
+  // empty view: appended, then gone again).
+  std::unordered_set<std::string_view> removed;
+  std::vector<std::string_view> added;
+  std::unordered_map<std::string_view, size_t> added_at;
+  uint64_t at = c.version;
+  for (const Reply& e : entries.elements) {
+    std::string_view text = e.str;
+    uint64_t inc = 0, from = 0, to = 0, count = 0;
+    if (e.type != Reply::Type::kString || !ParseHeader(text, {&inc, &from, &to, &count}) ||
+        inc != incarnation) {
+      return false;
+    }
+    if (to <= c.version) continue;  // already in c (a read answered after a later one)
+    if (from != at) return false;
+    at = to;
+    uint64_t seen = 0;
+    for (size_t pos = text.find('\n'); pos != std::string_view::npos;) {
+      size_t next = text.find('\n', pos + 1);
+      std::string_view item = text.substr(
+          pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1);
+      pos = next;
+      ++seen;
+      if (item.size() < 2) return false;
+      std::string_view id = item.substr(1);
+      if (item[0] == '+') {
+        if (!added_at.emplace(id, added.size()).second) return false;
+        added.push_back(id);
+      } else if (item[0] == '-') {
+        if (auto it = added_at.find(id); it != added_at.end()) {
+          added[it->second] = {};
+          added_at.erase(it);
+        } else if (!removed.insert(id).second) {
+          return false;
+        }
+      } else {
+        return false;
+      }
+    }
+    if (seen != count) return false;
+  }
+  if (at != version) return false;
+  core::IdList next;
+  size_t hits = 0;
+  if (removed.empty()) {
+    next = c.line;
+  } else {
+    next.Reserve(c.line.size() + added.size(), 0);
+    for (size_t i = 0; i < c.line.size(); ++i) {
+      if (removed.count(c.line[i])) {
+        ++hits;
+      } else {
+        next.Add(c.line[i]);
+      }
+    }
+    if (hits != removed.size()) return false;
+  }
+  for (std::string_view id : added) {
+    if (!id.empty()) next.Add(id);
+  }
+  c.line = std::move(next);
+  c.version = version;
+  return true;
+}
+
+// The line comes whole (room.lua's snapshot, "VER\nID\nID...") or as the entries of the room's
+// delta log from the version this shard keeps (an array): applied to the kept line, or, on
+// any doubt, asked for again whole.
+void RedisBackend::ReadLineOn(Shard& s, std::string room, uint64_t since, bool deltas,
+                              Completion<core::LineView> done) {
+  auto now = std::chrono::steady_clock::now();
+  if (now - s.lines_swept > std::chrono::milliseconds(kLineIdleMs / 4)) {
+    s.lines_swept = now;
+    std::erase_if(s.lines, [&](const auto& kv) {
+      return now - kv.second.used > std::chrono::milliseconds(kLineIdleMs);
+    });
+  }
+  std::string kept_version = "0", kept_incarnation = "0";
+  if (auto it = s.lines.find(room); deltas && it != s.lines.end()) {
+    kept_version = std::to_string(it->second.version);
+    kept_incarnation = std::to_string(it->second.incarnation);
+  }
+  RoomScript(s, room, {"line", std::to_string(since), kept_version, kept_incarnation},
+             [this, &s, room, since, deltas, done](OpResult<Reply> r) {
+               if (!r.ok()) {
+                 if (r.status() == OpStatus::kUnknownRoom) s.lines.erase(room);
+                 return done({r.status(), r.message()});
+               }
+               const Reply& c = r->at(2);
+               core::LineView v;
+               v.version = static_cast<uint64_t>(c.at(0).AsInt());
+               v.active = c.at(1).AsInt();
+               v.waiting = c.at(2).AsInt();
+               v.capacity = c.at(3).AsInt();
+               v.freed_last_minute = c.at(4).AsInt();
+               if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
+               v.checkin_timeout_ms = c.at(6).AsInt();
+               if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
+               v.paused = c.at(8).AsInt() == 1;
+               auto incarnation = static_cast<uint64_t>(c.at(9).AsInt());
+               v.changed = v.version != since;
+               if (!v.changed) return done(std::move(v));
+               const Reply& line = r->at(3);
+               if (line.type == Reply::Type::kArray) {
+                 auto it = s.lines.find(room);
+                 if (!deltas || it == s.lines.end() ||
+                     !ApplyLineDeltas(it->second, line, incarnation, v.version) ||
+                     it->second.line.size() != static_cast<size_t>(v.waiting)) {
+                   if (!deltas)
+                     return done({OpStatus::kInternal, "redis: deltas after asking for none"});
+                   line_fallback_.fetch_add(1, std::memory_order_relaxed);
+                   spdlog::debug(
+                       "redis: the line deltas of room '{}' did not apply; reading it whole", room);
+                   if (it != s.lines.end()) s.lines.erase(it);
+                   return ReadLineOn(s, room, since, false, done);
+                 }
+                 line_delta_.fetch_add(1, std::memory_order_relaxed);
+                 it->second.used = std::chrono::steady_clock::now();
+                 v.line = it->second.line;
+                 return done(std::move(v));
+               }
+               // The snapshot: "VER\nID\nID..." (room.lua's line_snapshot).
+               line_full_.fetch_add(1, std::memory_order_relaxed);
+               std::string_view text = line.str;
+               size_t at = text.find('\n');
+               text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+               size_t n = text.empty()
+                              ? 0
+                              : static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+               v.line.Reserve(n, text.size());
+               while (!text.empty()) {
+                 size_t end = text.find('\n');
+                 v.line.Add(text.substr(0, end));
+                 text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+               }
+               if (s.lines.size() >= kLineRooms && !s.lines.count(room)) s.lines.clear();
+               s.lines[room] = LineCache{.incarnation = incarnation,
+                                         .version = v.version,
+                                         .line = v.line,
+                                         .used = std::chrono::steady_clock::now()};
+               done(std::move(v));
+             });
 }
 
 void RedisBackend::Present(std::string room, std::vector<std::string> sessions,

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -130,10 +131,36 @@ class RedisBackend final : public Backend {
   // CheckHealth reports it (shared_values.h). Any thread; before or after the threads run.
   void WatchShared(SharedValue value);
 
+  // How ReadLine got the lines it answered: whole (the room's snapshot) or as the changes since
+  // the line this process kept (deltas), and how often deltas were refused here (then read
+  // whole again). Any thread.
+  struct LineReads {
+    uint64_t full = 0;
+    uint64_t delta = 0;
+    uint64_t fallback = 0;
+  };
+  LineReads line_reads() const {
+    return {line_full_.load(std::memory_order_relaxed), line_delta_.load(std::memory_order_relaxed),
+            line_fallback_.load(std::memory_order_relaxed)};
+  }
+
  private:
   struct Waiter;
   struct Polls;
   using ReplyFn = std::function<void(OpResult<Reply>)>;
+
+  // A room's line as of (incarnation, version), rebuilt by ReadLine.
+  struct LineCache {
+    uint64_t incarnation = 0;
+    uint64_t version = 0;
+    core::IdList line;
+    std::chrono::steady_clock::time_point used;
+  };
+  // Takes `c` to `version` by the entries of room.lua's delta log (KEYS[11]); false, with `c`
+  // unchanged, when they do not chain exactly from c's version to `version` or name a session
+  // the line does not hold.
+  static bool ApplyLineDeltas(LineCache& c, const Reply& entries, uint64_t incarnation,
+                              uint64_t version);
 
   // What one thread uses, only on that thread.
   struct Shard {
@@ -149,8 +176,18 @@ class RedisBackend final : public Backend {
     // Rooms ('r' + name) and queues ('q' + name) seen to exist: no cap check for them. Bounded:
     // cleared when it grows past kKnownNames.
     std::unordered_set<std::string> known;
+    // The last line ReadLine answered per room, to apply the next deltas to. A room's reads
+    // normally stay on one shard (the live hub's thread), but any shard keeps its own.
+    // Bounded: rooms not read for kLineIdleMs are dropped, all of them past kLineRooms.
+    std::unordered_map<std::string, LineCache> lines;
+    std::chrono::steady_clock::time_point lines_swept{};
   };
   static constexpr size_t kKnownNames = 100'000;
+  static constexpr size_t kLineRooms = 10'000;
+  static constexpr int64_t kLineIdleMs = 60'000;
+  // ReadLine on shard `s`; with `deltas` false the snapshot is asked for whatever is kept.
+  void ReadLineOn(Shard& s, std::string room, uint64_t since, bool deltas,
+                  Completion<core::LineView> done);
 
   // Calls k(nullopt) when `name` of `kind` ('r', 'q') exists or fits under its cap, else
   // k(the refusal's message). After a creation, Created() counts the name, then calls `then`.
@@ -267,6 +304,7 @@ class RedisBackend final : public Backend {
   std::thread own_thread_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<size_t> next_shard_{0};
+  std::atomic<uint64_t> line_full_{0}, line_delta_{0}, line_fallback_{0};
 
   // Home shard only.
   std::shared_ptr<Connection> subscriber_;

@@ -16,6 +16,9 @@
 --         operations that answer the room's settings read it.
 --       10 line snapshot (string: "VER\nID\nID..."; the line in order as of version VER, kept
 --         for a minute: live channels of every process read it, see line_snapshot)
+--       11 line deltas (list: one entry per call that moved the version on, "INC OLD NEW K"
+--         then K lines "+ID" (joined: the end of the line) or "-ID" (left it), in the order
+--         made; the last LOG_ENTRIES calls, kept a minute, reset when the room is made: log_delta)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
@@ -26,7 +29,10 @@ local KIND_DROPOUT, KIND_OTHER = 0, 1
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
 -- Set by run() for each call (the functions below are made once, when the library loads).
 local KEYS, ARGV, op, ttl
-local M, L, S, D, V, X, C, CF, G, LN
+local M, L, S, D, V, X, C, CF, G, LN, LD
+-- The line's changes made by this call since its last log entry, in order (see log_delta), and
+-- the version they start from (nil: the room was made by this call, and its log reset).
+local DL, ver0
 
 local function now_ms()
   if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
@@ -58,9 +64,12 @@ local function load()
        rvmin = t[14], aw = t[15], fw = t[16], paused = t[17] or d.paused, url = t[18] or d.url,
        ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
        inc = t[23] or d.inc}
+  ver0 = R.ver
   return true
 end
+local log_delta
 local function save()
+  log_delta()
   redis.call('SET', M, cmsgpack.pack({R.cap, R.grace, R.cto, R.idle, R.apm, R.now, R.holders,
              R.adm, R.seq, R.admitted, R.dropped, R.released, R.hint, R.rvmin, R.aw, R.fw,
              R.paused, R.url, R.ver, R.jpm, R.ppc, R.pow, R.inc}))
@@ -107,6 +116,35 @@ end
 -- ver: bumped by every change of the line or of a holder's status (live channels re-read the
 -- line only then). Rooms saved before it existed start from 0.
 local function bump() R.ver = (R.ver or 0) + 1 end
+-- The log keeps the last LOG_ENTRIES entries (up to 64 more between trims), until a minute after
+-- every 64th: about as long as a process keeps a line it no longer reads (a minute).
+local LOG_ENTRIES, LOG_MS = 1024, 60000
+-- Deltas naming more sessions than this, or than a quarter of the line, are not worth reading;
+-- nor, to bound the log, entries of more than DELTA_MAX_IDS.
+local DELTA_MIN_IDS, DELTA_MAX_IDS = 64, 4096
+local function line_add(id)
+  if redis.call('ZADD', L, R.seq, id) == 1 then DL[#DL + 1] = '+' .. id end
+end
+local function line_remove(id)
+  if redis.call('ZREM', L, id) == 1 then DL[#DL + 1] = '-' .. id end
+end
+-- One entry per call that moved the version on, even with no change of the line (a holder's),
+-- so that the entries chain version to version: a process that cached the line of version A
+-- rebuilds version B from the entries A..B alone (line_deltas).
+log_delta = function()
+  if ver0 == nil or R.ver == ver0 then return end
+  local head, n = s(R.inc) .. ' ' .. s(ver0) .. ' ' .. s(R.ver) .. ' '
+  if #DL == 0 then
+    n = redis.call('RPUSH', LD, head .. '0')
+  elseif #DL > DELTA_MIN_IDS and (#DL > DELTA_MAX_IDS or #DL * 4 > redis.call('ZCARD', L)) then
+    n = redis.call('RPUSH', LD, head .. '-')  -- not worth keeping: readers take a snapshot
+  else
+    n = redis.call('RPUSH', LD, head .. s(#DL) .. '\n' .. table.concat(DL, '\n'))
+  end
+  if n > LOG_ENTRIES + 64 then redis.call('LTRIM', LD, -LOG_ENTRIES, -1) end
+  if n % 64 == 1 then redis.call('PEXPIRE', LD, LOG_MS) end  -- each call's cost a join ~5 us
+  ver0, DL = R.ver, {}
+end
 -- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
 local function get(id)
   local v = redis.call('HGET', S, id)
@@ -274,12 +312,12 @@ local function release(x, now, dropped)
   free(x)
 end
 local function drop_waiting(x)
-  redis.call('ZREM', L, x.id)
+  line_remove(x.id)
   free(x)
 end
 local function admit(id, now)
   local x = get(id)
-  redis.call('ZREM', L, id)
+  line_remove(id)
   bump()
   x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
   R.adm = R.adm + 1
@@ -445,6 +483,41 @@ local function line_snapshot(ver)
   redis.call('SET', LN, out, 'PX', 60000)
   return out
 end
+-- The entries of KEYS[11] that take the line of version `from` (of incarnation `inc`) to
+-- R.ver, oldest first; nil when the log no longer holds them all, or when they name more
+-- sessions than a quarter of the line (then the snapshot is the cheaper read). Read from the
+-- newest back, a few entries at a time: a process one change behind reads one entry.
+local function line_deltas(from, inc)
+  if not from or inc ~= R.inc or from <= 0 or from > R.ver then return nil end
+  local out = {}
+  if from == R.ver then return out end
+  local limit = math.max(DELTA_MIN_IDS, math.floor(waiting() / 4))
+  local want, ids, got = R.ver, 0, 0
+  local span = math.min(R.ver - from, LOG_ENTRIES)  -- each entry moves the version on by >= 1
+  local chunk = math.min(span, 4)
+  while chunk > 0 do
+    local part = redis.call('LRANGE', LD, -(got + chunk), -(got + 1))
+    for i = #part, 1, -1 do
+      local e = part[i]
+      local ei, eo, en, ek = string.match(e, '^(%d+) (%d+) (%d+) (%d+)')
+      if not ek or tonumber(ei) ~= R.inc or tonumber(en) ~= want then return nil end
+      ids = ids + tonumber(ek)
+      if ids > limit then return nil end
+      out[#out + 1] = e
+      want = tonumber(eo)
+      if want <= from then
+        if want < from then return nil end
+        local n = #out
+        for j = 1, math.floor(n / 2) do out[j], out[n + 1 - j] = out[n + 1 - j], out[j] end
+        return out
+      end
+    end
+    if #part < chunk then return nil end  -- the log ends before `from`
+    got = got + chunk
+    chunk = math.min(chunk * 4, span - got)
+  end
+  return nil
+end
 -- Every answer: {'ok', register, payload...}
 local function answer(register, ...)
   save()
@@ -471,6 +544,7 @@ local function main()
            adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
            aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
            inc = tonumber(ARGV[14] or '0') or 0}
+      redis.call('DEL', LD)  -- one left by a process whose script predates KEYS[11]
     else
       advance(now)
     end
@@ -507,7 +581,7 @@ local function main()
   elseif op == 'delete' then
     advance(now)
     local out = info()
-    redis.call('DEL', M, L, S, D, V, X, C, CF, G, LN)
+    redis.call('DEL', M, L, S, D, V, X, C, CF, G, LN, LD)
     return {'ok', -1, out}
   elseif op == 'check' then
     -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
@@ -523,7 +597,7 @@ local function main()
         return {refusal[1], reg, refusal[2], refusal[3]}
       end
       R.seq = R.seq + 1
-      redis.call('ZADD', L, R.seq, id)
+      line_add(id)
       bump()
       x = {id = id, st = 'w', last_seen = R.now, since = 0, admission = 0, claimed = false}
       count_join(x, client, R.now)
@@ -543,13 +617,20 @@ local function main()
       views[#views + 1] = view(x)
     end
     return answer(to_register(false), views)
-  elseif op == 'line' then  -- live channels: the counts, and the line when ver moved on
+  elseif op == 'line' then
+    -- Live channels: the counts, and the line when ver moved on (ARGV 4: the caller's version).
+    -- ARGV 5, 6: the version and incarnation of the line the calling process keeps ('' or 0:
+    -- none). The line is then answered as the entries of KEYS[11] from that version on (an
+    -- array) when the log holds them and they are few, else as the snapshot (a string).
     advance(now)
+    log_delta()  -- this call's own changes (advance) first: the entries reach R.ver
     local ver = R.ver or 0
     local line = ''
-    if s(ver) ~= ARGV[4] then line = line_snapshot(s(ver)) end
+    if s(ver) ~= ARGV[4] then
+      line = line_deltas(tonumber(ARGV[5] or ''), tonumber(ARGV[6] or '')) or line_snapshot(s(ver))
+    end
     return answer(to_register(false), {ver, R.holders, waiting(), R.cap, win_count(R.fw, R.now),
-                                       R.apm, R.cto, R.idle, R.paused}, line)
+                                       R.apm, R.cto, R.idle, R.paused, R.inc}, line)
   elseif op == 'touch' or op == 'leave' or op == 'evict' then
     local id = ARGV[4]
     advance(now)
@@ -614,8 +695,8 @@ end
 local function run(keys, argv)
   KEYS, ARGV = keys, argv
   M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  C, CF, G, LN = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+  C, CF, G, LN, LD = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
   op, ttl = ARGV[1], tonumber(ARGV[3])
-  R = {}
+  R, DL, ver0 = {}, {}, nil
   return main()
 end
