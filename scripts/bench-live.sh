@@ -120,12 +120,31 @@ for n in "${RUN_SIZES[@]}"; do
   # Opening N connections takes N/CONNECT_RATE s; admissions and the last pushes take less
   # than a minute more.
   limit=$(( n / CONNECT_RATE * 3 + SECONDS_OF_ADMISSIONS + 240 ))
+  WATCHER=""
+  if [[ $REDIS_SERVERS -gt 0 ]]; then
+    # Redis's time per script op over the admissions alone: every call goes to the slow log
+    # (threshold 0) from the moment the bench says the admissions start until they are done.
+    (
+      r=(redis-cli -p "$REDIS_PORT")
+      wait_for() { for _ in $(seq 12000); do grep -q "$1" "$OUT/live-$n.err" 2>/dev/null && return; sleep 0.05; done; }
+      wait_for "admissions from"
+      "${r[@]}" config set slowlog-max-len 1000000 >/dev/null
+      "${r[@]}" slowlog reset >/dev/null
+      "${r[@]}" config set slowlog-log-slower-than 0 >/dev/null
+      wait_for "pushes done"
+      "${r[@]}" config set slowlog-log-slower-than 10000 >/dev/null
+      "${r[@]}" slowlog get 1000000 >"$OUT/slowlog-$n.txt"
+      "${r[@]}" slowlog reset >/dev/null
+    ) &
+    WATCHER=$!
+  fi
   set +e
   timeout "$limit" "$BIN" bench live --server "$SERVER_URL" -n "$n" --capacity "$CAPACITY" \
     --rate "$RATE" --duration "$SECONDS_OF_ADMISSIONS" --threads "$CLIENT_THREADS" \
     --connect-rate "$CONNECT_RATE" --server-pid "$SERVER_PIDS" "${MULTI[@]}" --json \
     >"$OUT/live-$n.json" 2>"$OUT/live-$n.err"
   rc=$?
+  if [[ -n "$WATCHER" ]]; then kill "$WATCHER" 2>/dev/null; wait "$WATCHER" 2>/dev/null; fi
   set -e
   cat "$OUT/live-$n.err" >&2
   cat "$OUT/live-$n.json"
@@ -187,6 +206,35 @@ table += "\n\n" + "\n".join([
     "fan-out p50 ms | server CPU us per message | Redis CPU ms per change |",
     "|---:|---|---|---:|---:|---:|",
 ] + more)
+# Redis's own time per script op during the admissions (bench-live.sh --redis: SLOWLOG at 0).
+import collections
+ops = []
+for n in sizes:
+    path = os.path.join(out, f"slowlog-{n}.txt")
+    if not os.path.exists(path):
+        continue
+    try:
+        j = json.loads(open(os.path.join(out, f"live-{n}.json")).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        continue
+    lines = open(path, "rb").read().decode("latin-1").split("\n")
+    calls, usec = collections.Counter(), collections.Counter()
+    for i, line in enumerate(lines):
+        if line.upper() != "FCALL" or i < 1 or not lines[i - 1].isdigit() or not lines[i + 2].isdigit():
+            continue
+        fn = lines[i + 1].rsplit("_", 1)[0]  # anteroom_<script>_<hash of its code>
+        op = fn + (" " + lines[i + 3 + int(lines[i + 2])] if fn == "anteroom_room" else "")
+        calls[op] += 1
+        usec[op] += int(lines[i - 1])
+    k = max(1, j["changes"])
+    for op in sorted(calls, key=lambda o: -usec[o]):
+        ops.append(f"| {j['connections']:,} | {op} | {calls[op]:,} | {usec[op] / 1e3:,.1f} | "
+                   f"{usec[op] / calls[op]:,.1f} | {usec[op] / 1e3 / k:,.2f} |")
+if ops:
+    table += "\n\n" + "\n".join([
+        "| N | script op (during the admissions) | calls | Redis ms | us per call | Redis ms per change |",
+        "|---:|---|---:|---:|---:|---:|",
+    ] + ops)
 open(os.path.join(out, "results.md"), "w").write(table + "\n")
 print("\n" + table)
 PY

@@ -505,6 +505,11 @@ double Percentile(std::vector<uint32_t>& v, double p) {  // in ms
   return v[k] / 1000.0;
 }
 
+// For lining up the run's phases with other tools' logs (e.g. Redis's SLOWLOG).
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 void Progress(bool quiet, std::string_view text) {
   if (!quiet) fmt::print(stderr, "bench live: {}\n", text);
 }
@@ -949,6 +954,7 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
   double redis_cpu_before = f.redis_pid > 0 ? CpuSeconds(fmt::format("/proc/{}", f.redis_pid)) : -1;
   double own_cpu_before = generator.CpuSeconds();
   int64_t messages_before = board.Messages();
+  Progress(quiet, fmt::format("admissions from unix time {:.3f}", UnixSeconds()));
   auto start = SteadyClock::now();
   auto hold_deadline = [&] {
     return SteadyClock::now() + std::chrono::duration<double>(f.settle_s);
@@ -987,6 +993,8 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   auto end = SteadyClock::now();
+  Progress(quiet,
+           fmt::format("admissions and their pushes done at unix time {:.3f}", UnixSeconds()));
   res.messages = board.Messages() - messages_before;
   res.window_s = std::chrono::duration<double>(end - start).count();
   res.converged = h.converged.load();
