@@ -426,9 +426,19 @@ local function to_register(force)
 end
 
 -- ---- answers --------------------------------------------------------------------------------
+-- The freed count of the window as of `now`, counted once per call for a given window and second:
+-- a `present` answers up to 2,000 waiting sessions, each with an ETA from the same count.
+local freed_w, freed_sec, freed_n
+local function freed_now(now)
+  local sec = second_of(now)
+  if freed_w ~= R.fw or freed_sec ~= sec then
+    freed_w, freed_sec, freed_n = R.fw, sec, win_count(R.fw, now)
+  end
+  return freed_n
+end
 local function eta(position, now)
   if R.paused == 1 then return -1 end
-  local freed = win_count(R.fw, now)
+  local freed = freed_now(now)
   if freed == 0 then return -1 end
   local e = math.ceil(position * 60000 / freed)
   if R.apm >= 0 then e = math.max(e, math.ceil(position * 60000 / R.apm)) end
@@ -698,5 +708,6 @@ local function run(keys, argv)
   C, CF, G, LN, LD = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
   op, ttl = ARGV[1], tonumber(ARGV[3])
   R, DL, ver0 = {}, {}, nil
+  freed_w, freed_sec, freed_n = nil, nil, nil
   return main()
 end

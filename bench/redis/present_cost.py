@@ -1,0 +1,37 @@
+# The Redis time of a live channel keep-alive (`present` of 2,000 waiting sessions in a room of
+# 10,000 whose freed-slot window holds 50 one-second buckets), for room.lua libraries loaded side
+# by side: python3 bench/redis/present_cost.py PORT LIB... (each LIB a FUNCTION LOADed room.lua,
+# registered under that name; docs/benchmarks.md, "100,000 live clients over 6 processes").
+import socket, sys, time, statistics
+port = int(sys.argv[1]); libs = sys.argv[2:]
+keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld"]]
+s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
+def reply():
+    line = f.readline(); kind, rest = line[:1], line[1:-2]
+    if kind in (b"+", b":"): return rest
+    if kind == b"-": raise RuntimeError(rest)
+    if kind == b"$": return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
+    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
+def call(*args):
+    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+    return reply()
+T0 = 1_800_000_000_000
+for lib in libs:
+    call("DEL", *keys)
+    room = lambda *a: call("FCALL", lib, len(keys), *keys, *a)
+    room("put", T0, 600000, 10, 30000, 3600000, -1, -1)
+    for i in range(10): room("check", T0, 600000, "h%d" % i)
+    for i in range(10000): room("check", T0, 600000, "w%05d" % i)
+    # one holder leaves in each of 50 seconds: the freed window holds 50 buckets
+    for sec in range(50):
+        holder = "h%d" % sec if sec < 10 else "w%05d" % (sec - 10)
+        room("leave", T0 + sec * 1000, 600000, holder, 1)
+    now = T0 + 50_000
+    ids = ["w%05d" % i for i in range(100, 2100)]
+    call("CONFIG", "RESETSTAT")
+    for r in range(20): room("present", now + r, 600000, *ids)
+    st = call("INFO", "commandstats").decode()
+    us = [l for l in st.split("\r\n") if l.startswith("cmdstat_fcall")][0]
+    per_call = float(us.split("usec_per_call=")[1].split(",")[0])
+    print(lib, "present of 2000 waiting: %.0f us per call, %.2f us per session" % (per_call, per_call / 2000))
