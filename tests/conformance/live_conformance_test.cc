@@ -95,6 +95,41 @@ TEST_P(LiveConformanceTest, EveryChangeOfTheLineOrOfAHolderMovesTheVersion) {
   EXPECT_EQ(admitted->freed_last_minute, 1);
 }
 
+// The ETA's basis: slots freed in the last 60 whole seconds. One slot is freed in each of 70
+// seconds, then time runs on without any: the count rises to its cap and falls a bucket a
+// second, and an ETA follows it (Redis keeps a running total in front of its buckets).
+TEST_P(LiveConformanceTest, FreedLastMinuteCountsTheLastSixtySecondsAsTimeRuns) {
+  MakeRoom("r", 1, /*checkin_timeout_ms=*/3'600'000, /*grace_ms=*/0);
+  ASSERT_TRUE(Check("r", "h0").ok());
+  for (int i = 0; i < 80; ++i) ASSERT_TRUE(Check("r", "w" + std::to_string(i)).ok());
+  auto freed = [&] {
+    auto v = Read("r", 0);
+    EXPECT_TRUE(v.ok()) << v.message();
+    return v.ok() ? v->freed_last_minute : -1;
+  };
+  // The holder leaves each second and the next in line is admitted (and holds the slot).
+  std::string holder = "h0";
+  for (int sec = 0; sec < 70; ++sec) {
+    auto left = Await<SessionView>([&](auto done) { b().Leave("r", holder, true, done); });
+    ASSERT_TRUE(left.ok()) << left.message();
+    holder = "w" + std::to_string(sec);
+    EXPECT_EQ(freed(), std::min(sec + 1, 60)) << "second " << sec;
+    AdvanceTime(1'000);
+  }
+  // 70 freed, one a second; the last 60 seconds hold 60 of them. Then none for a while.
+  EXPECT_EQ(freed(), 59);  // a second on: the bucket of 60 s ago fell out
+  auto waiting = Check("r", "w75");
+  ASSERT_TRUE(waiting.ok());
+  ASSERT_TRUE(waiting->eta_ms.has_value());
+  EXPECT_EQ(*waiting->eta_ms, (waiting->position * 60'000 + 58) / 59);
+  AdvanceTime(30'000);
+  EXPECT_EQ(freed(), 29);
+  AdvanceTime(29'000);
+  EXPECT_EQ(freed(), 0);
+  AdvanceTime(500);
+  EXPECT_EQ(freed(), 0);
+}
+
 TEST_P(LiveConformanceTest, ExpiryIsSeenByTheNextRead) {
   MakeRoom("r", 1, /*checkin_timeout_ms=*/1'000);
   for (const char* s : {"a", "b", "c"}) ASSERT_TRUE(Check("r", s).ok());

@@ -75,10 +75,24 @@ local function save()
              R.paused, R.url, R.ver, R.jpm, R.ppc, R.pow, R.inc}))
 end
 
--- ---- minute windows: "second:count,..." over the last 60 whole seconds -----------------------
+-- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last 60 whole seconds ----------
+-- Buckets ascend. TOTAL is the sum of every bucket written and NEWEST the last one's second, so
+-- a count is TOTAL less the few expired buckets at the front: a check in a room admitting every
+-- second no longer parses up to 60 buckets (~1 us each). Windows written without the prefix (by
+-- an older script) are counted whole; an older script reading this one skips the prefix (it has
+-- no ':'), and rewrites the window without it.
 local function second_of(ms) return math.floor(ms / 1000) end
 local function win_count(w, now)
   local sec, total = second_of(now), 0
+  local t, newest, at = string.match(w, '^(%d+) (%-?%d+)|()')
+  if t and tonumber(newest) <= sec then
+    total = tonumber(t)
+    while true do  -- the expired buckets at the front
+      local bs, bc, next_at = string.match(w, '^(%-?%d+):(%d+),?()', at)
+      if not bs or tonumber(bs) > sec - 60 then return total end
+      total, at = total - tonumber(bc), next_at
+    end
+  end
   for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
     bs = tonumber(bs)
     if bs > sec - 60 and bs <= sec then total = total + tonumber(bc) end
@@ -86,16 +100,21 @@ local function win_count(w, now)
   return total
 end
 local function win_add(w, now)
-  local sec, out, added = second_of(now), {}, false
+  local sec, out, added, total = second_of(now), {}, false, 0
+  local newest = sec
   for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
     local b = tonumber(bs)
     if b > sec - 60 then
       if b == sec then bc = s(tonumber(bc) + 1); added = true end
       out[#out + 1] = bs .. ':' .. bc
+      total, newest = total + tonumber(bc), b
     end
   end
-  if not added then out[#out + 1] = s(sec) .. ':1' end
-  return table.concat(out, ',')
+  if not added then
+    out[#out + 1] = s(sec) .. ':1'
+    total, newest = total + 1, sec
+  end
+  return s(total) .. ' ' .. s(newest) .. '|' .. table.concat(out, ',')
 end
 -- The earliest time >= now at which the count falls below limit.
 local function win_next_below(w, now, limit)
