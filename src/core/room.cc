@@ -299,7 +299,11 @@ void Room::ProcessDue(Index i, int64_t when) {
       DropWaiting(i);
       return;
     case SessionStatus::kActive:
-      if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
+      // Decided at the deadline's own time, not the room's (later when a reconfiguration moved
+      // it into the past): an idle expiry keyed before the claim deadline is an idle expiry,
+      // wherever the room's clock is. A replay, which has no idle keys, agrees.
+      if (!s.claimed &&
+          s.since + config_.checkin_timeout_ms <= static_cast<int64_t>(deadlines_.KeyOf(i) >> 1)) {
         Release(i, when, /*dropped=*/true);
       } else {
         ReportSeenExpiry(i);

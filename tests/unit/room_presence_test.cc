@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/bytes.h"
@@ -148,6 +150,51 @@ TEST(RoomPresenceTest, ALoggedDropOutGoesBeforeTimedDeadlinesOfTheSameMoment) {
   live->Restart(t, Room::Presence::kTimed);
   replay->Restart(t, Room::Presence::kTimed);
   EXPECT_EQ(Saved(*live), Saved(*replay));
+}
+
+// An unclaimed admission has two deadlines: idle (from last_seen: presence, which only the live
+// room knows) and its claim (from since). A reconfiguration puts both in the past, and the room
+// processes them at its own, later time. b's idle deadline, keyed first, decides at its own
+// time that b went idle (reported), not that its claim ran out because the room's clock is
+// already past it; else the live room would free b's slot before d's drop-out (keyed between
+// the two) while the replay, which has only the claim key and the reports, frees it after.
+// (ReplayModelTest found that order with seed 2184976172.)
+TEST(RoomPresenceTest, AnIdleExpiryKeyedBeforeTheClaimDeadlineIsAnIdleExpiryOnBothSides) {
+  auto live = MakeRoom(Room::Presence::kReported, /*capacity=*/2);
+  auto replay = MakeRoom(Room::Presence::kReplayed, /*capacity=*/2);
+  for (Room* room : {live.get(), replay.get()}) {
+    room->Check("a", kT0);
+    room->Check("a", kT0);  // claimed
+    room->Check("x", kT0);
+    room->Check("x", kT0);  // claimed
+    room->Check("b", kT0 + 1);
+    room->Check("c", kT0 + 2);
+    room->Check("d", kT0 + 2);
+    ASSERT_TRUE(room->Leave("x", /*final=*/true, kT0 + 3).ok());  // b admitted, unclaimed
+  }
+  core::RoomPatch patch;
+  patch.idle_timeout_ms = std::optional<int64_t>(50);  // a idle at +50, b at +53
+  patch.checkin_timeout_ms = 100;                      // b's claim ends +103; c, d drop at +102
+  const int64_t now = kT0 + 1'000;
+  live->Reconfigure(patch, now);
+  live->Advance(now);
+  std::vector<std::pair<std::string, int64_t>> seen;
+  for (const Room::SeenExpiry& e : live->seen_expiries()) seen.emplace_back(e.session, e.when);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, int64_t>>{
+                      {"a", kT0 + 50}, {"b", kT0 + 53}, {"c", kT0 + 102}, {"d", kT0 + 102}}));
+  replay->Reconfigure(patch, now);  // the patch's record, then the expiries logged after it
+  for (const auto& [session, when] : seen) {
+    ASSERT_TRUE(replay->ApplySeenExpiry(session, when)) << session;
+  }
+  replay->Advance(now);
+  for (Room* room : {live.get(), replay.get()}) {
+    EXPECT_EQ(room->holders(), 2) << "a and b in grace: nobody released, nobody admitted";
+    EXPECT_EQ(room->counters().dropped_total, 2) << "c and d";
+  }
+  live->Restart(now, Room::Presence::kTimed);
+  replay->Restart(now, Room::Presence::kTimed);
+  EXPECT_EQ(Saved(*live), Saved(*replay));
+  EXPECT_EQ(live->Present({"b"}, now)[0].status, SessionStatus::kActive) << "back from grace";
 }
 
 TEST(RoomPresenceTest, ARestartCountsEveryoneAsSeenThen) {

@@ -206,7 +206,9 @@ class ReferenceRoom {
           ++counters_.dropped_total;
           break;
         case Status::kActive:
-          if (!s.claimed && s.since + config_.checkin_timeout_ms <= when) {
+          // Which deadline it is follows from its own time, not the room's (later when a
+          // reconfiguration moved it into the past): idle first, or the claim ran out.
+          if (!s.claimed && s.since + config_.checkin_timeout_ms <= *best_time) {
             Release(id, when, true);
           } else {
             s.status = Status::kGrace;

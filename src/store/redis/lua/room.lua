@@ -365,12 +365,14 @@ local function rate_open_key(now)
 end
 
 -- ---- time -----------------------------------------------------------------------------------
-local function process_due(x, when)
+-- `at`: the deadline's own time (when is the room's, later if a reconfiguration moved it into the
+-- past); an idle expiry keyed before the claim deadline is an idle expiry (as core/room.cc).
+local function process_due(x, when, at)
   if x.st == 'w' then
     R.dropped = R.dropped + 1
     drop_waiting(x)
   elseif x.st == 'a' then
-    if not x.claimed and x.since + R.cto <= when then
+    if not x.claimed and x.since + R.cto <= at then
       release(x, when, true)
     else  -- idle: as if it had left at this moment
       bump()
@@ -411,7 +413,7 @@ local function advance(now)
         again = true
       else
         R.now = when
-        process_due(x, when)
+        process_due(x, when, math.floor(heap_key / 2))
       end
     end
     if not again then
