@@ -37,6 +37,11 @@ class ReferenceRoom {
     uint64_t admission = 0;
     bool claimed = false;
     std::string client;  // set for tracked joins only
+    // The engine's slab slot: deadlines at the same moment and of the same kind go in slot
+    // order there (core::DeadlineHeap), and the order can matter (a drop-out, then a fill that
+    // admits someone whose own drop-out is due at that moment). Slots are reused last freed
+    // first, new ones appended, as core::Room does.
+    uint32_t slot = 0;
   };
   struct Result {
     bool unknown_session = false;
@@ -56,7 +61,7 @@ class ReferenceRoom {
     Advance(now);
     Session* s = Find(id);
     if (s == nullptr) {
-      sessions_.push_back(Session{id, Status::kWaiting, now_, 0, 0, false, {}});
+      sessions_.push_back(Session{id, Status::kWaiting, now_, 0, 0, false, {}, NewSlot()});
       line_.push_back(id);
       Fill(now_);
       s = Find(id);
@@ -181,7 +186,8 @@ class ReferenceRoom {
       for (const Session& s : sessions_) {
         auto [t, kind] = Deadline(s);
         if (!t) continue;
-        if (!best_time || *t < *best_time || (*t == *best_time && kind < best_kind)) {
+        if (!best_time || *t < *best_time || (*t == *best_time && kind < best_kind) ||
+            (*t == *best_time && kind == best_kind && s.slot < best->slot)) {
           best_time = t;
           best_kind = kind;
           best = &s;
@@ -336,9 +342,17 @@ class ReferenceRoom {
     Erase(id);
   }
 
+  uint32_t NewSlot() {
+    if (free_slots_.empty()) return next_slot_++;
+    uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
   void Erase(const std::string& id) {
-    sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
-                                 [&](const Session& s) { return s.id == id; }));
+    auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                           [&](const Session& s) { return s.id == id; });
+    free_slots_.push_back(it->slot);
+    sessions_.erase(it);
   }
 
   core::SessionView Base(const std::string& id) const {
@@ -384,6 +398,8 @@ class ReferenceRoom {
   int64_t ttl_;
   int64_t now_;
   std::vector<Session> sessions_;
+  std::vector<uint32_t> free_slots_;
+  uint32_t next_slot_ = 0;
   std::vector<std::string> line_;
   std::vector<int64_t> admitted_at_;
   std::vector<int64_t> freed_at_;
