@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "await_answer.h"
 #include "backend_fixture.h"
 
 namespace anteroom::store::conformance {
@@ -38,17 +39,6 @@ std::vector<std::string> Cli(const std::string& args) {
     if (!line.empty()) lines.push_back(line);
   }
   return lines;
-}
-
-template <typename T, typename Call>
-OpResult<T> Await(Call&& call) {
-  auto promise = std::make_shared<std::promise<OpResult<T>>>();
-  auto future = promise->get_future();
-  call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
-  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    return OpResult<T>(OpStatus::kInternal, "the backend did not answer");
-  }
-  return future.get();
 }
 
 std::vector<std::string> Ids(const core::IdList& line) {
@@ -86,19 +76,20 @@ class RedisLineDeltaTest : public ::testing::Test {
   }
   std::vector<std::string> Zrange() { return Cli("ZRANGE " + Key("l") + " 0 -1"); }
   void Put(core::RoomPatch patch) {
-    auto r = Await<core::RoomInfo>([&](auto done) { b(0).PutRoom(kRoom, patch, done); });
+    auto r = AwaitAnswer<core::RoomInfo>([&](auto done) { b(0).PutRoom(kRoom, patch, done); });
     ASSERT_TRUE(r.ok()) << r.message();
   }
   OpResult<core::SessionView> Check(int p, const std::string& id) {
-    return Await<core::SessionView>([&](auto done) { b(p).Check(kRoom, id, done); });
+    return AwaitAnswer<core::SessionView>([&](auto done) { b(p).Check(kRoom, id, done); });
   }
   OpResult<core::SessionView> Leave(int p, const std::string& id, bool final) {
-    return Await<core::SessionView>([&](auto done) { b(p).Leave(kRoom, id, final, done); });
+    return AwaitAnswer<core::SessionView>([&](auto done) { b(p).Leave(kRoom, id, final, done); });
   }
   // Process p's hub reads the line; it must be the line zset's, in order.
   void Read(int p, const std::string& why) {
     Process& proc = procs_[p];
-    auto r = Await<core::LineView>([&](auto done) { b(p).ReadLine(kRoom, proc.since, done); });
+    auto r =
+        AwaitAnswer<core::LineView>([&](auto done) { b(p).ReadLine(kRoom, proc.since, done); });
     ASSERT_TRUE(r.ok()) << r.message();
     if (r->changed) {
       proc.line = Ids(r->line);
@@ -157,7 +148,7 @@ TEST_F(RedisLineDeltaTest, RandomStepsMatchTheLineZset) {
           if (pick(2)) {
             (void)Leave(p, id, false);
           } else {
-            (void)Await<core::SessionView>([&](auto done) { b(p).Touch(kRoom, id, done); });
+            (void)AwaitAnswer<core::SessionView>([&](auto done) { b(p).Touch(kRoom, id, done); });
           }
           break;
         }
@@ -213,7 +204,7 @@ TEST_F(RedisLineDeltaTest, BehindMoreThanTheLogHoldsReadsWhole) {
   for (int i = 0; i < 600; ++i) {
     ASSERT_TRUE(Leave(0, "holder", false).ok());
     ASSERT_TRUE(
-        Await<core::SessionView>([&](auto done) { b(0).Touch(kRoom, "holder", done); }).ok());
+        AwaitAnswer<core::SessionView>([&](auto done) { b(0).Touch(kRoom, "holder", done); }).ok());
     if (i % 50 == 49) Read(0, "keeping up");
   }
   ASSERT_TRUE(Check(0, "late").ok());
@@ -265,7 +256,7 @@ TEST_F(RedisLineDeltaTest, RoomMadeAgainIsNotBuiltOnTheOldLine) {
   for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(Check(0, id).ok());
   Read(0, "old room");
   ASSERT_EQ(procs_[0].line, (std::vector<std::string>{"b", "c", "d"}));
-  ASSERT_TRUE(Await<core::RoomInfo>([&](auto done) { b(0).DeleteRoom(kRoom, done); }).ok());
+  ASSERT_TRUE(AwaitAnswer<core::RoomInfo>([&](auto done) { b(0).DeleteRoom(kRoom, done); }).ok());
   EXPECT_EQ(Cli("EXISTS " + Key("ld")), std::vector<std::string>{"0"}) << "deleted with the room";
   Put(create);
   for (const char* id : {"x", "y", "z", "w", "v"}) ASSERT_TRUE(Check(0, id).ok());

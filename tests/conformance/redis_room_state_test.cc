@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "await_answer.h"
 #include "backend_fixture.h"
 
 namespace anteroom::store::conformance {
@@ -42,18 +43,6 @@ int FieldCount(const std::string& key) {
   return std::atoi(out.c_str());
 }
 
-// Calls the callback API and waits (bounded) for its answer.
-template <typename T, typename Call>
-OpResult<T> Await(Call&& call) {
-  auto promise = std::make_shared<std::promise<OpResult<T>>>();
-  auto future = promise->get_future();
-  call([promise](OpResult<T> r) { promise->set_value(std::move(r)); });
-  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    return OpResult<T>(OpStatus::kInternal, "the backend did not answer");
-  }
-  return future.get();
-}
-
 TEST(RedisRoomStateTest, RoomWrittenBeforePausedAndTargetUrlStillLoads) {
   FakeClock clock;
   std::string prefix = "legacy" + std::to_string(getpid()) + ":";
@@ -62,13 +51,13 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePausedAndTargetUrlStillLoads) {
                                                                 .redis_time = false,
                                                                 .run_timer = false});
   auto put = [&](const core::RoomPatch& patch) {
-    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
+    return AwaitAnswer<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
   };
   auto get = [&] {
-    return Await<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
+    return AwaitAnswer<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
   };
   auto check = [&](const std::string& session) {
-    return Await<core::SessionView>([&](auto done) { backend.Check("old", session, done); });
+    return AwaitAnswer<core::SessionView>([&](auto done) { backend.Check("old", session, done); });
   };
 
   core::RoomPatch create;
@@ -109,8 +98,8 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePausedAndTargetUrlStillLoads) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->position, 1);
   // Unpaused, as the old room was: a freed slot goes to the head of the line at once.
-  auto left =
-      Await<core::SessionView>([&](auto done) { backend.Leave("old", "a", /*final=*/true, done); });
+  auto left = AwaitAnswer<core::SessionView>(
+      [&](auto done) { backend.Leave("old", "a", /*final=*/true, done); });
   ASSERT_TRUE(left.ok()) << left.message();
   EXPECT_EQ(left->active, 1);
   EXPECT_EQ(left->waiting, 0);
@@ -134,11 +123,11 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
                                                                 .redis_time = false,
                                                                 .run_timer = false});
   auto put = [&](const core::RoomPatch& patch) {
-    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
+    return AwaitAnswer<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
   };
   auto join = [&](const std::string& session, const std::string& client) {
     core::Arrival arrival{.client = client, .proof_bits = 0};
-    return Await<core::SessionView>(
+    return AwaitAnswer<core::SessionView>(
         [&](auto done) { backend.Check("old", session, arrival, done); });
   };
   core::RoomPatch create;
@@ -162,7 +151,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
       meta);
   ASSERT_EQ(cut, std::to_string(kFieldsBeforeLimits));
 
-  auto info = Await<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
+  auto info = AwaitAnswer<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
   ASSERT_TRUE(info.ok()) << info.message();
   EXPECT_EQ(info->config.joins_per_minute_per_client, std::nullopt);
   EXPECT_EQ(info->config.places_per_client, std::nullopt);
@@ -189,10 +178,10 @@ TEST(RedisRoomStateTest, GateLeftBehindByAnOlderProcessDoesNotComeBack) {
                                                                 .redis_time = false,
                                                                 .run_timer = false});
   auto put = [&](const core::RoomPatch& patch) {
-    return Await<core::RoomInfo>([&](auto done) { backend.PutRoom("lobby", patch, done); });
+    return AwaitAnswer<core::RoomInfo>([&](auto done) { backend.PutRoom("lobby", patch, done); });
   };
   auto gate_now = [&] {
-    auto info = Await<core::RoomInfo>([&](auto done) { backend.GetRoom("lobby", done); });
+    auto info = AwaitAnswer<core::RoomInfo>([&](auto done) { backend.GetRoom("lobby", done); });
     EXPECT_TRUE(info.ok()) << info.message();
     return info.ok() ? info->config.gate : std::optional<std::string>("(failed)");
   };
@@ -228,7 +217,7 @@ TEST(RedisRoomStateTest, GateLeftBehindByAnOlderProcessDoesNotComeBack) {
   ASSERT_TRUE(put(gate).ok());
   EXPECT_EQ(raw(), inc + R"(:{"cookie":"pass"})");
   EXPECT_EQ(gate_now(), gate.gate);
-  auto deleted = Await<core::RoomInfo>([&](auto done) { backend.DeleteRoom("lobby", done); });
+  auto deleted = AwaitAnswer<core::RoomInfo>([&](auto done) { backend.DeleteRoom("lobby", done); });
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->config.gate, gate.gate);
   EXPECT_EQ(exists(), "0") << "deleted with the room";
