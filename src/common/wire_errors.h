@@ -85,8 +85,14 @@ inline std::string GateListShape(std::string_view key, size_t max, std::string_v
                      max, what);
 }
 inline constexpr std::string_view kGateReturn =
-    "'return' must be an http(s) URL on a host the room allows: its target_url's host, one of "
-    "its gate.hosts, a --gate-host, or this server's own";
+    "'return' must be an http(s) URL (https when the site is) on a host the room allows: its "
+    "target_url's host, one of its gate.hosts, a --gate-host, or this server's own";
+inline constexpr std::string_view kGateDecisionForProxy =
+    "the gate's decision answers the proxy, not a page: this request came through the public "
+    "prefix (X-Forwarded-Prefix)";
+inline constexpr std::string_view kGateLeaveCrossSite =
+    "leaving is posted from the leave page itself: this request came from another site "
+    "(Sec-Fetch-Site)";
 inline constexpr std::string_view kGateNotAdmitted =
     "the token does not hold an admission of this room (expired past its admission, revoked, "
     "or of another room)";

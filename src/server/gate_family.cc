@@ -14,8 +14,9 @@
 //                       to wait live
 //
 // The waiting page, once admitted, posts its token to /v1/gate/{room}/enter, which sets the
-// cookie (HttpOnly) and names the page to go back to; /v1/gate/{room}/leave clears it and
-// frees the slot at once.
+// cookie (HttpOnly) and names the page to go back to; a POST to /v1/gate/{room}/leave (from the
+// page a GET of it shows) clears it and frees the slot at once. docs/security.md, "The gate",
+// lists what each of these refuses and why.
 #include <boost/json.hpp>
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
@@ -34,6 +35,7 @@
 #include "server/gate_cache.h"
 #include "server/json_body.h"
 #include "server/preamble.h"
+#include "server/return_url.h"
 
 namespace anteroom::server {
 
@@ -55,25 +57,54 @@ std::string_view LastListed(std::string_view value) {
   return value;
 }
 
+// Whether the page was asked for over https: the trusted proxy's X-Forwarded-Proto (TLS may
+// end in front of it), or an https --public-url. It decides the cookie's Secure and __Host-
+// name and whether `return` may be http, so it is believed from a --trusted-proxy only.
+bool OverHttps(const Services& s, const Request& req) {
+  if (s.web.public_url.starts_with("https:")) return true;
+  return s.trusted_proxies.Contains(req.peer) &&
+         LastListed(Field(req, "X-Forwarded-Proto")) == "https";
+}
+
+// The host the page was served on: the trusted proxy's X-Forwarded-Host, else Host.
+std::string HereHost(const Services& s, const Request& req) {
+  std::string_view forwarded = LastListed(Field(req, "X-Forwarded-Host"));
+  if (!forwarded.empty() && s.trusted_proxies.Contains(req.peer)) return std::string(forwarded);
+  return req.host;
+}
+
 // The request the proxy asks about.
 struct Original {
-  std::string proto;  // "http" or "https"
-  std::string host;   // as the page asked for it (host[:port])
-  std::string uri;    // path and query, as sent
+  bool https = false;
+  std::string host;    // as the page asked for it (host[:port])
+  std::string uri;     // path and query, as sent
+  std::string method;  // the proxy's X-Forwarded-Method, else the gate request's own
   std::string_view path() const { return std::string_view(uri).substr(0, uri.find('?')); }
-  std::string Url() const { return proto + "://" + host + uri; }
+  std::string Url() const { return (https ? "https://" : "http://") + host + uri; }
 };
 
-Original ReadOriginal(const Request& req) {
+Original ReadOriginal(const Services& s, const Request& req) {
   Original o;
-  std::string_view proto = LastListed(Field(req, "X-Forwarded-Proto"));
-  o.proto = proto == "https" ? "https" : "http";
+  o.https = OverHttps(s, req);
   std::string_view host = LastListed(Field(req, "X-Forwarded-Host"));
   o.host = std::string(host.empty() ? std::string_view(req.host) : host);
   std::string_view uri = Field(req, "X-Forwarded-Uri");
   if (uri.empty()) uri = Field(req, "X-Original-URI");
   o.uri = uri.empty() || uri.front() != '/' ? std::string("/") : std::string(uri);
+  std::string_view method = Field(req, "X-Forwarded-Method");
+  o.method = method.empty() ? std::string(http::to_string(req.method)) : AsciiUpper(method);
   return o;
+}
+
+// Whether the request asked about is a page load in a browser: a GET navigation
+// (Sec-Fetch-Mode: navigate, or, from browsers that send no Sec-Fetch-Mode, one that accepts
+// HTML). Only those are let in on the spot: an uptime probe, a link preview or `curl -I` gets
+// the waiting answer and takes no slot.
+bool LooksLikeNavigation(const Request& req, const Original& original) {
+  if (original.method != "GET") return false;
+  std::string_view mode = Field(req, "Sec-Fetch-Mode");
+  if (!mode.empty()) return mode == "navigate";
+  return Field(req, "Accept").find("text/html") != std::string_view::npos;
 }
 
 // The value of cookie `name` in a Cookie header ("a=1; b=2"), empty when absent.
@@ -98,8 +129,8 @@ std::string_view CookieValue(std::string_view header, std::string_view name) {
 
 std::string CookieLine(const GateSettings& settings, std::string_view room, std::string_view value,
                        bool secure, bool clear) {
-  std::string line =
-      fmt::format("{}={}; Path=/; HttpOnly; SameSite=Lax", settings.CookieName(room), value);
+  std::string line = fmt::format("{}={}; Path=/; HttpOnly; SameSite=Lax",
+                                 settings.CookieName(room, secure), value);
   if (secure) line += "; Secure";
   if (!settings.cookie_domain.empty()) line += "; Domain=" + settings.cookie_domain;
   if (clear) line += "; Max-Age=0";
@@ -120,33 +151,24 @@ bool AcceptsJson(const Request& req) {
   return accept.find("application/json") != std::string_view::npos;
 }
 
-// Whether `url` may be gone back to: http(s), on a host the room allows.
-bool AllowedReturn(const Services& s, const GateRoom& room, const Request& req,
-                   std::string_view url) {
-  auto u = urls::parse_absolute_uri(url);
-  if (!u || (u->scheme_id() != urls::scheme::http && u->scheme_id() != urls::scheme::https) ||
-      !u->has_authority() || u->host().empty() || u->has_userinfo()) {
-    return false;
-  }
-  std::string host = AsciiLower(u->host());
-  std::string authority = host + (u->has_port() ? ":" + std::string(u->port()) : "");
-  auto same = [&](std::string_view allowed) {
-    std::string a = AsciiLower(allowed);
-    return a == host || a == authority;
-  };
+// Where `url` sends the browser, when it may be gone back to (server/return_url.h): a host the
+// room allows (its target_url's, its gate.hosts, --gate-host, the one this request came to),
+// never from https down to http.
+std::optional<std::string> AllowedReturn(const Services& s, const GateRoom& room,
+                                         const Request& req, std::string_view url) {
+  std::vector<std::string> allowed;
   if (room.info.config.target_url) {
     auto target = urls::parse_absolute_uri(*room.info.config.target_url);
-    if (target && same(std::string(target->host()))) return true;
+    if (target && target->has_authority()) {
+      std::string authority = AsciiLower(target->encoded_host());
+      if (target->has_port()) authority += ":" + std::string(target->port());
+      allowed.push_back(std::move(authority));
+    }
   }
-  for (const std::string& h : room.settings->hosts) {
-    if (same(h)) return true;
-  }
-  for (const std::string& h : s.web.gate_hosts) {
-    if (same(h)) return true;
-  }
-  // The host this request came to (the site anteroom is served under).
-  Original here = ReadOriginal(req);
-  return same(here.host);
+  for (const std::string& h : room.settings->hosts) allowed.push_back(AsciiLower(h));
+  for (const std::string& h : s.web.gate_hosts) allowed.push_back(AsciiLower(h));
+  allowed.push_back(AsciiLower(HereHost(s, req)));
+  return AllowedReturnUrl(url, allowed, OverHttps(s, req));
 }
 
 // No body: nginx keeps an auth_request connection alive only when the answer has none (it asks
@@ -214,12 +236,18 @@ bool FreeNow(const GateRoom& room) {
          !i.config.challenge_difficulty;
 }
 
-// No admission held: in on the spot when the room is free, else wait. A join that lands in
-// the line after all (the counts were a second old) leaves it again at once: the page will
-// join from the waiting page.
+// No admission held: in on the spot when the request is a page load and the room is free,
+// else wait. A join that lands in the line after all (the counts were a second old) leaves it
+// again at once: the page will join from the waiting page. An admission made on the spot goes
+// straight into its grace (a leave, not final): it holds the slot for the room's grace_ms
+// until a second request brings the cookie back (a gated request with the cookie is activity,
+// which ends grace), so a client that keeps no cookies costs a slot for the grace, not for the
+// idle timeout.
 void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room, Original original,
            std::optional<std::string> clear_cookie, Respond respond) {
-  if (!FreeNow(*room)) return respond(Wait(s, req, *room, original.Url(), std::move(clear_cookie)));
+  if (!FreeNow(*room) || !LooksLikeNavigation(req, original)) {
+    return respond(Wait(s, req, *room, original.Url(), std::move(clear_cookie)));
+  }
   std::string id = NewRandomId();
   ArrivalRead arrival = ReadArrival(req, s, room->info.room, id, nullptr, nullptr);
   s.backend.Check(
@@ -242,8 +270,11 @@ void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room
             s.signer.Mint(room->info.room, v->incarnation, v->admission, s.clock.NowMs());
         Response pass = Pass(room->info.room, id);
         pass.headers.emplace_back("Set-Cookie", CookieLine(*room->settings, room->info.room, token,
-                                                           original.proto == "https", false));
-        respond(std::move(pass));
+                                                           original.https, false));
+        if (room->info.config.grace_ms <= 0) return respond(std::move(pass));
+        s.backend.Leave(room->info.room, id, /*final=*/false,
+                        [pass = std::move(pass), respond = std::move(respond)](
+                            OpResult<core::SessionView>) mutable { respond(std::move(pass)); });
       });
 }
 
@@ -254,7 +285,7 @@ void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room
 void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> room,
             Respond respond) {
   const std::string& name = room->info.room;
-  Original original = ReadOriginal(req);
+  Original original = ReadOriginal(s, req);
   // Assets, health checks, partners' webhooks, chosen crawlers: through, without a slot.
   if (room->settings->BypassesPath(original.path())) return respond(Pass(name, ""));
   if (room->settings->HasHeaderRules()) {
@@ -264,7 +295,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
       }
     }
   }
-  std::string_view cookie = CookieValue(Field(req, "Cookie"), room->settings->CookieName(name));
+  std::string_view cookie =
+      CookieValue(Field(req, "Cookie"), room->settings->CookieName(name, original.https));
   if (cookie.empty()) {
     return Admit(s, req, std::move(room), std::move(original), std::nullopt, std::move(respond));
   }
@@ -276,14 +308,17 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
       check.problem == core::TokenProblem::kNone || check.problem == core::TokenProblem::kExpired;
   if (!readable || check.claims.room != name) {
     // Not an admission: cleared on the answer that sends the page to wait.
-    std::string clear = CookieLine(*room->settings, name, "", original.proto == "https", true);
+    std::string clear = CookieLine(*room->settings, name, "", original.https, true);
     return Admit(s, req, std::move(room), std::move(original), std::move(clear),
                  std::move(respond));
   }
   // What the answer may still need of the request: the backend may answer on another thread.
   Request shadow;
-  if (AcceptsJson(req)) shadow.fields.set("Accept", "application/json");
+  for (std::string_view name : {"Accept", "Sec-Fetch-Mode", "X-Forwarded-Method"}) {
+    if (!Field(req, name).empty()) shadow.fields.set(name, Field(req, name));
+  }
   if (const std::string* p = req.Query("proxy")) shadow.query.emplace_back("proxy", *p);
+  shadow.method = req.method;
   shadow.peer = req.peer;
   shadow.forwarded_for = req.forwarded_for;
   shadow.host = req.host;
@@ -297,7 +332,7 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
         }
         if (!holder.ok() || !*holder) {
           std::string clear =
-              CookieLine(*room->settings, room->info.room, "", original.proto == "https", true);
+              CookieLine(*room->settings, room->info.room, "", original.https, true);
           return Admit(s, shadow, room, std::move(original), std::move(clear), std::move(respond));
         }
         const std::string& session = **holder;
@@ -309,16 +344,22 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
         // Past half its life (or expired): a fresh token for the same admission.
         if (now / 1000 >= claims.iat + s.signer.ttl_ms() / 2000) {
           std::string token = s.signer.Mint(name, claims.incarnation, claims.admission, now);
-          pass.headers.emplace_back("Set-Cookie", CookieLine(*room->settings, name, token,
-                                                             original.proto == "https", false));
+          pass.headers.emplace_back(
+              "Set-Cookie", CookieLine(*room->settings, name, token, original.https, false));
         }
         respond(std::move(pass));
       });
 }
 
-// ANY /v1/gate/{room}: the decision, for the request the proxy names.
+// ANY /v1/gate/{room}: the decision, for the request the proxy names. It answers the proxy
+// only: its pass names the session, which is the session's credential, so a page must never
+// read it. A request that came in through the public passage of the example configs (which
+// set X-Forwarded-Prefix there, and block this path) is refused as if there were no route.
 void CmdGate(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  if (!Field(req, "X-Forwarded-Prefix").empty()) {
+    return respond(ErrorReply(OpStatus::kNotFound, wire::kGateDecisionForProxy));
+  }
   if (std::shared_ptr<const GateRoom> room = s.gate->Cached(req.params[0])) {
     return Decide(s, req, std::move(room), std::move(respond));
   }
@@ -331,9 +372,19 @@ void CmdGate(Services& s, const Request& req, Respond respond) {
   });
 }
 
+// What enter and leave read of the request once the room is known.
+Request Forwarded(const Request& req) {
+  Request shadow;
+  shadow.host = req.host;
+  shadow.peer = req.peer;
+  shadow.fields.set("X-Forwarded-Host", Field(req, "X-Forwarded-Host"));
+  shadow.fields.set("X-Forwarded-Proto", Field(req, "X-Forwarded-Proto"));
+  return shadow;
+}
+
 // POST /v1/gate/{room}/enter {"token", "return"?}: the waiting page, admitted, hands its token
-// over; the answer sets the cookie and says where to go: `return` when the room allows it, else
-// the room's target_url.
+// over; the answer sets the cookie and says where to go: `return` (rebuilt) when the room
+// allows it, else the room's target_url.
 void CmdEnter(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kRoomNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
@@ -346,23 +397,18 @@ void CmdEnter(Services& s, const Request& req, Respond respond) {
   if (check.problem != core::TokenProblem::kNone || check.claims.room != req.params[0]) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateNotAdmitted));
   }
-  Request shadow;
-  shadow.host = req.host;
-  shadow.fields.set("X-Forwarded-Host", Field(req, "X-Forwarded-Host"));
-  bool secure = LastListed(Field(req, "X-Forwarded-Proto")) == "https" ||
-                s.web.public_url.starts_with("https:");
+  const bool secure = OverHttps(s, req);
   s.gate->Room(req.params[0], [&s, token = std::move(**token), claims = check.claims,
-                               back = std::move(*back), shadow = std::move(shadow), secure,
+                               back = std::move(*back), shadow = Forwarded(req), secure,
                                respond = std::move(respond)](
                                   OpResult<std::shared_ptr<const GateRoom>> found) mutable {
     if (!found.ok()) return respond(ErrorReply(found));
     std::shared_ptr<const GateRoom> room = std::move(*found);
     std::string location;
     if (back) {
-      if (!AllowedReturn(s, *room, shadow, *back)) {
-        return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateReturn));
-      }
-      location = *back;
+      std::optional<std::string> to = AllowedReturn(s, *room, shadow, *back);
+      if (!to) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kGateReturn));
+      location = std::move(*to);
     } else {
       location = room->info.config.target_url.value_or("/");
     }
@@ -382,58 +428,108 @@ void CmdEnter(Services& s, const Request& req, Respond respond) {
   });
 }
 
-// GET /v1/gate/{room}/leave[?return=URL]: leaves for good (the slot is freed at once) and
-// clears the cookie; then back to `return` when the room allows it, or a page that says so.
+// The page behind the site's leave link. Leaving is a change of state, so a link (a GET any
+// site can make a visitor's browser send, with the Lax cookie) only asks; the button posts.
+// It may not be framed (a click on it could be stolen from under another page).
+constexpr std::string_view kLeavePage = R"(<!doctype html>
+<html lang=en><meta charset=utf-8><meta name=viewport content="width=device-width,initial-scale=1">
+<title>Leave the waiting room</title>
+<link rel=icon href="data:,">
+<style>body{font:1.1rem/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
+button{font:inherit;padding:.5rem 1.25rem;border:0;border-radius:.4rem;background:#1f4fd1;color:#fff;cursor:pointer}</style>
+<main>
+<p id=question>Leave, and give your place to the next person?</p>
+<button id=leave-confirm type=button>Leave</button>
+<p id=done hidden>You have left the waiting room. Your place has been given to the next person.</p>
+<p id=failed role=alert hidden></p>
+</main>
+<script>
+(() => {
+  const button = document.getElementById('leave-confirm');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const r = await fetch(location.pathname + location.search,
+        { method: 'POST', credentials: 'same-origin', cache: 'no-store' });
+      const answer = await r.json();
+      if (!r.ok) throw new Error(answer.message || String(r.status));
+      if (answer.location) return location.replace(answer.location);
+      document.getElementById('question').hidden = true;
+      button.hidden = true;
+      document.getElementById('done').hidden = false;
+    } catch (e) {
+      const failed = document.getElementById('failed');
+      failed.textContent = 'Could not leave: ' + e.message;
+      failed.hidden = false;
+      button.disabled = false;
+    }
+  });
+})();
+</script>
+</html>
+)";
+
+// GET /v1/gate/{room}/leave[?return=URL]: the page that asks; nothing changes.
+void CmdLeavePage(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
+  s.gate->Room(req.params[0], [respond = std::move(respond)](
+                                  OpResult<std::shared_ptr<const GateRoom>> found) mutable {
+    if (!found.ok()) return respond(ErrorReply(found));
+    Response r;
+    r.content_type = "text/html; charset=utf-8";
+    r.headers.emplace_back("Cache-Control", "no-store");
+    r.headers.emplace_back("Content-Security-Policy", "frame-ancestors 'none'");
+    r.headers.emplace_back("X-Frame-Options", "DENY");
+    r.body = std::string(kLeavePage);
+    respond(std::move(r));
+  });
+}
+
+// POST /v1/gate/{room}/leave[?return=URL]: leaves for good (the slot is freed at once) and
+// clears the cookie; answers {"room", "left", "location"}: `return` (rebuilt) when the room
+// allows it, else null. Same origin only: the router refuses another Origin, and a browser's
+// Sec-Fetch-Site must say same-origin (or none: typed or bookmarked).
 void CmdLeave(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  Request shadow;
-  shadow.host = req.host;
-  shadow.fields.set("X-Forwarded-Host", Field(req, "X-Forwarded-Host"));
-  shadow.fields.set("X-Forwarded-Proto", Field(req, "X-Forwarded-Proto"));
+  std::string_view site = Field(req, "Sec-Fetch-Site");
+  if (!site.empty() && site != "same-origin" && site != "none") {
+    return respond(ErrorReply(OpStatus::kOriginNotAllowed, wire::kGateLeaveCrossSite));
+  }
   const std::string* back = req.Query("return");
   std::string cookie_header(Field(req, "Cookie"));
   s.gate->Room(
-      req.params[0], [&s, shadow = std::move(shadow),
+      req.params[0], [&s, shadow = Forwarded(req), secure = OverHttps(s, req),
                       back = back ? std::optional<std::string>(*back) : std::nullopt,
                       cookie_header = std::move(cookie_header), respond = std::move(respond)](
                          OpResult<std::shared_ptr<const GateRoom>> found) mutable {
         if (!found.ok()) return respond(ErrorReply(found));
         std::shared_ptr<const GateRoom> room = std::move(*found);
         const std::string& name = room->info.room;
-        Original here = ReadOriginal(shadow);
-        std::string clear = CookieLine(*room->settings, name, "", here.proto == "https", true);
-        auto answer = [&s, room, back, shadow, clear, respond]() {
-          Response r;
+        std::optional<std::string> to;
+        if (back) to = AllowedReturn(s, *room, shadow, *back);
+        auto answer = [room, to, clear = CookieLine(*room->settings, name, "", secure, true),
+                       respond](bool left) {
+          Response r = JsonReply(json::object{{"room", room->info.room},
+                                              {"left", left},
+                                              {"location", to ? json::value(*to) : nullptr}});
           r.headers.emplace_back("Set-Cookie", clear);
           r.headers.emplace_back("Cache-Control", "no-store");
-          if (back && AllowedReturn(s, *room, shadow, *back)) {
-            r.status = 303;
-            r.headers.emplace_back("Location", *back);
-            r.body = json::serialize(json::object{{"room", room->info.room}, {"left", true}});
-            return respond(std::move(r));
-          }
-          r.content_type = "text/html; charset=utf-8";
-          r.body =
-              "<!doctype html><meta charset=utf-8><title>You left</title>"
-              // No /favicon.ico of the site: a gated request that would let them in again.
-              "<link rel=icon href=\"data:,\">"
-              "<p>You have left the waiting room. Your place has been given to the next person.";
           respond(std::move(r));
         };
         core::TokenCheck check = s.signer.Verify(
-            CookieValue(cookie_header, room->settings->CookieName(name)), s.clock.NowMs());
+            CookieValue(cookie_header, room->settings->CookieName(name, secure)), s.clock.NowMs());
         if ((check.problem != core::TokenProblem::kNone &&
              check.problem != core::TokenProblem::kExpired) ||
             check.claims.room != name) {
-          return answer();
+          return answer(false);
         }
-        s.backend.AdmissionHolder(name, check.claims.incarnation, check.claims.admission,
-                                  [&s, name, answer](OpResult<std::optional<std::string>> holder) {
-                                    if (!holder.ok() || !*holder) return answer();
-                                    s.backend.Leave(
-                                        name, **holder, /*final=*/true,
-                                        [answer](OpResult<core::SessionView>) { answer(); });
-                                  });
+        s.backend.AdmissionHolder(
+            name, check.claims.incarnation, check.claims.admission,
+            [&s, name, answer](OpResult<std::optional<std::string>> holder) {
+              if (!holder.ok() || !*holder) return answer(false);
+              s.backend.Leave(name, **holder, /*final=*/true,
+                              [answer](OpResult<core::SessionView> left) { answer(left.ok()); });
+            });
       });
 }
 
@@ -455,7 +551,8 @@ void RegisterGateRoutes(Router& router, Services& s) {
       {verb::delete_, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
       {verb::options, "/v1/gate/{room}", kPublic, kBody, kProxied, kPlain, CmdGate},
       {verb::post, "/v1/gate/{room}/enter", kSession, kBody, kNoCors, kPlain, CmdEnter},
-      {verb::get, "/v1/gate/{room}/leave", kSession, kBody, kNoCors, kPlain, CmdLeave},
+      {verb::get, "/v1/gate/{room}/leave", kSession, kBody, kNoCors, kPlain, CmdLeavePage},
+      {verb::post, "/v1/gate/{room}/leave", kSession, kBody, kNoCors, kPlain, CmdLeave},
   };
   AddRoutes(router, s, kRoutes);
 }

@@ -4,12 +4,14 @@
 #include <boost/json.hpp>
 
 #include <fnmatch.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <cctype>
 
 #include "common/ascii.h"
 #include "common/wire_errors.h"
+#include "server/router.h"
 
 namespace anteroom::server {
 
@@ -67,23 +69,113 @@ OpResult<json::array> StringList(const json::object& o, std::string_view key, si
 
 bool IsPathPattern(std::string_view s) { return !s.empty() && IsPattern(s, false); }
 
+constexpr std::string_view kDigestPrefix = "sha256:";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "sha256:" and 64 hex digits: a header secret kept as its digest. The raw 32 bytes, or
+// nullopt for any other text.
+std::optional<std::string> DigestOfText(std::string_view text) {
+  if (!text.starts_with(kDigestPrefix) || text.size() != kDigestPrefix.size() + 64) {
+    return std::nullopt;
+  }
+  std::string raw;
+  for (size_t i = kDigestPrefix.size(); i < text.size(); i += 2) {
+    int hi = HexValue(text[i]);
+    int lo = HexValue(text[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    raw += static_cast<char>(hi * 16 + lo);
+  }
+  return raw;
+}
+
+std::string DigestText(std::string_view raw) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(kDigestPrefix);
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+// A header rule's value with a glob character is a pattern (a crawler's User-Agent); without
+// one it is an exact value, a shared secret.
+bool IsGlob(std::string_view value) { return value.find_first_of("*?[") != std::string_view::npos; }
+
 }  // namespace
 
-std::string GateSettings::CookieName(std::string_view room) const {
+std::optional<std::string> NormalPath(std::string_view raw) {
+  if (raw.empty() || raw.front() != '/') return std::nullopt;
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '\\' || c == '#' || c == ';' || c <= 0x20 || c == 0x7f) return std::nullopt;
+    if (c != '%') {
+      out += static_cast<char>(c);
+      continue;
+    }
+    if (i + 2 >= raw.size()) return std::nullopt;
+    const int hi = HexValue(raw[i + 1]);
+    const int lo = HexValue(raw[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    const auto d = static_cast<unsigned char>(hi * 16 + lo);
+    // What a server may read as structure once decoded (a dot segment, another segment, a
+    // query or fragment, a parameter, an escape to decode twice), or a control byte.
+    if (d == '.' || d == '/' || d == '\\' || d == '%' || d == '?' || d == '#' || d == ';' ||
+        d < 0x20 || d == 0x7f) {
+      return std::nullopt;
+    }
+    out += static_cast<char>(d);
+    i += 2;
+  }
+  // Segments: none empty (a server may merge "//" or not) but a trailing one, none "." or "..".
+  size_t start = 1;
+  while (true) {
+    const size_t end = out.find('/', start);
+    const std::string_view segment =
+        std::string_view(out).substr(start, end == std::string::npos ? end : end - start);
+    if (segment == "." || segment == "..") return std::nullopt;
+    if (end == std::string::npos) break;
+    if (segment.empty()) return std::nullopt;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string GateSettings::CookieName(std::string_view room, bool secure) const {
   if (!cookie.empty()) return cookie;
-  std::string name = "anteroom_";
-  // Room names may hold '.' and ':', which cookie names may not (RFC 6265 token): '_' instead.
-  for (char c : room) name += (c == '.' || c == ':') ? '_' : c;
+  std::string name = secure && cookie_domain.empty() ? "__Host-anteroom_" : "anteroom_";
+  // Room names hold [A-Za-z0-9._:-]; cookie names here [A-Za-z0-9_-]. One to one: '_' is the
+  // escape, so no two rooms share a name.
+  for (char c : room) {
+    if (c == '_') {
+      name += "__";
+    } else if (c == '.') {
+      name += "_d";
+    } else if (c == ':') {
+      name += "_c";
+    } else {
+      name += c;
+    }
+  }
   return name;
 }
 
-bool GateSettings::BypassesPath(std::string_view path) const {
+bool GateSettings::BypassesPath(std::string_view raw_path) const {
   if (bypass_paths.empty()) return false;
-  std::string p(path);
+  std::optional<std::string> p = NormalPath(raw_path);
+  if (!p) return false;
   for (const std::string& pattern : bypass_paths) {
     if (pattern.back() == '/' && pattern.find('*') == std::string::npos) {
-      if (p.starts_with(pattern)) return true;
-    } else if (fnmatch(pattern.c_str(), p.c_str(), 0) == 0) {
+      if (p->starts_with(pattern)) return true;
+    } else if (fnmatch(pattern.c_str(), p->c_str(), 0) == 0) {
       return true;
     }
   }
@@ -95,6 +187,14 @@ bool GateSettings::BypassesHeader(std::string_view name, std::string_view value)
   for (const auto& [rule_name, glob] : bypass_headers) {
     if (!boost::beast::iequals(rule_name, name)) continue;
     if (fnmatch(glob.c_str(), std::string(value).c_str(), FNM_CASEFOLD) == 0) return true;
+  }
+  for (const auto& [rule_name, digest] : bypass_header_digests) {
+    if (!boost::beast::iequals(rule_name, name)) continue;
+    const std::string given = KeyDigest(value);
+    if (given.size() == digest.size() &&
+        CRYPTO_memcmp(given.data(), digest.data(), digest.size()) == 0) {
+      return true;
+    }
   }
   return false;
 }
@@ -147,7 +247,10 @@ OpResult<std::string> CanonicalGateText(const json::value& gate) {
             !IsPattern(member.value().as_string(), true)) {
           return {OpStatus::kInvalidArgument, std::string(wire::kGateHeaders)};
         }
-        headers_out[AsciiLower(member.key())] = member.value().as_string();
+        std::string_view value = member.value().as_string();
+        std::string stored(value);
+        if (!DigestOfText(value) && !IsGlob(value)) stored = DigestText(KeyDigest(value));
+        headers_out[AsciiLower(member.key())] = stored;
       }
     }
     bypass_out["headers"] = std::move(headers_out);
@@ -176,8 +279,12 @@ std::shared_ptr<const GateSettings> ParseGateText(std::string_view text) {
         out->bypass_paths.emplace_back(p.as_string());
       }
       for (const auto& member : b->at("headers").as_object()) {
-        out->bypass_headers.emplace_back(std::string(member.key()),
-                                         std::string(member.value().as_string()));
+        std::string_view value = member.value().as_string();
+        if (std::optional<std::string> digest = DigestOfText(value)) {
+          out->bypass_header_digests.emplace_back(std::string(member.key()), std::move(*digest));
+        } else {
+          out->bypass_headers.emplace_back(std::string(member.key()), std::string(value));
+        }
       }
     }
   } catch (const std::exception&) {

@@ -38,8 +38,10 @@ json::value ChallengeJson(const std::optional<int64_t>& difficulty) {
   return json::object{{"type", "pow"}, {"difficulty", *difficulty}};
 }
 
-json::object RoomJson(const RoomInfo& info) {
-  return json::object{
+// The room object. Its gate settings (bypass rules, whose header values may be partners'
+// secrets; hosts; cookie domain) are the admin's: `admin` false leaves them out.
+json::object RoomJson(const RoomInfo& info, bool admin) {
+  json::object o{
       {"room", info.room},
       {"capacity", info.config.capacity},
       {"active", info.active},
@@ -54,11 +56,12 @@ json::object RoomJson(const RoomInfo& info) {
       {"joins_per_minute_per_client", Nullable(info.config.joins_per_minute_per_client)},
       {"places_per_client", Nullable(info.config.places_per_client)},
       {"challenge", ChallengeJson(info.config.challenge_difficulty)},
-      {"gate", info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr)},
       {"admitted_total", info.counters.admitted_total},
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
   };
+  if (admin) o["gate"] = info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr);
+  return o;
 }
 
 Response SessionReply(const std::string& room, const SessionView& v, Services& services) {
@@ -102,10 +105,10 @@ store::Completion<SessionView> AnswerSession(std::string room, Respond respond,
       };
 }
 
-store::Completion<RoomInfo> AnswerRoom(Respond respond) {
-  return [respond = std::move(respond)](OpResult<RoomInfo> r) {
+store::Completion<RoomInfo> AnswerRoom(Respond respond, bool admin) {
+  return [respond = std::move(respond), admin](OpResult<RoomInfo> r) {
     if (!r.ok()) return respond(ErrorReply(r));
-    respond(JsonReply(RoomJson(*r)));
+    respond(JsonReply(RoomJson(*r, admin)));
   };
 }
 
@@ -226,38 +229,40 @@ void CmdPutRoom(Services& s, const Request& req, Respond respond) {
                         const auto& url = r->config.target_url;
                         origins->NoteRoom(room, url ? OriginOfUrl(*url) : std::nullopt);
                       }
-                      AnswerRoom(std::move(respond))(std::move(r));
+                      AnswerRoom(std::move(respond), /*admin=*/true)(std::move(r));
                     });
 }
 
 // GET /v1/rooms/{room}: settings and counters.
 void CmdGetRoom(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond)));
+  s.backend.GetRoom(req.params[0], AnswerRoom(std::move(respond), req.admin));
 }
 
 // DELETE /v1/rooms/{room}: the room as it was, with "deleted": true.
 void CmdDeleteRoom(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  s.backend.DeleteRoom(req.params[0], [origins = s.origins, gate = s.gate, room = req.params[0],
-                                       respond = std::move(respond)](OpResult<RoomInfo> r) {
-    if (gate != nullptr) gate->Forget(room);
-    if (!r.ok()) return respond(ErrorReply(r));
-    if (origins != nullptr) origins->NoteRoom(room, std::nullopt);
-    json::object o = RoomJson(*r);
-    o["deleted"] = true;
-    respond(JsonReply(o));
-  });
+  s.backend.DeleteRoom(req.params[0],
+                       [origins = s.origins, gate = s.gate, room = req.params[0], admin = req.admin,
+                        respond = std::move(respond)](OpResult<RoomInfo> r) {
+                         if (gate != nullptr) gate->Forget(room);
+                         if (!r.ok()) return respond(ErrorReply(r));
+                         if (origins != nullptr) origins->NoteRoom(room, std::nullopt);
+                         json::object o = RoomJson(*r, admin);
+                         o["deleted"] = true;
+                         respond(JsonReply(o));
+                       });
 }
 
 // GET /v1/rooms: every room.
-void CmdListRooms(Services& s, const Request&, Respond respond) {
-  s.backend.ListRooms([respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
-    if (!r.ok()) return respond(ErrorReply(r));
-    json::array rooms;
-    for (const auto& info : *r) rooms.push_back(RoomJson(info));
-    respond(JsonReply(json::object{{"rooms", std::move(rooms)}}));
-  });
+void CmdListRooms(Services& s, const Request& req, Respond respond) {
+  s.backend.ListRooms(
+      [admin = req.admin, respond = std::move(respond)](OpResult<std::vector<RoomInfo>> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        json::array rooms;
+        for (const auto& info : *r) rooms.push_back(RoomJson(info, admin));
+        respond(JsonReply(json::object{{"rooms", std::move(rooms)}}));
+      });
 }
 
 // POST /v1/rooms/{room}/check: joins (a new or absent session) or checks in; the status.

@@ -441,9 +441,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
 void Router::Run(const Route& route, Request& request, std::vector<std::string>& path,
                  Respond respond, SteadyClock::time_point start,
                  const std::string& cors_origin) const {
-  if (route.options.scope == Scope::kSession) {
-    request.admin = Allows(Scope::kAdmin, request.authorization);
-  }
+  request.admin = Allows(Scope::kAdmin, request.authorization);
   if (route.options.parks && !request.hangup) request.hangup = std::make_shared<Hangup>();
   request.params.clear();
   for (size_t i = 0; i < path.size(); ++i) {

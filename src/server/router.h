@@ -42,8 +42,9 @@ struct Request {
   http::fields fields;
   boost::asio::ip::address peer;  // the address the connection came from
   bool websocket = false;         // a WebSocket upgrade request
-  // Set by the router on kSession routes: the request carries the admin key (or none is set),
-  // so it may name sessions the short way (common/names.h, kMinClientSessionIdBytes).
+  // Set by the router: the request carries the admin key (or none is set). On kSession routes
+  // it may name sessions the short way (common/names.h, kMinClientSessionIdBytes); public
+  // routes show the admin what they keep from others (a token's session, a room's gate).
   bool admin = false;
   // Set by the router for routes that may park (RouteOptions::parks): the connection signals
   // it when the client hangs up before the answer.

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,9 +26,11 @@ using testing::HeaderOf;
 using testing::Json;
 
 constexpr char kShop[] = "shop.example";
+// Over https with no cookie_domain: a __Host- cookie (no sibling subdomain can set it).
+constexpr char kCookie[] = "__Host-anteroom_shop";
 
-// What nginx (auth_request) or Caddy (forward_auth) sends: the page's own headers and the
-// request it asks about.
+// What nginx (auth_request) or Caddy (forward_auth) sends: the page's own headers (a browser's
+// page load unless `more` says otherwise) and the request it asks about.
 Request Asked(std::string target, std::string uri, std::string cookie = {},
               std::vector<std::pair<std::string, std::string>> more = {}) {
   Request r;
@@ -37,6 +41,8 @@ Request Asked(std::string target, std::string uri, std::string cookie = {},
   r.fields.set("X-Forwarded-Proto", "https");
   r.fields.set("X-Forwarded-Host", kShop);
   r.fields.set("X-Forwarded-Uri", uri);
+  r.fields.set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+  r.fields.set("Sec-Fetch-Mode", "navigate");
   if (!cookie.empty()) r.fields.set("Cookie", cookie);
   for (auto& [name, value] : more) r.fields.set(name, value);
   return r;
@@ -50,7 +56,11 @@ std::string CookieOf(const Response& r) {
 
 class GateTest : public ::testing::Test {
  protected:
-  GateTest() { Put(R"({"capacity": 2, "target_url": "https://shop.example/"})"); }
+  GateTest() {
+    // The proxy (127.0.0.1) is trusted: its X-Forwarded-Proto https is believed.
+    EXPECT_TRUE(world_.services().trusted_proxies.Add("127.0.0.1/32", nullptr));
+    Put(R"({"capacity": 2, "target_url": "https://shop.example/"})");
+  }
   void Put(const std::string& body) {
     Response r = world_.Admin(verb::put, "/v1/rooms/shop", body);
     ASSERT_EQ(r.status, 200u) << r.body;
@@ -84,7 +94,7 @@ TEST_F(GateTest, AFreeRoomLetsVisitorsInOnTheSpotWithACookie) {
   Response r = Ask("/product/42?x=1");
   ASSERT_EQ(r.status, 200u) << r.body;
   std::string line = HeaderOf(r, "Set-Cookie");
-  EXPECT_TRUE(line.starts_with("anteroom_shop=ey")) << line;
+  EXPECT_TRUE(line.starts_with(std::string(kCookie) + "=ey")) << line;
   for (const char* attribute : {"; Path=/", "; HttpOnly", "; SameSite=Lax", "; Secure"}) {
     EXPECT_NE(line.find(attribute), std::string::npos) << attribute << " in " << line;
   }
@@ -161,10 +171,10 @@ TEST_F(GateTest, ForgedExpiredRevokedAndForeignCookiesAreNotAdmissions) {
   Response other = Gate(Asked("/v1/gate/other", "/"));
   ASSERT_EQ(other.status, 200u);
   EXPECT_EQ(
-      Ask("/", "anteroom_shop=" + CookieOf(other).substr(CookieOf(other).find('=') + 1)).status,
+      Ask("/", kCookie + ("=" + CookieOf(other).substr(CookieOf(other).find('=') + 1))).status,
       302u);
   // Revoked: the session left for good through the API.
-  Response verify = world_.Call(verb::post, "/v1/tokens/verify", R"({"token": ")" + token + "\"}");
+  Response verify = world_.Admin(verb::post, "/v1/tokens/verify", R"({"token": ")" + token + "\"}");
   std::string session(Json(verify).at("session").as_string());
   ASSERT_EQ(world_
                 .Call(verb::post, "/v1/rooms/shop/leave",
@@ -184,7 +194,7 @@ TEST_F(GateTest, AnOldTokenIsRenewedWhileItsAdmissionIsHeld) {
   Response half = Ask("/", cookie);
   ASSERT_EQ(half.status, 200u);
   std::string renewed = CookieOf(half);
-  EXPECT_TRUE(renewed.starts_with("anteroom_shop=ey"));
+  EXPECT_TRUE(renewed.starts_with(std::string(kCookie) + "=ey"));
   EXPECT_NE(renewed, cookie);
   // Past its expiry, the admission still held: renewed too (the room decides, not the clock).
   world_.clock().Advance(world_.signer().ttl_ms());
@@ -253,7 +263,7 @@ TEST_F(GateTest, EnterSetsTheCookieAndGoesBackOnlyToAllowedHosts) {
       enter(R"({"token": ")" + token + R"(", "return": "https://shop.example/product/42?x=1"})");
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(Json(r).at("location").as_string(), "https://shop.example/product/42?x=1");
-  EXPECT_EQ(CookieOf(r), "anteroom_shop=" + token);
+  EXPECT_EQ(CookieOf(r), kCookie + ("=" + token));
   EXPECT_NE(HeaderOf(r, "Set-Cookie").find("HttpOnly"), std::string::npos);
   EXPECT_EQ(enter(R"({"token": ")" + token + R"(", "return": "https://www.shop.example/"})").status,
             200u);
@@ -271,33 +281,265 @@ TEST_F(GateTest, EnterSetsTheCookieAndGoesBackOnlyToAllowedHosts) {
   EXPECT_EQ(ErrorMessage(enter(R"({"token": "x.y.z"})")), wire::kGateNotAdmitted);
 }
 
-TEST_F(GateTest, TheLeaveLinkFreesTheSlotAndClearsTheCookie) {
+// The leave page's own POST, as a browser sends it from that page.
+Request LeavePost(std::string target, std::string cookie,
+                  std::vector<std::pair<std::string, std::string>> more = {}) {
+  Request r = Asked(std::move(target), "/", std::move(cookie), std::move(more));
+  r.method = verb::post;
+  r.fields.set("Sec-Fetch-Mode", "cors");
+  if (r.fields.find("Sec-Fetch-Site") == r.fields.end())
+    r.fields.set("Sec-Fetch-Site", "same-origin");
+  r.origin = std::string(r.fields["Origin"]);
+  return r;
+}
+
+TEST_F(GateTest, TheLeavePagePostsTheLeaveWhichFreesTheSlotAndClearsTheCookie) {
   std::string first = Visitor();
   Visitor();
   Response waiting = world_.Call(verb::post, "/v1/rooms/shop/check", "");
   ASSERT_EQ(Json(waiting).at("status").as_string(), "waiting");
-  Request leave = Asked("/v1/gate/shop/leave?return=https%3A%2F%2Fshop.example%2Fbye", "/", first);
-  Response r = Gate(std::move(leave));
-  EXPECT_EQ(r.status, 303u) << r.body;
-  EXPECT_EQ(HeaderOf(r, "Location"), "https://shop.example/bye");
+  const std::string target = "/v1/gate/shop/leave?return=https%3A%2F%2Fshop.example%2Fbye";
+  // The link only shows the page that asks (any site can make a browser follow a link).
+  Response page = Gate(Asked(target, "/", first, {{"Sec-Fetch-Site", "cross-site"}}));
+  EXPECT_EQ(page.status, 200u);
+  EXPECT_NE(page.body.find("id=leave-confirm"), std::string::npos);
+  EXPECT_NE(page.body.find("rel=icon"), std::string::npos) << "no /favicon.ico through the gate";
+  EXPECT_EQ(HeaderOf(page, "Content-Security-Policy"), "frame-ancestors 'none'");
+  EXPECT_EQ(HeaderOf(page, "Set-Cookie"), "");
+  EXPECT_EQ(Active(), 2);
+  EXPECT_EQ(Waiting(), 1);
+  Response r = Gate(LeavePost(target, first));
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(Json(r).at("location").as_string(), "https://shop.example/bye");
+  EXPECT_TRUE(Json(r).at("left").as_bool());
+  EXPECT_TRUE(HeaderOf(r, "Set-Cookie").starts_with(std::string(kCookie) + "=;"));
   EXPECT_NE(HeaderOf(r, "Set-Cookie").find("Max-Age=0"), std::string::npos);
   EXPECT_EQ(Waiting(), 0) << "the next in line is in at once";
   EXPECT_EQ(Active(), 2);
-  // Without a cookie, or to another host: a page that says so, nothing else.
-  Response plain = Gate(Asked("/v1/gate/shop/leave?return=https%3A%2F%2Fevil.example%2F", "/"));
+  // Without a cookie, or to another host: no location, nothing else.
+  Response plain = Gate(LeavePost("/v1/gate/shop/leave?return=https%3A%2F%2Fevil.example%2F", ""));
   EXPECT_EQ(plain.status, 200u);
-  EXPECT_EQ(HeaderOf(plain, "Location"), "");
-  EXPECT_NE(plain.body.find("rel=icon"), std::string::npos) << "no /favicon.ico through the gate";
+  EXPECT_TRUE(Json(plain).at("location").is_null());
+  EXPECT_FALSE(Json(plain).at("left").as_bool());
+}
+
+TEST_F(GateTest, LeavingIsRefusedToOtherSites) {
+  std::string cookie = Visitor();
+  // A link followed from another site (the Lax cookie goes along with a top-level GET).
+  Response link =
+      Gate(Asked("/v1/gate/shop/leave", "/", cookie,
+                 {{"Sec-Fetch-Site", "cross-site"}, {"Referer", "https://evil.example/"}}));
+  EXPECT_EQ(link.status, 200u);
+  EXPECT_EQ(Active(), 1) << "a GET changes nothing";
+  // A post from another site, by its Origin (the router's rule) or its Sec-Fetch-Site.
+  for (auto more : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"Origin", "https://evil.example"}},
+           {{"Origin", "null"}},
+           {{"Sec-Fetch-Site", "cross-site"}},
+           {{"Sec-Fetch-Site", "same-site"}}}) {
+    Response r = Gate(LeavePost("/v1/gate/shop/leave", cookie, more));
+    EXPECT_EQ(r.status, 403u) << more[0].first << ": " << more[0].second << " " << r.body;
+    EXPECT_EQ(Active(), 1);
+  }
+  // The leave page's own post (same origin; "none": typed in or bookmarked).
+  Response own = Gate(LeavePost("/v1/gate/shop/leave", cookie, {{"Sec-Fetch-Site", "none"}}));
+  EXPECT_EQ(own.status, 200u) << own.body;
+  EXPECT_EQ(Active(), 0);
 }
 
 TEST_F(GateTest, ProxiedRequestsKeepThePagesOwnOriginAndType) {
   // A form posted to the protected site from elsewhere reaches the gate with the page's Origin
   // and Content-Type: the gate judges it (no 403/415 of the browser rules).
-  Request r = Asked("/v1/gate/shop", "/checkout", "", {{"Origin", "https://elsewhere.example"}});
+  std::string cookie = Visitor();
+  Request r =
+      Asked("/v1/gate/shop", "/checkout", cookie, {{"Origin", "https://elsewhere.example"}});
   r.method = verb::post;
   r.origin = "https://elsewhere.example";
   r.content_type = "application/x-www-form-urlencoded";
   EXPECT_EQ(Gate(std::move(r)).status, 200u);
+}
+
+TEST_F(GateTest, BypassRulesMatchOnlyPathsAlreadyInTheirNormalForm) {
+  Put(R"({"gate": {"bypass": {"paths": ["/static/", "*.css", "/favicon.ico"]}}})");
+  Visitor();
+  Visitor();
+  // What the origin resolves to /secret.html (or serves as it), though the raw text matches.
+  for (const char* uri :
+       {"/static/../secret.html", "/static/%2e%2e/secret.html", "/static/%2E%2E/secret.html",
+        "/static/..%2fsecret.html", "/static/..%2Fsecret.html", "/static/.%2e/secret.html",
+        "/static/..\\secret.html", "/static/%5c../secret.html", "/secret.html#.css",
+        "/secret.html;.css", "/static/./../secret.html", "/static//../secret.html",
+        "/static/%252e%252e/secret.html", "/static/%00/../x", "/static/%zz", "/static/%2",
+        "/secret.html%23.css", "/secret.html%3f.css", "/secret.html%3b.css"}) {
+    Response r = Ask(uri);
+    EXPECT_EQ(r.status, 302u) << uri;
+    EXPECT_EQ(HeaderOf(r, "X-Anteroom-Room"), "") << uri;
+  }
+  // Plain paths, and escapes of nothing structural, still pass.
+  for (const char* uri : {"/static/app.js", "/static/a%20b.js", "/x.c%73s", "/favicon.ico",
+                          "/static/", "/a/b/site.css?v=../../x"}) {
+    EXPECT_EQ(Ask(uri).status, 200u) << uri;
+  }
+  EXPECT_EQ(Active(), 2);
+}
+
+TEST(NormalPathTest, DecodesAndRefusesWhatServersReadDifferently) {
+  EXPECT_EQ(NormalPath("/"), "/");
+  EXPECT_EQ(NormalPath("/static/"), "/static/");
+  EXPECT_EQ(NormalPath("/a%20b/c%41"), "/a b/cA");
+  EXPECT_EQ(NormalPath("/caf%C3%A9"), "/caf\xC3\xA9");
+  EXPECT_EQ(NormalPath("/..."), "/...") << "three dots are a name";
+  for (const char* bad :
+       {"",      "x",      "/.",     "/..",      "/a/.",   "/a/..",  "/a/./b", "/a/../b",
+        "//a",   "/a//b",  "/%2e",   "/%2E%2e/", "/a%2fb", "/a%5Cb", "/a\\b",  "/a#b",
+        "/a;b",  "/a%3Bb", "/a%3fb", "/a%23b",   "/a%25",  "/a%",    "/a%4",   "/a%g0",
+        "/a%00", "/a%0a",  "/a b",   "/a\tb",    "/a%7f"}) {
+    EXPECT_EQ(NormalPath(bad), std::nullopt) << bad;
+  }
+}
+
+TEST_F(GateTest, HeaderSecretsAreKeptAsDigestsAndTheGateIsTheAdminsToRead) {
+  Put(R"({"gate": {"hosts": ["shop.example"], "cookie_domain": "shop.example",
+                    "bypass": {"headers": {"X-Partner-Token": "s3cr3t-partner-9f8e",
+                                           "User-Agent": "*Googlebot*"}}}})");
+  // Anyone: the room, without its gate settings.
+  for (const char* target : {"/v1/rooms/shop"}) {
+    boost::json::value room = Json(world_.Call(verb::get, target));
+    EXPECT_EQ(room.as_object().if_contains("gate"), nullptr) << boost::json::serialize(room);
+  }
+  boost::json::value list = Json(world_.Call(verb::get, "/v1/rooms"));
+  std::string listed = boost::json::serialize(list);
+  EXPECT_EQ(listed.find("s3cr3t"), std::string::npos);
+  EXPECT_EQ(listed.find("\"gate\""), std::string::npos) << listed;
+  // The admin: the settings, the secret only as its digest.
+  boost::json::value admin = Json(world_.Admin(verb::get, "/v1/rooms/shop"));
+  std::string headers = boost::json::serialize(admin.at("gate").at("bypass").at("headers"));
+  EXPECT_EQ(headers.find("s3cr3t"), std::string::npos) << headers;
+  std::string digest(admin.at("gate").at("bypass").at("headers").at("x-partner-token").as_string());
+  EXPECT_TRUE(digest.starts_with("sha256:")) << digest;
+  EXPECT_EQ(digest.size(), 7u + 64u);
+  EXPECT_EQ(admin.at("gate").at("bypass").at("headers").at("user-agent").as_string(), "*Googlebot*")
+      << "a glob is a pattern, not a secret";
+  // The secret still lets the partner through; anything else does not.
+  Visitor();
+  Visitor();
+  EXPECT_EQ(Ask("/api", "", {{"X-Partner-Token", "s3cr3t-partner-9f8e"}}).status, 200u);
+  for (const char* wrong : {"s3cr3t-partner-9f8", "S3CR3T-PARTNER-9F8E", "*", "", digest.c_str()}) {
+    EXPECT_EQ(Ask("/api", "", {{"X-Partner-Token", wrong}}).status, 302u) << wrong;
+  }
+  // The settings as read back PUT again: the digest is kept, not hashed again.
+  Put(R"({"gate": )" + boost::json::serialize(admin.at("gate")) + "}");
+  EXPECT_EQ(Json(world_.Admin(verb::get, "/v1/rooms/shop"))
+                .at("gate")
+                .at("bypass")
+                .at("headers")
+                .at("x-partner-token")
+                .as_string(),
+            digest);
+  EXPECT_EQ(Ask("/api", "", {{"X-Partner-Token", "s3cr3t-partner-9f8e"}}).status, 200u);
+}
+
+TEST_F(GateTest, TheDecisionAnswersTheProxyOnly) {
+  std::string cookie = Visitor();
+  // Through the public passage (the example configs mark it with X-Forwarded-Prefix).
+  Response r = Ask("/", cookie, {{"X-Forwarded-Prefix", "/anteroom"}});
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(HeaderOf(r, "X-Anteroom-Session"), "");
+  EXPECT_EQ(ErrorMessage(r), wire::kGateDecisionForProxy);
+  // A token names its session to the admin only.
+  std::string token = cookie.substr(cookie.find('=') + 1);
+  const std::string body = R"({"token": ")" + token + "\"}";
+  boost::json::value anyone = Json(world_.Call(verb::post, "/v1/tokens/verify", body));
+  EXPECT_TRUE(anyone.at("valid").as_bool());
+  EXPECT_TRUE(anyone.at("session").is_null()) << boost::json::serialize(anyone);
+  EXPECT_FALSE(anyone.at("sub").as_string().empty());
+  boost::json::value admin = Json(world_.Admin(verb::post, "/v1/tokens/verify", body));
+  EXPECT_EQ(admin.at("session").as_string(), HeaderOf(Ask("/", cookie), "X-Anteroom-Session"));
+}
+
+TEST_F(GateTest, OnlyPageLoadsAreLetInOnTheSpotAndHoldTheSlotOnlyUntilTheCookieComesBack) {
+  Put(R"({"capacity": 3, "grace_ms": 2000})");
+  // Probes, previews, crawlers, scripts: the waiting answer, no slot.
+  std::vector<std::vector<std::pair<std::string, std::string>>> probes = {
+      {{"Accept", "*/*"}, {"Sec-Fetch-Mode", ""}},                    // curl
+      {{"Accept", "text/html"}, {"Sec-Fetch-Mode", "no-cors"}},       // a script's fetch
+      {{"Accept", "text/html"}, {"X-Forwarded-Method", "HEAD"}},      // curl -I via Caddy
+      {{"Accept", "text/html"}, {"X-Forwarded-Method", "POST"}},      // a form
+      {{"Accept", "application/json"}, {"Sec-Fetch-Mode", "cors"}}};  // an app
+  for (auto& headers : probes) {
+    Request r = Asked("/v1/gate/shop", "/", "", headers);
+    if (headers[1].second.empty()) r.fields.erase("Sec-Fetch-Mode");
+    Response answer = Gate(std::move(r));
+    EXPECT_TRUE(answer.status == 302u || answer.status == 429u) << answer.status;
+    EXPECT_EQ(HeaderOf(answer, "Set-Cookie"), "");
+  }
+  Request head = Asked("/v1/gate/shop", "/");
+  head.method = verb::head;
+  EXPECT_EQ(Gate(std::move(head)).status, 302u);
+  EXPECT_EQ(Active(), 0) << "no probe took a slot";
+  // A page load without Sec-Fetch-Mode (an older browser) that takes HTML is one.
+  Request old = Asked("/v1/gate/shop", "/");
+  old.fields.erase("Sec-Fetch-Mode");
+  std::string kept = CookieOf(Gate(std::move(old)));
+  ASSERT_FALSE(kept.empty());
+  std::string dropped = Visitor();
+  EXPECT_EQ(Active(), 2);
+  // One comes back with its cookie within the grace; the other never does.
+  world_.clock().Advance(1500);
+  world_.backend().RunDue();
+  EXPECT_EQ(Ask("/next", kept).status, 200u);
+  world_.clock().Advance(1000);
+  world_.backend().RunDue();
+  EXPECT_EQ(Active(), 1) << "the cookie that never came back held its slot for the grace only";
+  world_.clock().Advance(10'000);
+  world_.backend().RunDue();
+  EXPECT_EQ(Active(), 1) << "the one that came back keeps it";
+  world_.clock().Advance(GateCache::kFreshMs);
+  EXPECT_EQ(Ask("/", dropped).status, 200u) << "a free slot: let in anew";
+}
+
+TEST_F(GateTest, RoomsNeverShareACookieAndHttpsCookiesAreHostOnly) {
+  GateSettings plain;
+  std::set<std::string> names;
+  for (const char* room : {"x.y", "x_y", "x:y", "x__y", "x_dy", "x_cy", "x-y", "xy"}) {
+    EXPECT_TRUE(names.insert(plain.CookieName(room, false)).second) << room;
+  }
+  EXPECT_EQ(plain.CookieName("shop", false), "anteroom_shop");
+  EXPECT_EQ(plain.CookieName("shop", true), "__Host-anteroom_shop");
+  GateSettings domain;
+  domain.cookie_domain = "shop.example";
+  EXPECT_EQ(domain.CookieName("shop", true), "anteroom_shop") << "__Host- forbids Domain";
+  GateSettings named;
+  named.cookie = "q_1";
+  EXPECT_EQ(named.CookieName("shop", true), "q_1");
+  // Through the gate: three rooms, three cookies, none overwriting another.
+  std::set<std::string> set;
+  for (const char* room : {"x.y", "x_y", "x:y"}) {
+    ASSERT_EQ(
+        world_.Admin(verb::put, std::string("/v1/rooms/") + room, R"({"capacity": 5})").status,
+        200u);
+    Response r = Gate(Asked(std::string("/v1/gate/") + room, "/"));
+    ASSERT_EQ(r.status, 200u) << room << r.body;
+    std::string cookie = CookieOf(r);
+    EXPECT_TRUE(set.insert(cookie.substr(0, cookie.find('='))).second) << cookie;
+    EXPECT_NE(HeaderOf(r, "Set-Cookie").find("; Secure"), std::string::npos);
+    EXPECT_EQ(HeaderOf(r, "Set-Cookie").find("Domain="), std::string::npos);
+  }
+}
+
+TEST_F(GateTest, SecureAndHttpsComeFromATrustedProxyOrAnHttpsPublicUrl) {
+  // Not from a trusted proxy: its X-Forwarded-Proto is not believed.
+  Request r = Asked("/v1/gate/shop", "/");
+  r.peer = boost::asio::ip::make_address("192.0.2.9");
+  Response answer = Gate(std::move(r));
+  ASSERT_EQ(answer.status, 200u);
+  EXPECT_TRUE(CookieOf(answer).starts_with("anteroom_shop=")) << CookieOf(answer);
+  EXPECT_EQ(HeaderOf(answer, "Set-Cookie").find("Secure"), std::string::npos);
+  // An https --public-url: the site is https, whoever asks.
+  world_.services().web.public_url = "https://queue.shop.example";
+  Request again = Asked("/v1/gate/shop", "/");
+  again.peer = boost::asio::ip::make_address("192.0.2.9");
+  EXPECT_TRUE(CookieOf(Gate(std::move(again))).starts_with(std::string(kCookie) + "="));
 }
 
 TEST_F(GateTest, UnknownRoomsAndBadNames) {
@@ -331,7 +573,7 @@ TEST(GateSettingsTest, ValidatedAndCanonical) {
       << "refused changes changed nothing";
   EXPECT_TRUE(Json(w.Admin(verb::put, "/v1/rooms/r", R"({"gate": null})")).at("gate").is_null());
   GateSettings defaults;
-  EXPECT_EQ(defaults.CookieName("a.b:c"), "anteroom_a_b_c");
+  EXPECT_EQ(defaults.CookieName("a.b:c", false), "anteroom_a_db_cc");
 }
 
 }  // namespace
