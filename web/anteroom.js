@@ -14,8 +14,11 @@
  *
  * Anteroom.stay({room, server?, onUpdate?, onLost?}) -> {close()}
  *   On the protected page: keeps this tab's slot alive through a live connection. The session
- *   is the one wait() stored, or the one holding the admission of an `anteroom_token` query
- *   parameter or cookie (asked of POST /v1/tokens/verify: the token's `sub` is opaque).
+ *   is the one wait() stored; or, handed an `anteroom_token` query parameter or cookie (the
+ *   waiting page was on another origin), the connection names the token instead
+ *   (?token= / {"token"}) and the server keeps alive the session that holds its admission,
+ *   never telling the page which one (the session id is the session's credential; status
+ *   objects then say session: null, and each fresh token replaces the one kept).
  *   When the status becomes anything but active or grace, calls onLost(status); by default
  *   it sends the person to SERVER/wait/ROOM. Closing the page starts the room's grace period
  *   on the server; nothing is sent on unload.
@@ -200,8 +203,9 @@
   class Live {
     // solve: whether this connection may solve the room's challenge to join (wait() does;
     // stay() keeps a place and never joins anew).
-    constructor({ room, base, session, onStatus, onFatal, solve = false }) {
-      Object.assign(this, { room, base, session, onStatus, onFatal, solve });
+    // token: instead of a session, the admission token whose holder to keep alive (stay()).
+    constructor({ room, base, session, token = null, onStatus, onFatal, solve = false }) {
+      Object.assign(this, { room, base, session, token, onStatus, onFatal, solve });
       this.challenge = null;  // the room's {type, difficulty}, when it has one
       this.proof = null;      // {challenge, solution, expiresMs, difficulty} for this session
       this.proofTries = 0;    // refusals of our proof since the last status
@@ -294,7 +298,11 @@
       if (kind === 'poll') return this.poll();
       const url = new URL(this.base + roomPath(this.room) + (kind === 'ws' ? '/ws' : '/events'));
       if (kind === 'ws') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-      if (this.session) url.searchParams.set('session', this.session);
+      if (this.session) {
+        url.searchParams.set('session', this.session);
+      } else if (this.token) {
+        url.searchParams.set('token', this.token);
+      }
       if (this.proof) {
         url.searchParams.set('challenge', this.proof.challenge);
         url.searchParams.set('solution', this.proof.solution);
@@ -321,7 +329,8 @@
       const tick = async () => {
         try {
           if (!this.pollMs) this.learnRoom(await api(this.base, 'GET', roomPath(this.room)));
-          const body = this.session ? { session: this.session } : {};
+          const body = this.session ? { session: this.session }
+            : this.token ? { token: this.token } : {};
           if (this.proof) {
             Object.assign(body, { challenge: this.proof.challenge, solution: this.proof.solution });
           }
@@ -376,6 +385,7 @@
       this.attempt = 0;
       this.proofTries = 0;
       if (status.session) this.session = status.session;
+      if (status.token && !this.session) this.token = status.token;  // the freshest, for reconnects
       if (this.transport !== 'poll') this.arm(SILENCE_MS);
       this.onStatus(status);
     }
@@ -493,12 +503,13 @@
       if (typeof onLost === 'function') return callSafely(onLost, status);
       location.href = `${base}/wait/${encodeURIComponent(room)}`;
     };
-    const begin = (session) => {
+    const begin = (session, token) => {
       if (closed) return;
       live = new Live({
         room,
         base,
         session,
+        token,
         onStatus: (status) => {
           if (status.session) storage.set(sessionKey(room), status.session);
           if (status.token) storage.set(tokenKey(room), status.token);
@@ -508,24 +519,27 @@
         onFatal: (err) => lost({ type: 'status', session, status: 'gone', error: err }),
       });
       replaceCurrent(room, base, live);
-      if (session) {
+      if (session || token) {
         live.start();
       } else {
         setTimeout(() => lost({ type: 'status', session: null, status: 'gone' }));
       }
     };
     const session = storage.get(sessionKey(room));
-    const handed = session ? null : handedToken();
-    const claims = handed ? decodeToken(handed) : null;
-    if (session || !claims || claims.room !== room) {
-      begin(session);
-    } else {
-      // A token handed over from the waiting page's origin: its `sub` is opaque, so the server
-      // says which session holds the admission (and whether it still does).
-      api(base, 'POST', '/v1/tokens/verify', { token: handed }).then(
-        (answer) => begin(answer && answer.valid ? answer.session : null),
-        () => begin(null));
+    // A token handed over from the waiting page's origin, else the last one this tab kept (an
+    // expired token of a held admission still does): the server keeps its holder alive
+    // without naming it.
+    let handed = null;
+    if (!session) {
+      for (const candidate of [handedToken(), storage.get(tokenKey(room))]) {
+        const claims = candidate ? decodeToken(candidate) : null;
+        if (claims && claims.room === room) {
+          handed = candidate;
+          break;
+        }
+      }
     }
+    begin(session, handed);
     return {
       close: () => {
         closed = true;

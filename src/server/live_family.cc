@@ -7,6 +7,7 @@
 #include "server/families.h"
 #include "server/live_hub.h"
 #include "server/preamble.h"
+#include "server/token_session.h"
 
 namespace anteroom::server {
 
@@ -14,12 +15,44 @@ namespace {
 
 enum class Transport { kWebSocket, kEvents };
 
-// GET /v1/rooms/{room}/ws and /events[?session=S]: the live stream of the session's status.
+// ?token=T instead of a session: the live stream of the session holding the token's admission,
+// which never joins and never names the session (server/token_session.h). A token whose
+// admission is over is refused: the client's fallback (a check with the token) hears "gone".
+void LiveByToken(Services& s, const Request& req, const std::string& token, Respond respond) {
+  std::string room = req.params[0];
+  SessionOfToken(
+      s, room, token,
+      [&s, room,
+       respond = std::move(respond)](OpResult<std::optional<std::string>> holder) mutable {
+        if (!holder.ok()) return respond(ErrorReply(holder));
+        if (!*holder) return respond(ErrorReply(OpStatus::kUnknownSession, wire::kTokenNotHeld));
+        s.backend.Touch(
+            room, **holder,
+            [&s, room, respond = std::move(respond)](OpResult<core::SessionView> r) mutable {
+              if (!r.ok()) return respond(ErrorReply(r));
+              Response upgrade;
+              upgrade.stream = [&s, room,
+                                view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
+                stream->HideSession();
+                s.live->Attach(room, view, std::move(stream));
+              };
+              respond(std::move(upgrade));
+            });
+      });
+}
+
+// GET /v1/rooms/{room}/ws and /events[?session=S | ?token=T]: the live stream of the session's
+// status.
 void Live(Services& s, const Request& req, Respond respond, Transport transport) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
   const std::string& room = req.params[0];
+  const std::string* token = req.Query("token");
+  if (token != nullptr && req.Query("session") != nullptr) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kTokenOrSession));
+  }
   bool created = false;
-  OpResult<std::string> given = SessionFromQuery(req, &created);
+  OpResult<std::string> given =
+      token ? OpResult<std::string>(std::string()) : SessionFromQuery(req, &created);
   if (!given.ok()) return respond(ErrorReply(given));
   std::string session = std::move(*given);
   if (transport == Transport::kWebSocket && !req.websocket) {
@@ -30,6 +63,7 @@ void Live(Services& s, const Request& req, Respond respond, Transport transport)
   if (transport == Transport::kEvents && req.websocket) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kNotEventStream));
   }
+  if (token != nullptr) return LiveByToken(s, req, *token, std::move(respond));
   // A new session joins the line here, under the same rules as POST /check.
   ArrivalRead arrival =
       ReadArrival(req, s, room, session, req.Query("challenge"), req.Query("solution"));

@@ -21,6 +21,13 @@ constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stopp
 
 void LiveStream::Deliver(std::string message) {
   if (ended_ || finishing_) return;
+  if (hide_session_) {
+    // Status messages are written by AppendSessionJson: the id holds no quote to skip.
+    constexpr std::string_view kField = R"("session":")";
+    size_t at = message.find(kField);
+    size_t end = at == std::string::npos ? at : message.find('"', at + kField.size());
+    if (end != std::string::npos) message.replace(at, end + 1 - at, R"("session":null)");
+  }
   pending_ = std::move(message);
   Pump();
 }

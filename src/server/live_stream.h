@@ -33,6 +33,9 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
 
   // Call on executor() only. Replaces a status message not yet written.
   void Deliver(std::string message);
+  // The stream was opened with a token (server/token_session.h): its messages say
+  // "session": null. Call before the first Deliver.
+  void HideSession() { hide_session_ = true; }
   // Call on executor() only: closes once what is queued was written.
   void Finish();
   // Runs once, on executor(), when the connection has ended (either side). Set before the
@@ -86,6 +89,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   std::function<void()> on_closed_;
   std::function<void()> on_first_written_;
   std::shared_ptr<void> held_;
+  bool hide_session_ = false;
 };
 
 }  // namespace anteroom::server

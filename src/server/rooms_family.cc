@@ -18,6 +18,7 @@
 #include "server/preamble.h"
 #include "server/session_json.h"
 #include "server/target_url.h"
+#include "server/token_session.h"
 
 namespace anteroom::server {
 
@@ -64,9 +65,10 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
   return o;
 }
 
-Response SessionReply(const std::string& room, const SessionView& v, Services& services) {
+Response SessionReply(const std::string& room, const SessionView& v, Services& services,
+                      bool show_session = true) {
   fmt::memory_buffer out;
-  AppendSessionJson(out, room, v, services.signer, services.clock);
+  AppendSessionJson(out, room, v, services.signer, services.clock, {}, show_session);
   Response r;
   r.body.assign(out.data(), out.size());
   return r;
@@ -75,14 +77,16 @@ Response SessionReply(const std::string& room, const SessionView& v, Services& s
 // Completion for touch and leave: as AnswerSession, but a session the room does not know is
 // answered as one that has just left for good ("gone", with the room's counts), so an id that
 // was never there cannot be told from one that was (issue 16 item 3).
+// `show_session` false: an answer to a token, which never names the session.
 store::Completion<SessionView> AnswerSessionOrGone(std::string room, std::string id,
-                                                   Respond respond, Services& services) {
-  return [room = std::move(room), id = std::move(id), respond = std::move(respond),
-          &services](OpResult<SessionView> r) mutable {
-    if (r.ok()) return respond(SessionReply(room, *r, services));
+                                                   Respond respond, Services& services,
+                                                   bool show_session = true) {
+  return [room = std::move(room), id = std::move(id), respond = std::move(respond), &services,
+          show_session](OpResult<SessionView> r) mutable {
+    if (r.ok()) return respond(SessionReply(room, *r, services, show_session));
     if (r.status() != OpStatus::kUnknownSession) return respond(ErrorReply(r));
     services.backend.GetRoom(room, [room, id = std::move(id), respond = std::move(respond),
-                                    &services](OpResult<RoomInfo> info) {
+                                    &services, show_session](OpResult<RoomInfo> info) {
       if (!info.ok()) return respond(ErrorReply(info));
       SessionView gone;
       gone.session = id;
@@ -90,7 +94,7 @@ store::Completion<SessionView> AnswerSessionOrGone(std::string room, std::string
       gone.waiting = info->waiting;
       gone.active = info->active;
       gone.capacity = info->config.capacity;
-      respond(SessionReply(room, gone, services));
+      respond(SessionReply(room, gone, services, show_session));
     });
   };
 }
@@ -265,12 +269,36 @@ void CmdListRooms(Services& s, const Request& req, Respond respond) {
       });
 }
 
+// A check with {"token"} instead of a session: activity of the session holding the token's
+// admission, never a join; the status says "session": null, and "gone" once nobody holds it
+// (server/token_session.h).
+void CheckByToken(Services& s, const std::string& room, std::string_view token, Respond respond) {
+  SessionOfToken(s, room, token,
+                 [&s, room, respond = std::move(respond)](
+                     OpResult<std::optional<std::string>> holder) mutable {
+                   if (!holder.ok()) return respond(ErrorReply(holder));
+                   std::string session = holder->value_or("");
+                   auto answer = AnswerSessionOrGone(room, session, std::move(respond), s,
+                                                     /*show_session=*/false);
+                   if (session.empty())
+                     return answer(OpResult<SessionView>(OpStatus::kUnknownSession, ""));
+                   s.backend.Touch(room, session, std::move(answer));
+                 });
+}
+
 // POST /v1/rooms/{room}/check: joins (a new or absent session) or checks in; the status.
+// {"token"} instead of "session": CheckByToken.
 void CmdCheck(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kRoomNames}, BodyRule::kEmptyIsEmpty);
   if (!in.ok()) return respond(in.Error());
   auto session = ReadName(in.body(), "session");
   if (!session.ok()) return respond(ErrorReply(session));
+  auto token = ReadString(in.body(), "token");
+  if (!token.ok()) return respond(ErrorReply(token));
+  if (*token) {
+    if (*session) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kTokenOrSession));
+    return CheckByToken(s, req.params[0], **token, std::move(respond));
+  }
   auto nonce = ReadString(in.body(), "challenge");
   if (!nonce.ok()) return respond(ErrorReply(nonce));
   auto solution = ReadString(in.body(), "solution");

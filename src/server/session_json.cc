@@ -8,15 +8,20 @@ namespace anteroom::server {
 
 // Compiled formats: the live channel writes one of these per client per change.
 void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const core::SessionView& v,
-                       const core::TokenSigner& signer, const Clock& clock, std::string_view type) {
+                       const core::TokenSigner& signer, const Clock& clock, std::string_view type,
+                       bool show_session) {
   auto it = std::back_inserter(out);
   if (type.empty()) {
     fmt::format_to(it, FMT_COMPILE("{{"));
   } else {
     fmt::format_to(it, FMT_COMPILE(R"({{"type":"{}",)"), type);
   }
-  fmt::format_to(it, FMT_COMPILE(R"("session":"{}","status":"{}","position":)"), v.session,
-                 core::ToString(v.status));
+  if (show_session) {
+    fmt::format_to(it, FMT_COMPILE(R"("session":"{}",)"), v.session);
+  } else {
+    fmt::format_to(it, FMT_COMPILE(R"("session":null,)"));
+  }
+  fmt::format_to(it, FMT_COMPILE(R"("status":"{}","position":)"), core::ToString(v.status));
   if (v.status == core::SessionStatus::kWaiting) {
     fmt::format_to(it, FMT_COMPILE("{}"), v.position);
   } else {

@@ -15,9 +15,10 @@
 namespace anteroom::server {
 
 // Appends {"session",...,"token"}; `type`, when given, goes first as "type":"<type>".
-// An active session's token is minted now.
+// An active session's token is minted now. `show_session` false writes "session": null (an
+// answer to a token, server/token_session.h).
 void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const core::SessionView& v,
                        const core::TokenSigner& signer, const Clock& clock,
-                       std::string_view type = {});
+                       std::string_view type = {}, bool show_session = true);
 
 }  // namespace anteroom::server

@@ -156,20 +156,37 @@ export async function startRedis() {
 
 // --- the origin site ------------------------------------------------------------------------
 
+// The path a naive site serves for a request target: the fragment, the query and `;` path
+// parameters dropped, percent-escapes decoded and dot segments resolved (as a careless static
+// file server or framework router might). The gate must not count on the site being stricter
+// (gate_attacks.test.mjs sends /static/../secret.html and the like).
+export function originPath(url) {
+  let p = url.split('#')[0].split('?')[0].split(';')[0];
+  try { p = decodeURIComponent(p); } catch { /* left as it is */ }
+  return path.posix.normalize(p.replace(/\\/g, '/'));
+}
+
 // The protected site, which knows nothing of anteroom: each page shows the path and query it
 // was asked for (#where), the session the gate named (#session), and a leave link; one
-// stylesheet (/static/site.css).
+// stylesheet (/static/site.css, and anything else under /static/), and /secret.html, a page
+// that says SECRET (what a gate bypass must never serve while the room is full). `seen` holds
+// each request: {url (as received), path (as served, see originPath), session}.
 export function startOrigin(room) {
   const seen = [];
   const server = http.createServer((req, res) => {
-    seen.push({ url: req.url, session: req.headers['x-anteroom-session'] ?? '' });
-    if (req.url.startsWith('/static/')) {
+    const served = originPath(req.url);
+    seen.push({ url: req.url, path: served, session: req.headers['x-anteroom-session'] ?? '' });
+    if (served.startsWith('/static/')) {
       res.writeHead(200, { 'content-type': 'text/css' });
       res.end('#where { font-weight: bold; }\n');
       return;
     }
     const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    if (served === '/secret.html') {
+      res.end('<!doctype html><meta charset=utf-8><title>secret</title><p id=secret>SECRET</p>');
+      return;
+    }
     res.end(`<!doctype html><meta charset=utf-8><title>shop</title>
 <link rel=stylesheet href="/static/site.css">
 <p id=where>${esc(req.url)}</p>

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -146,6 +147,29 @@ class LiveHubTest : public ::testing::Test {
   LiveHub hub_;
   std::map<std::string, std::shared_ptr<RecordingStream>> streams_;  // open ones
 };
+
+TEST_F(LiveHubTest, AStreamOpenedWithATokenNeverShowsTheSession) {
+  PutRoom(1);
+  Watch("holder-Qm9vYmFyYmF6cXV4");
+  auto view =
+      Call<SessionView>([&](auto done) { backend_.Check("r", "holder-Qm9vYmFyYmF6cXV4", done); });
+  ASSERT_TRUE(view.ok());
+  auto hidden = std::make_shared<RecordingStream>(ioc_);
+  hidden->HideSession();
+  hub_.Attach("r", *view, hidden);
+  Watch("behind-Qm9vYmFyYmF6cXV4");  // a change the hub pushes to both streams
+  Settle();
+  ASSERT_GE(hidden->messages.size(), 2u);
+  for (const json::value& m : hidden->messages) {
+    if (m.as_object().at("type").as_string() != "status") continue;
+    EXPECT_TRUE(m.at("session").is_null()) << json::serialize(m);
+    EXPECT_EQ(m.at("status").as_string(), "active");
+    EXPECT_FALSE(m.at("token").is_null());
+  }
+  EXPECT_EQ(streams_["holder-Qm9vYmFyYmF6cXV4"]->messages.back().at("session").as_string(),
+            "holder-Qm9vYmFyYmF6cXV4")
+      << "the session's own stream still names it";
+}
 
 TEST_F(LiveHubTest, EveryClientIsShownItsExactPlaceAcrossChunks) {
   PutRoom(1);

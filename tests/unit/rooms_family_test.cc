@@ -158,6 +158,45 @@ TEST(RoomsFamilyTest, ClientsNameSessionsWith128Bits) {
 
 // Touch and leave answer a session the room never had as one that has just left for good, so
 // they cannot be used to learn whether an id is in the room.
+TEST(RoomsFamilyTest, ATokenKeepsItsHolderAliveWithoutNamingIt) {
+  FamilyWorld w;
+  ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1, "grace_ms": 60000})").status,
+            200u);
+  Response joined = w.Call(verb::post, "/v1/rooms/r/check", "");
+  ASSERT_EQ(Json(joined).at("status").as_string(), "active");
+  const std::string session(Json(joined).at("session").as_string());
+  const std::string token(Json(joined).at("token").as_string());
+  auto by_token = [&](const std::string& t) {
+    return w.Call(verb::post, "/v1/rooms/r/check", R"({"token": ")" + t + R"("})");
+  };
+  Response r = by_token(token);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_TRUE(Json(r).at("session").is_null());
+  EXPECT_EQ(Json(r).at("status").as_string(), "active");
+  EXPECT_FALSE(Json(r).at("token").as_string().empty());
+  EXPECT_EQ(r.body.find(session), std::string::npos) << r.body;
+  // Out for a moment (grace): the token's check brings the holder back.
+  ASSERT_EQ(w.Call(verb::post, "/v1/rooms/r/leave", R"({"session": ")" + session + R"("})").status,
+            200u);
+  EXPECT_EQ(Json(by_token(token)).at("status").as_string(), "active");
+  // Not this room's token, or both names at once: refused, nothing changed.
+  EXPECT_EQ(by_token("x.y.z").status, 400u);
+  EXPECT_EQ(w.Call(verb::post, "/v1/rooms/r/check",
+                   R"({"token": ")" + token + R"(", "session": ")" + session + R"("})")
+                .status,
+            400u);
+  EXPECT_EQ(w.Call(verb::get, "/v1/rooms/r/events?token=" + token + "&session=" + session).status,
+            400u);
+  // The admission over: gone, never a join.
+  ASSERT_EQ(w.Admin(verb::delete_, "/v1/rooms/r/sessions/" + session).status, 200u);
+  Response gone = by_token(token);
+  EXPECT_EQ(Json(gone).at("status").as_string(), "gone");
+  EXPECT_TRUE(Json(gone).at("session").is_null());
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/rooms/r")).at("waiting").as_int64(), 0);
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/rooms/r")).at("active").as_int64(), 0);
+  EXPECT_EQ(ErrorCode(w.Call(verb::get, "/v1/rooms/r/events?token=" + token)), "unknown_session");
+}
+
 TEST(RoomsFamilyTest, TouchAndLeaveDoNotTellWhetherASessionExists) {
   FamilyWorld w;
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);

@@ -284,16 +284,21 @@ test('stay keeps the slot and calls onLost once the slot is gone', async () => {
   let lost = null;
   page.Anteroom.stay({ room: 'stay', onUpdate: (s) => statuses.push(s), onLost: (s) => { lost = s; } });
   await eventually('active statuses', () => statuses.filter((s) => s.status === 'active').length >= 2);
-  assert.equal(statuses[0].session, 'visitor');
-  assert.equal(page.storage.get('anteroom:session:stay'), 'visitor');
+  // The page keeps the slot with the token alone: the session id (the session's credential)
+  // is never told to it, and each fresh token replaces the one kept.
+  assert.ok(statuses.every((s) => s.session === null), JSON.stringify(statuses[0]));
+  assert.ok(!page.storage.get('anteroom:session:stay'), 'no session id kept');
+  assert.ok(statuses.at(-1).token);
+  assert.equal(page.storage.get('anteroom:token:stay'), statuses.at(-1).token);
 
-  // The app ends the session and someone else takes the slot: the next check puts this
-  // session at the back of the line.
+  // The app ends the session and someone else takes the slot: the admission is over, and
+  // stay() never joins anew.
   assert.equal((await api('DELETE', '/v1/rooms/stay/sessions/visitor')).status, 200);
   assert.equal((await api('POST', '/v1/rooms/stay/check', { session: 'intruder' })).body.status,
     'active');
   await eventually('onLost', () => lost);
-  assert.equal(lost.status, 'waiting');
+  assert.equal(lost.status, 'gone');
+  assert.equal(lost.session, null);
   const count = statuses.length;
   await sleep(800);
   assert.equal(statuses.length, count, 'no more updates after onLost');
