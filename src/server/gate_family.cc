@@ -241,8 +241,8 @@ bool FreeNow(const GateRoom& room) {
 // again at once: the page will join from the waiting page. An admission made on the spot goes
 // straight into its grace (a leave, not final): it holds the slot for the room's grace_ms
 // until a second request brings the cookie back (a gated request with the cookie is activity,
-// which ends grace), so a client that keeps no cookies costs a slot for the grace, not for the
-// idle timeout.
+// which ends grace; so is a bypassed one, NoteBypassedVisit), so a client that keeps no cookies
+// costs a slot for the grace, not for the idle timeout.
 void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room, Original original,
            std::optional<std::string> clear_cookie, Respond respond) {
   if (!FreeNow(*room) || !LooksLikeNavigation(req, original)) {
@@ -278,6 +278,30 @@ void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room
       });
 }
 
+// A bypassed request that carries an admission cookie: the visitor is there (a page's own
+// stylesheet or script, moments after the page), which confirms an admission made on the spot
+// as well as any gated request would. Told to the room in the background, at most once per
+// admission per TouchEvery, so a bypassed asset still costs only an HMAC and a cache lookup.
+void NoteBypassedVisit(Services& s, const GateRoom& room, std::string_view cookie) {
+  if (cookie.empty()) return;
+  core::TokenCheck check = s.signer.Verify(cookie, s.clock.NowMs());
+  if ((check.problem != core::TokenProblem::kNone &&
+       check.problem != core::TokenProblem::kExpired) ||
+      check.claims.room != room.info.room) {
+    return;
+  }
+  // '#' is in no session id: these keys never meet the sessions' own.
+  std::string key = fmt::format("#{}#{}", check.claims.incarnation, check.claims.admission);
+  if (!s.gate->ShouldTouch(room.info.room, key, TouchEvery(room))) return;
+  s.backend.AdmissionHolder(
+      room.info.room, check.claims.incarnation, check.claims.admission,
+      [&s, name = room.info.room](OpResult<std::optional<std::string>> holder) {
+        if (!holder.ok()) return;
+        const std::optional<std::string> session = std::move(*holder);
+        if (session) s.backend.Touch(name, *session, [](OpResult<core::SessionView>) {});
+      });
+}
+
 // --- Handlers ------------------------------------------------------------------------------------
 
 // The decision for a room that is known: `req` is read before anything waits (what the
@@ -286,17 +310,22 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
             Respond respond) {
   const std::string& name = room->info.room;
   Original original = ReadOriginal(s, req);
+  std::string_view cookie =
+      CookieValue(Field(req, "Cookie"), room->settings->CookieName(name, original.https));
   // Assets, health checks, partners' webhooks, chosen crawlers: through, without a slot.
-  if (room->settings->BypassesPath(original.path())) return respond(Pass(name, ""));
-  if (room->settings->HasHeaderRules()) {
+  bool bypassed = room->settings->BypassesPath(original.path());
+  if (!bypassed && room->settings->HasHeaderRules()) {
     for (const auto& field : req.fields) {
       if (room->settings->BypassesHeader(field.name_string(), field.value())) {
-        return respond(Pass(name, ""));
+        bypassed = true;
+        break;
       }
     }
   }
-  std::string_view cookie =
-      CookieValue(Field(req, "Cookie"), room->settings->CookieName(name, original.https));
+  if (bypassed) {
+    NoteBypassedVisit(s, *room, cookie);
+    return respond(Pass(name, ""));
+  }
   if (cookie.empty()) {
     return Admit(s, req, std::move(room), std::move(original), std::nullopt, std::move(respond));
   }

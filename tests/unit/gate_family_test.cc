@@ -498,6 +498,23 @@ TEST_F(GateTest, OnlyPageLoadsAreLetInOnTheSpotAndHoldTheSlotOnlyUntilTheCookieC
   EXPECT_EQ(Ask("/", dropped).status, 200u) << "a free slot: let in anew";
 }
 
+TEST_F(GateTest, ABypassedAssetWithTheCookieConfirmsAnOnTheSpotAdmission) {
+  Put(R"({"capacity": 3, "grace_ms": 2000, "gate": {"bypass": {"paths": ["/static/"]}}})");
+  // The page's stylesheet, moments after the page, with the cookie the page set.
+  std::string cookie = Visitor();
+  EXPECT_EQ(Ask("/static/site.css", cookie).status, 200u);
+  world_.clock().Advance(5000);
+  world_.backend().RunDue();
+  EXPECT_EQ(Active(), 1) << "confirmed: kept past the grace";
+  // Without the cookie (or with another room's), an asset confirms nothing.
+  Visitor();
+  EXPECT_EQ(Ask("/static/site.css").status, 200u);
+  EXPECT_EQ(Ask("/static/site.css", "anteroom_other=x.y.z").status, 200u);
+  world_.clock().Advance(3000);
+  world_.backend().RunDue();
+  EXPECT_EQ(Active(), 1);
+}
+
 TEST_F(GateTest, RoomsNeverShareACookieAndHttpsCookiesAreHostOnly) {
   GateSettings plain;
   std::set<std::string> names;
