@@ -87,6 +87,8 @@ inline std::string GateListShape(std::string_view key, size_t max, std::string_v
 inline constexpr std::string_view kGateReturn =
     "'return' must be an http(s) URL (https when the site is) on a host the room allows: its "
     "target_url's host, one of its gate.hosts, a --gate-host, or this server's own";
+inline constexpr std::string_view kBareLf =
+    "a line of the request head ends in a bare LF: lines end in CRLF";
 inline constexpr std::string_view kTokenNotOfRoom =
     "'token' must be an admission token of this room (its signature verified)";
 inline constexpr std::string_view kTokenOrSession = "give 'session' or 'token', not both";

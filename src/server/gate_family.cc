@@ -15,8 +15,8 @@
 //
 // The waiting page, once admitted, posts its token to /v1/gate/{room}/enter, which sets the
 // cookie (HttpOnly) and names the page to go back to; a POST to /v1/gate/{room}/leave (from the
-// page a GET of it shows) clears it and frees the slot at once. docs/security.md, "The gate",
-// lists what each of these refuses and why.
+// page a GET of it shows) clears it and frees the slot at once. docs/security.md, "The gate is a
+// boundary", lists what each of these refuses and why.
 #include <boost/json.hpp>
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>

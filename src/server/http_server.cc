@@ -191,6 +191,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string_view pending(static_cast<const char*>(data.data()), data.size());
     size_t end = HeadEnd(pending);
     if (end == std::string_view::npos) {
+      if (HasBareLf(pending)) {
+        return HeadFailed({OpStatus::kInvalidArgument, std::string(wire::kBareLf)});
+      }
       if (pending.size() >= kHeaderLimit) {
         return HeadFailed({OpStatus::kHeaderTooLarge, wire::HeadLargerThan(kHeaderLimit)});
       }

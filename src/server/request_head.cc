@@ -16,6 +16,14 @@ size_t HeadEnd(std::string_view data) {
   return end == std::string_view::npos ? end : end + 4;
 }
 
+bool HasBareLf(std::string_view data) {
+  data = data.substr(0, kHeaderLimit);
+  for (size_t i = data.find('\n'); i != std::string_view::npos; i = data.find('\n', i + 1)) {
+    if (i == 0 || data[i - 1] != '\r') return true;
+  }
+  return false;
+}
+
 std::optional<HeadRefusal> CheckRawHead(std::string_view head) {
   // A line of the head (after the request line) that starts with a space or a tab continues
   // the line before it. The last CRLF ends the head, so it is not looked at.

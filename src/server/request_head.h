@@ -33,6 +33,10 @@ void ConfigureRequestParser(RequestParser& parser);
 // The offset just past the blank line that ends the head at the start of `data`, or npos when
 // no whole head is there yet.
 size_t HeadEnd(std::string_view data);
+// Whether the head begun in `data` (no whole head yet) has a line ended by a bare LF. Only CRLF
+// ends a line here; a proxy in front that takes a bare LF for one reads other lines, or another
+// end of the head, than this server: refused at once rather than left to the head timeout.
+bool HasBareLf(std::string_view data);
 
 struct HeadRefusal {
   OpStatus status;

@@ -1,7 +1,7 @@
 // Hostile clients, protocol family (issue 15, items 0, 1 and 7): early answers a client still
-// sending can read, trailers that crashed the process, heads the server must refuse, and routes
-// that must answer rather than hang up. Against the real server; a well-behaved client is
-// answered throughout.
+// sending can read, trailers that crashed the process, heads the server must refuse, framing
+// that could smuggle a request, and routes that must answer rather than hang up. Against the real
+// server; a well-behaved client is answered throughout.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -190,6 +191,100 @@ TEST_F(HostileProtocolTest, HeadsTheRfcSaysToRefuseAreRefused) {
   answer = RawExchange(server().port(),
                        "GET /healthz HTTP/1.1\r\nHost: x\r\n" + std::string(20 * 1024, 'a'));
   EXPECT_EQ(RawStatus(answer), 431) << answer.substr(0, 200);
+}
+
+// Request smuggling (RFC 9112 6.1, 6.3, 2.2): a head or a body whose framing two parsers could
+// read differently (a proxy in front, and this server) is refused 400 and the connection closed,
+// so no byte after it is ever read as a request. Each case is followed on its connection by a
+// request that would create a room: it must never run.
+TEST_F(HostileProtocolTest, AmbiguousFramingIsRefusedAndNothingAfterItIsRead) {
+  const std::string body = R"({"session":"0123456789abcdef0123456789abcdef"})";
+  const std::string size = [&] {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%zx", body.size());
+    return std::string(hex);
+  }();
+  const std::string post =
+      "POST /v1/rooms/r/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string length = "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  const std::string chunks = size + "\r\n" + body + "\r\n0\r\n\r\n";
+  auto te = [&](const std::string& fields) { return post + fields + "\r\n" + chunks; };
+  const std::string smuggled = RawRequest("PUT", "/v1/rooms/smuggled", R"({"capacity":1})");
+  struct Case {
+    std::string name;
+    std::string request;
+  };
+  const std::vector<Case> cases = {
+      {"Content-Length, then Transfer-Encoding", te(length + "Transfer-Encoding: chunked\r\n")},
+      {"Transfer-Encoding, then Content-Length", te("Transfer-Encoding: chunked\r\n" + length)},
+      {"Transfer-Encoding: chunked, identity", te("Transfer-Encoding: chunked, identity\r\n")},
+      {"Transfer-Encoding: xchunked", te("Transfer-Encoding: xchunked\r\n")},
+      {"Transfer-Encoding: chunked, chunked", te("Transfer-Encoding: chunked, chunked\r\n")},
+      {"Transfer-Encoding: \"chunked\"", te("Transfer-Encoding: \"chunked\"\r\n")},
+      {"Transfer-Encoding twice",
+       te("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n")},
+      {"Transfer-Encoding: chunked, then gzip",
+       te("Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n")},
+      {"a space before the colon", te("Transfer-Encoding : chunked\r\n")},
+      {"a vertical tab before chunked", te("Transfer-Encoding:\x0b"
+                                           "chunked\r\n")},
+      {"a bare LF hiding Transfer-Encoding in a field",
+       te("X-Pad: a\nTransfer-Encoding: chunked\r\n")},
+      {"a head ended by bare LFs", "POST /v1/rooms/r/check HTTP/1.1\nHost: x\nContent-Length: " +
+                                       std::to_string(body.size()) + "\n\n" + body},
+      {"a bare LF after the chunk size",
+       post + "Transfer-Encoding: chunked\r\n\r\n" + size + "\n" + body + "\r\n0\r\n\r\n"},
+      {"a bare LF after the chunk data",
+       post + "Transfer-Encoding: chunked\r\n\r\n" + size + "\r\n" + body + "\n0\r\n\r\n"},
+      {"a last chunk ended by bare LFs",
+       post + "Transfer-Encoding: chunked\r\n\r\n" + size + "\r\n" + body + "\r\n0\n\n"},
+      {"a last chunk of size 0x0",
+       post + "Transfer-Encoding: chunked\r\n\r\n" + size + "\r\n" + body + "\r\n0x0\r\n\r\n"},
+      {"a chunk size 0x..",
+       post + "Transfer-Encoding: chunked\r\n\r\n0x" + size + "\r\n" + body + "\r\n0\r\n\r\n"},
+      {"a chunk size +..",
+       post + "Transfer-Encoding: chunked\r\n\r\n+" + size + "\r\n" + body + "\r\n0\r\n\r\n"},
+      {"a chunk size with a space",
+       post + "Transfer-Encoding: chunked\r\n\r\n" + size + " \r\n" + body + "\r\n0\r\n\r\n"},
+  };
+  // The control: well framed, the request after it is read and answered (on its own room).
+  {
+    RawConnection conn(server().port());
+    ASSERT_TRUE(conn.Send(te("Transfer-Encoding: chunked\r\n") +
+                          RawRequest("PUT", "/v1/rooms/control", R"({"capacity":1})")));
+    EXPECT_EQ(RawStatus(conn.ReadResponse()), 404) << "no room r";
+    EXPECT_EQ(RawStatus(conn.ReadResponse()), 200) << "the next request";
+  }
+  for (const Case& c : cases) {
+    RawConnection conn(server().port());
+    ASSERT_TRUE(conn.connected());
+    conn.Send(c.request + smuggled);
+    std::string answer;
+    EXPECT_TRUE(conn.ReadUntilClosed(answer, seconds(5))) << c.name << ": not closed";
+    EXPECT_EQ(RawStatus(answer), 400) << c.name << ":\n" << answer.substr(0, 300);
+    EXPECT_EQ(RawHeader(answer, "Connection"), "close") << c.name;
+    size_t answers = 0;
+    for (size_t at = answer.find("HTTP/1.1 "); at != std::string::npos;
+         at = answer.find("HTTP/1.1 ", at + 1)) {
+      ++answers;
+    }
+    EXPECT_EQ(answers, 1u) << c.name << ":\n" << answer;
+  }
+  EXPECT_TRUE(IsError(client().GetRoom("smuggled"), 404, "unknown_room"))
+      << "a request after a refused one ran";
+  EXPECT_EQ(client().GetRoom("control").status, 200);
+
+  // Bare LFs alone never end a head (only CRLF does): such a head is not read as a request, and
+  // is refused at once (400), not left to the head timeout (30 s here).
+  ServerProcess slow({"--head-timeout-ms", "30000"}, {{"ANTEROOM_TOKEN_SECRET", kTokenSecret}});
+  ASSERT_TRUE(slow.started()) << slow.error();
+  RawConnection conn(slow.port());
+  ASSERT_TRUE(conn.Send("PUT /v1/rooms/smuggled HTTP/1.1\nHost: x\nContent-Length: 2\n\n{}"));
+  std::string answer;
+  EXPECT_TRUE(conn.ReadUntilClosed(answer, seconds(5)));
+  EXPECT_EQ(RawStatus(answer), 400) << answer;
+  EXPECT_NE(answer.find("bare LF"), std::string::npos) << answer;
+  EXPECT_EQ(Client(slow.url()).GetRoom("smuggled").status, 404);
 }
 
 // Item 7: a GET whose last segment is a stream route's (ws, events) on a route that is not one

@@ -5,6 +5,9 @@
 //    server's queue key still does not.
 //  - AKeySetThroughOneProcessHoldsOnAnother: two processes on one Redis; a key set (and then
 //    removed) through one is obeyed by the other within a bound (its cache lasts 1 s).
+//  - NoSpellingOfAPathOpensAnotherQueue: queue a's own key, sent as raw bytes on paths that
+//    spell another queue oddly (escaped slashes, dot segments, case, escapes, trailing slash),
+//    opens nothing but a; the fleet's key opens no spelling of a.
 // Every process a test starts is stopped by PID (the helpers' destructors).
 #include <gtest/gtest.h>
 
@@ -81,6 +84,54 @@ TEST(QueueKeysTest, AQueuesOwnKeySurvivesAKill) {
   EXPECT_EQ(Client(server->url(), kAdmin).Request("DELETE", "/v1/queues/payments/key").status, 200);
   EXPECT_EQ(fleet2.QueueStats("payments").status, 200);
   EXPECT_TRUE(IsError(team2.QueueStats("payments"), 401, "unauthorized"));
+}
+
+// The status of `method target` with `key`, sent as raw bytes (no client tidies the path).
+int RawStatusOf(uint16_t port, const std::string& method, const std::string& target,
+                const std::string& key) {
+  RawConnection conn(port);
+  std::string body = method == "POST" ? R"({"payload":1})" : "";
+  if (!conn.Send(RawRequest(method, target, body, {"Authorization: Bearer " + key}))) return 0;
+  return RawStatus(conn.ReadResponse());
+}
+
+TEST(QueueKeysTest, NoSpellingOfAPathOpensAnotherQueue) {
+  ServerProcess server({"--memory-only"}, Keys());
+  ASSERT_TRUE(server.started()) << server.error();
+  ASSERT_EQ(SetKey(server.url(), "a").status, 200);
+  // The controls: a's key opens a, written plainly or escaped.
+  for (const char* target : {"/v1/queues/a/jobs", "/v1/queues/%61/jobs"}) {
+    EXPECT_EQ(RawStatusOf(server.port(), "POST", target, kOwn), 201) << target;
+  }
+  // a's key on other queues, however spelled: never 2xx.
+  for (const char* target :
+       {"/v1/queues/b/jobs", "/v1/queues/%62/jobs", "/v1/queues/A/jobs",
+        "/v1/queues/a%2F..%2Fb/jobs", "/v1/queues/a%2F../jobs", "/v1/queues/a%2f..%2fb/jobs",
+        "/v1/queues/a/../b/jobs", "/v1/queues/a/jobs/../../b/jobs", "/v1/queues/./b/jobs",
+        "/v1/queues/b/jobs/", "/v1/queues//b/jobs", "/v1/queues/a%2Fb/jobs", "/v1/queues/a%00/jobs",
+        "/v1/queues/..%2Fb/jobs", "/v1/queues/b%2F/jobs", "/v1/queues/a;/jobs"}) {
+    int status = RawStatusOf(server.port(), "POST", target, kOwn);
+    EXPECT_TRUE(status >= 400 && status < 500) << target << ": " << status;
+  }
+  for (const char* target : {"/v1/queues/b", "/v1/queues/%62", "/v1/queues/A", "/v1/queues"}) {
+    EXPECT_EQ(RawStatusOf(server.port(), "GET", target, kOwn), 401) << target;
+  }
+  // The fleet's key on a, however spelled: never 2xx.
+  for (const char* target :
+       {"/v1/queues/a/jobs", "/v1/queues/%61/jobs", "/v1/queues/a/jobs/", "/v1/queues/a%2F/jobs",
+        "/v1/queues/./a/jobs", "/v1/queues/b/../a/jobs", "/v1/queues/b%2F..%2Fa/jobs",
+        "/v1/queues/a%20/jobs"}) {
+    int status = RawStatusOf(server.port(), "POST", target, kFleet);
+    EXPECT_TRUE(status >= 400 && status < 500) << target << ": " << status;
+  }
+  // What each queue holds: a the two jobs of its own key, and nothing reached b.
+  Client admin(server.url(), kAdmin);
+  HttpResult a = admin.QueueStats("a");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.json.at("pushed").to_number<int64_t>(), 2) << a.body;
+  HttpResult b = admin.QueueStats("b");
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.json.at("pushed").to_number<int64_t>(), 0) << b.body;
 }
 
 TEST(QueueKeysTest, AKeySetThroughOneProcessHoldsOnAnother) {

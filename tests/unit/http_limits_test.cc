@@ -88,6 +88,12 @@ TEST(RequestHeadTest, HeadEndAndObsFold) {
   EXPECT_FALSE(CheckRawHead("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n"));
   EXPECT_TRUE(CheckRawHead("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n c\r\n\r\n"));
   EXPECT_TRUE(CheckRawHead("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\tc\r\n\r\n"));
+  // A bare LF in a head not yet whole: refused at once; a CR that has not arrived yet is not.
+  EXPECT_TRUE(HasBareLf("GET / HTTP/1.1\nHost: x\n"));
+  EXPECT_TRUE(HasBareLf("GET / HTTP/1.1\r\nHost: x\nTransfer-Encoding: chunked\r\n"));
+  EXPECT_TRUE(HasBareLf("\nGET / HTTP/1.1\r\n"));
+  EXPECT_FALSE(HasBareLf("GET / HTTP/1.1\r\nHost: x\r"));
+  EXPECT_FALSE(HasBareLf("\r\nGET / HTTP/1.1\r\nHost: x\r\n"));
   EXPECT_TRUE(CheckRawHead("GET / HTTP/1.1\r\n Host: x\r\n\r\n"));
 }
 

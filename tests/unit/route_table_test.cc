@@ -367,6 +367,56 @@ TEST(RouteTableTest, EveryRouteFollowsItsCorsColumn) {
   }
 }
 
+// An opaque origin ("Origin: null": a sandboxed iframe, a data: or file: page, a redirect
+// across origins) is not an origin any page can be trusted for: every route that changes state
+// refuses it (403, before the key is looked at), even on a server that allows every origin
+// (`--cors-origin '*'`) and with the admin key, and no answer is made readable to it.
+TEST(RouteTableTest, AnOpaqueOriginChangesNothingAnywhere) {
+  FamilyWorld world;
+  world.AllowOrigins({"*"});
+  auto ask = [&](const RouteInfo& r, std::string origin, std::string auth) {
+    Request request;
+    request.method = r.method;
+    request.target = TargetFor(r.pattern);
+    request.body = "{}";
+    request.content_type = "application/json";
+    request.origin = std::move(origin);
+    request.host = "127.0.0.1:8080";
+    request.authorization = std::move(auth);
+    request.websocket = r.pattern.ends_with("/ws");
+    return world.SendRequest(std::move(request));
+  };
+  size_t refused = 0;
+  for (const RouteInfo& r : world.router().Routes()) {
+    // The gate's decision judges the page's own request (Cors::kProxied): not the router's.
+    if (r.options.cors == Cors::kProxied) continue;
+    SCOPED_TRACE(std::string(http::to_string(r.method)) + " " + r.pattern);
+    const bool changes =
+        (r.method != http::verb::get && r.method != http::verb::head) || r.options.stream;
+    for (const std::string& auth : {std::string(), "Bearer " + std::string(kAdminKey)}) {
+      std::optional<Response> answer = ask(r, "null", auth);
+      if (changes) {
+        ASSERT_TRUE(answer.has_value());
+        EXPECT_EQ(answer->status, 403u) << answer->body;
+        EXPECT_EQ(testing::ErrorCode(*answer), "origin_not_allowed");
+        ++refused;
+      }
+      if (answer) {
+        EXPECT_EQ(testing::HeaderOf(*answer, "Access-Control-Allow-Origin"), "");
+      }
+    }
+    // The control: '*' is in force, so a real origin is let into the public room API.
+    if (changes && r.options.cors == Cors::kCorsPublic) {
+      std::optional<Response> answer = ask(r, "https://app.example", "");
+      if (answer) {
+        EXPECT_NE(answer->status, 403u) << answer->body;
+        EXPECT_EQ(testing::HeaderOf(*answer, "Access-Control-Allow-Origin"), "https://app.example");
+      }
+    }
+  }
+  EXPECT_GE(refused, 40u) << "every changing route, with and without the key";
+}
+
 TEST(RouteTableTest, EveryRouteRefusesABodyOverItsLimit) {
   FamilyWorld world;
   // Routes on the same path share a limit (the connection learns it before the method matters).
