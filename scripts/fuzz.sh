@@ -19,7 +19,7 @@ if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then
   SECONDS_PER_TARGET=$1
   shift
 fi
-ALL_TARGETS=(http_request json_bodies log_records resp_reader tokens websocket_frames)
+ALL_TARGETS=(gate_urls http_request json_bodies log_records resp_reader tokens websocket_frames)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL_TARGETS[@]}")
 JOBS=${FUZZ_JOBS:-1}
@@ -28,6 +28,7 @@ JOBS=${FUZZ_JOBS:-1}
 # reach everything, small enough to keep executions fast.
 max_len() {
   case $1 in
+    gate_urls) echo 4096 ;;          # a path or a return URL
     http_request) echo 32768 ;;      # a 16 KiB header and a body over the limits
     json_bodies) echo 16384 ;;
     log_records) echo 65536 ;;       # several records, a small snapshot
