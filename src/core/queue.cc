@@ -11,6 +11,15 @@
 
 namespace anteroom::core {
 
+std::string BoundedError(std::string_view error) {
+  if (error.size() <= kMaxErrorBytes) return std::string(error);
+  std::string marker = " [truncated: " + std::to_string(error.size()) + " bytes]";
+  size_t keep = kMaxErrorBytes - marker.size();
+  // Back to the start of a character: a continuation byte is 10xxxxxx.
+  while (keep > 0 && (static_cast<unsigned char>(error[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(error.substr(0, keep)) + marker;
+}
+
 namespace {
 constexpr int64_t kBackoffBaseMs = 1'000;
 constexpr int64_t kBackoffCapMs = 3'600'000;
@@ -380,10 +389,13 @@ LeaseOutcome Queue::Extend(LeaseRef lease, int64_t lease_ms, int64_t now_ms) {
   return LeaseOutcome::kOk;
 }
 
+// A heartbeat extends the worker's deadline, never shortens it: anyone who may heartbeat (the
+// queue key) may name any worker, and a deadline cut short would fail that worker's leases.
+// Declaring a worker gone at once is the admin's ReleaseWorker.
 void Queue::Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms) {
   Advance(now_ms);
   uint32_t w = WorkerFor(worker);
-  workers_[w].alive_until = now_ + ttl_ms;
+  workers_[w].alive_until = std::max(workers_[w].alive_until, now_ + ttl_ms);
   heartbeats_.Set(w, static_cast<uint64_t>(workers_[w].alive_until));
 }
 

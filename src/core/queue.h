@@ -137,8 +137,11 @@ class Queue {
     State state = State::kReady;
 
     // Appends to the history, making it on the first failure.
+    // The attempt's error, bounded; only the last kKeptAttempts are kept.
     void AddFailure(FailedAttempt f) {
       if (!history) history = std::make_unique<std::vector<FailedAttempt>>();
+      if (history->size() >= kKeptAttempts) history->erase(history->begin());
+      f.error = BoundedError(f.error);
       history->push_back(std::move(f));
     }
   };

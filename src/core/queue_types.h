@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/hangup.h"
@@ -19,6 +20,11 @@ inline constexpr int64_t kDefaultLeaseMs = 30'000;
 inline constexpr int32_t kDefaultMaxAttempts = 5;
 inline constexpr int32_t kMaxMaxAttempts = 1000;
 inline constexpr size_t kMaxBatch = 1000;
+// What a failed attempt keeps: its error up to kMaxErrorBytes (BoundedError), and a job the
+// errors of its last kKeptAttempts attempts. A worker's nack cannot grow a job's record (in
+// memory, in the log, in Redis) without bound: 1,000 attempts of a 16 MiB error each would.
+inline constexpr size_t kMaxErrorBytes = 8 * 1024;
+inline constexpr size_t kKeptAttempts = 10;
 
 using JobId = uint64_t;
 
@@ -73,6 +79,10 @@ struct InflightJob {
   int32_t attempt = 0;
   int64_t lease_expires_ms = 0;
 };
+
+// `error` cut to at most kMaxErrorBytes, at a UTF-8 character's start, ending with a marker
+// that says how long it was ("... [truncated: 8388608 bytes]"); shorter errors as they are.
+std::string BoundedError(std::string_view error);
 
 struct FailedAttempt {
   int32_t attempt = 0;

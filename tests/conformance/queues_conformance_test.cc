@@ -947,6 +947,41 @@ TEST_P(QueuesConformanceTest, HeartbeatsKeepAWorkerAlive) {
   EXPECT_EQ(Ack("q", {d.lease}), Outcomes{kLost});
 }
 
+// Issue 26 item 3: a heartbeat in another worker's name with a short ttl failed its leases.
+TEST_P(QueuesConformanceTest, AHeartbeatNeverShortensAWorkersDeadline) {
+  PushOne("q", Job("job", 0, 0, std::nullopt, 1));
+  Heartbeat("q", "victim", 600'000);
+  Delivery d = TakeOne("q", "victim", 600'000);
+  Heartbeat("q", "victim", 1);
+  AdvanceTime(5'000);
+  ExpectCounts("q", 0, 0, 1, 0);
+  EXPECT_EQ(Stats("q").workers, 1);
+  EXPECT_EQ(Ack("q", {d.lease}), Outcomes{kOk});
+  EXPECT_TRUE(Dead("q").empty());
+}
+
+// Issue 26 item 5: a nack's error had no bound, and every attempt's was kept.
+TEST_P(QueuesConformanceTest, NackErrorsAreBoundedAndOnlyTheLastAttemptsKept) {
+  PushOne("q", Job("job", 0, 0, std::nullopt, 12));
+  const std::string huge(256 * 1024, 'e');
+  for (int attempt = 1; attempt <= 12; ++attempt) {
+    Delivery d = TakeOne("q", "w");
+    ASSERT_EQ(d.attempt, attempt);
+    EXPECT_EQ(Nack("q", {d.lease}, 0, std::to_string(attempt) + ":" + huge), Outcomes{kOk});
+  }
+  std::vector<DeadJob> dead = Dead("q");
+  ASSERT_EQ(dead.size(), 1u);
+  ASSERT_EQ(dead[0].history.size(), core::kKeptAttempts);
+  EXPECT_EQ(dead[0].history.front().attempt, 3);
+  EXPECT_EQ(dead[0].history.back().attempt, 12);
+  for (const core::FailedAttempt& f : dead[0].history) {
+    EXPECT_LE(f.error.size(), core::kMaxErrorBytes);
+    EXPECT_TRUE(f.error.starts_with(std::to_string(f.attempt) + ":eee"));
+    EXPECT_TRUE(f.error.ends_with(" bytes]")) << f.error.substr(f.error.size() - 40);
+  }
+  EXPECT_EQ(dead[0].error, dead[0].history.back().error);
+}
+
 TEST_P(QueuesConformanceTest, HeartbeatDeathWakesALongPoll) {
   PushOne("q", "job");
   Heartbeat("q", "dying", 1'000);

@@ -146,7 +146,7 @@ class ReferenceQueue {
     Job* j = Current(*ref);
     if (j == nullptr) return Lost();
     ++nacked_;
-    j->history.push_back({j->attempt, error, now_});
+    Remember(*j, error, now_);
     if (j->attempt >= j->max_attempts) {
       Bury(*j, now_);
       return core::LeaseOutcome::kOk;
@@ -182,7 +182,7 @@ class ReferenceQueue {
     Advance(now);
     for (Beat& b : beats_) {
       if (b.worker == worker) {
-        b.until = now_ + ttl_ms;
+        b.until = std::max(b.until, now_ + ttl_ms);  // never shortened
         return;
       }
     }
@@ -374,6 +374,11 @@ class ReferenceQueue {
     std::string worker;
     int64_t until = 0;
   };
+  // A failure as a job keeps it: the error bounded, the last kKeptAttempts attempts only.
+  static void Remember(Job& j, const std::string& error, int64_t at) {
+    if (j.history.size() >= core::kKeptAttempts) j.history.erase(j.history.begin());
+    j.history.push_back({j.attempt, core::BoundedError(error), at});
+  }
   struct AckedDelivery {
     core::JobId id = 0;
     uint64_t delivery = 0;
@@ -464,7 +469,7 @@ class ReferenceQueue {
               [](const Job* a, const Job* b) { return ReadyBefore(*b, *a); });  // last first
     for (Job* j : group) {
       j->worker.clear();
-      j->history.push_back({j->attempt, error, at});
+      Remember(*j, error, at);
       ++expired_;
       ++seen_.expiries;
       if (j->attempt >= j->max_attempts) {

@@ -791,6 +791,61 @@ TEST_F(QueueTest, HeartbeatsKeepAWorkerAlive) {
   EXPECT_EQ(q_.Stats(kT0 + 50'500).workers, 0);
 }
 
+// Issue 26 item 3: anyone who may heartbeat may name any worker; a short ttl in another's name
+// failed that worker's leases.
+TEST_F(QueueTest, AHeartbeatNeverShortensAWorkersDeadline) {
+  Push("a");
+  q_.Heartbeat("victim", 600'000, kT0);
+  std::optional<Delivery> d = FetchOne(kT0, "victim", 600'000);
+  ASSERT_TRUE(d);
+  q_.Heartbeat("victim", 1, kT0 + 10);
+  EXPECT_EQ(q_.Stats(kT0 + 60'000).inflight, 1);
+  EXPECT_EQ(q_.Stats(kT0 + 60'000).expired, 0);
+  EXPECT_EQ(q_.Ack(d->lease, kT0 + 60'000), LeaseOutcome::kOk);
+  // A longer one still extends it.
+  q_.Heartbeat("victim", 1'200'000, kT0 + 60'000);
+  EXPECT_EQ(q_.Stats(kT0 + 1'000'000).workers, 1);
+  EXPECT_EQ(q_.Stats(kT0 + 1'260'000).workers, 0);
+}
+
+// Issue 26 item 5: every attempt's error was kept whole.
+TEST_F(QueueTest, AJobKeepsItsLastAttemptsErrorsBounded) {
+  Push(Spec("a", 0, 0, std::nullopt, 12));
+  const std::string huge(1 << 20, 'e');
+  int64_t now = kT0;
+  for (int attempt = 1; attempt <= 12; ++attempt) {
+    std::optional<Delivery> d = FetchOne(now);
+    ASSERT_TRUE(d) << attempt;
+    std::string error = std::to_string(attempt) + ":" + (attempt % 2 ? huge : "short");
+    EXPECT_EQ(q_.Nack(d->lease, 0, error, now), LeaseOutcome::kOk);
+    now += 1;
+  }
+  std::vector<DeadJob> dead = q_.Dead(10, now);
+  ASSERT_EQ(dead.size(), 1u);
+  ASSERT_EQ(dead[0].history.size(), kKeptAttempts);
+  EXPECT_EQ(dead[0].history.front().attempt, 3);
+  EXPECT_EQ(dead[0].history.back().attempt, 12);
+  EXPECT_EQ(dead[0].error, "12:short");
+  const std::string& cut = dead[0].history.front().error;
+  EXPECT_LE(cut.size(), kMaxErrorBytes);
+  EXPECT_TRUE(cut.starts_with("3:eee")) << cut.substr(0, 20);
+  EXPECT_TRUE(cut.ends_with(" [truncated: " + std::to_string(huge.size() + 2) + " bytes]"));
+}
+
+TEST(BoundedErrorTest, CutsAtACharactersStart) {
+  EXPECT_EQ(BoundedError("boom"), "boom");
+  EXPECT_EQ(BoundedError(std::string(kMaxErrorBytes, 'x')), std::string(kMaxErrorBytes, 'x'));
+  // Two-byte characters across the cut: never half of one.
+  std::string accents;
+  while (accents.size() < 3 * kMaxErrorBytes) accents += "\xC3\xA9";
+  std::string cut = BoundedError(accents);
+  EXPECT_LE(cut.size(), kMaxErrorBytes);
+  std::string kept = cut.substr(0, cut.find(" [truncated"));
+  EXPECT_EQ(kept.size() % 2, 0u);
+  EXPECT_EQ(kept, accents.substr(0, kept.size()));
+  EXPECT_EQ(BoundedError(cut), cut) << "bounding twice changes nothing";
+}
+
 TEST_F(QueueTest, LeaseShorterThanTtlStillExpires) {
   Push("a");
   q_.Heartbeat("w", 60'000, kT0);

@@ -244,6 +244,7 @@ void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
 void MemoryBackend::Nack(std::string queue, std::vector<std::string> leases,
                          std::optional<int64_t> delay_ms, std::string error,
                          Completion<Outcomes> done) {
+  error = core::BoundedError(error);  // as the job keeps it: the log holds no more
   OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
                     [&](QueueSlot* q, int64_t now, auto&) {
                       std::vector<core::LeaseRef> applied;

@@ -236,7 +236,7 @@ void RedisBackend::Nack(std::string queue, std::vector<std::string> leases,
                         std::optional<int64_t> delay_ms, std::string error,
                         Completion<Outcomes> done) {
   LeaseOp("nack", std::move(queue), std::move(leases),
-          {delay_ms ? std::to_string(*delay_ms) : "", std::move(error)}, std::move(done));
+          {delay_ms ? std::to_string(*delay_ms) : "", core::BoundedError(error)}, std::move(done));
 }
 
 void RedisBackend::Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,

@@ -126,9 +126,13 @@ local function end_lease(x)
     forget_worker_if_idle(w)
   end
 end
+-- The attempt's error (bounded by the caller, core::BoundedError); only the last KEPT_ATTEMPTS
+-- are kept (core::kKeptAttempts).
+local KEPT_ATTEMPTS = 10
 local function add_history(x, err, now)
   local v = redis.call('HGET', H, pad(x.id))
   local h = v and cmsgpack.unpack(v) or {}
+  if #h >= KEPT_ATTEMPTS then table.remove(h, 1) end
   h[#h + 1] = {x.attempt, err, now}
   redis.call('HSET', H, pad(x.id), cmsgpack.pack(h))
 end
@@ -382,10 +386,13 @@ local function main()
     -- name nobody pushed to, a heartbeat keeps nothing.
     if not exists or holds_nothing() then return {'ok', -1, 0, 1} end
     advance(now)
+    -- Extends the worker's deadline, never shortens it (core Queue::Heartbeat: anyone with the
+    -- queue key may name any worker; ending one at once is the admin's release).
     local w = ARGV[3]
-    redis.call('HSET', W, w, s(Q.now + tonumber(ARGV[4])))
-    redis.call('ZADD', HB, Q.now + tonumber(ARGV[4]), w)
-    deadline_at(Q.now + tonumber(ARGV[4]))
+    local alive = math.max(tonumber(redis.call('HGET', W, w) or 0) or 0, Q.now + tonumber(ARGV[4]))
+    redis.call('HSET', W, w, s(alive))
+    redis.call('ZADD', HB, alive, w)
+    deadline_at(alive)
     return answer(false, 1)
   end
 
