@@ -98,8 +98,18 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
                  first.active, first.capacity, first.eta_ms};
       w.shown_ms = clock_.NowMs();
     } else {
-      Outbox out;  // a second stream of the same session: it gets what the others were shown
-      Show(room, rw, w, out, clock_.NowMs(), /*force=*/true);
+      // Another stream of a session that has some (a reload, a second tab): it is brought to
+      // what the others were shown, and they are sent nothing, so an attach costs the same
+      // however many the session has. Past max_streams_per_session the oldest is closed: a
+      // session's streams are bounded, whoever opens them.
+      Outbox out;
+      if (w.streams.size() > options_.max_streams_per_session) {
+        std::shared_ptr<LiveStream> oldest = std::move(w.streams.front());
+        w.streams.erase(w.streams.begin());
+        out.For(&oldest->executor().context()).push_back({oldest, std::string(), /*finish=*/true});
+      }
+      out.For(&stream->executor().context())
+          .push_back({stream, StatusMessage(room, ViewFromLine(rw, w))});
       Flush(out);
     }
   });
@@ -370,16 +380,13 @@ void LiveHub::GoOn() {
   });
 }
 
-bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now,
-                   bool force) {
+bool LiveHub::Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now) {
   Shown shown = ShownFromLine(rw, w);
-  if (!force) {
-    if (shown == w.shown) return false;
-    bool counts_only = shown.status == w.shown.status && shown.position == w.shown.position;
-    if (counts_only && now - w.shown_ms < kCountsEveryMs) {
-      rw.dirty = true;  // a later round sends it
-      return false;
-    }
+  if (shown == w.shown) return false;
+  bool counts_only = shown.status == w.shown.status && shown.position == w.shown.position;
+  if (counts_only && now - w.shown_ms < kCountsEveryMs) {
+    rw.dirty = true;  // a later round sends it
+    return false;
   }
   w.shown = shown;
   w.shown_ms = now;

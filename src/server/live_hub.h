@@ -57,6 +57,8 @@ struct LiveHubOptions {
   // A read costs a copy of the line when it moved: cheap in memory, a whole-line script on
   // Redis (where the server reads at most once per tick instead).
   int64_t reread_ms = 100;
+  // Open streams per session at most; another closes the oldest (docs/api.md, live channel).
+  size_t max_streams_per_session = 4;
 };
 
 class LiveHub {
@@ -171,9 +173,8 @@ class LiveHub {
   // Shows the round's next chunk; starts a round when one is due.
   void Advance(const std::string& room, RoomWatch& rw, Outbox& out);
   void GoOn();
-  // Queues `w`'s status for its streams when what it shows changed (or `force`); true if queued.
-  bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now,
-            bool force = false);
+  // Queues `w`'s status for its streams when what it shows changed; true if queued.
+  bool Show(const std::string& room, RoomWatch& rw, Watch& w, Outbox& out, int64_t now);
   Shown ShownFromLine(const RoomWatch& rw, const Watch& w) const;
   void EndWatch(Watch& w, Outbox& out);
   void EndRoom(const std::string& room, Outbox& out);
