@@ -116,7 +116,9 @@ std::optional<std::string> NormalPath(std::string_view raw) {
   out.reserve(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(raw[i]);
-    if (c == '\\' || c == '#' || c == ';' || c <= 0x20 || c == 0x7f) return std::nullopt;
+    if (c == '\\' || c == '#' || c == ';' || c == '?' || c <= 0x20 || c == 0x7f) {
+      return std::nullopt;  // '?': not a path (the query is cut off before)
+    }
     if (c != '%') {
       out += static_cast<char>(c);
       continue;

@@ -47,7 +47,7 @@ inline constexpr size_t kMaxGatePatternBytes = 256;
 // The path as the origin will serve it, when `raw` (a request's path, as sent, without its
 // query) is already in the one form every server reads the same way: percent-escapes decoded,
 // and nothing that a server may resolve, split or cut differently (a "." or ".." segment, an
-// escaped dot, slash or backslash, a backslash, '#', ';' path parameters, a control byte, an
+// escaped dot, slash or backslash, a backslash, '#', '?', ';' path parameters, a control byte, an
 // empty segment, a malformed escape). nullopt for any other path: it is never bypassed.
 std::optional<std::string> NormalPath(std::string_view raw);
 

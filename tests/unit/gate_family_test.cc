@@ -393,7 +393,7 @@ TEST(NormalPathTest, DecodesAndRefusesWhatServersReadDifferently) {
        {"",      "x",      "/.",     "/..",      "/a/.",   "/a/..",  "/a/./b", "/a/../b",
         "//a",   "/a//b",  "/%2e",   "/%2E%2e/", "/a%2fb", "/a%5Cb", "/a\\b",  "/a#b",
         "/a;b",  "/a%3Bb", "/a%3fb", "/a%23b",   "/a%25",  "/a%",    "/a%4",   "/a%g0",
-        "/a%00", "/a%0a",  "/a b",   "/a\tb",    "/a%7f"}) {
+        "/a%00", "/a%0a",  "/a b",   "/a\tb",    "/a%7f",  "/a?b"}) {
     EXPECT_EQ(NormalPath(bad), std::nullopt) << bad;
   }
 }
