@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""What N live streams on ONE session cost the server, against N streams on N sessions
-(issue 26 item 1: each new stream of a session used to re-send the status to all the older
-ones, so the cost grew with the square of the streams).
+"""What N live streams on ONE session cost the server, against N streams on N sessions: the
+cost must grow with the streams, not with their square (a new stream of a session must not
+cost a message to each of the older ones).
 
   python3 bench/live/session_streams.py [--binary build/release/anteroom] [--streams 2000]
 

@@ -4,8 +4,9 @@
 // Here growth adds one chunk, never moves a record (references stay valid), and the slack is at
 // most one chunk. The first chunks are small and double (2^kFirstShift records, then twice
 // that, ... up to 2^kShift), so a slab of a few records costs a few records, not a whole chunk
-// (a queue with one job reserved 1,024 job records, 127 KB); past 2^kShift records every chunk
-// holds 2^kShift. Records are only added, never removed: freed slots are reused by the owner.
+// (every queue has one: thousands of one-job queues must not cost 127 KB each); past 2^kShift
+// records every chunk holds 2^kShift. Records are only added, never removed: freed slots are reused
+// by the owner.
 
 #include <bit>
 #include <cstddef>

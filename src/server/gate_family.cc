@@ -36,6 +36,7 @@
 #include "server/json_body.h"
 #include "server/preamble.h"
 #include "server/return_url.h"
+#include "server/token_session.h"
 
 namespace anteroom::server {
 
@@ -284,17 +285,14 @@ void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room
 // admission per TouchEvery, so a bypassed asset still costs only an HMAC and a cache lookup.
 void NoteBypassedVisit(Services& s, const GateRoom& room, std::string_view cookie) {
   if (cookie.empty()) return;
-  core::TokenCheck check = s.signer.Verify(cookie, s.clock.NowMs());
-  if ((check.problem != core::TokenProblem::kNone &&
-       check.problem != core::TokenProblem::kExpired) ||
-      check.claims.room != room.info.room) {
-    return;
-  }
+  std::optional<core::TokenClaims> claims =
+      ClaimsOfRoom(s.signer, cookie, room.info.room, s.clock.NowMs());
+  if (!claims) return;
   // '#' is in no session id: these keys never meet the sessions' own.
-  std::string key = fmt::format("#{}#{}", check.claims.incarnation, check.claims.admission);
+  std::string key = fmt::format("#{}#{}", claims->incarnation, claims->admission);
   if (!s.gate->ShouldTouch(room.info.room, key, TouchEvery(room))) return;
   s.backend.AdmissionHolder(
-      room.info.room, check.claims.incarnation, check.claims.admission,
+      room.info.room, claims->incarnation, claims->admission,
       [&s, name = room.info.room](OpResult<std::optional<std::string>> holder) {
         if (!holder.ok()) return;
         const std::optional<std::string> session = std::move(*holder);
@@ -332,10 +330,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
   // The cookie's token: its signature, its room, and that its admission is still held (an
   // expired token whose admission is held is renewed: the room, not the clock, decides).
   int64_t now = s.clock.NowMs();
-  core::TokenCheck check = s.signer.Verify(cookie, now);
-  const bool readable =
-      check.problem == core::TokenProblem::kNone || check.problem == core::TokenProblem::kExpired;
-  if (!readable || check.claims.room != name) {
+  std::optional<core::TokenClaims> claims = ClaimsOfRoom(s.signer, cookie, name, now);
+  if (!claims) {
     // Not an admission: cleared on the answer that sends the page to wait.
     std::string clear = CookieLine(*room->settings, name, "", original.https, true);
     return Admit(s, req, std::move(room), std::move(original), std::move(clear),
@@ -352,9 +348,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
   shadow.forwarded_for = req.forwarded_for;
   shadow.host = req.host;
   s.backend.AdmissionHolder(
-      name, check.claims.incarnation, check.claims.admission,
-      [&s, room, claims = check.claims, now, original = std::move(original),
-       shadow = std::move(shadow),
+      name, claims->incarnation, claims->admission,
+      [&s, room, claims = *claims, now, original = std::move(original), shadow = std::move(shadow),
        respond = std::move(respond)](OpResult<std::optional<std::string>> holder) mutable {
         if (!holder.ok() && holder.status() != OpStatus::kUnknownRoom) {
           return respond(ErrorReply(holder));
@@ -526,40 +521,37 @@ void CmdLeave(Services& s, const Request& req, Respond respond) {
   }
   const std::string* back = req.Query("return");
   std::string cookie_header(Field(req, "Cookie"));
-  s.gate->Room(
-      req.params[0], [&s, shadow = Forwarded(req), secure = OverHttps(s, req),
-                      back = back ? std::optional<std::string>(*back) : std::nullopt,
-                      cookie_header = std::move(cookie_header), respond = std::move(respond)](
-                         OpResult<std::shared_ptr<const GateRoom>> found) mutable {
-        if (!found.ok()) return respond(ErrorReply(found));
-        std::shared_ptr<const GateRoom> room = std::move(*found);
-        const std::string& name = room->info.room;
-        std::optional<std::string> to;
-        if (back) to = AllowedReturn(s, *room, shadow, *back);
-        auto answer = [room, to, clear = CookieLine(*room->settings, name, "", secure, true),
-                       respond](bool left) {
-          Response r = JsonReply(json::object{{"room", room->info.room},
-                                              {"left", left},
-                                              {"location", to ? json::value(*to) : nullptr}});
-          r.headers.emplace_back("Set-Cookie", clear);
-          r.headers.emplace_back("Cache-Control", "no-store");
-          respond(std::move(r));
-        };
-        core::TokenCheck check = s.signer.Verify(
-            CookieValue(cookie_header, room->settings->CookieName(name, secure)), s.clock.NowMs());
-        if ((check.problem != core::TokenProblem::kNone &&
-             check.problem != core::TokenProblem::kExpired) ||
-            check.claims.room != name) {
-          return answer(false);
-        }
-        s.backend.AdmissionHolder(
-            name, check.claims.incarnation, check.claims.admission,
-            [&s, name, answer](OpResult<std::optional<std::string>> holder) {
-              if (!holder.ok() || !*holder) return answer(false);
-              s.backend.Leave(name, **holder, /*final=*/true,
-                              [answer](OpResult<core::SessionView> left) { answer(left.ok()); });
-            });
-      });
+  s.gate->Room(req.params[0], [&s, shadow = Forwarded(req), secure = OverHttps(s, req),
+                               back = back ? std::optional<std::string>(*back) : std::nullopt,
+                               cookie_header = std::move(cookie_header),
+                               respond = std::move(respond)](
+                                  OpResult<std::shared_ptr<const GateRoom>> found) mutable {
+    if (!found.ok()) return respond(ErrorReply(found));
+    std::shared_ptr<const GateRoom> room = std::move(*found);
+    const std::string& name = room->info.room;
+    std::optional<std::string> to;
+    if (back) to = AllowedReturn(s, *room, shadow, *back);
+    auto answer = [room, to, clear = CookieLine(*room->settings, name, "", secure, true),
+                   respond](bool left) {
+      Response r = JsonReply(json::object{{"room", room->info.room},
+                                          {"left", left},
+                                          {"location", to ? json::value(*to) : nullptr}});
+      r.headers.emplace_back("Set-Cookie", clear);
+      r.headers.emplace_back("Cache-Control", "no-store");
+      respond(std::move(r));
+    };
+    std::optional<core::TokenClaims> claims =
+        ClaimsOfRoom(s.signer, CookieValue(cookie_header, room->settings->CookieName(name, secure)),
+                     name, s.clock.NowMs());
+    if (!claims) return answer(false);
+    s.backend.AdmissionHolder(
+        name, claims->incarnation, claims->admission,
+        [&s, name, answer](OpResult<std::optional<std::string>> holder) {
+          if (!holder.ok() || !*holder) return answer(false);
+          s.backend.Leave(name, **holder, /*final=*/true,
+                          [answer](OpResult<core::SessionView> left) { answer(left.ok()); });
+        });
+  });
 }
 
 }  // namespace

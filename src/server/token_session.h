@@ -6,6 +6,7 @@
 // travel in URLs, logs and Referer headers, so nothing answered to a token names the session:
 // the status objects say "session": null (LiveStream::HideSession for the live channel).
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,6 +16,12 @@
 #include "server/families.h"
 
 namespace anteroom::server {
+
+// The claims of `token` when it is an admission token of `room` whose signature verifies,
+// expired or not (whether its admission is still held is the room's to say); nullopt else.
+std::optional<core::TokenClaims> ClaimsOfRoom(const core::TokenSigner& signer,
+                                              std::string_view token, std::string_view room,
+                                              int64_t now_ms);
 
 // The session that holds the admission of `token`, a token of `room` whose signature verifies
 // (expired or not: the room, not the clock, decides, as at the gate); nullopt when nobody holds

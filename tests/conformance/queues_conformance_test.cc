@@ -947,7 +947,8 @@ TEST_P(QueuesConformanceTest, HeartbeatsKeepAWorkerAlive) {
   EXPECT_EQ(Ack("q", {d.lease}), Outcomes{kLost});
 }
 
-// Issue 26 item 3: a heartbeat in another worker's name with a short ttl failed its leases.
+// Anyone with the queue key may heartbeat in any worker's name: a short ttl must not end
+// that worker's leases.
 TEST_P(QueuesConformanceTest, AHeartbeatNeverShortensAWorkersDeadline) {
   PushOne("q", Job("job", 0, 0, std::nullopt, 1));
   Heartbeat("q", "victim", 600'000);
@@ -960,7 +961,7 @@ TEST_P(QueuesConformanceTest, AHeartbeatNeverShortensAWorkersDeadline) {
   EXPECT_TRUE(Dead("q").empty());
 }
 
-// Issue 26 item 5: a nack's error had no bound, and every attempt's was kept.
+// A worker's nacks must not grow a job's record without bound, on any backend.
 TEST_P(QueuesConformanceTest, NackErrorsAreBoundedAndOnlyTheLastAttemptsKept) {
   PushOne("q", Job("job", 0, 0, std::nullopt, 12));
   const std::string huge(256 * 1024, 'e');

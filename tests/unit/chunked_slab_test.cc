@@ -1,5 +1,5 @@
 // core::ChunkedSlab: every index lands in its own record, records never move, and a slab of a
-// few records costs a few records (issue 26 item 4: a queue's first job reserved 1,024).
+// few records costs a few records, not a whole chunk.
 #include "core/chunked_slab.h"
 
 #include <gtest/gtest.h>

@@ -171,8 +171,8 @@ TEST_F(LiveHubTest, AStreamOpenedWithATokenNeverShowsTheSession) {
       << "the session's own stream still names it";
 }
 
-// Issue 26 item 1: each new stream of a session re-sent the status to every older one (6,000
-// streams of one session: 12.6 s of CPU, 563 MB), and nothing bounded how many a session had.
+// Anyone may open streams on a session they know: how many it keeps is bounded, and another
+// one must not cost a message to each of the older ones (that made the cost their square).
 TEST_F(LiveHubTest, ASessionsStreamsAreFewAndAnotherCostsTheSame) {
   PutRoom(1);
   const std::string id = "one-Qm9vYmFyYmF6cXV4YmF6";

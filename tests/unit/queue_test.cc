@@ -791,8 +791,8 @@ TEST_F(QueueTest, HeartbeatsKeepAWorkerAlive) {
   EXPECT_EQ(q_.Stats(kT0 + 50'500).workers, 0);
 }
 
-// Issue 26 item 3: anyone who may heartbeat may name any worker; a short ttl in another's name
-// failed that worker's leases.
+// Anyone who may heartbeat may name any worker: a short ttl in another's name must not fail
+// that worker's leases.
 TEST_F(QueueTest, AHeartbeatNeverShortensAWorkersDeadline) {
   Push("a");
   q_.Heartbeat("victim", 600'000, kT0);
@@ -808,7 +808,7 @@ TEST_F(QueueTest, AHeartbeatNeverShortensAWorkersDeadline) {
   EXPECT_EQ(q_.Stats(kT0 + 1'260'000).workers, 0);
 }
 
-// Issue 26 item 5: every attempt's error was kept whole.
+// Errors are bounded in size, and only the last attempts' are kept.
 TEST_F(QueueTest, AJobKeepsItsLastAttemptsErrorsBounded) {
   Push(Spec("a", 0, 0, std::nullopt, 12));
   const std::string huge(1 << 20, 'e');
