@@ -38,7 +38,10 @@ namespace net = boost::asio;
 class CountingStream final : public LiveStream {
  public:
   CountingStream(net::io_context& ioc, std::atomic<int64_t>& messages)
-      : LiveStream(LiveStreamOptions{}), ioc_(ioc), messages_(messages) {}
+      : LiveStream(LiveStreamOptions{}, ioc.get_executor()),
+        ioc_(ioc),
+        messages_(messages),
+        socket_(ioc.get_executor()) {}
   Executor executor() override { return ioc_.get_executor(); }
   size_t BufferBytes() const override { return 0; }
 
@@ -48,10 +51,12 @@ class CountingStream final : public LiveStream {
     Written(true);
   }
   void CloseTransport(bool) override {}
+  Socket& TcpSocket() override { return socket_; }  // never opened: socket options do nothing
 
  private:
   net::io_context& ioc_;
   std::atomic<int64_t>& messages_;
+  Socket socket_;
 };
 
 template <typename T>

@@ -13,6 +13,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-jwt python3-cryptography openssl
   nginx caddy wrk
+  iproute2 nftables
 )
 # Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
 # (e.g. NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).

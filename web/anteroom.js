@@ -16,7 +16,7 @@
  *   On the protected page: keeps this tab's slot alive through a live connection. The session
  *   is the one wait() stored; or, handed an `anteroom_token` query parameter or cookie (the
  *   waiting page was on another origin), the connection names the token instead
- *   (?token= / {"token"}) and the server keeps alive the session that holds its admission,
+ *   (see "Credentials" below) and the server keeps alive the session that holds its admission,
  *   never telling the page which one (the session id is the session's credential; status
  *   objects then say session: null, and each fresh token replaces the one kept).
  *   When the status becomes anything but active or grace, calls onLost(status); by default
@@ -33,17 +33,24 @@
  * tab and surviving reloads): anteroom:session:ROOM and anteroom:token:ROOM.
  *
  * Transport: a WebSocket (/v1/rooms/ROOM/ws); if it never works, Server-Sent Events
- * (/v1/rooms/ROOM/events); if those never work either, polling POST /v1/rooms/ROOM/check every
+ * (/v1/rooms/ROOM/events, read with fetch); if those never work either, polling POST
+ * /v1/rooms/ROOM/check every
  * min(2000, checkin_timeout_ms / 3) ms. A transport that has worked once is reconnected with
  * exponential backoff and jitter (250 ms doubling up to 10 s) instead of being abandoned; a
  * 429 waits at least its Retry-After.
  *
  * Challenge: when the room has one ({"type": "pow", "difficulty": N} in its room object),
- * wait() first gets a puzzle for its session (GET /v1/rooms/ROOM/challenge?session=ID) and
+ * wait() first gets a puzzle for its session (GET /v1/rooms/ROOM/challenge) and
  * solves it with Web Crypto's SHA-256 (batches of hashes, yielding to the page every 50 ms,
  * giving up after 64 x 2^N tries), then joins with `challenge` and `solution` (query
  * parameters of the live channel, body fields of a check). The proof is reused on reconnects
  * until shortly before it expires.
+ *
+ * Credentials: the session id and the token are bearer secrets, so they never go in a URL
+ * (where proxy and CDN access logs would keep them): a header (Anteroom-Session,
+ * Anteroom-Token) on the challenge and the event stream, a WebSocket subprotocol
+ * (anteroom.session.B64 / anteroom.token.B64 beside "anteroom", B64 the value in base64url)
+ * on the WebSocket, and the body of a check.
  */
 (() => {
   'use strict';
@@ -108,8 +115,8 @@
   };
   const roomPath = (room) => `/v1/rooms/${encodeURIComponent(room)}`;
 
-  async function api(base, method, path, body) {
-    const init = { method, headers: {} };
+  async function api(base, method, path, body, headers = {}) {
+    const init = { method, headers: { ...headers } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -124,6 +131,70 @@
         error.message || response.statusText, retryAfter > 0 ? retryAfter * 1000 : 0);
     }
     return data;
+  }
+
+  // The credential a live connection or a challenge carries, as a header and as a WebSocket
+  // subprotocol (a browser's WebSocket can send no header).
+  const base64Url = (text) => btoa(text).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  function credential(session, token) {
+    if (session) {
+      return { headers: { 'Anteroom-Session': session },
+        protocols: ['anteroom', `anteroom.session.${base64Url(session)}`] };
+    }
+    if (token) {
+      return { headers: { 'Anteroom-Token': token },
+        protocols: ['anteroom', `anteroom.token.${base64Url(token)}`] };
+    }
+    return { headers: {}, protocols: [] };
+  }
+
+  const streamsWithFetch = () => typeof fetch === 'function' &&
+    typeof ReadableStream !== 'undefined' && typeof AbortController !== 'undefined' &&
+    typeof TextDecoder !== 'undefined';
+
+  // Server-Sent Events read with fetch, since EventSource can send no header and the credential
+  // must stay out of the URL. Looks like an EventSource to open(): onmessage({data}) per event,
+  // onerror() once when the stream is refused, fails or ends; never retries by itself.
+  class FetchedEventStream {
+    constructor(url, headers) {
+      this.abort = new AbortController();
+      this.run(url, headers).catch(() => this.fail());
+    }
+
+    async run(url, headers) {
+      const response = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers },
+        cache: 'no-store', signal: this.abort.signal });
+      const type = (response.headers && response.headers.get('Content-Type')) || '';
+      if (!response.ok || !response.body || !type.startsWith('text/event-stream')) {
+        try { await response.body?.cancel(); } catch (_) { /* gone already */ }
+        return this.fail();
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return this.fail();
+        buffered += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+        for (let end; (end = buffered.indexOf('\n\n')) >= 0;) {
+          const data = buffered.slice(0, end).split('\n').filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+          buffered = buffered.slice(end + 2);
+          if (data && !this.closed) this.onmessage?.({ data });
+        }
+      }
+    }
+
+    fail() {
+      if (this.closed) return;
+      this.closed = true;
+      this.onerror?.({});
+    }
+
+    close() {
+      this.closed = true;
+      this.abort.abort();
+    }
   }
 
   function leadingZeroBits(bytes) {
@@ -254,9 +325,9 @@
     // Gets a puzzle for this session and solves it. Rejects with an ApiError when it cannot.
     async prove() {
       this.proof = null;
-      const query = this.session ? `?session=${encodeURIComponent(this.session)}` : '';
       const asked = Date.now();
-      const puzzle = await api(this.base, 'GET', `${roomPath(this.room)}/challenge${query}`);
+      const puzzle = await api(this.base, 'GET', `${roomPath(this.room)}/challenge`, undefined,
+        credential(this.session, null).headers);
       if (!puzzle || puzzle.type !== 'pow') return;  // turned off meanwhile
       if (puzzle.session) this.session = puzzle.session;
       const solution = await solvePuzzle(puzzle.nonce, puzzle.difficulty, () => this.closed);
@@ -294,22 +365,20 @@
       this.received = false;
       const kind = this.transport;
       if (kind === 'ws' && typeof WebSocket === 'undefined') return this.fallBack();
-      if (kind === 'sse' && typeof EventSource === 'undefined') return this.fallBack();
+      if (kind === 'sse' && !streamsWithFetch()) return this.fallBack();
       if (kind === 'poll') return this.poll();
       const url = new URL(this.base + roomPath(this.room) + (kind === 'ws' ? '/ws' : '/events'));
       if (kind === 'ws') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-      if (this.session) {
-        url.searchParams.set('session', this.session);
-      } else if (this.token) {
-        url.searchParams.set('token', this.token);
-      }
+      // A proof is no secret: it only works for the session it was solved for.
       if (this.proof) {
         url.searchParams.set('challenge', this.proof.challenge);
         url.searchParams.set('solution', this.proof.solution);
       }
+      const { headers, protocols } = credential(this.session, this.token);
       let source;
       try {
-        source = kind === 'ws' ? new WebSocket(url.href) : new EventSource(url.href);
+        source = kind === 'ws' ? new WebSocket(url.href, protocols)
+          : new FetchedEventStream(url.href, headers);
       } catch (_) {
         return this.fallBack();
       }

@@ -26,6 +26,11 @@ inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
 }
 // "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]": a body field or query parameter.
+// A WebSocket subprotocol offer that carries a credential the server cannot read.
+inline std::string BadSubprotocol(std::string_view prefix) {
+  return fmt::format("a subprotocol '{}' must go on with base64url (no padding)", prefix);
+}
+
 inline std::string BadNameField(std::string_view key) {
   return fmt::format("'{}' must be {}", key, kNameRule);
 }
@@ -91,6 +96,9 @@ inline constexpr std::string_view kBareLf =
     "a line of the request head ends in a bare LF: lines end in CRLF";
 inline constexpr std::string_view kTokenNotOfRoom =
     "'token' must be an admission token of this room (its signature verified)";
+inline constexpr std::string_view kHistoryLimit = "'limit' must be an integer from 1 to 100";
+inline constexpr std::string_view kHistoryKinds =
+    "'kinds' is a comma-separated list of 'rooms' and 'queues'";
 inline constexpr std::string_view kTokenOrSession = "give 'session' or 'token', not both";
 inline constexpr std::string_view kTokenNotHeld =
     "the token's admission has ended: nobody holds it any more";

@@ -15,7 +15,7 @@ namespace {
 
 enum class Transport { kWebSocket, kEvents };
 
-// ?token=T instead of a session: the live stream of the session holding the token's admission,
+// A token instead of a session: the live stream of the session holding the token's admission,
 // which never joins and never names the session (server/token_session.h). A token whose
 // admission is over is refused: the client's fallback (a check with the token) hears "gone".
 void LiveByToken(Services& s, const Request& req, const std::string& token, Respond respond) {
@@ -41,18 +41,21 @@ void LiveByToken(Services& s, const Request& req, const std::string& token, Resp
       });
 }
 
-// GET /v1/rooms/{room}/ws and /events[?session=S | ?token=T]: the live stream of the session's
-// status.
+// GET /v1/rooms/{room}/ws and /events, naming a session or a token (server/preamble.h,
+// CredentialOf: a header, a subprotocol, or the query): the live stream of the session's status.
 void Live(Services& s, const Request& req, Respond respond, Transport transport) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
   const std::string& room = req.params[0];
-  const std::string* token = req.Query("token");
-  if (token != nullptr && req.Query("session") != nullptr) {
+  OpResult<std::optional<std::string>> token = CredentialOf(req, Credential::kToken);
+  if (!token.ok()) return respond(ErrorReply(token));
+  OpResult<std::optional<std::string>> named = CredentialOf(req, Credential::kSession);
+  if (!named.ok()) return respond(ErrorReply(named));
+  if (*token && *named) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kTokenOrSession));
   }
   bool created = false;
   OpResult<std::string> given =
-      token ? OpResult<std::string>(std::string()) : SessionFromQuery(req, &created);
+      *token ? OpResult<std::string>(std::string()) : SessionFromRequest(req, &created);
   if (!given.ok()) return respond(ErrorReply(given));
   std::string session = std::move(*given);
   if (transport == Transport::kWebSocket && !req.websocket) {
@@ -63,7 +66,7 @@ void Live(Services& s, const Request& req, Respond respond, Transport transport)
   if (transport == Transport::kEvents && req.websocket) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kNotEventStream));
   }
-  if (token != nullptr) return LiveByToken(s, req, *token, std::move(respond));
+  if (*token) return LiveByToken(s, req, **token, std::move(respond));
   // A new session joins the line here, under the same rules as POST /check.
   ArrivalRead arrival =
       ReadArrival(req, s, room, session, req.Query("challenge"), req.Query("solution"));

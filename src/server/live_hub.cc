@@ -92,6 +92,12 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
     RoomWatch& rw = rooms_[room];
     Watch& w = rw.sessions[first.session];
     w.streams.push_back(stream);
+    Outbox out;
+    if (rw.silence_bound_ms) {
+      out.For(&stream->executor().context())
+          .push_back(
+              {stream, std::string(), false, std::chrono::milliseconds(rw.silence_bound_ms)});
+    }
     if (w.streams.size() == 1) {
       w.last = first;
       w.shown = {first.status, first.position, first.waiting,
@@ -102,16 +108,15 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
       // what the others were shown, and they are sent nothing, so an attach costs the same
       // however many the session has. Past max_streams_per_session the oldest is closed: a
       // session's streams are bounded, whoever opens them.
-      Outbox out;
+      out.For(&stream->executor().context())
+          .push_back({stream, StatusMessage(room, ViewFromLine(rw, w))});
       if (w.streams.size() > options_.max_streams_per_session) {
         std::shared_ptr<LiveStream> oldest = std::move(w.streams.front());
         w.streams.erase(w.streams.begin());
         out.For(&oldest->executor().context()).push_back({oldest, std::string(), /*finish=*/true});
       }
-      out.For(&stream->executor().context())
-          .push_back({stream, StatusMessage(room, ViewFromLine(rw, w))});
-      Flush(out);
     }
+    Flush(out);
   });
 }
 
@@ -187,10 +192,29 @@ void LiveHub::Tick() {
   }
 }
 
-int64_t LiveHub::KeepaliveEveryMs(const core::LineView& c) const {
+namespace {
+// How long a connected session may go unseen before the room lets it go.
+int64_t PresenceLimitMs(const core::LineView& c) {
   int64_t limit = c.checkin_timeout_ms;
   if (c.idle_timeout_ms) limit = std::min(limit, *c.idle_timeout_ms);
-  return std::clamp<int64_t>(limit / 3, options_.tick_ms, kMaxKeepaliveMs);
+  return limit;
+}
+}  // namespace
+
+int64_t LiveHub::KeepaliveEveryMs(const core::LineView& c) const {
+  return std::clamp<int64_t>(PresenceLimitMs(c) / 3, options_.tick_ms, kMaxKeepaliveMs);
+}
+
+void LiveHub::BoundStreams(RoomWatch& rw, Outbox& out) {
+  int64_t bound = std::max<int64_t>(PresenceLimitMs(rw.counts), 1);
+  if (bound == rw.silence_bound_ms) return;
+  rw.silence_bound_ms = bound;
+  for (auto& [id, w] : rw.sessions) {
+    for (const auto& stream : w.streams) {
+      out.For(&stream->executor().context())
+          .push_back({stream, std::string(), false, std::chrono::milliseconds(bound)});
+    }
+  }
 }
 
 void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
@@ -246,6 +270,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
   rw.counts.idle_timeout_ms = v.idle_timeout_ms;
   rw.have_counts = true;
+  BoundStreams(rw, out);
   int64_t now = clock_.NowMs();
   rw.line_read_ms = now;
   if (v.changed || counts_changed) rw.dirty = true;
@@ -428,6 +453,7 @@ void LiveHub::Flush(Outbox& out) {
     net::post(*context, [this, alive = std::weak_ptr<bool>(alive_), flushes = flushes_,
                          batches_left, deliveries = std::move(deliveries)]() mutable {
       for (Delivery& d : deliveries) {
+        if (d.silence_bound.count() > 0) d.stream->BoundSilence(d.silence_bound);
         if (!d.message.empty()) d.stream->Deliver(std::move(d.message));
         if (d.finish) d.stream->Finish();
       }

@@ -23,7 +23,9 @@
 // one Backend::Present per room at a third of the room's check-in timeout, and at once for
 // sessions that just left the line (admitted: the token goes out on that answer). When the last
 // stream of a session closes, the session is checked in once more (its drop-out clock starts
-// at that moment) and, if it holds a slot, leaves without final (grace starts then).
+// at that moment) and, if it holds a slot, leaves without final (grace starts then). Every
+// stream is bound to the room's presence limit (LiveStream::BoundSilence), so a client that
+// vanished without closing stops counting as present within the room's check-in timeout.
 //
 // All hub state lives on one thread (the `home` io_context); streams get their messages on
 // their own threads, one batch per thread per tick.
@@ -33,6 +35,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -144,12 +147,15 @@ class LiveHub {
     int64_t line_read_ms = INT64_MIN / 2;
     bool dirty = false;        // what a client is shown may have changed since the round started
     size_t check_ins_due = 0;  // sessions marked check_in_now (an upper bound: some may be gone)
+    int64_t silence_bound_ms = 0;  // given to every stream of the room; 0 until counts are read
     bool in_round() const { return round_at < round.size(); }
   };
   struct Delivery {
     std::shared_ptr<LiveStream> stream;
     std::string message;
     bool finish = false;  // close after the message
+    // Nonzero: LiveStream::BoundSilence(silence_bound) first (the room's check-in limit).
+    std::chrono::milliseconds silence_bound{0};
   };
   // Messages grouped by the streams' threads (a handful, so a short list): one hand-off per
   // thread per flush.
@@ -182,6 +188,8 @@ class LiveHub {
   void Flush(Outbox& out);
   core::SessionView ViewFromLine(const RoomWatch& rw, const Watch& w) const;
   int64_t KeepaliveEveryMs(const core::LineView& counts) const;
+  // Streams of the room are told when its presence limit changed (or was first read).
+  void BoundStreams(RoomWatch& rw, Outbox& out);
   // Runs fn on home_ unless the hub is gone by then.
   template <typename Fn>
   void Home(Fn&& fn);

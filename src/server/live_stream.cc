@@ -3,6 +3,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -74,9 +79,10 @@ void LiveStream::Ended() {
   if (auto fn = std::exchange(on_closed_, nullptr)) fn();
 }
 
-void LiveStream::StartHeartbeats(net::steady_timer& timer) {
-  timer.expires_after(options_.heartbeat);
-  timer.async_wait([weak = weak_from_this(), &timer](beast::error_code ec) {
+void LiveStream::StartHeartbeats() {
+  heartbeats_started_ = true;
+  timer_.expires_after(heartbeat_);  // a wait already armed ends with operation_aborted
+  timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
     auto self = weak.lock();
     if (ec || !self || self->ended_) return;
     if (self->writing_ && std::chrono::steady_clock::now() - self->write_started_ > kWriteTimeout) {
@@ -84,8 +90,23 @@ void LiveStream::StartHeartbeats(net::steady_timer& timer) {
     }
     self->heartbeat_due_ = true;
     self->Pump();
-    self->StartHeartbeats(timer);
+    self->StartHeartbeats();
   });
+}
+
+void LiveStream::BoundSilence(std::chrono::milliseconds bound) {
+  if (ended_) return;
+  bound = std::max(bound, kMinSilenceBound);
+  // Heartbeats keep data in flight, so the user timeout below always has something to time:
+  // the stream ends at most bound/3 + bound/2 after the client's last acknowledgement.
+  auto heartbeat = std::min(options_.heartbeat, bound / 3);
+  unsigned user_timeout = static_cast<unsigned>((bound / 2).count());
+  // Best effort: without the option a vanished client is still noticed, only later.
+  (void)::setsockopt(TcpSocket().native_handle(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+                     sizeof user_timeout);
+  if (heartbeat == heartbeat_) return;
+  heartbeat_ = heartbeat;
+  if (heartbeats_started_) StartHeartbeats();  // the wait armed with the old interval is replaced
 }
 
 // ---- WebSocket -----------------------------------------------------------------------------
@@ -95,7 +116,7 @@ namespace {
 class WebSocketStream final : public LiveStream {
  public:
   WebSocketStream(Socket socket, LiveStreamOptions options)
-      : LiveStream(options), ws_(std::move(socket)), timer_(ws_.get_executor()) {
+      : LiveStream(options, socket.get_executor()), ws_(std::move(socket)) {
     ApplyWebSocketOptions(ws_);
   }
 
@@ -105,12 +126,24 @@ class WebSocketStream final : public LiveStream {
     // sent before the 101 arrived would be in it: clients wait for the 101 (RFC 6455, 4.1), and
     // Beast has no way to take them after a parsed request, so they are not supported.
     (void)buffer;
+    // A client that offers the live subprotocol (to carry its credential beside it, see
+    // server/preamble.h) is answered with it, or a browser would fail the handshake.
+    bool answer_subprotocol = false;
+    for (std::string_view offered : OfferedSubprotocols(request)) {
+      answer_subprotocol = answer_subprotocol || offered == kLiveSubprotocol;
+    }
+    ws_.set_option(
+        websocket::stream_base::decorator([answer_subprotocol](websocket::response_type& res) {
+          res.set(beast::http::field::server, "anteroom");
+          if (answer_subprotocol)
+            res.set(beast::http::field::sec_websocket_protocol, kLiveSubprotocol);
+        }));
     auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
     auto req = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(request));
     ws_.async_accept(*req, [self, req, ready = std::move(ready)](beast::error_code ec) {
       if (ec) return;  // the handshake failed: the socket closes with the stream
       ready(self);
-      self->StartHeartbeats(self->timer_);
+      self->StartHeartbeats();
       self->Read();
     });
   }
@@ -135,8 +168,10 @@ class WebSocketStream final : public LiveStream {
                     [self](beast::error_code ec, size_t) { self->Written(!ec); });
   }
 
+  Socket& TcpSocket() override { return beast::get_lowest_layer(ws_); }
+
   void CloseTransport(bool graceful) override {
-    timer_.cancel();
+    StopHeartbeats();
     if (!graceful) {
       beast::error_code ignored;
       beast::get_lowest_layer(ws_).close(ignored);
@@ -157,7 +192,6 @@ class WebSocketStream final : public LiveStream {
   }
 
   websocket::stream<Socket> ws_;
-  net::steady_timer timer_;
   beast::flat_buffer read_buffer_;
   bool closing_ = false;
 };
@@ -167,9 +201,8 @@ class WebSocketStream final : public LiveStream {
 class EventStream final : public LiveStream {
  public:
   EventStream(Socket socket, unsigned http_version, LiveStreamOptions options)
-      : LiveStream(options),
+      : LiveStream(options, socket.get_executor()),
         socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
         chunked_(http_version >= 11) {}
 
   void Start(std::string headers, std::function<void(std::shared_ptr<LiveStream>)> ready) {
@@ -185,7 +218,7 @@ class EventStream final : public LiveStream {
                        self->header_ = std::string();
                        if (ec) return self->Ended();
                        ready(self);
-                       self->StartHeartbeats(self->timer_);
+                       self->StartHeartbeats();
                        self->Read();
                      });
   }
@@ -215,8 +248,10 @@ class EventStream final : public LiveStream {
                      [self](beast::error_code ec, size_t) { self->Written(!ec); });
   }
 
+  Socket& TcpSocket() override { return socket_; }
+
   void CloseTransport(bool graceful) override {
-    timer_.cancel();
+    StopHeartbeats();
     if (!graceful) return Shut();
     if (closing_) return;
     closing_ = true;
@@ -235,7 +270,6 @@ class EventStream final : public LiveStream {
   }
 
   Socket socket_;
-  net::steady_timer timer_;
   bool chunked_;
   bool closing_ = false;
   std::string header_;

@@ -5,6 +5,12 @@
 // Coalescing: at most one status message waits behind the one being written; a newer one
 // replaces it, so a slow client gets the latest state, never a backlog. A heartbeat goes out
 // every heartbeat interval. A write stuck longer than kWriteTimeout closes the stream.
+//
+// A client that vanished without a word (its network gone: no FIN, no RST) must not keep
+// counting as present until TCP gives up, some 15 minutes later. BoundSilence ties the stream
+// to its room's check-in timeout: heartbeats go out at a third of it, and the kernel drops the
+// connection when what was sent stays unacknowledged for half of it (TCP_USER_TIMEOUT), so a
+// vanished client's stream ends within the timeout, on either transport.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,8 +29,11 @@
 namespace anteroom::server {
 
 struct LiveStreamOptions {
-  std::chrono::milliseconds heartbeat{15'000};
+  std::chrono::milliseconds heartbeat{15'000};  // at most; BoundSilence may shorten it
 };
+
+// The shortest bound BoundSilence applies: below it a slow but live link would lose its stream.
+inline constexpr std::chrono::milliseconds kMinSilenceBound{1'500};
 
 class LiveStream : public std::enable_shared_from_this<LiveStream> {
  public:
@@ -49,6 +58,9 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   // Runs once, on executor(), when the first message has been written. Set before the first
   // Deliver.
   void OnFirstWritten(std::function<void()> fn) { on_first_written_ = std::move(fn); }
+  // Call on executor() only: a client that vanished is noticed within `bound` (at least
+  // kMinSilenceBound), see the top of this file.
+  void BoundSilence(std::chrono::milliseconds bound);
 
   // A WebSocket: accepts the upgrade `request` (whose bytes after it are in `buffer`), then calls
   // `ready` with the stream; nothing if the handshake fails.
@@ -63,16 +75,20 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
                                std::function<void(std::shared_ptr<LiveStream>)> ready);
 
  protected:
-  explicit LiveStream(LiveStreamOptions options) : options_(options) {}
+  LiveStream(LiveStreamOptions options, const Executor& executor)
+      : options_(options), heartbeat_(options.heartbeat), timer_(executor) {}
   // Writes one framed message; calls Written() when done (on executor()).
   virtual void WriteMessage(const std::string& message) = 0;
   // Graceful: a close frame or the last chunk first. Otherwise the socket just closes (the peer
   // is gone or stuck).
   virtual void CloseTransport(bool graceful) = 0;
+  virtual Socket& TcpSocket() = 0;
   // The transport's completions.
   void Written(bool ok);
   void Ended();
-  void StartHeartbeats(boost::asio::steady_timer& timer);
+  void StartHeartbeats();
+  void StopHeartbeats() { timer_.cancel(); }
+  std::chrono::milliseconds heartbeat_interval() const { return heartbeat_; }
 
   LiveStreamOptions options_;
 
@@ -80,6 +96,9 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   void Pump();
 
   std::optional<std::string> pending_;  // the newest status not yet written
+  std::chrono::milliseconds heartbeat_;
+  boost::asio::steady_timer timer_;
+  bool heartbeats_started_ = false;
   bool heartbeat_due_ = false;
   bool writing_ = false;
   bool finishing_ = false;

@@ -3,11 +3,13 @@
 // routes: when an admin key is set, a scraper sends it as a Bearer token or Basic password.
 #include <boost/json.hpp>
 
+#include <charconv>
 #include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/names.h"
 #include "common/wire_errors.h"
 #include "server/families.h"
 #include "server/prometheus_text.h"
@@ -116,12 +118,45 @@ void CmdMetrics(Services& s, const Request&, Respond respond) {
       });
 }
 
-// GET /v1/stats/history: the last 15 minutes of samples.
-void CmdStatsHistory(Services& s, const Request&, Respond respond) {
+// GET /v1/stats/history[?limit=N&room_after=NAME&queue_after=NAME&kinds=rooms,queues]: a page
+// of the last 15 minutes of samples.
+void CmdStatsHistory(Services& s, const Request& req, Respond respond) {
   if (s.stats_history == nullptr) {
     return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoStatsHistory));
   }
-  respond(JsonReply(s.stats_history->ToJson(s.clock.NowMs())));
+  HistoryPage page;
+  if (const std::string* l = req.Query("limit")) {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), n);
+    if (ec != std::errc() || end != l->data() + l->size() || n < 1 || n > HistoryPage::kMaxLimit) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kHistoryLimit));
+    }
+    page.limit = n;
+  }
+  for (auto [key, into] :
+       {std::pair{"room_after", &page.room_after}, std::pair{"queue_after", &page.queue_after}}) {
+    if (const std::string* after = req.Query(key)) {
+      if (!IsValidName(*after)) {
+        return respond(ErrorReply(OpStatus::kInvalidArgument, wire::BadNameField(key)));
+      }
+      *into = *after;
+    }
+  }
+  if (const std::string* kinds = req.Query("kinds")) {
+    page.rooms = page.queues = false;
+    for (std::string_view rest = *kinds; !rest.empty();) {
+      std::string_view kind = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), kind.size() + 1));
+      if (kind == "rooms") {
+        page.rooms = true;
+      } else if (kind == "queues") {
+        page.queues = true;
+      } else {
+        return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kHistoryKinds));
+      }
+    }
+  }
+  respond(JsonReply(s.stats_history->ToJson(s.clock.NowMs(), page)));
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #include "server/preamble.h"
 
+#include "common/base64url.h"
 #include "common/names.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "server/json_body.h"
+#include "server/websocket_options.h"
 
 namespace anteroom::server {
 
@@ -18,16 +20,37 @@ std::optional<Response> BadNames(const Request& req, std::initializer_list<std::
   return std::nullopt;
 }
 
-OpResult<std::string> SessionFromQuery(const Request& req, bool* created) {
+OpResult<std::optional<std::string>> CredentialOf(const Request& req, Credential which) {
+  bool session = which == Credential::kSession;
+  auto header = req.fields.find(session ? "Anteroom-Session" : "Anteroom-Token");
+  if (header != req.fields.end()) return std::optional<std::string>(header->value());
+  if (req.websocket) {
+    std::string_view prefix = session ? kSessionSubprotocol : kTokenSubprotocol;
+    for (std::string_view offered : OfferedSubprotocols(req.fields)) {
+      if (!offered.starts_with(prefix)) continue;
+      std::optional<std::string> value = Base64UrlDecode(offered.substr(prefix.size()));
+      if (!value) return {OpStatus::kInvalidArgument, wire::BadSubprotocol(prefix)};
+      return value;
+    }
+  }
+  if (const std::string* given = req.Query(session ? "session" : "token")) {
+    return std::optional<std::string>(*given);
+  }
+  return std::optional<std::string>();
+}
+
+OpResult<std::string> SessionFromRequest(const Request& req, bool* created) {
   if (created != nullptr) *created = false;
-  if (const std::string* given = req.Query("session")) {
-    if (!IsValidName(*given)) {
+  OpResult<std::optional<std::string>> given = CredentialOf(req, Credential::kSession);
+  if (!given.ok()) return {given.status(), given.message()};
+  if (*given) {
+    if (!IsValidName(**given)) {
       return {OpStatus::kInvalidArgument, wire::BadNameField("session")};
     }
-    if (auto allowed = SessionIdAllowed(req, *given); !allowed.ok()) {
+    if (auto allowed = SessionIdAllowed(req, **given); !allowed.ok()) {
       return {allowed.status(), allowed.message()};
     }
-    return *given;
+    return std::move(**given);
   }
   if (created != nullptr) *created = true;
   return NewRandomId();

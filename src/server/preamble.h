@@ -27,10 +27,21 @@ namespace anteroom::server {
 // that breaks the naming rule is answered as a 400, nullopt when all follow it.
 std::optional<Response> BadNames(const Request& req, std::initializer_list<std::string_view> what);
 
-// The `session` query parameter (/challenge, /ws, /events): the name given, or a new random id
-// when there is none (`*created` then true). A 400 when the name breaks the naming rule, or is
-// too short to be a client's (SessionIdAllowed).
-OpResult<std::string> SessionFromQuery(const Request& req, bool* created = nullptr);
+// A bearer credential a GET carries (/challenge, /ws, /events): a session id or an admission
+// token. Where a client may put it, first found counts:
+//   1. the header `Anteroom-Session` / `Anteroom-Token`;
+//   2. on a WebSocket upgrade (a browser cannot give it headers), an offered subprotocol
+//      `anteroom.session.B64` / `anteroom.token.B64`, B64 the base64url of the value, beside
+//      `anteroom`, the one the server answers (as Kubernetes carries bearer tokens);
+//   3. the query `?session=` / `?token=`, which works but lands in proxy and CDN access logs.
+// nullopt when none gives one; a 400 when a subprotocol's value is not base64url.
+enum class Credential { kSession, kToken };
+OpResult<std::optional<std::string>> CredentialOf(const Request& req, Credential which);
+
+// The session a GET names (CredentialOf), or a new random id when it names none (`*created`
+// then true). A 400 when the name breaks the naming rule, or is too short to be a client's
+// (SessionIdAllowed).
+OpResult<std::string> SessionFromRequest(const Request& req, bool* created = nullptr);
 
 // Whether a request may name session `id` (valid by the naming rule): a client's must carry 128
 // bits (common/names.h, kMinClientSessionIdBytes); a request with the admin key may name any.

@@ -320,11 +320,12 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
                   });
 }
 
-// GET /v1/rooms/{room}/challenge[?session=S]: a proof-of-work puzzle for joining the room as
-// `session` (core/challenge.h). Without `session` the server names one, to be used for the join.
+// GET /v1/rooms/{room}/challenge, naming a session (a header or ?session=, CredentialOf): a
+// proof-of-work puzzle for joining the room as the session (core/challenge.h). Without one the
+// server names one, to be used for the join.
 void CmdChallenge(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kRoomNames})) return respond(std::move(*bad));
-  OpResult<std::string> session = SessionFromQuery(req);
+  OpResult<std::string> session = SessionFromRequest(req);
   if (!session.ok()) return respond(ErrorReply(session));
   if (s.puzzles == nullptr) {
     return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoChallenges));

@@ -497,8 +497,10 @@ Response Router::Preflight(const Request& request,
   }
   r.headers.emplace_back("Access-Control-Allow-Origin", request.origin);
   r.headers.emplace_back("Access-Control-Allow-Methods", cors_methods);
-  // The public room API takes JSON bodies and no credentials: Content-Type is all it needs.
-  r.headers.emplace_back("Access-Control-Allow-Headers", "Content-Type");
+  // The public room API takes JSON bodies, and a session or token in a header where a GET would
+  // otherwise put it in the URL (server/preamble.h, CredentialOf); no cookies.
+  r.headers.emplace_back("Access-Control-Allow-Headers",
+                         "Content-Type, Anteroom-Session, Anteroom-Token");
   r.headers.emplace_back("Access-Control-Max-Age", "600");
   r.headers.emplace_back("Vary",
                          "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");

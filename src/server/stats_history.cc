@@ -57,18 +57,48 @@ json::object QueueSampleJson(const QueueSample& s) {
                       {"expired_total", s.expired_total}};
 }
 
+// One page of rows copied out of the rings (under the history's lock), to be written after.
+template <typename Sample>
+struct PageRows {
+  std::vector<std::pair<std::string, std::vector<Sample>>> rows;
+  size_t total = 0;
+  bool more = false;
+};
+
+template <typename Sample>
+PageRows<Sample> CopyPage(const std::map<std::string, SampleRing<Sample>, std::less<>>& rings,
+                          const std::string& after, size_t limit) {
+  PageRows<Sample> page;
+  page.total = rings.size();
+  if (limit == 0) return page;  // the kind was not asked for
+  auto it = after.empty() ? rings.begin() : rings.upper_bound(after);
+  for (; it != rings.end() && page.rows.size() < limit; ++it) {
+    std::vector<Sample> samples;
+    samples.reserve(it->second.size());
+    for (size_t i = 0; i < it->second.size(); ++i) samples.push_back(it->second[i]);
+    page.rows.emplace_back(it->first, std::move(samples));
+  }
+  page.more = it != rings.end();
+  return page;
+}
+
 template <typename Sample, typename ToJson>
-json::array RingsJson(const std::map<std::string, SampleRing<Sample>, std::less<>>& rings,
-                      std::string_view key, ToJson to_json) {
+json::array RowsJson(const PageRows<Sample>& page, std::string_view key, ToJson to_json) {
   json::array out;
-  out.reserve(rings.size());
-  for (const auto& [name, ring] : rings) {
-    json::array samples;
-    samples.reserve(ring.size());
-    for (size_t i = 0; i < ring.size(); ++i) samples.push_back(to_json(ring[i]));
-    out.push_back(json::object{{key, name}, {"samples", std::move(samples)}});
+  out.reserve(page.rows.size());
+  for (const auto& [name, samples] : page.rows) {
+    json::array list;
+    list.reserve(samples.size());
+    for (const Sample& s : samples) list.push_back(to_json(s));
+    out.push_back(json::object{{key, name}, {"samples", std::move(list)}});
   }
   return out;
+}
+
+template <typename Sample>
+json::value NextAfter(const PageRows<Sample>& page, const std::string& after) {
+  if (!page.more) return nullptr;
+  return json::string(page.rows.empty() ? after : page.rows.back().first);
 }
 
 }  // namespace
@@ -113,12 +143,23 @@ void StatsHistory::AddQueues(int64_t t,
       });
 }
 
-json::object StatsHistory::ToJson(int64_t now_ms) const {
-  std::lock_guard lock(mu_);
+json::object StatsHistory::ToJson(int64_t now_ms, const HistoryPage& page) const {
+  size_t limit = std::clamp<size_t>(page.limit, 1, HistoryPage::kMaxLimit);
+  PageRows<RoomSample> rooms;
+  PageRows<QueueSample> queues;
+  {
+    std::lock_guard lock(mu_);
+    rooms = CopyPage(rooms_, page.room_after, page.rooms ? limit : 0);
+    queues = CopyPage(queues_, page.queue_after, page.queues ? limit : 0);
+  }
   return json::object{{"interval_ms", interval_ms_},
                       {"now_ms", now_ms},
-                      {"rooms", RingsJson(rooms_, "room", RoomSampleJson)},
-                      {"queues", RingsJson(queues_, "queue", QueueSampleJson)}};
+                      {"rooms", RowsJson(rooms, "room", RoomSampleJson)},
+                      {"queues", RowsJson(queues, "queue", QueueSampleJson)},
+                      {"rooms_total", rooms.total},
+                      {"queues_total", queues.total},
+                      {"next", json::object{{"room_after", NextAfter(rooms, page.room_after)},
+                                            {"queue_after", NextAfter(queues, page.queue_after)}}}};
 }
 
 // ---- the sampler ----------------------------------------------------------------------------

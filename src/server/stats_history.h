@@ -3,12 +3,13 @@
 // (GET /v1/stats/history). StatsHistory keeps the samples, a ring buffer per room and per
 // queue; StatsSampler reads the backend every interval on a timer and feeds it.
 //
-// Memory: about 56 bytes per room sample and 72 per queue sample, (15 min / interval) + 1 of
-// each per room or queue: 181 at the default 5 s.
+// Memory: about 56 bytes per room sample and 72 per queue sample, up to (15 min / interval) + 1
+// of each per room or queue (181 at the default 5 s), growing as samples are taken.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json/object.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,27 +49,41 @@ struct QueueSample {
   int64_t expired_total = 0;
 };
 
-// A fixed number of the latest values, oldest dropped first.
+// The latest `capacity` values, oldest dropped first. Space grows with the values pushed, so a
+// room or queue made a minute ago costs a minute of samples, not the whole window.
 template <typename T>
 class SampleRing {
  public:
-  explicit SampleRing(size_t capacity) : slots_(capacity) {}
+  explicit SampleRing(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
   void Push(const T& value) {
-    slots_[(first_ + size_) % slots_.size()] = value;
-    if (size_ < slots_.size()) {
-      ++size_;
-    } else {
-      first_ = (first_ + 1) % slots_.size();
+    if (slots_.size() < capacity_) {
+      slots_.push_back(value);
+      return;
     }
+    slots_[first_] = value;
+    first_ = (first_ + 1) % capacity_;
   }
-  size_t size() const { return size_; }
+  size_t size() const { return slots_.size(); }
   // i = 0 is the oldest.
   const T& operator[](size_t i) const { return slots_[(first_ + i) % slots_.size()]; }
 
  private:
   std::vector<T> slots_;
-  size_t first_ = 0;
-  size_t size_ = 0;
+  size_t capacity_;
+  size_t first_ = 0;  // the oldest, once full
+};
+
+// Which rows one GET /v1/stats/history answers: at most `limit` rooms and `limit` queues, in
+// name order, after the names given (docs/api.md). A page, so one request's work is bounded
+// however many rooms and queues there are.
+struct HistoryPage {
+  static constexpr size_t kDefaultLimit = 20;
+  static constexpr size_t kMaxLimit = 100;
+  size_t limit = kDefaultLimit;
+  bool rooms = true;  // false: no rooms at all (a page of queues only)
+  bool queues = true;
+  std::string room_after;   // "" = from the first
+  std::string queue_after;  // "" = from the first
 };
 
 // Thread-safe: samples are added from the backend's completions and read by handlers.
@@ -86,9 +101,10 @@ class StatsHistory {
   void AddRooms(int64_t t, const std::vector<core::RoomInfo>& rooms);
   void AddQueues(int64_t t, const std::vector<std::pair<std::string, core::QueueStats>>& queues);
 
-  // {"interval_ms", "now_ms", "rooms": [{"room", "samples": [...]}], "queues": [...]}: names in
-  // order, samples oldest first (docs/api.md).
-  boost::json::object ToJson(int64_t now_ms) const;
+  // {"interval_ms", "now_ms", "rooms": [{"room", "samples": [...]}], "queues": [...],
+  // "rooms_total", "queues_total", "next": {"room_after", "queue_after"}}: one page of names in
+  // order, samples oldest first (docs/api.md). The lock is held only to copy the page's samples.
+  boost::json::object ToJson(int64_t now_ms, const HistoryPage& page = {}) const;
 
  private:
   const int64_t interval_ms_;

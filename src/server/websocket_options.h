@@ -4,14 +4,42 @@
 // in-memory stream.
 
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/http/fields.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <string_view>
+#include <vector>
 
 namespace anteroom::server {
 
 inline constexpr size_t kMaxClientMessage = 4096;  // clients have nothing big to say
+
+// The subprotocol the live channel answers when a client offers it, and the offers that carry a
+// credential beside it, which a browser's WebSocket cannot send as a header (server/preamble.h).
+inline constexpr std::string_view kLiveSubprotocol = "anteroom";
+inline constexpr std::string_view kSessionSubprotocol = "anteroom.session.";
+inline constexpr std::string_view kTokenSubprotocol = "anteroom.token.";
+
+// The subprotocols a handshake offers, in order (Sec-WebSocket-Protocol: a comma-separated list,
+// possibly over several header lines).
+inline std::vector<std::string_view> OfferedSubprotocols(const boost::beast::http::fields& fields) {
+  std::vector<std::string_view> offered;
+  auto [begin, end] = fields.equal_range(boost::beast::http::field::sec_websocket_protocol);
+  for (auto it = begin; it != end; ++it) {
+    std::string_view list = it->value();
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view item = list.substr(0, comma);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (!item.empty()) offered.push_back(item);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
+  return offered;
+}
 
 template <typename NextLayer>
 void ApplyWebSocketOptions(boost::beast::websocket::stream<NextLayer>& ws) {

@@ -21,7 +21,26 @@ using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 using Kind = LiveClient::Kind;
 
-constexpr milliseconds kWait(3000);  // generous bound for a message on a loaded machine
+constexpr milliseconds kWait(3000);
+
+// base64url without padding, as a subprotocol carries a credential.
+std::string Base64Url(std::string_view text) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t bits = 0;
+  int held = 0;
+  for (unsigned char c : text) {
+    bits = (bits << 8) | c;
+    held += 8;
+    while (held >= 6) {
+      held -= 6;
+      out += kAlphabet[(bits >> held) & 63];
+    }
+  }
+  if (held > 0) out += kAlphabet[(bits << (6 - held)) & 63];
+  return out;
+}  // generous bound for a message on a loaded machine
 
 class LiveHttpTest : public ServerTest, public ::testing::WithParamInterface<Kind> {
  protected:
@@ -286,6 +305,63 @@ TEST_P(LiveHttpTest, BadRequestsGetJsonErrorsAndChangeNothing) {
   EXPECT_EQ(bad.refused_status(), 400);
   EXPECT_NE(bad.refused_body().find("invalid_argument"), std::string::npos);
   EXPECT_TRUE(RoomIs("r", 0, 0));
+}
+
+// The session id and the token are bearer secrets: a client can name them where no access log
+// keeps them. A header on either transport; on a WebSocket (a browser's cannot send headers)
+// an offered subprotocol beside `anteroom`, which the server answers so the browser accepts it.
+TEST_P(LiveHttpTest, TheCredentialTravelsOutsideTheUrl) {
+  MustPut("r", {{"capacity", 1}});
+  const std::string session = "header-Qm9vYmFyYmF6cXV4";
+  auto by_header =
+      std::make_unique<LiveClient>(server().port(), Target("r"), GetParam(), kWait,
+                                   std::vector<std::string>{"Anteroom-Session: " + session});
+  ASSERT_TRUE(by_header->ok()) << by_header->error() << by_header->refused_body();
+  auto first = by_header->NextOf("status", kWait);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(StrField(first->json, "session"), session) << "the header named the session";
+  std::optional<std::string> token = StrField(first->json, "token");
+  ASSERT_TRUE(token) << "admitted at once";
+  by_header.reset();
+
+  // The token, by header or subprotocol, names its holder without telling who it is.
+  std::vector<std::string> by_token = {"Anteroom-Token: " + *token};
+  if (GetParam() == Kind::kWebSocket) {
+    by_token = {"Sec-WebSocket-Protocol: anteroom, anteroom.token." + Base64Url(*token)};
+  }
+  LiveClient holder(server().port(), Target("r"), GetParam(), kWait, by_token);
+  ASSERT_TRUE(holder.ok()) << holder.error() << holder.refused_body();
+  auto held = holder.NextOf("status", kWait);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(StatusOf(*held), "active");
+  EXPECT_TRUE(held->json.at("session").is_null());
+  if (GetParam() == Kind::kWebSocket) {
+    EXPECT_EQ(holder.subprotocol(), "anteroom");
+  }
+  EXPECT_TRUE(RoomIs("r", 1, 0)) << "the token's stream joined nobody new";
+
+  if (GetParam() == Kind::kWebSocket) {
+    const std::string other = "subprotocol-Qm9vYmFyYmF6";
+    LiveClient offered(server().port(), Target("r"), GetParam(), kWait,
+                       {"Sec-WebSocket-Protocol: anteroom, anteroom.session." + Base64Url(other)});
+    ASSERT_TRUE(offered.ok()) << offered.error() << offered.refused_body();
+    EXPECT_EQ(offered.subprotocol(), "anteroom");
+    auto m = offered.NextOf("status", kWait);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(StrField(m->json, "session"), other);
+    EXPECT_EQ(StatusOf(*m), "waiting");
+    LiveClient garbled(server().port(), Target("r"), GetParam(), kWait,
+                       {"Sec-WebSocket-Protocol: anteroom, anteroom.session.@@"});
+    EXPECT_EQ(garbled.refused_status(), 400);
+  }
+  // A header beats the query, and a session with a token is refused.
+  LiveClient both(server().port(), Target("r"), GetParam(), kWait,
+                  {"Anteroom-Session: " + session, "Anteroom-Token: " + *token});
+  EXPECT_EQ(both.refused_status(), 400);
+  EXPECT_NE(both.refused_body().find("not both"), std::string::npos) << both.refused_body();
+  LiveClient bad_name(server().port(), Target("r"), GetParam(), kWait,
+                      {"Anteroom-Session: no/such*name"});
+  EXPECT_EQ(bad_name.refused_status(), 400) << "the header keeps the query's naming rule";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, LiveHttpTest,

@@ -7,6 +7,8 @@
 
 #include <boost/json.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -456,6 +458,41 @@ TEST_F(MetricsHttpTest, HistoryGrowsAndFollowsTheCounts) {
   ASSERT_EQ(client().DeleteRoom("live").status, 200);
   EXPECT_TRUE(
       WaitFor([&] { return SamplesOf(History(), "rooms", "room", "live").empty(); }, seconds(10)));
+}
+
+// With many queues one GET answers a page (the dashboard asks every 5 s): the answer's size is
+// bounded by its limit, and `next` leads through every name once.
+TEST_F(MetricsHttpTest, HistoryComesAPageAtATime) {
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(client().Push(fmt::format("q{:02}", i), {{"n", i}}).status, 201);
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return IntField(History(), "queues_total").value_or(0) == 30; }, seconds(10)));
+  json::value first = History();
+  EXPECT_EQ(first.at("queues").as_array().size(), 20u) << "20 rows unless asked otherwise";
+  std::vector<std::string> names;
+  std::string after;
+  for (int pages = 0; pages < 10; ++pages) {
+    std::string target = "/v1/stats/history?kinds=queues&limit=7";
+    if (!after.empty()) target += "&queue_after=" + after;
+    HttpResult r = client().Request("GET", target);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(r.json.at("rooms").as_array().empty()) << "rooms were not asked for";
+    EXPECT_LE(r.json.at("queues").as_array().size(), 7u);
+    for (const json::value& row : r.json.at("queues").as_array()) {
+      names.emplace_back(row.at("queue").as_string());
+    }
+    const json::value& next = r.json.at("next").at("queue_after");
+    if (next.is_null()) break;
+    after = std::string(next.as_string());
+  }
+  ASSERT_EQ(names.size(), 30u);
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(names[i], fmt::format("q{:02}", i));
+  for (const char* bad : {"limit=0", "limit=101", "limit=x", "kinds=jobs", "queue_after=a%20b"}) {
+    HttpResult r = client().Request("GET", std::string("/v1/stats/history?") + bad);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_EQ(ErrorCode(r), "invalid_argument") << bad;
+  }
 }
 
 TEST(StatsIntervalFlagTest, BelowTheMinimumIsRefused) {

@@ -133,7 +133,7 @@ struct LiveClient::Impl {
 };
 
 LiveClient::LiveClient(uint16_t port, std::string target, Kind kind,
-                       std::chrono::milliseconds timeout)
+                       std::chrono::milliseconds timeout, std::vector<std::string> headers)
     : impl_(std::make_unique<Impl>()) {
   impl_->kind = kind;
   auto& stream = beast::get_lowest_layer(impl_->ws);
@@ -145,6 +145,14 @@ LiveClient::LiveClient(uint16_t port, std::string target, Kind kind,
   }
   auto deadline = SteadyClock::now() + timeout;
   if (kind == Kind::kWebSocket) {
+    impl_->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+      for (const std::string& line : headers) {
+        size_t colon = line.find(':');
+        std::string_view value = std::string_view(line).substr(colon + 1);
+        while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+        req.insert(line.substr(0, colon), value);
+      }
+    }));
     websocket::response_type res;
     bool done = false;
     impl_->ws.async_handshake(res, "127.0.0.1", target, [&](beast::error_code hec) {
@@ -160,10 +168,13 @@ LiveClient::LiveClient(uint16_t port, std::string target, Kind kind,
       refused_status_ = res.result_int();
       refused_body_ = res.body();
     }
+    subprotocol_ = std::string(res[beast::http::field::sec_websocket_protocol]);
     return;
   }
   std::string request =
-      "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n";
+      "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n";
+  for (const std::string& line : headers) request += line + "\r\n";
+  request += "\r\n";
   net::write(stream.socket(), net::buffer(request), ec);
   if (ec) {
     error_ = "write: " + ec.message();
@@ -244,6 +255,12 @@ std::optional<LiveMessage> LiveClient::NextOf(std::string_view type,
     auto m = Next(left);
     if (!m || m->type() == type) return m;
   }
+}
+
+uint16_t LiveClient::local_port() const {
+  boost::system::error_code ec;
+  auto endpoint = beast::get_lowest_layer(impl_->ws).socket().local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
 }
 
 void LiveClient::Close() {

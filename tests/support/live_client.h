@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace anteroom::testing {
 
@@ -21,9 +22,11 @@ struct LiveMessage {
 class LiveClient {
  public:
   enum class Kind { kWebSocket, kEvents };
-  // Connects to 127.0.0.1:port and opens `target` (e.g. /v1/rooms/r/ws?session=a). Check ok().
+  // Connects to 127.0.0.1:port and opens `target` (e.g. /v1/rooms/r/ws?session=a), sending
+  // `headers` ("Name: value") with the request. Check ok().
   LiveClient(uint16_t port, std::string target, Kind kind,
-             std::chrono::milliseconds timeout = std::chrono::seconds(5));
+             std::chrono::milliseconds timeout = std::chrono::seconds(5),
+             std::vector<std::string> headers = {});
   ~LiveClient();
   LiveClient(const LiveClient&) = delete;
   LiveClient& operator=(const LiveClient&) = delete;
@@ -35,6 +38,8 @@ class LiveClient {
   const std::string& refused_body() const { return refused_body_; }
   // SSE: the response's Content-Type.
   const std::string& content_type() const { return content_type_; }
+  // WebSocket: the subprotocol the server answered ("" for none).
+  const std::string& subprotocol() const { return subprotocol_; }
 
   // The next message, or nullopt when none arrives in time or the server closed the stream.
   std::optional<LiveMessage> Next(std::chrono::milliseconds timeout);
@@ -57,6 +62,9 @@ class LiveClient {
   bool closed_by_server() const { return closed_; }
   // Closes our side now (a WebSocket close, or the TCP connection for SSE).
   void Close();
+  // The connection's local port (0 when it is not open): what a test drops to make the client
+  // vanish.
+  uint16_t local_port() const;
 
  private:
   struct Impl;
@@ -65,6 +73,7 @@ class LiveClient {
   int refused_status_ = 0;
   std::string refused_body_;
   std::string content_type_;
+  std::string subprotocol_;
   bool closed_ = false;
 };
 

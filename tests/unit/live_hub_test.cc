@@ -35,8 +35,12 @@ using core::SessionView;
 // A live stream whose messages are written at once and kept.
 class RecordingStream final : public LiveStream {
  public:
-  explicit RecordingStream(net::io_context& ioc) : LiveStream(LiveStreamOptions{}), ioc_(ioc) {}
+  explicit RecordingStream(net::io_context& ioc)
+      : LiveStream(LiveStreamOptions{}, ioc.get_executor()),
+        ioc_(ioc),
+        socket_(ioc.get_executor()) {}
   Executor executor() override { return ioc_.get_executor(); }
+  using LiveStream::heartbeat_interval;
   size_t BufferBytes() const override { return 0; }
   void HangUp() { Ended(); }  // the client goes away
 
@@ -49,9 +53,11 @@ class RecordingStream final : public LiveStream {
     Written(true);
   }
   void CloseTransport(bool) override { closed = true; }
+  Socket& TcpSocket() override { return socket_; }  // never opened: socket options do nothing
 
  private:
   net::io_context& ioc_;
+  Socket socket_;
 };
 
 class LiveHubTest : public ::testing::Test {
@@ -200,6 +206,36 @@ TEST_F(LiveHubTest, ASessionsStreamsAreFewAndAnotherCostsTheSame) {
   for (int i = 36; i < 40; ++i) {
     EXPECT_EQ(opened[i]->messages.back().at("waiting").as_int64(), 1) << i;
   }
+}
+
+// A client that vanishes without closing must stop counting as present within the room's
+// check-in timeout: every stream is bound to it (heartbeats at a third of it, and the kernel's
+// user timeout), including streams opened before the hub first read the room, and again when
+// the room's timeout changes.
+TEST_F(LiveHubTest, EveryStreamIsBoundToItsRoomsCheckInTimeout) {
+  PutRoom(1);
+  Watch("early-Qm9vYmFyYmF6cXV4YmF6");
+  RecordingStream& early = *streams_["early-Qm9vYmFyYmF6cXV4YmF6"];
+  EXPECT_EQ(early.heartbeat_interval(), LiveStreamOptions{}.heartbeat)
+      << "before the room is read, the default";
+  core::RoomPatch patch;
+  patch.checkin_timeout_ms = 3'000;
+  ASSERT_TRUE(Call<core::RoomInfo>([&](auto done) { backend_.PutRoom("r", patch, done); }).ok());
+  Settle();
+  EXPECT_EQ(early.heartbeat_interval(), std::chrono::milliseconds(1'000));
+  Watch("late-Qm9vYmFyYmF6cXV4YmF6");
+  ioc_.poll();
+  EXPECT_EQ(streams_["late-Qm9vYmFyYmF6cXV4YmF6"]->heartbeat_interval(),
+            std::chrono::milliseconds(1'000))
+      << "a stream attached once the room is known is bound at once";
+  patch.checkin_timeout_ms = 300;  // below the floor: a slow but live link keeps its stream
+  ASSERT_TRUE(Call<core::RoomInfo>([&](auto done) { backend_.PutRoom("r", patch, done); }).ok());
+  Settle();
+  EXPECT_EQ(early.heartbeat_interval(), kMinSilenceBound / 3);
+  patch.checkin_timeout_ms = 3'600'000;  // never more than the configured heartbeat
+  ASSERT_TRUE(Call<core::RoomInfo>([&](auto done) { backend_.PutRoom("r", patch, done); }).ok());
+  Settle();
+  EXPECT_EQ(early.heartbeat_interval(), LiveStreamOptions{}.heartbeat);
 }
 
 TEST_F(LiveHubTest, EveryClientIsShownItsExactPlaceAcrossChunks) {

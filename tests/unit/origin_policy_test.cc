@@ -232,7 +232,9 @@ TEST_F(OriginRoutesTest, Preflights) {
   EXPECT_EQ(r.body, "");
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Origin"), kListed);
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Methods"), "POST");
-  EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Headers"), "Content-Type");
+  EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Headers"),
+            "Content-Type, Anteroom-Session, Anteroom-Token")
+      << "a session or token goes in a header, not the URL";
   EXPECT_FALSE(HeaderOf(r, "Access-Control-Max-Age").empty());
   // A path with an admin method lists only the public one.
   r = Send(BrowserRequest(http::verb::options, "/v1/rooms/r", kListed));

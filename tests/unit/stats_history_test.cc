@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::server {
@@ -110,6 +112,70 @@ TEST(StatsHistoryTest, ForgetsWhatIsGone) {
   history.AddRooms(4, {Room("a", 0, 0), Room("b", 0, 0)});
   out = history.ToJson(5);
   EXPECT_EQ(out.at("rooms").as_array()[0].at("samples").as_array().size(), 1u);
+}
+
+// A room or queue made a minute ago costs a minute of samples: space grows with what is kept.
+TEST(SampleRingTest, GrowsWithItsSamplesUpToItsCapacity) {
+  SampleRing<int> ring(181);
+  ring.Push(1);
+  EXPECT_EQ(ring.size(), 1u);
+  for (int i = 2; i <= 400; ++i) ring.Push(i);
+  ASSERT_EQ(ring.size(), 181u);
+  EXPECT_EQ(ring[0], 220);
+  EXPECT_EQ(ring[180], 400);
+}
+
+// One GET answers a bounded page however many rooms and queues there are; following `next`
+// walks every name exactly once, each kind on its own.
+TEST(StatsHistoryTest, AnswersAPageAndItsNextCursor) {
+  StatsHistory history(5000);
+  std::vector<core::RoomInfo> rooms;
+  for (int i = 0; i < 45; ++i) rooms.push_back(Room(fmt::format("room-{:02}", i), i, i));
+  history.AddRooms(1, rooms);
+  history.AddQueues(1, {Queue("q-a", 1), Queue("q-b", 2), Queue("q-c", 3)});
+
+  HistoryPage page;
+  page.limit = 20;
+  std::vector<std::string> seen_rooms;
+  std::vector<std::string> seen_queues;
+  for (int pages = 0; pages < 10; ++pages) {
+    json::object out = history.ToJson(2, page);
+    EXPECT_EQ(out.at("rooms_total"), 45);
+    EXPECT_EQ(out.at("queues_total"), 3);
+    const json::array& r = out.at("rooms").as_array();
+    EXPECT_LE(r.size(), 20u);
+    for (const json::value& row : r) seen_rooms.emplace_back(row.at("room").as_string());
+    for (const json::value& row : out.at("queues").as_array()) {
+      seen_queues.emplace_back(row.at("queue").as_string());
+    }
+    const json::object& next = out.at("next").as_object();
+    if (next.at("room_after").is_null()) break;
+    page.room_after = next.at("room_after").as_string();
+    page.queues = false;
+    EXPECT_TRUE(next.at("queue_after").is_null()) << "the queues fit in one page";
+  }
+  ASSERT_EQ(seen_rooms.size(), 45u);
+  for (int i = 0; i < 45; ++i) EXPECT_EQ(seen_rooms[i], fmt::format("room-{:02}", i));
+  EXPECT_EQ(seen_queues, (std::vector<std::string>{"q-a", "q-b", "q-c"}));
+
+  // A kind left out is not answered and has no next page.
+  page = HistoryPage{};
+  page.rooms = false;
+  page.limit = 2;
+  json::object out = history.ToJson(2, page);
+  EXPECT_TRUE(out.at("rooms").as_array().empty());
+  EXPECT_TRUE(out.at("next").at("room_after").is_null());
+  EXPECT_EQ(out.at("queues").as_array().size(), 2u);
+  EXPECT_EQ(out.at("next").at("queue_after"), "q-b");
+  // The limit is clamped.
+  page = HistoryPage{};
+  page.limit = 100'000;
+  EXPECT_EQ(history.ToJson(2, page).at("rooms").as_array().size(), 45u);
+  std::vector<core::RoomInfo> many;
+  for (int i = 0; i < 300; ++i) many.push_back(Room(fmt::format("r{:03}", i), 0, 0));
+  history.AddRooms(3, many);
+  page.limit = 100'000;
+  EXPECT_EQ(history.ToJson(4, page).at("rooms").as_array().size(), HistoryPage::kMaxLimit);
 }
 
 TEST(StatsSamplerTest, SamplesOnItsTimerUntilStopped) {
