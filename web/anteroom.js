@@ -172,10 +172,18 @@
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffered = '';
+      let afterCr = false;  // the last text ended in CR
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return this.fail();
-        buffered += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+        let text = decoder.decode(value, { stream: true });
+        // A CRLF split across two chunks is one line end, not two.
+        if (afterCr && text) {
+          if (text[0] === '\n') text = text.slice(1);
+          afterCr = false;
+        }
+        if (text) afterCr = text.endsWith('\r');
+        buffered += text.replace(/\r\n?/g, '\n');
         for (let end; (end = buffered.indexOf('\n\n')) >= 0;) {
           const data = buffered.slice(0, end).split('\n').filter((l) => l.startsWith('data:'))
             .map((l) => l.slice(5).replace(/^ /, '')).join('\n');

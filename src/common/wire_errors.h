@@ -25,12 +25,12 @@ inline constexpr std::string_view kSessionIds = "session ids";
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
 }
-// "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]": a body field or query parameter.
 // A WebSocket subprotocol offer that carries a credential the server cannot read.
 inline std::string BadSubprotocol(std::string_view prefix) {
   return fmt::format("a subprotocol '{}' must go on with base64url (no padding)", prefix);
 }
 
+// "'worker' must be 1-128 bytes of [A-Za-z0-9._:-]": a body field or query parameter.
 inline std::string BadNameField(std::string_view key) {
   return fmt::format("'{}' must be {}", key, kNameRule);
 }

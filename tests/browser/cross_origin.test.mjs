@@ -98,6 +98,64 @@ describe('a page of another origin', () => {
     }
   });
 
+  // The event stream and the challenge carry the session or token in a header, which a page of
+  // another origin may send only once the server's preflight allows it. Without that, the
+  // stream would be refused and the page would quietly poll.
+  test('allowed, WebSockets blocked: wait() reads the event stream with its header across origins, and stay() with the token', async () => {
+    const origin = await startOrigin();
+    const server = await startServer(['--cors-origin', origin.url]);
+    origin.anteroom = server.url;
+    const contexts = [];
+    const open = async (path) => {
+      const context = await browser.newContext();
+      contexts.push(context);
+      await context.routeWebSocket(() => true, (ws) => ws.close());  // as a proxy that blocks upgrades
+      const page = await context.newPage();
+      const requests = [];
+      page.on('request', (r) => requests.push(r));
+      await page.goto(`${origin.url}${path}`);
+      await page.waitForFunction(() => typeof window.Anteroom === 'object', null, { timeout: 10_000 });
+      return { page, requests };
+    };
+    const calls = (requests, route) => requests.filter((r) => new URL(r.url()).origin === server.url &&
+      new URL(r.url()).pathname === `/v1/rooms/shop/${route}`);
+    try {
+      assert.equal((await api(server, 'PUT', '/v1/rooms/shop',
+        { capacity: 1, challenge: { type: 'pow', difficulty: 4 } })).status, 200);
+      const waiting = await open('/app');
+      const { token, session } = await waiting.page.evaluate(() => window.Anteroom.wait({ room: 'shop' })
+        .then((t) => ({ token: t, session: sessionStorage.getItem('anteroom:session:shop') }),
+          (e) => { throw new Error(`${e.code}: ${e.message}`); }));
+      assert.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+      const [challenge] = calls(waiting.requests, 'challenge');
+      assert.equal(challenge?.headers()['anteroom-session'], session);
+      const events = calls(waiting.requests, 'events');
+      assert.ok(events.length >= 1, 'the event stream was asked for');
+      assert.ok(events.every((r) => r.headers()['anteroom-session'] === session));
+      assert.equal(calls(waiting.requests, 'check').length, 0, 'admitted over the stream, not by polling');
+
+      // The protected page, handed the token in its address (the waiting page's hand-over).
+      const staying = await open(`/app?anteroom_token=${token}`);
+      const status = await staying.page.evaluate(() => new Promise((resolve) => {
+        window.Anteroom.stay({ room: 'shop', onUpdate: resolve, onLost: resolve });
+      }));
+      assert.equal(status.status, 'active', JSON.stringify(status));
+      assert.equal(status.session, null, 'a token never learns the session');
+      const stayEvents = calls(staying.requests, 'events');
+      assert.ok(stayEvents.length >= 1 && stayEvents.every((r) => r.headers()['anteroom-token'] === token));
+      assert.equal(calls(staying.requests, 'check').length, 0);
+      // Nothing anteroom.js asked for names either secret in its URL.
+      for (const r of [...waiting.requests, ...staying.requests]) {
+        if (new URL(r.url()).origin !== server.url) continue;  // the origin's own pages
+        assert.ok(!r.url().includes(session) && !r.url().includes(token), r.url());
+      }
+    } finally {
+      for (const c of contexts) await c.close();
+      await server.stop();
+      await origin.stop();
+    }
+  });
+
   test('not allowed: answers cannot be read and a form-like post changes nothing; a room target_url allows it', async () => {
     const origin = await startOrigin();
     const server = await startServer([]);

@@ -209,8 +209,10 @@ export function startOrigin(room) {
 
 // nginx running examples/nginx/gate.conf, included in a main config whose pid, logs and
 // temporary files are all in a temporary directory. `anteroomPorts`: several make one upstream
-// of several servers (the Redis backend).
-export async function startNginx({ originPort, anteroomPorts, room }) {
+// of several servers (the Redis backend). `accessLog`: nginx keeps an access log in the
+// default `combined` format (each request line, with its full URL, and its Referer), as a
+// deployment does; read it with accessLog() before stop(). Without it, no access log.
+export async function startNginx({ originPort, anteroomPorts, room, accessLog = false }) {
   return startWithRetry('nginx', async () => {
     const port = await freePort();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'anteroom-gate-nginx-'));
@@ -230,7 +232,7 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 512; }
 http {
-    access_log off;
+    access_log ${accessLog ? `${dir}/access.log combined` : 'off'};
     client_body_temp_path ${dir}/body;
     proxy_temp_path ${dir}/proxy;
     fastcgi_temp_path ${dir}/fastcgi;
@@ -258,6 +260,9 @@ http {
       port,
       url: `http://127.0.0.1:${port}`,
       output: () => proc.output() + log(),
+      accessLog: () => {
+        try { return readFileSync(path.join(dir, 'access.log'), 'utf8'); } catch { return ''; }
+      },
       stop: async () => { await proc.stop(); rmSync(dir, { recursive: true, force: true }); },
     };
   });
