@@ -268,10 +268,12 @@ void LiveClient::Close() {
   beast::error_code ec;
   auto& socket = beast::get_lowest_layer(impl_->ws).socket();
   if (impl_->kind == Kind::kWebSocket && impl_->ws.is_open()) {
-    bool done = false;
+    // Shared: when the peer never answers (its network gone), the handler runs after this
+    // scope, once the socket is closed below.
+    auto done = std::make_shared<bool>(false);
     impl_->ws.async_close(websocket::close_code::going_away,
-                          [&](beast::error_code) { done = true; });
-    impl_->RunUntil([&] { return done; }, SteadyClock::now() + std::chrono::seconds(2));
+                          [done](beast::error_code) { *done = true; });
+    impl_->RunUntil([&] { return *done; }, SteadyClock::now() + std::chrono::seconds(2));
   }
   socket.shutdown(tcp::socket::shutdown_both, ec);
   socket.close(ec);
