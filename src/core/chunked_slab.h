@@ -5,8 +5,9 @@
 // most one chunk. The first chunks are small and double (2^kFirstShift records, then twice
 // that, ... up to 2^kShift), so a slab of a few records costs a few records, not a whole chunk
 // (every queue has one: thousands of one-job queues must not cost 127 KB each); past 2^kShift
-// records every chunk holds 2^kShift. Records are only added, never removed: freed slots are reused
-// by the owner.
+// records every chunk holds 2^kShift. Records are added at the end and cut from the end
+// (Truncate), which gives back the chunks past the end but one: the owner reuses freed slots in
+// the middle, and keeps its records packed at the front so that the end empties.
 
 #include <bit>
 #include <cstddef>
@@ -48,6 +49,18 @@ class ChunkedSlab {
   // Grows to n default records (a fresh slab being filled from a snapshot).
   void resize(size_t n) {
     while (size_ < n) emplace_back();
+  }
+  // Keeps the first n records (n <= size()). Chunks wholly past the end are given back, except
+  // the first of them: a size that goes back and forth across a chunk's edge must not allocate
+  // and free that chunk each time.
+  void Truncate(size_t n) {
+    size_ = n;
+    size_t keep = n == 0 ? 0 : Locate(n - 1).first + 1;  // chunks holding records
+    keep += 1;                                           // and one spare
+    while (chunks_.size() > keep) {
+      capacity_ -= ChunkSize(chunks_.size() - 1);
+      chunks_.pop_back();
+    }
   }
 
  private:

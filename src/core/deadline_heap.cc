@@ -19,6 +19,12 @@ void DeadlineHeap::Set(Member m, uint64_t key) {
     SiftDown(i);
 }
 
+void DeadlineHeap::ForgetMembersFrom(Member n) {
+  if (pos_.size() > n) pos_.resize(n);
+  if (pos_.capacity() > 2 * pos_.size() + 1024) pos_.shrink_to_fit();
+  if (heap_.capacity() > 2 * heap_.size() + 1024) heap_.shrink_to_fit();
+}
+
 void DeadlineHeap::Remove(Member m) {
   size_t i = pos_[m];
   pos_[m] = kAbsent;

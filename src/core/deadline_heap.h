@@ -31,6 +31,9 @@ class DeadlineHeap {
   // Inserts, or moves an existing member to `key`.
   void Set(Member m, uint64_t key);
   void Remove(Member m);
+  // No member is n or above any more (their slab was cut): the index of members shrinks to n,
+  // and storage far beyond what is held is given back.
+  void ForgetMembersFrom(Member n);
   size_t MemoryBytes() const {
     return heap_.capacity() * sizeof(Entry) + pos_.capacity() * sizeof(uint32_t);
   }

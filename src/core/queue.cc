@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 
 #include "core/lease_codec.h"
 
@@ -76,15 +77,17 @@ std::optional<Queue::Index> Queue::Current(LeaseRef lease, LeaseOutcome& outcome
 // ---- bookkeeping ---------------------------------------------------------------------------
 
 Queue::Index Queue::NewJob() {
-  Index i;
-  if (!free_.empty()) {
-    i = free_.back();
+  while (!free_.empty()) {
+    std::pop_heap(free_.begin(), free_.end(), std::greater<>());
+    Index i = free_.back();
     free_.pop_back();
-    slab_[i] = Job{};
-  } else {
-    i = static_cast<Index>(slab_.size());
-    slab_.emplace_back();
+    if (i < slab_.size() && slab_[i].id == 0) {
+      slab_[i] = Job{};
+      return i;  // the caller gives it its id before asking for another
+    }
   }
+  Index i = static_cast<Index>(slab_.size());
+  slab_.emplace_back();
   return i;
 }
 
@@ -94,6 +97,28 @@ void Queue::FreeJob(Index i) {
   by_id_.erase(job.id);
   job = Job{};
   free_.push_back(i);
+  std::push_heap(free_.begin(), free_.end(), std::greater<>());
+  if (i + 1 == slab_.size()) TrimSlab();
+}
+
+void Queue::TrimSlab() {
+  size_t n = slab_.size();
+  while (n > 0 && slab_[n - 1].id == 0) --n;
+  if (n == slab_.size()) return;
+  slab_.Truncate(n);
+  delayed_.ForgetMembersFrom(static_cast<Index>(n));
+  leases_.ForgetMembersFrom(static_cast<Index>(n));
+  // Free slots inside the slab: n minus the jobs. Stale entries go once they outnumber them.
+  size_t free_inside = n - by_id_.size();
+  if (free_.size() > 2 * free_inside + 64) {
+    std::erase_if(free_, [&](Index i) { return i >= n || slab_[i].id != 0; });
+    std::sort(free_.begin(), free_.end());  // ascending: a min-heap already
+    free_.erase(std::unique(free_.begin(), free_.end()), free_.end());
+    free_.shrink_to_fit();
+  }
+  if (by_id_.size() * 8 < by_id_.bucket_count() && by_id_.bucket_count() > 1024) {
+    by_id_.rehash(0);
+  }
 }
 
 void Queue::MakeReady(Index i, bool at_head) {
@@ -187,6 +212,8 @@ void Queue::ForgetOldAcks(int64_t now) {
     acked_.erase(acked_order_.front().second);
     acked_order_.pop_front();
   }
+  // A burst of acks remembered for an hour must not keep its table once forgotten.
+  if (acked_.size() * 8 < acked_.bucket_count() && acked_.bucket_count() > 1024) acked_.rehash(0);
 }
 
 // ---- time ----------------------------------------------------------------------------------
@@ -284,9 +311,7 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
   if (paused_ || ready_.empty() || max == 0) return out;
   uint32_t w = WorkerFor(worker);
   while (out.size() < max && !ready_.empty()) {
-    Index i = ready_.TakeFirst([this](Index j, uint64_t ticket) {
-      return slab_[j].state == State::kReady && slab_[j].ticket == ticket;
-    });
+    Index i = ready_.TakeFirst([this](Index j, uint64_t ticket) { return LiveEntry(j, ticket); });
     Job& job = slab_[i];
     job.ticket = 0;
     job.state = State::kInflight;

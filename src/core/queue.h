@@ -161,6 +161,14 @@ class Queue {
   std::optional<Index> Current(LeaseRef lease, LeaseOutcome& outcome, bool& acked_before);
   Index NewJob();
   void FreeJob(Index i);
+  // Gives back the slab's end once its last records are free (FreeJob), and what indexes by
+  // slab slot past it.
+  void TrimSlab();
+  // A ready-line entry still stands for its job (entries of cancelled jobs stay, and may name
+  // a slot cut off the slab).
+  bool LiveEntry(Index i, uint64_t ticket) const {
+    return i < slab_.size() && slab_[i].state == State::kReady && slab_[i].ticket == ticket;
+  }
   void MakeReady(Index i, bool at_head);
   void MakeDelayed(Index i, int64_t until);
   void EndLease(Index i);
@@ -203,6 +211,9 @@ class Queue {
   };
 
   ChunkedSlab<Job> slab_;
+  // Free slots, a min-heap: the lowest is reused first, so jobs stay packed at the slab's front
+  // and its end empties as a backlog drains (TrimSlab). Entries may be stale (a slot cut off the
+  // end, or listed twice): a slot is free when it is inside the slab and its job id is 0.
   std::vector<Index> free_;
   boost::unordered_flat_set<Index, HashById, SameId> by_id_{0, HashById{{&slab_}},
                                                             SameId{{&slab_}}};

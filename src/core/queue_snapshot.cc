@@ -2,6 +2,7 @@
 // that behaves exactly like the original (same slab indices, delivery order, counters and
 // random-number state). Indexes that follow from the jobs (ids, dedupe keys, deadline heaps,
 // dead list, workers' job sets) are rebuilt rather than stored.
+#include <algorithm>
 #include <sstream>
 
 #include "core/queue.h"
@@ -47,14 +48,20 @@ void Queue::Save(ByteWriter& out) const {
       }
     }
   }
-  out.Put<uint64_t>(free_.size());
-  for (Index i : free_) out.Put(i);
+  // The free slots, ascending: the heap's order is its own business (stale entries and all);
+  // the slots themselves decide which is reused next.
+  std::vector<Index> free_slots;
+  for (Index i = 0; i < slab_.size(); ++i) {
+    if (slab_[i].id == 0) free_slots.push_back(i);
+  }
+  out.Put<uint64_t>(free_slots.size());
+  for (Index i : free_slots) out.Put(i);
 
   // Live ready entries only, in delivery order (stale ones would be skipped anyway).
   std::vector<Index> ready;
   ready.reserve(ready_.size());
   ready_.ForEach([&](Index i, int32_t, uint64_t ticket) {
-    if (slab_[i].state == State::kReady && slab_[i].ticket == ticket) ready.push_back(i);
+    if (LiveEntry(i, ticket)) ready.push_back(i);
   });
   out.Put<uint64_t>(ready.size());
   for (Index i : ready) out.Put(i);
@@ -129,6 +136,12 @@ bool Queue::Restore(ByteReader& in) {
     Index i = in.Get<Index>();
     if (i >= n || q.slab_[i].id != 0) in.Fail();
     q.free_.push_back(i);
+  }
+  // Every free slot once: the listed ones are the slots without a job.
+  std::sort(q.free_.begin(), q.free_.end());  // ascending: a min-heap already
+  if (std::adjacent_find(q.free_.begin(), q.free_.end()) != q.free_.end() ||
+      q.free_.size() + q.by_id_.size() != n) {
+    in.Fail();
   }
   uint64_t ready = in.GetCount(sizeof(Index));
   for (uint64_t k = 0; k < ready && !in.failed(); ++k) {

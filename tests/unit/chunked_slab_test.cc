@@ -44,5 +44,28 @@ TEST(ChunkedSlabTest, EveryIndexIsItsOwnRecordAndNoneMoves) {
   EXPECT_EQ(filled[1499], 0);
 }
 
+// A slab cut back gives its chunks back, but one spare past the end, so a size going back and
+// forth across a chunk's edge does not allocate each time; what is kept keeps its place.
+TEST(ChunkedSlabTest, TruncateGivesBackTheChunksPastTheEndButOne) {
+  ChunkedSlab<size_t, 10, 4> slab;
+  for (size_t i = 0; i < 5000; ++i) slab.emplace_back() = i;
+  const size_t* kept = &slab[20];
+  slab.Truncate(40);  // records in chunks 0-2 (16 + 16 + 32): one spare (64) is kept
+  EXPECT_EQ(slab.size(), 40u);
+  EXPECT_EQ(slab.capacity(), 16u + 16 + 32 + 64);
+  EXPECT_EQ(&slab[20], kept);
+  EXPECT_EQ(slab[39], 39u);
+  size_t capacity = slab.capacity();
+  for (int k = 0; k < 10; ++k) {  // back and forth across the edge at 64
+    while (slab.size() < 70) slab.emplace_back();
+    slab.Truncate(60);
+    EXPECT_EQ(slab.capacity(), capacity) << "no chunk made and freed at the edge";
+  }
+  slab.Truncate(0);
+  EXPECT_EQ(slab.capacity(), 16u) << "an empty slab keeps one small chunk";
+  slab.emplace_back() = 7;
+  EXPECT_EQ(slab[0], 7u);
+}
+
 }  // namespace
 }  // namespace anteroom::core
