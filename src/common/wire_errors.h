@@ -2,8 +2,9 @@
 // Every error message the HTTP layer sends on the wire, in one place: the `message` of
 // {"error": {"code", "message"}} (the `code` and the status come from ToWire() in
 // op_status.h). Fixed texts are constants; texts with values in them are formatted by the
-// functions below, so the wording of a rule is written once however many routes use it.
-// Messages made by the engine itself (core/, store/: "no such room", ...) are the engine's.
+// functions below, so the wording of a rule is written once however many routes use it. The
+// engine's own messages (core/, store/) are here too, in their section: every backend answers
+// the same words.
 
 #include <fmt/format.h>
 
@@ -240,5 +241,36 @@ inline constexpr std::string_view kRequestFailed = "the request failed";
 inline constexpr std::string_view kTooManyConnections = "too many connections; retry shortly";
 inline constexpr std::string_view kTooManyBodies =
     "the server holds too many unfinished request bodies; retry shortly";
+
+// --- The engine (core/, store/): the same words from every backend ------------------------
+inline std::string UnknownRoom(std::string_view room) {
+  return fmt::format("no room named '{}'", room);
+}
+inline constexpr std::string_view kSessionNotInRoom = "the room does not know this session";
+inline constexpr std::string_view kCapacityRequired = "capacity is required to create a room";
+inline std::string TooManyRooms(size_t cap) {
+  return fmt::format("this server holds its maximum of {} rooms (--max-rooms): delete one first",
+                     cap);
+}
+inline std::string TooManyQueues(size_t cap) {
+  return fmt::format(
+      "this server holds its maximum of {} queues (--max-queues): push to an existing queue", cap);
+}
+inline std::string TooManyQueuesForAKey(size_t cap) {
+  return fmt::format(
+      "this server holds its maximum of {} queues (--max-queues): a key can be given only to an "
+      "existing queue",
+      cap);
+}
+inline constexpr std::string_view kClientHungUp = "the client hung up";
+inline constexpr std::string_view kServerStopping = "the server is stopping";
+inline constexpr std::string_view kQueueKeyDigestSize =
+    "a queue key is stored as its SHA-256 digest (32 bytes)";
+inline std::string RedisUnavailable(std::string_view why) {
+  return fmt::format("the Redis store is unavailable: {}; retry later", why);
+}
+inline std::string RedisBusy(std::string_view why) {
+  return fmt::format("the Redis store is busy: {}", why);
+}
 
 }  // namespace anteroom::wire

@@ -1,6 +1,8 @@
 #pragma once
-// HMAC-SHA256 with a fixed key (OpenSSL EVP_MAC), for lease tags. Thread-safe after
-// construction: each call works on its own copy of the keyed context.
+// HMAC-SHA256 with a fixed key (OpenSSL EVP_MAC): the admission token's opaque subject, the
+// challenge's nonces, and the keys derived from the lease secret (the lease tags themselves are
+// SipHash, core/lease_mac.h). Thread-safe after construction: each call works on its own copy
+// of the keyed context.
 
 #include <openssl/evp.h>
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/wire_errors.h"
+
 namespace anteroom::core {
 
 namespace {
@@ -488,7 +490,7 @@ LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
 OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
-  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   Session& s = slab_[i];
   s.last_seen = now_;
   if (s.status == SessionStatus::kGrace) {
@@ -503,7 +505,7 @@ OpResult<SessionView> Room::Touch(std::string_view id, int64_t now_ms) {
 OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
-  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   Session& s = slab_[i];
   if (s.status == SessionStatus::kWaiting || final) return End(i, id);
   if (s.status == SessionStatus::kActive) {
@@ -518,7 +520,7 @@ OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_m
 OpResult<SessionView> Room::Evict(std::string_view id, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
-  if (i == kNoIndex) return {OpStatus::kUnknownSession, "the room does not know this session"};
+  if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   return End(i, id);
 }
 

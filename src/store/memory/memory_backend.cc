@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/random_id.h"
+#include "common/wire_errors.h"
 #include "store/memory/change_record.h"
 #include "store/memory/memory_slots.h"
 
@@ -111,7 +112,7 @@ void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T>
     std::shared_lock rooms_lock(rooms_mu_);
     auto it = rooms_.find(name);
     if (it == rooms_.end()) {
-      result.emplace(OpStatus::kUnknownRoom, "no room named '" + name + "'");
+      result.emplace(OpStatus::kUnknownRoom, wire::UnknownRoom(name));
     } else {
       std::lock_guard room_lock(it->second->mu);
       int64_t now = clock_.NowMs();
@@ -143,9 +144,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
     if (it != rooms_.end()) {
       slot = it->second;
     } else if (patch.capacity && options_.max_rooms != 0 && rooms_.size() >= options_.max_rooms) {
-      result.emplace(OpStatus::kLimitReached, "this server holds its maximum of " +
-                                                  std::to_string(options_.max_rooms) +
-                                                  " rooms (--max-rooms): delete one first");
+      result.emplace(OpStatus::kLimitReached, wire::TooManyRooms(options_.max_rooms));
     } else if (patch.capacity) {
       core::RoomConfig config;
       patch.ApplyTo(config);
@@ -153,7 +152,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       slot->room.set_incarnation(NewIncarnation());
       rooms_.emplace(room, slot);
     } else {
-      result.emplace(OpStatus::kInvalidArgument, "capacity is required to create a room");
+      result.emplace(OpStatus::kInvalidArgument, std::string(wire::kCapacityRequired));
     }
     if (slot) {
       std::lock_guard room_lock(slot->mu);
@@ -217,7 +216,7 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
     std::unique_lock rooms_lock(rooms_mu_);
     auto it = rooms_.find(room);
     if (it == rooms_.end()) {
-      result.emplace(OpStatus::kUnknownRoom, "no room named '" + room + "'");
+      result.emplace(OpStatus::kUnknownRoom, wire::UnknownRoom(room));
     } else {
       std::lock_guard room_lock(it->second->mu);
       int64_t now = clock_.NowMs();

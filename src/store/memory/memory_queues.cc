@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "common/wire_errors.h"
 #include "store/memory/memory_slots.h"
 
 namespace anteroom::store {
@@ -134,10 +135,8 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
   OnQueue<Results>(
       queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
         if (!MarkListed(*q)) {
-          return Answered<Results>(OpResult<Results>(
-              OpStatus::kLimitReached, "this server holds its maximum of " +
-                                           std::to_string(options_.max_queues) +
-                                           " queues (--max-queues): push to an existing queue"));
+          return Answered<Results>(
+              OpResult<Results>(OpStatus::kLimitReached, wire::TooManyQueues(options_.max_queues)));
         }
         Results results = q->queue.Push(jobs, now);
         if (Logging()) {
@@ -427,10 +426,7 @@ void MemoryBackend::SetQueueKey(std::string queue, std::optional<std::string> di
                   if (q == nullptr || q->key_digest == digest) return Answered<Done>(Done{});
                   if (digest && !q->Counted() && !CountQueue()) {
                     return Answered<Done>(OpResult<Done>(
-                        OpStatus::kLimitReached,
-                        "this server holds its maximum of " + std::to_string(options_.max_queues) +
-                            " queues (--max-queues): a key can be given only to "
-                            "an existing queue"));
+                        OpStatus::kLimitReached, wire::TooManyQueuesForAKey(options_.max_queues)));
                   }
                   if (!digest && !q->listed) listed_queues_.fetch_sub(1, std::memory_order_relaxed);
                   q->key_digest = digest;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/hangup.h"
+#include "common/wire_errors.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::store {
@@ -89,7 +90,7 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
   // nowhere, or to a client that only half-closed.
   Completion<core::FetchAnswer> Drop(Waiters::iterator it) { return std::move(Unlink(it).done); }
   static OpResult<core::FetchAnswer> HungUp() {
-    return {OpStatus::kUnavailable, "the client hung up"};
+    return {OpStatus::kUnavailable, std::string(wire::kClientHungUp)};
   }
   static bool HungUp(const Waiter& w) { return w.request.hangup && w.request.hangup->happened(); }
 

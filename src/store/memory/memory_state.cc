@@ -2,6 +2,7 @@
 // change records (change_record.h) through the same core calls that made them.
 #include <fmt/format.h>
 
+#include "common/wire_errors.h"
 #include "store/memory/memory_slots.h"
 
 namespace anteroom::store {
@@ -184,7 +185,7 @@ OpResult<Done> MemoryBackend::ReplayRoom(ChangeKind kind, int64_t now, const std
     }
     return Done{};
   }
-  if (it == rooms_.end()) return Diverged("no room named '" + name + "'");
+  if (it == rooms_.end()) return Diverged(wire::UnknownRoom(name));
   core::Room& room = it->second->room;
   // Every body is decoded whole before it is applied: a record that does not decode changes
   // nothing.

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "common/random_id.h"
+#include "common/wire_errors.h"
 #include "store/redis/lua_scripts.h"
 #include "store/redis/polls.h"
 
@@ -164,7 +165,8 @@ RedisBackend::~RedisBackend() {
     for (auto& [queue, polls] : polls_) {
       for (auto& w : polls->waiters) {
         w->Retire();
-        w->done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable, "the server is stopping"));
+        w->done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable,
+                                            std::string(wire::kServerStopping)));
       }
     }
     polls_.clear();
@@ -205,16 +207,16 @@ namespace {
 // The reply of a script as an OpResult: its status word checked, Redis errors mapped.
 OpResult<Reply> Checked(Reply r) {
   if (r.type == Reply::Type::kTransport) {
-    return {OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str + "; retry later"};
+    return {OpStatus::kUnavailable, wire::RedisUnavailable(r.str)};
   }
   if (r.type == Reply::Type::kError) {
-    if (IsTransient(r)) return {OpStatus::kUnavailable, "the Redis store is busy: " + r.str};
+    if (IsTransient(r)) return {OpStatus::kUnavailable, wire::RedisBusy(r.str)};
     return {OpStatus::kInternal, "redis: " + r.str};
   }
   const std::string& word = r.at(0).str;
   if (word == "ok") return OpResult<Reply>(std::move(r));
   if (word == "unknown_session") {
-    return {OpStatus::kUnknownSession, "the room does not know this session"};
+    return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   }
   if (word == "invalid_argument") return {OpStatus::kInvalidArgument, r.at(1).str};
   // {'rate_limited', register, retry ms, message}, {'challenge_required', register, message}
@@ -234,7 +236,7 @@ void RedisBackend::RoomScript(Shard& s, const std::string& room, std::vector<std
     AfterScript(s, 'r', room, r);
     OpResult<Reply> result = Checked(std::move(r));
     if (result.status() == OpStatus::kUnknownRoom) {
-      return k({OpStatus::kUnknownRoom, "no room named '" + room + "'"});
+      return k({OpStatus::kUnknownRoom, wire::UnknownRoom(room)});
     }
     k(std::move(result));
   });
@@ -289,10 +291,7 @@ void RedisBackend::WithinCap(Shard& s, char kind, const std::string& name,
       if (*member) s.known.insert(kind + name);
       return k(std::nullopt);
     }
-    k(kind == 'r' ? "this server holds its maximum of " + std::to_string(cap) +
-                        " rooms (--max-rooms): delete one first"
-                  : "this server holds its maximum of " + std::to_string(cap) +
-                        " queues (--max-queues): push to an existing queue");
+    k(kind == 'r' ? wire::TooManyRooms(cap) : wire::TooManyQueues(cap));
   });
 }
 

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/wire_errors.h"
 #include "core/hmac.h"
 #include "core/lease_mac.h"
 #include "store/backend.h"
@@ -227,8 +228,7 @@ class RedisBackend final : public Backend {
     using List = std::vector<std::pair<std::string, Item>>;
     s.client->Call(
         keys_.Registry(), {"ZRANGE", keys_.Registry(), "0", "-1"}, [&s, kind, read, done](Reply r) {
-          if (r.failed())
-            return done({OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str});
+          if (r.failed()) return done({OpStatus::kUnavailable, wire::RedisUnavailable(r.str)});
           struct Gather {
             List items;
             size_t left = 0;

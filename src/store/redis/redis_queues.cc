@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/wire_errors.h"
 #include "core/lease_codec.h"
 #include "store/redis/polls.h"
 #include "store/redis/redis_backend.h"
@@ -185,7 +186,7 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
 }
 
 OpResult<core::FetchAnswer> RedisBackend::HungUp() {
-  return {OpStatus::kUnavailable, "the client hung up"};
+  return {OpStatus::kUnavailable, std::string(wire::kClientHungUp)};
 }
 
 // Deliveries whose answer can reach nobody (the client hung up while the fetch ran) go back to
@@ -375,8 +376,7 @@ void RedisBackend::SetPaused(std::string queue, bool paused, Completion<Done> do
 void RedisBackend::SetQueueKey(std::string queue, std::optional<std::string> digest,
                                Completion<Done> done) {
   if (digest && digest->size() != kQueueKeyDigestBytes) {
-    return done(
-        {OpStatus::kInvalidArgument, "a queue key is stored as its SHA-256 digest (32 bytes)"});
+    return done({OpStatus::kInvalidArgument, std::string(wire::kQueueKeyDigestSize)});
   }
   Post([this, queue = std::move(queue), digest = std::move(digest),
         done = std::move(done)](Shard& s) {
@@ -392,10 +392,7 @@ void RedisBackend::SetQueueKey(std::string queue, std::optional<std::string> dig
         s, 'q', queue,
         [this, &s, queue, digest = *digest, done](std::optional<std::string> refusal) {
           if (refusal) {
-            return done({OpStatus::kLimitReached,
-                         "this server holds its maximum of " + std::to_string(options_.max_queues) +
-                             " queues (--max-queues): a key can be given only to an "
-                             "existing queue"});
+            return done({OpStatus::kLimitReached, wire::TooManyQueuesForAKey(options_.max_queues)});
           }
           QueueScript(s, queue, {"setkey", digest}, [this, &s, queue, done](OpResult<Reply> r) {
             if (!r.ok()) return done(Fail<Done>(r));
@@ -411,8 +408,7 @@ void RedisBackend::GetQueueKey(std::string queue, Completion<std::optional<std::
     std::string key = keys_.QueueKey(queue);
     s.client->Call(key, {"GET", key}, [done](Reply r) {
       if (r.failed()) {
-        return done(
-            {OpStatus::kUnavailable, "the Redis store is unavailable: " + r.str + "; retry later"});
+        return done({OpStatus::kUnavailable, wire::RedisUnavailable(r.str)});
       }
       if (r.type != Reply::Type::kString) return done(std::optional<std::string>());
       done(std::optional<std::string>(std::move(r.str)));
