@@ -1,5 +1,5 @@
 // Engine benchmarks: core::Room and core::Queue on one thread, no I/O, no locks (the HTTP layer is
-// measured by `anteroom bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M
+// measured by `anteroom-bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M
 // checks/s on a room with 1M waiting sessions; <= 200 bytes per waiting session.
 //
 // Session ids look like the server's: 22 base64url characters (16 pseudo-random bytes), so they
@@ -81,7 +81,7 @@ RoomConfig BenchConfig(int64_t capacity, int64_t checkin_timeout_ms) {
   RoomConfig config;
   config.capacity = capacity;
   config.checkin_timeout_ms = checkin_timeout_ms;
-  config.idle_timeout_ms = std::nullopt;  // as `anteroom bench rooms` configures its room
+  config.idle_timeout_ms = std::nullopt;  // as `anteroom-bench rooms` configures its room
   return config;
 }
 
@@ -147,7 +147,7 @@ BENCHMARK(BM_CheckWaiting)
     ->Arg(kMillion)
     ->Unit(benchmark::kNanosecond);
 
-// The same, but checking sessions in join order (as `anteroom bench rooms` cycles bench-N):
+// The same, but checking sessions in join order (as `anteroom-bench rooms` cycles bench-N):
 // the access pattern is friendlier to the caches.
 void BM_CheckWaitingInOrder(benchmark::State& state) {
   Fixture& f = GetFixture("waiting", state.range(0), 1);

@@ -4,7 +4,7 @@
 // the line read and walked, each client's status compared, formatted and handed to its stream.
 //
 // This is the part of issue 6's target (exact positions to 100k clients within 1 s) that does
-// not depend on the kernel; `anteroom bench live` measures it with real WebSockets up to the
+// not depend on the kernel; `anteroom-bench live` measures it with real WebSockets up to the
 // file-descriptor limit, and bench/loopback_floor what the kernel adds per message.
 //
 //   live_hub_bench [--benchmark_filter=...]

@@ -10,7 +10,7 @@
 #       queue-unbatched  push+fetch+ack, 1 job per request, pipelining 8 (4 producers, 4 workers)
 #       queue-batched    100 jobs per request (2 producers, 4 workers, pipelining 2)
 #       push-64          64 producers, one push of 1 job in flight each, no workers (group commit)
-#       rooms            `anteroom bench rooms`: 64 connections checking in, pipelining 4
+#       rooms            `anteroom-bench rooms`: 64 connections checking in, pipelining 4
 #     each --reps times (default 3; medians),
 #  3. p99 latency while compaction runs: a server holding 1M queued jobs, sent SIGUSR1 (snapshot
 #     now) every 2 s during `bench rooms` (one request in flight per connection), against the same
@@ -58,8 +58,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom restart_bench; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench restart_bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-durability.sh: build $BUILD_DIR first" >&2; exit 1; }
 record_machine
 
@@ -76,13 +77,13 @@ for rep in $(seq "$((THROUGHPUT ? REPS : 0))"); do
     start_server "$OUT/serve-$mode.log" 1 "${flags[@]}"
     for name in queue-unbatched queue-batched push-64; do
       # shellcheck disable=SC2086
-      line="$(timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue "$name" \
+      line="$(timeout 300 "$BENCH" queue --server "$SERVER_URL" --queue "$name" \
         ${QUEUE[$name]} --timeout 240 || true)"
       echo "{\"mode\":\"$mode\",\"workload\":\"$name\",\"result\":${line:-null}}" |
         tee -a "$OUT/throughput.jsonl"
     done
     # shellcheck disable=SC2086
-    line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room bench $ROOMS || true)"
+    line="$(timeout 120 "$BENCH" rooms --server "$SERVER_URL" --room bench $ROOMS || true)"
     echo "{\"mode\":\"$mode\",\"workload\":\"rooms\",\"result\":${line:-null}}" |
       tee -a "$OUT/throughput.jsonl"
     cleanup
@@ -95,14 +96,14 @@ if [[ $COMPACTION -eq 1 ]]; then
     if [[ $compact == on ]]; then min=1; else min=1048576; fi
     start_server "$OUT/serve-compact-$compact.log" 1 --fsync everysec --compact-min-mb "$min" \
       --log-level info
-    timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue preload --jobs 1000000 \
+    timeout 300 "$BENCH" queue --server "$SERVER_URL" --queue preload --jobs 1000000 \
       --producers 2 --workers 0 --batch 1000 --pipeline 2 --timeout 240 >/dev/null || true
     # With compaction on, SIGUSR1 asks for a snapshot (~150 MB) every 2 s during the measurement.
     if [[ $compact == on ]]; then
       (for _ in 1 2 3 4; do sleep 2; kill -USR1 "${PIDS[-1]}" 2>/dev/null || true; done) &
       KICKER=$!
     fi
-    line="$(timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room compact --sessions 20000 \
+    line="$(timeout 120 "$BENCH" rooms --server "$SERVER_URL" --room compact --sessions 20000 \
       --capacity 1000 --connections 32 --pipeline 1 --duration 10 || true)"
     if [[ $compact == on ]]; then wait "$KICKER" || true; fi
     snaps="$(grep -c 'compaction: snapshot' "$OUT/serve-compact-$compact.log" || true)"
@@ -137,7 +138,7 @@ if [[ $PEERS -eq 1 ]]; then
       start_server "$OUT/serve-peer-$mode.log" 1 --fsync "$mode"
       for name in beanstalkd-shape bullmq-shape; do
         # shellcheck disable=SC2086
-        line="$(timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue "$name" \
+        line="$(timeout 300 "$BENCH" queue --server "$SERVER_URL" --queue "$name" \
           ${SHAPES[$name]} --timeout 240 || true)"
         echo "{\"mode\":\"$mode\",\"workload\":\"$name\",\"result\":${line:-null}}" |
           tee -a "$OUT/peer-shapes.jsonl"

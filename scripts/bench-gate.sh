@@ -39,8 +39,9 @@ echo "== results in $OUT"
 source "$ROOT/scripts/lib/bench-common.sh"
 need wrk wrk
 need nginx nginx
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-gate.sh: build $BUILD_DIR first" >&2; exit 1; }
 record_machine
 
@@ -59,7 +60,7 @@ for i in $(seq "$VISITORS"); do
 done
 echo "== $(wc -l <"$OUT/cookies.txt") admitted visitors"
 # The room check's shape of issue 18: sessions already waiting, one check each.
-timeout 300 "$BIN" bench rooms --server "$SERVER_URL" --room checks --sessions 10000 --capacity 1 \
+timeout 300 "$BENCH" rooms --server "$SERVER_URL" --room checks --sessions 10000 --capacity 1 \
   --duration 0.1 >"$OUT/prejoin.txt" 2>&1
 
 run() {  # run NAME URL SCRIPT ARGS...: one wrk line, with anteroom's CPU (ms) over the run

@@ -7,7 +7,7 @@
 #
 # For each N (default 1000 10000 100000; --quick: 1000 only) a fresh
 # `anteroom serve --memory-only --listen 127.0.0.1:0 --max-connections 250000` (stopped by its
-# PID) and `anteroom bench live -n N --server-pid PID --json`: N WebSocket clients waiting on one
+# PID) and `anteroom-bench live -n N --server-pid PID --json`: N WebSocket clients waiting on one
 # room, admissions at RATE/s for SECONDS s, delay from each change to each client's updated
 # position, server memory per live connection. Writes results.md (a Markdown table) to --out.
 #
@@ -73,8 +73,9 @@ FDS="$(ulimit -n)"
 echo "== file descriptors: $FDS"
 
 # ---- build -----------------------------------------------------------------------------------------
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom loopback_floor; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench loopback_floor; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-live.sh: build $BUILD_DIR first" >&2; exit 1; }
 
 record_machine
@@ -139,7 +140,7 @@ for n in "${RUN_SIZES[@]}"; do
     WATCHER=$!
   fi
   set +e
-  timeout "$limit" "$BIN" bench live --server "$SERVER_URL" -n "$n" --capacity "$CAPACITY" \
+  timeout "$limit" "$BENCH" live --server "$SERVER_URL" -n "$n" --capacity "$CAPACITY" \
     --rate "$RATE" --duration "$SECONDS_OF_ADMISSIONS" --threads "$CLIENT_THREADS" \
     --connect-rate "$CONNECT_RATE" --server-pid "$SERVER_PIDS" "${MULTI[@]}" --json \
     >"$OUT/live-$n.json" 2>"$OUT/live-$n.err"

@@ -7,7 +7,7 @@
 #  1. builds anteroom (the release preset, or DIR),
 #  2. starts `anteroom serve --listen 127.0.0.1:0 --threads N` (default 1: the load generator
 #     needs the other core; with 2, both I/O threads contend for the one queue's lock) and runs
-#     `anteroom bench queue`
+#     `anteroom-bench queue`
 #     (push + fetch + ack end to end over HTTP, client and server on the same cores):
 #       unbatched      1 job per request, HTTP pipelining 8 (4 producers, 4 workers)
 #       unbatched-p1   1 job per request, one request in flight per connection (4 + 16)
@@ -53,8 +53,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-queues.sh: build $BUILD_DIR first" >&2; exit 1; }
 
 record_machine
@@ -68,7 +69,7 @@ declare -A WORKLOADS=(
   [beanstalkd-shape]="--jobs 200000 --producers 1 --pipeline 64 --workers 4 --worker-pipeline 1 --batch 1"
   [latency]="--jobs 10000 --producers 1 --workers 4 --batch 1 --rate 2000"
 )
-echo "== anteroom serve --threads $SERVER_THREADS; anteroom bench queue, ${REPS} runs each"
+echo "== anteroom serve --threads $SERVER_THREADS; anteroom-bench queue, ${REPS} runs each"
 echo "server threads: $SERVER_THREADS" >>"$OUT/machine.txt"
 start_server "$OUT/serve.log" "$SERVER_THREADS"
 echo "server: $SERVER_URL"
@@ -77,7 +78,7 @@ for name in unbatched unbatched-p1 batched bullmq-shape beanstalkd-shape latency
   for rep in $(seq "$REPS"); do
     t0="$(server_cpu_ticks)"
     # shellcheck disable=SC2086
-    line="$(timeout 300 "$BIN" bench queue --server "$SERVER_URL" --queue "$name-$rep" \
+    line="$(timeout 300 "$BENCH" queue --server "$SERVER_URL" --queue "$name-$rep" \
       ${WORKLOADS[$name]} --timeout 240 || true)"
     t1="$(server_cpu_ticks)"
     echo "$line" | python3 -c '

@@ -8,9 +8,9 @@
 #  1. throughput, 1 and 3 `anteroom serve --store redis://...` processes on the same Redis. The
 #     client side is the same in both cases: 3 load generators run at once (C/3 connections
 #     each), all against process 1, or one per process; their results are summed.
-#       rooms   `anteroom bench rooms`: one room (capacity 100, 10k sessions pre-joined by the
+#       rooms   `anteroom-bench rooms`: one room (capacity 100, 10k sessions pre-joined by the
 #               generators), C keep-alive connections in all, one check in flight each
-#       queue   `anteroom bench queue`: push + fetch + ack (the ack rides on the next fetch),
+#       queue   `anteroom-bench queue`: push + fetch + ack (the ack rides on the next fetch),
 #               1 job per request, 2 producers + 2 workers per generator, pipelining 8; one
 #               queue per generator; jobs/s = all jobs / the slowest generator's time
 #     with Redis CPU per operation and EVALSHA's server time per call (INFO commandstats),
@@ -75,8 +75,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-redis.sh: build $BUILD_DIR first" >&2; exit 1; }
 need redis-server redis-server redis-tools
 need redis-benchmark redis-tools
@@ -129,11 +130,11 @@ run_generators() {
     url="${URLS[$((g % nproc))]}"
     files+=("$OUT/$kind-${nproc}p-rep$rep-gen$g.json")
     if [[ $kind == rooms ]]; then
-      timeout $((DURATION + 120)) "$BIN" bench rooms --server "$url" --room bench \
+      timeout $((DURATION + 120)) "$BENCH" rooms --server "$url" --room bench \
         --sessions "$SESSIONS" --capacity "$CAPACITY" --connections $((CONNS / 3)) \
         --duration "$DURATION" >"${files[-1]}" 2>"${files[-1]%.json}.err" &
     else
-      timeout 150 "$BIN" bench queue --server "$url" --queue "q$g" --jobs $((JOBS / 3)) \
+      timeout 150 "$BENCH" queue --server "$url" --queue "q$g" --jobs $((JOBS / 3)) \
         --producers 2 --workers 2 --batch 1 --pipeline 8 --timeout 120 \
         >"${files[-1]}" 2>"${files[-1]%.json}.err" &
     fi
@@ -687,7 +688,7 @@ print(json.dumps({"scenario": "peer", "name": "bullmq-e2e", "rate": round(j["rat
 PY
   echo "-- anteroom, BullMQ's shape (pushes of 100, 4 workers, pipelining 8), 1 process"
   rcli flushall >/dev/null
-  line="$(timeout 150 "$BIN" bench queue --server "${URLS[0]}" --queue bullmq-shape --jobs 30000 \
+  line="$(timeout 150 "$BENCH" queue --server "${URLS[0]}" --queue bullmq-shape --jobs 30000 \
     --producers 1 --workers 4 --push-batch 100 --batch 1 --pipeline 8 --timeout 120 || true)"
   echo "{\"scenario\":\"bullmq-shape\",\"processes\":1,\"result\":${line:-null}}" | tee -a "$RESULTS"
   rm -rf "$PEER_DIR"

@@ -6,7 +6,7 @@
 #   scripts/bench-room-check.sh [--no-build] [--build-dir DIR] [--rounds N] [--out DIR]
 #
 # Each round starts `anteroom serve --threads 2` fresh (durable, then memory-only), pre-joins a
-# room of capacity 1000 with 20000 sessions (19000 waiting) with `anteroom bench rooms`, then
+# room of capacity 1000 with 20000 sessions (19000 waiting) with `anteroom-bench rooms`, then
 # runs wrk -t2 -c50 -d10s with bench/wrk/check.lua: one request in flight per connection, every
 # check of a session already there. Reported per run: checks/s, p50/p99, the server's CPU per
 # check (schedstat) and what the data directory grew by during wrk (a check-in of someone
@@ -41,8 +41,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-room-check.sh: build $BUILD_DIR first" >&2; exit 1; }
 need wrk wrk
 need strace strace
@@ -55,7 +56,7 @@ serve_room() {  # serve_room MODE LOG
   [[ "$1" == memory ]] && flags=(--memory-only)
   start_server "$2" 2 "${flags[@]}"
   SERVER_PID="${PIDS[-1]}"
-  timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room peer --sessions "$SESSIONS" \
+  timeout 120 "$BENCH" rooms --server "$SERVER_URL" --room peer --sessions "$SESSIONS" \
     --capacity 1000 --connections 50 --duration 1 >"$2.prejoin" 2>&1
 }
 

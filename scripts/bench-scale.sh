@@ -5,7 +5,7 @@
 #
 #   scripts/bench-scale.sh [--no-build] [--sizes "1000 100000 1000000"] [--seconds N] [--out DIR]
 #
-# Rooms: a fresh server per size; `anteroom bench rooms` pre-joins N sessions (capacity 100, so
+# Rooms: a fresh server per size; `anteroom-bench rooms` pre-joins N sessions (capacity 100, so
 # N - 100 wait), then wrk -t1 -c50 with bench/wrk/check.lua checks them in turn. Reported:
 # checks/s, p99, server CPU per check (schedstat), and resident memory per session (VmRSS
 # growth over the pre-join / N: allocator and page granularity included).
@@ -40,8 +40,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 BUILD_DIR="build/release"
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-scale.sh: build $BUILD_DIR first" >&2; exit 1; }
 record_machine
 need wrk wrk
@@ -57,7 +58,7 @@ for n in $SIZES; do
   start_server "$OUT/serve-room-$n.log" "$(nproc)"
   pid="${PIDS[-1]}"
   rss0="$(rss_kb "$pid")"
-  timeout 600 "$BIN" bench rooms --server "$SERVER_URL" --room scale --sessions "$n" \
+  timeout 600 "$BENCH" rooms --server "$SERVER_URL" --room scale --sessions "$n" \
     --capacity 100 --connections 64 --duration 0.5 >"$OUT/prejoin-$n.json"
   rss1="$(rss_kb "$pid")"
   t0="$(run_ns "$pid")"

@@ -14,7 +14,7 @@
 # once with the ack as its own request (plain) and once riding on the next fetch (RIDE=1: one
 # request per job), plus BullMQ end to end (bench-bullmq-e2e.js: addBulk(100) + one Worker,
 # concurrency 50) on a fresh Debian redis-server. Then 64 producers pushing one job per request
-# (`anteroom bench queue`), --fsync always against --memory-only. Last, one pass of each
+# (`anteroom-bench queue`), --fsync always against --memory-only. Last, one pass of each
 # worker-loop shape under `strace -c -f` on the default server: syscalls per request.
 #
 # Medians of the rounds and the ratios go to stdout and OUT/summary.txt; raw lines to OUT.
@@ -47,8 +47,9 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 BUILD_DIR="build/release"
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-worker-loop.sh: build $BUILD_DIR first" >&2; exit 1; }
 record_machine
 
@@ -136,7 +137,7 @@ for round in $(seq "$ROUNDS"); do
     flags=(--fsync always)
     [[ $mode == memory ]] && flags=(--memory-only)
     start_server "$OUT/serve-p64-$mode.log" "$(nproc)" "${flags[@]}"
-    timeout 180 "$BIN" bench queue --server "$SERVER_URL" --jobs 50000 --producers 64 \
+    timeout 180 "$BENCH" queue --server "$SERVER_URL" --jobs 50000 --producers 64 \
       --workers 0 --batch 1 --pipeline 1 --threads 2 --timeout 150 >>"$OUT/p64-$mode.jsonl" ||
       echo '{"ok":false}' >>"$OUT/p64-$mode.jsonl"
     show "p64-$mode" jobs_per_s <"$OUT/p64-$mode.jsonl"
@@ -188,7 +189,7 @@ def med(name, key="rate"):
             d = json.loads(l)
         except ValueError:
             continue
-        ok = d.get("ok", d.get("errors", 1) == 0)  # `anteroom bench queue` reports errors
+        ok = d.get("ok", d.get("errors", 1) == 0)  # `anteroom-bench queue` reports errors
         if ok and d.get(key):
             vals.append(float(d[key]))
     return statistics.median(vals) if vals else None

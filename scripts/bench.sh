@@ -6,7 +6,7 @@
 #  1. builds anteroom and engine_bench (the release preset, or DIR),
 #  2. runs engine_bench (engine checks/s, churn, expiry, memory per waiting session),
 #  3. starts `anteroom serve --listen 127.0.0.1:0 --threads 2` (stopped by its PID on exit),
-#     pre-joins 10000 sessions, runs `anteroom bench rooms --connections 64 --duration 10`, then
+#     pre-joins 10000 sessions, runs `anteroom-bench rooms --connections 64 --duration 10`, then
 #     wrk -t1 -c64 -d10s with bench/wrk/check.lua,
 #  4. with --peers: the Redis waiting-room peers of /work/shared/peers (bench-waitroom.js,
 #     bench-waitroom-lua.js) on a copy of that folder, plus anteroom on the same shape of room
@@ -44,8 +44,9 @@ echo "== results in $OUT"
 source "$ROOT/scripts/lib/bench-common.sh"
 
 # ---- 1. build ----------------------------------------------------------------------------------
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom engine_bench; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench engine_bench; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
+BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 ENGINE_BENCH="$ROOT/$BUILD_DIR/bench/engine_bench"
 [[ -x "$BIN" && -x "$ENGINE_BENCH" ]] || { echo "bench.sh: build $BUILD_DIR first" >&2; exit 1; }
 
@@ -80,14 +81,14 @@ echo "== HTTP: anteroom serve --threads 2, client and server on the same $(nproc
 start_server "$OUT/serve.log"
 echo "server: $SERVER_URL"
 echo "-- pre-join 10000 sessions (bench-0 .. bench-9999, room 'bench', capacity 100)"
-timeout 120 "$BIN" bench rooms --server "$SERVER_URL" --room bench --sessions 10000 \
+timeout 120 "$BENCH" rooms --server "$SERVER_URL" --room bench --sessions 10000 \
   --connections 64 --duration 1 | tee "$OUT/bench-rooms-prejoin.json"
-echo "-- anteroom bench rooms: 64 connections, ${HTTP_SECONDS} s"
-timeout $((HTTP_SECONDS + 120)) "$BIN" bench rooms --server "$SERVER_URL" --room bench \
+echo "-- anteroom-bench rooms: 64 connections, ${HTTP_SECONDS} s"
+timeout $((HTTP_SECONDS + 120)) "$BENCH" rooms --server "$SERVER_URL" --room bench \
   --sessions 10000 --connections 64 --duration "$HTTP_SECONDS" | tee "$OUT/bench-rooms.json"
 for depth in 4 8; do
-  echo "-- anteroom bench rooms: 64 connections, HTTP pipelining depth $depth, ${HTTP_SECONDS} s"
-  timeout $((HTTP_SECONDS + 120)) "$BIN" bench rooms --server "$SERVER_URL" --room bench \
+  echo "-- anteroom-bench rooms: 64 connections, HTTP pipelining depth $depth, ${HTTP_SECONDS} s"
+  timeout $((HTTP_SECONDS + 120)) "$BENCH" rooms --server "$SERVER_URL" --room bench \
     --sessions 10000 --connections 64 --pipeline "$depth" --duration "$HTTP_SECONDS" \
     | tee "$OUT/bench-rooms-pipeline$depth.json"
 done
@@ -109,7 +110,7 @@ if [[ $PEERS -eq 1 ]]; then
 
   echo "-- anteroom on the peers' shape: 20000 sessions, capacity 1000, 50 connections"
   start_server "$OUT/serve-peer.log"
-  timeout $((HTTP_SECONDS + 180)) "$BIN" bench rooms --server "$SERVER_URL" --room peer \
+  timeout $((HTTP_SECONDS + 180)) "$BENCH" rooms --server "$SERVER_URL" --room peer \
     --sessions 20000 --capacity 1000 --connections 50 --duration "$HTTP_SECONDS" \
     | tee "$OUT/bench-rooms-peer-shape.json"
   if need wrk wrk; then
@@ -151,7 +152,7 @@ if m:
     h, mo = m["bytes_per_session_heap"], m["bytes_per_session_model"]
     print(f"bytes per waiting session: heap {h:.1f}, model {mo:.1f}  (target <= 200: "
           f"{'met' if max(h, mo) <= 200 else 'MISSED'})")
-for name, label, rate in (("bench-rooms.json", "anteroom bench rooms", "checks_per_s"),
+for name, label, rate in (("bench-rooms.json", "anteroom-bench rooms", "checks_per_s"),
                           ("bench-rooms-pipeline4.json", "bench rooms, pipelining 4", "checks_per_s"),
                           ("bench-rooms-pipeline8.json", "bench rooms, pipelining 8", "checks_per_s"),
                           ("wrk.json", "wrk check.lua", "requests_per_s")):

@@ -37,8 +37,5 @@ void AddCheckDataCommand(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);
 void AddQueueCommands(CLI::App& app, ClientFlags& flags);
 void AddWorkCommand(CLI::App& app, ClientFlags& flags);
-void AddBenchCommands(CLI::App& app, ClientFlags& flags);
-void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags);
-void AddBenchLiveCommand(CLI::App& bench, ClientFlags& flags);
 
 }  // namespace anteroom::cmd

@@ -47,7 +47,6 @@ int main(int argc, char** argv) {
   anteroom::cmd::AddRoomCommands(app, flags);
   anteroom::cmd::AddQueueCommands(app, flags);
   anteroom::cmd::AddWorkCommand(app, flags);
-  anteroom::cmd::AddBenchCommands(app, flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

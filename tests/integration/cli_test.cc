@@ -143,10 +143,10 @@ TEST_F(CliTest, NoServerExitsNonZero) {
 // The live channel's load generator (scripts/bench-live.sh) against a real server: 200 waiting
 // WebSocket clients, 2 s of admissions; every pushed position checked, every change measured.
 TEST_F(CliTest, BenchLiveSeesEveryChangeAtTheRightPosition) {
-  CliResult r = RunCli({"bench", "live", "--server", server().url(), "-n", "200", "--capacity", "5",
-                        "--rate", "10", "--duration", "2", "--settle", "10", "--server-pid",
-                        std::to_string(server().pid()), "--json"},
-                       {}, std::chrono::seconds(60));
+  CliResult r = RunBench({"live", "--server", server().url(), "-n", "200", "--capacity", "5",
+                          "--rate", "10", "--duration", "2", "--settle", "10", "--server-pid",
+                          std::to_string(server().pid()), "--json"},
+                         {}, std::chrono::seconds(60));
   ASSERT_FALSE(r.timed_out) << Describe(r);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   json::value j = Json(r);
@@ -164,6 +164,22 @@ TEST_F(CliTest, BenchLiveSeesEveryChangeAtTheRightPosition) {
   EXPECT_GT(IntField(j, "generator_rss_kb").value_or(0), 0) << Describe(r);
   // The generator deleted its room.
   EXPECT_TRUE(client().ListRooms().json.at("rooms").as_array().empty()) << Describe(r);
+}
+
+// The load generators are their own binary: the product carries none of them.
+TEST(CliHelpTest, TheLoadGeneratorsAreApartFromTheProduct) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"},
+                                               {"rooms", "--help"},
+                                               {"queue", "--help"},
+                                               {"live", "--help"}}) {
+    CliResult r = RunBench(args, {}, std::chrono::seconds(10));
+    EXPECT_EQ(r.exit_code, 0) << args[0] << Describe(r);
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[0] << Describe(r);
+  }
+  CliResult product = RunCli({"bench", "rooms"}, {}, std::chrono::seconds(10));
+  EXPECT_NE(product.exit_code, 0) << "anteroom has no bench command" << Describe(product);
+  CliResult help = RunCli({"--help"}, {}, std::chrono::seconds(10));
+  EXPECT_EQ(help.out.find("bench"), std::string::npos) << Describe(help);
 }
 
 class CliAdminTest : public CliTest {
@@ -199,9 +215,6 @@ TEST(CliHelpTest, HelpOnEveryCommandExitsZero) {
       {"room", "list", "--help"},
       {"room", "delete", "--help"},
       {"check", "--help"},
-      {"bench", "--help"},
-      {"bench", "rooms", "--help"},
-      {"bench", "live", "--help"},
   };
   for (const auto& args : commands) {
     CliResult r = RunCli(args, {}, std::chrono::seconds(10));

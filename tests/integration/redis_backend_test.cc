@@ -20,7 +20,7 @@
 //    counters add up.
 //  - NoJobWaitsForALeaseWhileItsWorkerAsks: a long poll whose client left gets no job; the live
 //    worker asking next (same worker name, another process pushing) gets it at once, attempt 1.
-//  - QueueBenchmarkRunTwiceDoesNotWaitForLeases: `anteroom bench queue` on 3 processes, twice on
+//  - QueueBenchmarkRunTwiceDoesNotWaitForLeases: `anteroom-bench queue` on 3 processes, twice on
 //    the same queues (scripts/bench-redis.sh's 3-process scenario): no job waits for a lease.
 //  - SurvivorRunsExpiry: 3 processes, two killed with SIGKILL; rooms' grace, check-in and idle
 //    deadlines, and queues' leases, heartbeats and delays set up through the killed ones still
@@ -1516,7 +1516,7 @@ TEST(RedisBackendTest, NoJobWaitsForALeaseWhileItsWorkerAsks) {
 }
 
 // The benchmark that showed it (scripts/bench-redis.sh, its 3-process queue scenario): three
-// `anteroom bench queue` generators, each on its own process and queue, run twice in a row on
+// `anteroom-bench queue` generators, each on its own process and queue, run twice in a row on
 // the same queues. The first run's workers leave long polls parked when they exit; the second
 // run's first jobs went to them and waited out the 30 s lease. No job may wait that long.
 TEST(RedisBackendTest, QueueBenchmarkRunTwiceDoesNotWaitForLeases) {
@@ -1535,12 +1535,11 @@ TEST(RedisBackendTest, QueueBenchmarkRunTwiceDoesNotWaitForLeases) {
     std::vector<std::thread> generators;
     for (size_t g = 0; g < ports.size(); ++g) {
       generators.emplace_back([&, g] {
-        results[g] =
-            RunCli({"bench", "queue", "--server", "http://127.0.0.1:" + std::to_string(ports[g]),
-                    "--queue", "bench-q" + std::to_string(g), "--jobs", std::to_string(jobs),
-                    "--producers", "2", "--workers", "2", "--batch", "1", "--pipeline", "8",
-                    "--timeout", "60"},
-                   {}, seconds(90));
+        results[g] = RunBench(
+            {"queue", "--server", "http://127.0.0.1:" + std::to_string(ports[g]), "--queue",
+             "bench-q" + std::to_string(g), "--jobs", std::to_string(jobs), "--producers", "2",
+             "--workers", "2", "--batch", "1", "--pipeline", "8", "--timeout", "60"},
+            {}, seconds(90));
       });
     }
     for (auto& t : generators) t.join();

@@ -88,10 +88,12 @@ const char* BinaryPath() {
   return path;
 }
 
+const char* BenchBinaryPath() { return ANTEROOM_BENCH_BINARY; }
+
 // Between fork and exec the child only makes async-signal-safe calls.
 pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
-                  std::string* error) {
-  args.insert(args.begin(), BinaryPath());
+                  std::string* error, const char* binary) {
+  args.insert(args.begin(), binary != nullptr ? binary : BinaryPath());
   std::vector<std::string> env = ChildEnvironment(extra_env);
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(env);
@@ -276,8 +278,10 @@ int ServerProcess::Stop(std::chrono::milliseconds grace) {
 
 // ---- RunCli --------------------------------------------------------------------------------
 
-CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
-                 std::chrono::milliseconds timeout) {
+namespace {
+
+CliResult RunBinary(const char* binary, const std::vector<std::string>& args,
+                    const EnvVars& extra_env, std::chrono::milliseconds timeout) {
   CliResult result;
   int out[2];
   int err[2];
@@ -288,7 +292,7 @@ CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
     return result;
   }
   std::string error;
-  pid_t pid = SpawnBinary(args, extra_env, out[1], err[1], &error);
+  pid_t pid = SpawnBinary(args, extra_env, out[1], err[1], &error, binary);
   close(out[1]);
   close(err[1]);
   if (pid < 0) {
@@ -347,6 +351,18 @@ CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
   if (result.timed_out) status = KillAndReap(pid, std::chrono::milliseconds(0), false);
   result.exit_code = status < 0 ? -1 : ExitCode(status);
   return result;
+}
+
+}  // namespace
+
+CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env,
+                 std::chrono::milliseconds timeout) {
+  return RunBinary(BinaryPath(), args, extra_env, timeout);
+}
+
+CliResult RunBench(const std::vector<std::string>& args, const EnvVars& extra_env,
+                   std::chrono::milliseconds timeout) {
+  return RunBinary(BenchBinaryPath(), args, extra_env, timeout);
 }
 
 // ---- raw TCP -------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ inline constexpr char kRlimitNofileVar[] = "ANTEROOM_TEST_RLIMIT_NOFILE";
 // environment's ANTEROOM_TEST_BINARY: today's tests against another build (e.g. to show a
 // regression test fails on the code before its fix).
 const char* BinaryPath();
+// The load generators' binary (bench/load: anteroom-bench), built beside it.
+const char* BenchBinaryPath();
 
 // fork + execve of `anteroom ARGS...` with ANTEROOM_* cleared from the inherited environment
 // (so a developer's shell cannot change what a test sees) and EXTRA_ENV added; stdin is
@@ -39,7 +41,7 @@ const char* BinaryPath();
 // that outlives the child. Answers the PID, or -1 with *error set. Shared by ServerProcess,
 // RunCli and WorkerProcess, so every child is started the same way.
 pid_t SpawnBinary(std::vector<std::string> args, const EnvVars& extra_env, int out_fd, int err_fd,
-                  std::string* error);
+                  std::string* error, const char* binary = nullptr);  // nullptr: BinaryPath()
 
 // A TCP connection to 127.0.0.1:PORT (non-blocking socket, TCP_NODELAY), or -1
 // when it cannot be made within `timeout`. Shared by RawConnection and the Redis helpers.
@@ -107,6 +109,9 @@ struct CliResult {
 // captures stdout, stderr and the exit code. Killed by PID after `timeout`.
 CliResult RunCli(const std::vector<std::string>& args, const EnvVars& extra_env = {},
                  std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// The same for `anteroom-bench ARGS...`.
+CliResult RunBench(const std::vector<std::string>& args, const EnvVars& extra_env = {},
+                   std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // One raw TCP connection to 127.0.0.1:port, for malformed HTTP.
 class RawConnection {

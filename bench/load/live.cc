@@ -1,4 +1,4 @@
-// `anteroom bench live`: the live channel under load. Opens N WebSocket connections to one room
+// `anteroom-bench live`: the live channel under load. Opens N WebSocket connections to one room
 // (each a new waiting session), checks that they report the positions 1..N exactly, then admits
 // at a steady rate and measures, for every client and every change, the delay from the change to
 // the first message that shows it. Also reports the server's memory per live connection.
@@ -57,9 +57,9 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
-#include "cmd/commands.h"
+#include "load/load.h"
 
-namespace anteroom::cmd {
+namespace anteroom::load {
 
 namespace {
 
@@ -535,7 +535,7 @@ struct Result {
 
 void PrintHuman(const Result& r, const BenchLiveFlags& f) {
   fmt::print(
-      "anteroom bench live: {} WebSocket connections on one room, capacity {}, over {} server "
+      "anteroom-bench live: {} WebSocket connections on one room, capacity {}, over {} server "
       "process(es) from {} generator process(es)\n",
       r.connections, r.capacity, r.servers, r.processes);
   fmt::print("  opened in {:.1f} s over {} source address(es); positions 1..{} verified\n",
@@ -783,15 +783,15 @@ class Parts {
 
   // CPU seconds and RSS of the parts (this process's own when they are threads).
   double CpuSeconds() const {
-    if (pids_.empty()) return cmd::CpuSeconds("/proc/self");
+    if (pids_.empty()) return load::CpuSeconds("/proc/self");
     double sum = 0;
-    for (pid_t pid : pids_) sum += cmd::CpuSeconds(fmt::format("/proc/{}", pid));
+    for (pid_t pid : pids_) sum += load::CpuSeconds(fmt::format("/proc/{}", pid));
     return sum;
   }
   int64_t RssKb() const {
-    if (pids_.empty()) return cmd::RssKb("/proc/self/status");
+    if (pids_.empty()) return load::RssKb("/proc/self/status");
     int64_t sum = 0;
-    for (pid_t pid : pids_) sum += cmd::RssKb(fmt::format("/proc/{}/status", pid));
+    for (pid_t pid : pids_) sum += load::RssKb(fmt::format("/proc/{}/status", pid));
     return sum;
   }
 
@@ -1053,9 +1053,9 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
 
 }  // namespace
 
-void AddBenchLiveCommand(CLI::App& bench, ClientFlags& flags) {
+void AddLiveCommand(CLI::App& app, ClientFlags& flags) {
   auto f = std::make_shared<BenchLiveFlags>();
-  CLI::App* live = bench.add_subcommand(
+  CLI::App* live = app.add_subcommand(
       "live", "Delay of pushed positions over N WebSocket connections on one room");
   live->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
   live->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
@@ -1112,4 +1112,4 @@ void AddBenchLiveCommand(CLI::App& bench, ClientFlags& flags) {
   });
 }
 
-}  // namespace anteroom::cmd
+}  // namespace anteroom::load

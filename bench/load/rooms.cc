@@ -1,4 +1,4 @@
-// `anteroom bench rooms`: a load generator like redis-benchmark. Pre-joins N sessions, then
+// `anteroom-bench rooms`: a load generator like redis-benchmark. Pre-joins N sessions, then
 // drives check-ins over C keep-alive connections for S seconds (loopback only, bounded) and
 // prints one JSON line.
 #include <boost/asio/connect.hpp>
@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
-#include "cmd/commands.h"
+#include "load/load.h"
 
-namespace anteroom::cmd {
+namespace anteroom::load {
 
 namespace {
 
@@ -188,11 +188,9 @@ int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
 
 }  // namespace
 
-void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
-  CLI::App* bench = app.add_subcommand("bench", "Load generators (loopback, bounded)");
-  bench->require_subcommand(1);
+void AddRoomsCommand(CLI::App& app, ClientFlags& flags) {
   auto f = std::make_shared<BenchRoomsFlags>();
-  CLI::App* rooms = bench->add_subcommand("rooms", "Check-ins per second on one room");
+  CLI::App* rooms = app.add_subcommand("rooms", "Check-ins per second on one room");
   rooms->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
   rooms->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   rooms->add_option("--room", f->room, "Room to use (created or changed)")->capture_default_str();
@@ -212,12 +210,10 @@ void AddBenchCommands(CLI::App& app, ClientFlags& flags) {
                    "Requests per connection sent before reading their answers (HTTP pipelining)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  AddBenchQueueCommand(*bench, flags);
-  AddBenchLiveCommand(*bench, flags);
   rooms->callback([f, &flags] {
     int rc = RunBenchRooms(*f, flags);
     if (rc != 0) std::exit(rc);
   });
 }
 
-}  // namespace anteroom::cmd
+}  // namespace anteroom::load

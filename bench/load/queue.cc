@@ -1,4 +1,4 @@
-// `anteroom bench queue`: pushes N jobs while W workers fetch and ack them, B jobs per request,
+// `anteroom-bench queue`: pushes N jobs while W workers fetch and ack them, B jobs per request,
 // and prints one JSON line (loopback, bounded), like redis-benchmark. Connections are
 // asynchronous and may pipeline P requests each, so the generator costs little next to the
 // server it measures. Each payload carries its push time, so workers measure push-to-fetch
@@ -20,10 +20,10 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
-#include "cmd/commands.h"
-#include "cmd/pipelined_conn.h"
+#include "load/load.h"
+#include "load/pipelined_conn.h"
 
-namespace anteroom::cmd {
+namespace anteroom::load {
 
 namespace {
 
@@ -332,9 +332,9 @@ int RunBenchQueue(BenchQueueFlags f, const ClientFlags& cf) {
 
 }  // namespace
 
-void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
+void AddQueueCommand(CLI::App& app, ClientFlags& flags) {
   auto f = std::make_shared<BenchQueueFlags>();
-  CLI::App* queue = bench.add_subcommand("queue", "Push N jobs while W workers fetch and ack them");
+  CLI::App* queue = app.add_subcommand("queue", "Push N jobs while W workers fetch and ack them");
   queue->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
   queue->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   queue->add_option("--queue", f->queue, "Queue to use (default: a fresh bench-<time>)");
@@ -383,4 +383,4 @@ void AddBenchQueueCommand(CLI::App& bench, ClientFlags& flags) {
   });
 }
 
-}  // namespace anteroom::cmd
+}  // namespace anteroom::load

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-namespace anteroom::cmd {
+namespace anteroom::load {
 
 class PipelinedConn : public std::enable_shared_from_this<PipelinedConn> {
  public:
@@ -143,4 +143,4 @@ class PipelinedConn : public std::enable_shared_from_this<PipelinedConn> {
   bool closed_ = false;
 };
 
-}  // namespace anteroom::cmd
+}  // namespace anteroom::load
