@@ -57,6 +57,7 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
+#include "load/kit.h"
 #include "load/load.h"
 
 namespace anteroom::load {
@@ -67,7 +68,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
-using SteadyClock = std::chrono::steady_clock;
 
 struct BenchLiveFlags {
   int64_t connections = 1'000;
@@ -90,7 +90,7 @@ struct BenchLiveFlags {
 };
 
 const SteadyClock::time_point kEpoch = SteadyClock::now();
-uint32_t NowUs() {
+uint32_t SinceStartUs() {
   return static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - kEpoch).count());
 }
@@ -122,52 +122,6 @@ std::optional<int64_t> IntOf(std::string_view text) {
     v = v * 10 + (c - '0');
   }
   return v;
-}
-
-// VmRSS of /proc/PID/status in KiB; -1 when it cannot be read.
-int64_t RssKb(const std::string& status_path) {
-  std::ifstream in(status_path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
-    size_t from = line.find_first_of("0123456789");
-    if (from == std::string::npos) return -1;
-    return IntOf(std::string_view(line).substr(from, line.find(' ', from) - from)).value_or(-1);
-  }
-  return -1;
-}
-
-// CPU seconds of a process (`proc`: "/proc/PID" or "/proc/self"): the time every live thread has
-// run (task/*/schedstat, nanoseconds). The clock ticks of /proc/PID/stat undercount a busy
-// process by up to 3x on a tickless VM, so they are only the fallback. -1 when neither reads.
-double TickSeconds(const std::string& stat_path);
-double CpuSeconds(const std::string& proc) {
-  std::error_code ec;
-  double total = 0;
-  bool any = false;
-  for (const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) {
-    std::ifstream in(task.path() / "schedstat");
-    double run_ns = 0;
-    if (in >> run_ns) {
-      total += run_ns / 1e9;
-      any = true;
-    }
-  }
-  return any ? total : TickSeconds(proc + "/stat");
-}
-
-// User + system CPU seconds of a process (/proc/PID/stat); -1 when it cannot be read.
-double TickSeconds(const std::string& stat_path) {
-  std::ifstream in(stat_path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(paren + 2));  // from field 3, the state
-  std::string skip;
-  for (int i = 3; i < 14; ++i) fields >> skip;
-  double utime = 0, stime = 0;
-  fields >> utime >> stime;
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // With --processes > 1 the generator's parts are forked processes, so everything the driver and
@@ -387,7 +341,7 @@ class LiveClient : public std::enable_shared_from_this<LiveClient> {
   }
 
   void OnMessage(std::string_view msg) {
-    uint32_t now = NowUs();
+    uint32_t now = SinceStartUs();
     std::string_view type = Field(msg, "type");
     if (type == "heartbeat") return;  // every 15 s: not counted
     part_.counter->messages.fetch_add(1, std::memory_order_relaxed);
@@ -497,13 +451,6 @@ struct Worker {
     });
   }
 };
-
-double Percentile(std::vector<uint32_t>& v, double p) {  // in ms
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k] / 1000.0;
-}
 
 // For lining up the run's phases with other tools' logs (e.g. Redis's SLOWLOG).
 double UnixSeconds() {
@@ -850,7 +797,8 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
   RaiseFileLimit((n + parts - 1) / parts + 64);
   bool quiet = false;  // progress goes to stderr, even with --json
 
-  std::string room = f.room.empty() ? fmt::format("live-bench-{}-{}", getpid(), NowUs()) : f.room;
+  std::string room =
+      f.room.empty() ? fmt::format("live-bench-{}-{}", getpid(), SinceStartUs()) : f.room;
   std::string path = fmt::format("/v1/rooms/{}/ws", room);
   Board board(n, std::llround(f.rate * f.duration_s));
   BoardHeader& h = board.h();
@@ -978,9 +926,9 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
     auto lag = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - due);
     lag_max_us = std::max(lag_max_us, static_cast<uint32_t>(std::max<int64_t>(0, lag.count())));
     h.sent.store(k, std::memory_order_release);
-    uint32_t sent = NowUs();
+    uint32_t sent = SinceStartUs();
     HttpResult r = http.Leave(room, holder, /*final=*/true);
-    answered_us[k] = NowUs();
+    answered_us[k] = SinceStartUs();
     rtt_us.push_back(answered_us[k] - sent);
     if (!r.ok()) {
       return fail_early(fmt::format("leave of holder {} failed: {} {}", holder, r.body, r.error));
@@ -1018,12 +966,12 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
   }
   res.samples = std::min(h.samples.load(), board.capacity());
   std::vector<uint32_t> delays(board.delays(), board.delays() + res.samples);
-  res.p50 = Percentile(delays, 0.50);
-  res.p99 = Percentile(delays, 0.99);
-  res.max = Percentile(delays, 1.0);
+  res.p50 = PercentileMs(delays, 0.50);
+  res.p99 = PercentileMs(delays, 0.99);
+  res.max = PercentileMs(delays, 1.0);
   res.messages_per_s = static_cast<double>(res.messages) / res.window_s;
-  res.leave_rtt_p50 = Percentile(rtt_us, 0.50);
-  res.leave_rtt_max = Percentile(rtt_us, 1.0);
+  res.leave_rtt_p50 = PercentileMs(rtt_us, 0.50);
+  res.leave_rtt_max = PercentileMs(rtt_us, 1.0);
   res.lag_max = lag_max_us / 1000.0;
   res.holder_wait_max = holder_wait_max_us / 1000.0;
   std::vector<uint32_t> firsts, fanouts, lasts;
@@ -1034,13 +982,13 @@ int RunBenchLive(const BenchLiveFlags& f, const ClientFlags& client_flags) {
     fanouts.push_back(last - first);
     lasts.push_back(last);
   }
-  res.first_p50 = Percentile(firsts, 0.5);
-  res.first_max = Percentile(firsts, 1.0);
-  res.fanout_p50 = Percentile(fanouts, 0.5);
-  res.fanout_max = Percentile(fanouts, 1.0);
-  res.last_p50 = Percentile(lasts, 0.5);
-  res.last_p99 = Percentile(lasts, 0.99);
-  res.last_max = Percentile(lasts, 1.0);
+  res.first_p50 = PercentileMs(firsts, 0.5);
+  res.first_max = PercentileMs(firsts, 1.0);
+  res.fanout_p50 = PercentileMs(fanouts, 0.5);
+  res.fanout_max = PercentileMs(fanouts, 1.0);
+  res.last_p50 = PercentileMs(lasts, 0.5);
+  res.last_p99 = PercentileMs(lasts, 0.99);
+  res.last_max = PercentileMs(lasts, 1.0);
   res.failed = h.failed.load();
   if (res.server_rss_after_kb >= 0 && res.server_rss_before_kb >= 0) {
     res.server_bytes_per_conn =

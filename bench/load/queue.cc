@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
+#include "load/kit.h"
 #include "load/load.h"
 #include "load/pipelined_conn.h"
 
@@ -28,7 +29,6 @@ namespace anteroom::load {
 namespace {
 
 namespace net = boost::asio;
-using SteadyClock = std::chrono::steady_clock;
 
 struct BenchQueueFlags {
   std::string queue;
@@ -44,19 +44,6 @@ struct BenchQueueFlags {
   double rate = 0;  // jobs per second over all producers; 0: as fast as possible
   double timeout_s = 120;
 };
-
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             SteadyClock::now().time_since_epoch())
-      .count();
-}
-
-double PercentileMs(std::vector<int64_t>& v, double p) {
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return static_cast<double>(v[k]) / 1000.0;
-}
 
 // What all connections share. Counters are atomic: connections run on several threads.
 struct Run {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "anteroom/client.hpp"
+#include "load/kit.h"
 #include "load/load.h"
 
 namespace anteroom::load {
@@ -28,7 +29,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-using SteadyClock = std::chrono::steady_clock;
 
 struct BenchRoomsFlags {
   std::string room = "bench";
@@ -135,13 +135,6 @@ std::vector<uint32_t> Drive(Shared& shared, const std::string& port, int connect
   std::vector<uint32_t> all;
   for (auto& c : conns) all.insert(all.end(), c->latencies_us.begin(), c->latencies_us.end());
   return all;
-}
-
-double PercentileMs(std::vector<uint32_t>& v, double p) {
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k] / 1000.0;
 }
 
 int RunBenchRooms(const BenchRoomsFlags& f, const ClientFlags& client_flags) {
