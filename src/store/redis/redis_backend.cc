@@ -416,37 +416,31 @@ void RedisBackend::Check(std::string room, std::string session, core::Arrival ar
   });
 }
 
-void RedisBackend::Touch(std::string room, std::string session,
-                         Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session),
-        done = std::move(done)](Shard& s) {
-    RoomScript(s, room, {"touch", session}, [session, done](OpResult<Reply> r) {
+void RedisBackend::SessionOp(std::vector<std::string> args, std::string room,
+                             Completion<core::SessionView> done) {
+  Post([this, args = std::move(args), room = std::move(room),
+        done = std::move(done)](Shard& s) mutable {
+    std::string session = args.at(1);
+    RoomScript(s, room, std::move(args), [session, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
       done(ToView(session, r->at(2)));
     });
   });
+}
+
+void RedisBackend::Touch(std::string room, std::string session,
+                         Completion<core::SessionView> done) {
+  SessionOp({"touch", std::move(session)}, std::move(room), std::move(done));
 }
 
 void RedisBackend::Leave(std::string room, std::string session, bool final,
                          Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), final,
-        done = std::move(done)](Shard& s) {
-    RoomScript(s, room, {"leave", session, final ? "1" : "0"}, [session, done](OpResult<Reply> r) {
-      if (!r.ok()) return done({r.status(), r.message()});
-      done(ToView(session, r->at(2)));
-    });
-  });
+  SessionOp({"leave", std::move(session), final ? "1" : "0"}, std::move(room), std::move(done));
 }
 
 void RedisBackend::EndSession(std::string room, std::string session,
                               Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session),
-        done = std::move(done)](Shard& s) {
-    RoomScript(s, room, {"evict", session}, [session, done](OpResult<Reply> r) {
-      if (!r.ok()) return done({r.status(), r.message()});
-      done(ToView(session, r->at(2)));
-    });
-  });
+  SessionOp({"evict", std::move(session)}, std::move(room), std::move(done));
 }
 
 void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t admission,

@@ -212,6 +212,10 @@ class RedisBackend final : public Backend {
   std::string NowArg() const;
   // One script call; `k` gets the reply after the status word was checked (errors mapped).
   void RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv, ReplyFn k);
+  // A room operation on one session (args: op, session, ...) answered with its view: touch,
+  // leave, evict.
+  void SessionOp(std::vector<std::string> args, std::string room,
+                 Completion<core::SessionView> done);
   void QueueScript(Shard& s, const std::string& queue, std::vector<std::string> argv, ReplyFn k);
   void AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply);
   void Register(Shard& s, const std::string& member, int64_t when);
