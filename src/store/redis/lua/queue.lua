@@ -14,18 +14,10 @@
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
 -- exactly one of ready, delayed, leases, dead; a lease names one delivery.
 
-local NEVER = 9007199254740991
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = 3600000, 1000000
--- Set by run() for each call (the functions below are made once, when the library loads).
-local KEYS, ARGV, op
+-- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua).
 local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY
 
-local function now_ms()
-  if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function s(x) return string.format('%d', x) end
 local function pad(id) return string.format('%016d', id) end
 
 -- The queue's scalar state: one msgpack array in KEYS[1], read once, written once.
@@ -224,12 +216,7 @@ local function next_deadline()
   if Q.due ~= nil then return Q.due end  -- maybe early: the sweeper then finds nothing, once
   return math.min((first_score(DL)), (first_score(LS)), (first_score(HB)))
 end
-local function to_register(force)
-  local n = next_deadline()
-  if force then Q.hint = n; return n end
-  if n < Q.hint then Q.hint = n; return n end
-  return -1
-end
+local function to_register(force) return register_deadline(Q, next_deadline(), force) end
 -- Long polls elsewhere should try again: ready jobs, not paused, and someone polling.
 local function wake()
   if Q.paused == 0 and redis.call('EXISTS', POLL) == 1 and redis.call('ZCARD', RD) > 0 then

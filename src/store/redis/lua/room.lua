@@ -24,22 +24,15 @@
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
 -- unless the room is paused or the rate cap forbids it; the line is admitted in arrival order.
 
-local NEVER = 9007199254740991
 local KIND_DROPOUT, KIND_OTHER = 0, 1
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
--- Set by run() for each call (the functions below are made once, when the library loads).
-local KEYS, ARGV, op, ttl
+-- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua).
+local ttl
 local M, L, S, D, V, X, C, CF, G, LN, LD
 -- The line's changes made by this call since its last log entry, in order (see log_delta), and
 -- the version they start from (nil: the room was made by this call, and its log reset).
 local DL, ver0
 
-local function now_ms()
-  if ARGV[2] ~= '' then return tonumber(ARGV[2]) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function s(x) return string.format('%d', x) end
 local function key(when, kind) return when * 2 + kind end
 
 -- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
@@ -436,15 +429,7 @@ local function next_deadline()
 end
 -- The backend keeps a registry of when each room next needs the sweeper. `hint` is the
 -- deadline last reported; a script answers a lower one so the registry is lowered too.
-local function to_register(force)
-  local n = next_deadline()
-  if force or n < R.hint then
-    R.hint = math.min(n, R.hint)
-    if force then R.hint = n end
-    return n
-  end
-  return -1
-end
+local function to_register(force) return register_deadline(R, next_deadline(), force) end
 
 -- ---- answers --------------------------------------------------------------------------------
 -- The freed count of the window as of `now`, counted once per call for a given window and second:
