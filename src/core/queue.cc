@@ -21,13 +21,6 @@ std::string BoundedError(std::string_view error) {
   return std::string(error.substr(0, keep)) + marker;
 }
 
-namespace {
-constexpr int64_t kBackoffBaseMs = 1'000;
-constexpr int64_t kBackoffCapMs = 3'600'000;
-constexpr int64_t kAckMemoryMs = 3'600'000;  // how long a repeated ack still answers ok
-constexpr size_t kAckMemoryMax = 1'000'000;
-}  // namespace
-
 const char* ToString(LeaseOutcome outcome) {
   switch (outcome) {
     case LeaseOutcome::kOk:

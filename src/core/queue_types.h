@@ -18,6 +18,12 @@ inline constexpr int64_t kMinLeaseMs = 100;
 inline constexpr int64_t kMaxLeaseMs = 43'200'000;  // 12 h
 inline constexpr int64_t kDefaultLeaseMs = 30'000;
 inline constexpr int32_t kDefaultMaxAttempts = 5;
+// A failed delivery without a delay waits base * 2^(attempt - 1), at most the cap, +-20%.
+inline constexpr int64_t kBackoffBaseMs = 1'000;
+inline constexpr int64_t kBackoffCapMs = 3'600'000;
+// How long, and for how many jobs, a repeated ack still answers ok.
+inline constexpr int64_t kAckMemoryMs = 3'600'000;
+inline constexpr size_t kAckMemoryMax = 1'000'000;
 inline constexpr int32_t kMaxMaxAttempts = 1000;
 inline constexpr size_t kMaxBatch = 1000;
 // What a failed attempt keeps: its error up to kMaxErrorBytes (BoundedError), and a job the

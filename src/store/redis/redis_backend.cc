@@ -13,6 +13,7 @@
 
 #include "common/random_id.h"
 #include "common/wire_errors.h"
+#include "store/redis/lua_rules.h"
 #include "store/redis/lua_scripts.h"
 #include "store/redis/polls.h"
 
@@ -101,8 +102,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       options_(std::move(options)),
       keys_(options_.key_prefix),
       lease_key_(options_.lease_secret),
-      room_script_("room", lua::kRoom),
-      queue_script_("queue", lua::kQueue),
+      room_script_("room", LuaRules() + lua::kRoom),
+      queue_script_("queue", LuaRules() + lua::kQueue),
       sweep_script_("sweep", lua::kSweep) {
   std::string error;
   auto url = ParseRedisUrl(options_.url, error);

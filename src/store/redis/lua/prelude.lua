@@ -1,5 +1,6 @@
--- The head of room.lua and queue.lua (the build puts this file before each): what both scripts
--- mean the same way, written once.
+-- The head of room.lua and queue.lua (the build puts this file before each, after the core's
+-- RULES and MSG from store/redis/lua_rules.cc): what both scripts mean the same way, written
+-- once.
 
 local NEVER = 9007199254740991  -- no deadline: 2^53 - 1, the largest integer a double holds exactly
 -- Set by run() for each call (the functions below are made once, when the library loads).

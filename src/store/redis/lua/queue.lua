@@ -14,7 +14,7 @@
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
 -- exactly one of ready, delayed, leases, dead; a lease names one delivery.
 
-local ACK_MEMORY_MS, ACK_MEMORY_MAX = 3600000, 1000000
+local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
 -- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua).
 local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY
 
@@ -465,7 +465,7 @@ local function main()
               delay = tonumber(ARGV[rest])
             else
               local shift = math.min(x.attempt - 1, 22)
-              local base = math.min(1000 * 2 ^ shift, 3600000)
+              local base = math.min(RULES.backoff_base_ms * 2 ^ shift, RULES.backoff_cap_ms)
               delay = math.floor(base * tonumber(ARGV[6 + i * 3]))
             end
             if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end

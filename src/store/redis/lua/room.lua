@@ -555,8 +555,9 @@ local function main()
     local gate = ARGV[15] or ''
     local exists = load()
     if not exists then
-      if patch.cap == '' then return {'invalid_argument', 'capacity is required to create a room'} end
-      R = {cap = 1, grace = 30000, cto = 30000, idle = 300000, apm = -1, now = now, holders = 0,
+      if patch.cap == '' then return {'invalid_argument', MSG.capacity_required} end
+      R = {cap = RULES.capacity, grace = RULES.grace_ms, cto = RULES.checkin_timeout_ms,
+           idle = RULES.idle_timeout_ms, apm = -1, now = now, holders = 0,
            adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
            aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
            inc = tonumber(ARGV[14] or '0') or 0}
