@@ -15,8 +15,10 @@
 -- exactly one of ready, delayed, leases, dead; a lease names one delivery.
 
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
--- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua).
-local M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY
+-- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua): the keys, named as
+-- KEYS above lists them.
+local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE
+local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -30,7 +32,7 @@ local Q = {}
 -- load and save spell FIELDS out, in its order (one constructor sizes the table once; see
 -- room.lua's load).
 local function load()
-  local v = redis.call('GET', M)
+  local v = redis.call('GET', K_META)
   if not v then return false end
   local t = cmsgpack.unpack(v)
   Q = {now = t[1], next_id = t[2], next_delivery = t[3], next_order = t[4], head_order = t[5],
@@ -44,7 +46,7 @@ local function create(now)
        axmin = NEVER, due = NEVER}
 end
 local function save()
-  redis.call('SET', M, cmsgpack.pack({Q.now, Q.next_id, Q.next_delivery, Q.next_order,
+  redis.call('SET', K_META, cmsgpack.pack({Q.now, Q.next_id, Q.next_delivery, Q.next_order,
              Q.head_order, Q.paused, Q.pushed, Q.acked, Q.nacked, Q.expired, Q.cancelled, Q.hint,
              Q.listed, Q.axmin, Q.due}))
 end
@@ -52,14 +54,14 @@ end
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
 --      failed_at, dedupe}; state r(eady) d(elayed) i(nflight) x (dead) ---------------------------
 local function job(id)
-  local v = redis.call('HGET', J, pad(id))
+  local v = redis.call('HGET', K_JOBS, pad(id))
   if not v then return nil end
   local t = cmsgpack.unpack(v)
   return {id = id, st = t[1], due = t[2], order = t[3], priority = t[4], max_attempts = t[5],
           attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10]}
 end
 local function put(x)
-  redis.call('HSET', J, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
+  redis.call('HSET', K_JOBS, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
              x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe}))
 end
 local function ready_member(x)
@@ -69,7 +71,7 @@ end
 local function ready_id(member) return tonumber(string.sub(member, 23)) end
 local function wj_member(worker, id) return worker .. '\0' .. pad(id) end
 local function wj_range(worker)
-  return redis.call('ZRANGEBYLEX', WJ, '[' .. worker .. '\0', '(' .. worker .. '\1')
+  return redis.call('ZRANGEBYLEX', K_WORKER_JOBS, '[' .. worker .. '\0', '(' .. worker .. '\1')
 end
 -- Delivery order: higher priority first, then order (returned jobs lead), then id.
 local function by_ready_key(a, b)
@@ -87,7 +89,7 @@ local function make_ready(x, at_head)
     x.order = Q.next_order
     Q.next_order = Q.next_order + 1
   end
-  redis.call('ZADD', RD, 0, ready_member(x))
+  redis.call('ZADD', K_READY, 0, ready_member(x))
   put(x)
 end
 -- A deadline at `t` was added to delayed, leases or heartbeats.
@@ -98,22 +100,22 @@ local function make_delayed(x, untilms)
   x.st, x.due = 'd', untilms
   x.order = Q.next_order  -- jobs due at the same ms become ready in this order
   Q.next_order = Q.next_order + 1
-  redis.call('ZADD', DL, untilms, pad(x.id))
+  redis.call('ZADD', K_DELAYED, untilms, pad(x.id))
   deadline_at(untilms)
   put(x)
 end
 local function forget_worker_if_idle(w)
-  local alive = redis.call('HGET', W, w)
-  if alive and tonumber(alive) == 0 and #redis.call('ZRANGEBYLEX', WJ, '[' .. w .. '\0',
+  local alive = redis.call('HGET', K_WORKERS, w)
+  if alive and tonumber(alive) == 0 and #redis.call('ZRANGEBYLEX', K_WORKER_JOBS, '[' .. w .. '\0',
       '(' .. w .. '\1', 'LIMIT', 0, 1) == 0 then
-    redis.call('HDEL', W, w)
+    redis.call('HDEL', K_WORKERS, w)
   end
 end
 local function end_lease(x)
-  redis.call('ZREM', LS, pad(x.id))
+  redis.call('ZREM', K_LEASES, pad(x.id))
   if x.worker then
     local w = x.worker
-    redis.call('ZREM', WJ, wj_member(w, x.id))
+    redis.call('ZREM', K_WORKER_JOBS, wj_member(w, x.id))
     x.worker = false
     forget_worker_if_idle(w)
   end
@@ -122,15 +124,15 @@ end
 -- are kept (core::kKeptAttempts).
 local KEPT_ATTEMPTS = 10
 local function add_history(x, err, now)
-  local v = redis.call('HGET', H, pad(x.id))
+  local v = redis.call('HGET', K_HISTORY, pad(x.id))
   local h = v and cmsgpack.unpack(v) or {}
   if #h >= KEPT_ATTEMPTS then table.remove(h, 1) end
   h[#h + 1] = {x.attempt, err, now}
-  redis.call('HSET', H, pad(x.id), cmsgpack.pack(h))
+  redis.call('HSET', K_HISTORY, pad(x.id), cmsgpack.pack(h))
 end
 local function bury(x, now)
   x.st, x.failed_at = 'x', now
-  redis.call('ZADD', DD, now, pad(x.id))
+  redis.call('ZADD', K_DEAD, now, pad(x.id))
   put(x)
 end
 -- A delivery that ended without an ack: lease ran out, worker died or was released.
@@ -142,11 +144,11 @@ local function fail(x, err, now, expired)
   make_ready(x, true)
 end
 local function free_job(x)
-  if x.dedupe then redis.call('HDEL', U, x.dedupe) end
+  if x.dedupe then redis.call('HDEL', K_DEDUPE, x.dedupe) end
   local id = pad(x.id)
-  redis.call('HDEL', J, id)
-  redis.call('HDEL', P, id)
-  redis.call('HDEL', H, id)
+  redis.call('HDEL', K_JOBS, id)
+  redis.call('HDEL', K_PAYLOADS, id)
+  redis.call('HDEL', K_HISTORY, id)
 end
 local function jobs_of(ids)
   local out = {}
@@ -159,8 +161,8 @@ local function fail_all(list, err, now)
   for i = #list, 1, -1 do fail(list[i], err, now, true) end
 end
 local function worker_died(w, now)
-  redis.call('HSET', W, w, 0)
-  redis.call('ZREM', HB, w)
+  redis.call('HSET', K_WORKERS, w, 0)
+  redis.call('ZREM', K_HEARTBEATS, w)
   local ids = {}
   for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
   local list = jobs_of(ids)
@@ -177,18 +179,18 @@ end
 -- axmin: the earliest time an ack may be forgotten, so most calls skip this.
 local function forget_old_acks(now)
   if now < Q.axmin then return end
-  local old = redis.call('ZRANGEBYSCORE', AX, '-inf', now, 'LIMIT', 0, 256)
-  for _, id in ipairs(old) do redis.call('HDEL', A, id) end
-  if #old > 0 then redis.call('ZREM', AX, unpack(old)) end
-  local first = redis.call('ZRANGE', AX, 0, 0, 'WITHSCORES')
+  local old = redis.call('ZRANGEBYSCORE', K_ACKED_EXPIRY, '-inf', now, 'LIMIT', 0, 256)
+  for _, id in ipairs(old) do redis.call('HDEL', K_ACKED, id) end
+  if #old > 0 then redis.call('ZREM', K_ACKED_EXPIRY, unpack(old)) end
+  local first = redis.call('ZRANGE', K_ACKED_EXPIRY, 0, 0, 'WITHSCORES')
   Q.axmin = first[1] and tonumber(first[2]) or NEVER
 end
 local function advance(now)
   local target = math.max(now, Q.now)
   while Q.due == nil or Q.due <= target do
-    local d = first_score(DL)
-    local l = first_score(LS)
-    local h, hw = first_score(HB)
+    local d = first_score(K_DELAYED)
+    local l = first_score(K_LEASES)
+    local h, hw = first_score(K_HEARTBEATS)
     local nxt = math.min(d, l, h)
     if nxt == NEVER or nxt > target then
       Q.due = nxt
@@ -197,13 +199,13 @@ local function advance(now)
     local when = math.max(nxt, Q.now)
     Q.now = when
     if d == nxt then  -- every job due at this ms, in the order it was delayed
-      local ids = redis.call('ZRANGEBYSCORE', DL, nxt, nxt)
-      redis.call('ZREMRANGEBYSCORE', DL, nxt, nxt)
+      local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, nxt, nxt)
+      redis.call('ZREMRANGEBYSCORE', K_DELAYED, nxt, nxt)
       local list = jobs_of(ids)
       table.sort(list, function(a, b) return a.order < b.order end)
       for _, x in ipairs(list) do make_ready(x, false) end
     elseif l == nxt then  -- every lease running out at this ms
-      local ids = redis.call('ZRANGEBYSCORE', LS, nxt, nxt)
+      local ids = redis.call('ZRANGEBYSCORE', K_LEASES, nxt, nxt)
       fail_all(jobs_of(ids), 'lease expired', when)
     else
       worker_died(hw, when)
@@ -214,12 +216,12 @@ local function advance(now)
 end
 local function next_deadline()
   if Q.due ~= nil then return Q.due end  -- maybe early: the sweeper then finds nothing, once
-  return math.min((first_score(DL)), (first_score(LS)), (first_score(HB)))
+  return math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
 end
 local function to_register(force) return register_deadline(Q, next_deadline(), force) end
 -- Long polls elsewhere should try again: ready jobs, not paused, and someone polling.
 local function wake()
-  if Q.paused == 0 and redis.call('EXISTS', POLL) == 1 and redis.call('ZCARD', RD) > 0 then
+  if Q.paused == 0 and redis.call('EXISTS', K_POLL) == 1 and redis.call('ZCARD', K_READY) > 0 then
     return 1
   end
   return 0
@@ -227,9 +229,10 @@ end
 -- A queue that holds nothing a client put there (never pushed to, not paused, no worker, no key
 -- of its own) is forgotten, as the embedded backend forgets it: a name nobody uses costs
 -- nothing. (The key is looked at last: only queues never pushed to get that far.)
-local function keyed() return redis.call('EXISTS', KEY) == 1 end
+local function keyed() return redis.call('EXISTS', K_QUEUE_KEY) == 1 end
 local function holds_nothing()
-  return Q.listed == 0 and Q.pushed == 0 and Q.paused == 0 and redis.call('HLEN', W) == 0 and
+  return Q.listed == 0 and Q.pushed == 0 and Q.paused == 0 and
+         redis.call('HLEN', K_WORKERS) == 0 and
          not keyed()
 end
 -- Shown by ListQueues and counted against --max-queues: pushed to, or holding a key.
@@ -237,7 +240,7 @@ local function counted() return Q.listed == 1 or keyed() end
 -- Every answer of a queue that exists: {'ok', register, wake, payload}
 local function answer(force, payload)
   if holds_nothing() then
-    redis.call('DEL', M, W, HB, WJ)
+    redis.call('DEL', K_META, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS)
     return {'ok', -1, 0, payload}
   end
   local reg = to_register(force)
@@ -254,7 +257,7 @@ local function current(id, delivery)
     if x.st == 'i' and x.delivery == delivery then return OK, x, false end
     return LOST, nil, false
   end
-  local a = redis.call('HGET', A, pad(id))
+  local a = redis.call('HGET', K_ACKED, pad(id))
   if a and tonumber(a) == delivery then return OK, nil, true end
   return LOST, nil, false
 end
@@ -262,15 +265,15 @@ local function ack(id, delivery)
   local outcome, x = current(id, delivery)
   if not x then return outcome end
   end_lease(x)
-  redis.call('HSET', A, pad(id), s(delivery))
-  redis.call('ZADD', AX, Q.now + ACK_MEMORY_MS, pad(id))
+  redis.call('HSET', K_ACKED, pad(id), s(delivery))
+  redis.call('ZADD', K_ACKED_EXPIRY, Q.now + ACK_MEMORY_MS, pad(id))
   Q.axmin = math.min(Q.axmin, Q.now + ACK_MEMORY_MS)
   if Q.acked % 1024 == 0 then  -- bounded memory: the oldest go first
-    local over = redis.call('ZCARD', AX) - ACK_MEMORY_MAX
+    local over = redis.call('ZCARD', K_ACKED_EXPIRY) - ACK_MEMORY_MAX
     if over > 0 then
-      local oldest = redis.call('ZRANGE', AX, 0, over - 1)
-      for _, old in ipairs(oldest) do redis.call('HDEL', A, old) end
-      redis.call('ZREM', AX, unpack(oldest))
+      local oldest = redis.call('ZRANGE', K_ACKED_EXPIRY, 0, over - 1)
+      for _, old in ipairs(oldest) do redis.call('HDEL', K_ACKED, old) end
+      redis.call('ZREM', K_ACKED_EXPIRY, unpack(oldest))
     end
   end
   Q.acked = Q.acked + 1
@@ -280,10 +283,10 @@ end
 local function fetch(worker, max, lease_ms)
   local out = {}
   if Q.paused ~= 0 or max <= 0 then return out end
-  local members = redis.call('ZRANGE', RD, 0, max - 1)
+  local members = redis.call('ZRANGE', K_READY, 0, max - 1)
   if #members == 0 then return out end
-  redis.call('ZREM', RD, unpack(members))
-  if not redis.call('HGET', W, worker) then redis.call('HSET', W, worker, 0) end
+  redis.call('ZREM', K_READY, unpack(members))
+  if not redis.call('HGET', K_WORKERS, worker) then redis.call('HSET', K_WORKERS, worker, 0) end
   for _, m in ipairs(members) do
     local x = job(ready_id(m))
     x.st = 'i'
@@ -292,11 +295,11 @@ local function fetch(worker, max, lease_ms)
     Q.next_delivery = Q.next_delivery + 1
     x.due = Q.now + lease_ms
     x.worker = worker
-    redis.call('ZADD', WJ, 0, wj_member(worker, x.id))
-    redis.call('ZADD', LS, x.due, pad(x.id))
+    redis.call('ZADD', K_WORKER_JOBS, 0, wj_member(worker, x.id))
+    redis.call('ZADD', K_LEASES, x.due, pad(x.id))
     deadline_at(x.due)
     put(x)
-    out[#out + 1] = {x.id, redis.call('HGET', P, pad(x.id)), x.attempt, x.delivery, x.due,
+    out[#out + 1] = {x.id, redis.call('HGET', K_PAYLOADS, pad(x.id)), x.attempt, x.delivery, x.due,
                      x.priority}
   end
   return out
@@ -318,7 +321,7 @@ local function main()
       local payload, delay = ARGV[4 + i * 5], tonumber(ARGV[5 + i * 5])
       local dedupe = ARGV[7 + i * 5]
       dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
-      local hit = dedupe and redis.call('HGET', U, dedupe)
+      local hit = dedupe and redis.call('HGET', K_DEDUPE, dedupe)
       if hit then
         results[#results + 1] = tonumber(hit)
         results[#results + 1] = 0
@@ -327,8 +330,8 @@ local function main()
                    max_attempts = tonumber(ARGV[8 + i * 5]), attempt = 0, delivery = 0,
                    worker = false, failed_at = 0, dedupe = dedupe}
         Q.next_id = Q.next_id + 1
-        redis.call('HSET', P, pad(x.id), payload)
-        if dedupe then redis.call('HSET', U, dedupe, s(x.id)) end
+        redis.call('HSET', K_PAYLOADS, pad(x.id), payload)
+        if dedupe then redis.call('HSET', K_DEDUPE, dedupe, s(x.id)) end
         if delay > 0 then make_delayed(x, Q.now + delay) else make_ready(x, false) end
         Q.pushed = Q.pushed + 1
         results[#results + 1] = x.id
@@ -351,8 +354,8 @@ local function main()
       -- POLL mark (with a TTL), so a first push wakes it.
       for i = 1, n do acked[i] = INVALID end
       local wait = tonumber(ARGV[6])
-      if wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
-        redis.call('SET', POLL, '1', 'PX', wait + 1000)
+      if wait > 0 and redis.call('PTTL', K_POLL) < wait + 1000 then
+        redis.call('SET', K_POLL, '1', 'PX', wait + 1000)
       end
       return {'ok', -1, 0, {acked, {}}}
     end
@@ -362,8 +365,8 @@ local function main()
     end
     local jobs = fetch(ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
     local wait = tonumber(ARGV[6])
-    if #jobs == 0 and wait > 0 and redis.call('PTTL', POLL) < wait + 1000 then
-      redis.call('SET', POLL, '1', 'PX', wait + 1000)  -- never shortens another poll's wait
+    if #jobs == 0 and wait > 0 and redis.call('PTTL', K_POLL) < wait + 1000 then
+      redis.call('SET', K_POLL, '1', 'PX', wait + 1000)  -- never shortens another poll's wait
     end
     return answer(false, {acked, jobs})
   end
@@ -376,9 +379,10 @@ local function main()
     -- Extends the worker's deadline, never shortens it (core Queue::Heartbeat: anyone with the
     -- queue key may name any worker; ending one at once is the admin's release).
     local w = ARGV[3]
-    local alive = math.max(tonumber(redis.call('HGET', W, w) or 0) or 0, Q.now + tonumber(ARGV[4]))
-    redis.call('HSET', W, w, s(alive))
-    redis.call('ZADD', HB, alive, w)
+    local alive = math.max(tonumber(redis.call('HGET', K_WORKERS, w) or 0) or 0,
+                           Q.now + tonumber(ARGV[4]))
+    redis.call('HSET', K_WORKERS, w, s(alive))
+    redis.call('ZADD', K_HEARTBEATS, alive, w)
     deadline_at(alive)
     return answer(false, 1)
   end
@@ -401,7 +405,7 @@ local function main()
     local digest = ARGV[3]
     if digest == '' then
       if not keyed() then return {'ok', -1, 0, 0} end
-      redis.call('DEL', KEY)
+      redis.call('DEL', K_QUEUE_KEY)
       if not exists then return {'ok', -1, 0, 1} end  -- (never written so: a key without a queue)
       advance(now)
       return answer(false, Q.listed == 0 and 1 or 0)
@@ -409,7 +413,7 @@ local function main()
     if not exists then create(now) end
     advance(now)
     local first = not counted()
-    redis.call('SET', KEY, digest)
+    redis.call('SET', K_QUEUE_KEY, digest)
     local reg = to_register(false)
     if first and reg == -1 then reg = Q.hint end
     local wk = wake()
@@ -450,7 +454,7 @@ local function main()
         if acked_before then outcome = LOST end
         if x and op == 'extend' then
           x.due = Q.now + tonumber(ARGV[rest])
-          redis.call('ZADD', LS, x.due, pad(x.id))
+          redis.call('ZADD', K_LEASES, x.due, pad(x.id))
           deadline_at(x.due)
           put(x)
         elseif x then  -- nack
@@ -494,22 +498,23 @@ local function main()
     return answer(false, #list)
   elseif op == 'release' then  -- ARGV 3 worker
     local w = ARGV[3]
-    local alive = redis.call('HGET', W, w)
+    local alive = redis.call('HGET', K_WORKERS, w)
     if not alive then return answer(false, 0) end
     local ids = {}
     for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
     local list = jobs_of(ids)
     if tonumber(alive) ~= 0 then
-      redis.call('HSET', W, w, 0)
-      redis.call('ZREM', HB, w)
+      redis.call('HSET', K_WORKERS, w, 0)
+      redis.call('ZREM', K_HEARTBEATS, w)
     end
     fail_all(list, "released: worker '" .. w .. "'", Q.now)
     if #list == 0 then forget_worker_if_idle(w) end
     return answer(false, #list)
   elseif op == 'stats' then
-    return answer(false, {redis.call('ZCARD', RD), redis.call('ZCARD', DL), redis.call('ZCARD', LS),
-                          redis.call('ZCARD', DD), Q.pushed, Q.acked, Q.nacked, Q.expired,
-                          Q.cancelled, redis.call('HLEN', W), Q.paused, counted() and 1 or 0})
+    return answer(false, {redis.call('ZCARD', K_READY), redis.call('ZCARD', K_DELAYED),
+                          redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD), Q.pushed,
+                          Q.acked, Q.nacked, Q.expired, Q.cancelled, redis.call('HLEN', K_WORKERS),
+                          Q.paused, counted() and 1 or 0})
   elseif op == 'inflight' then  -- ARGV 3: worker, or '' for all
     local list = {}
     if ARGV[3] ~= '' then
@@ -518,7 +523,7 @@ local function main()
       for _, m in ipairs(wj_range(w)) do ids[#ids + 1] = string.sub(m, #w + 2) end
       list = jobs_of(ids)
     else
-      list = jobs_of(redis.call('ZRANGE', LS, 0, -1))
+      list = jobs_of(redis.call('ZRANGE', K_LEASES, 0, -1))
     end
     table.sort(list, function(a, b)
       if a.due ~= b.due then return a.due < b.due end
@@ -531,20 +536,20 @@ local function main()
     local out = {}
     local limit = tonumber(ARGV[3])
     if limit > 0 then
-      for _, id in ipairs(redis.call('ZRANGE', DD, 0, limit - 1)) do
+      for _, id in ipairs(redis.call('ZRANGE', K_DEAD, 0, limit - 1)) do
         local x = job(tonumber(id))
-        local v = redis.call('HGET', H, id)
+        local v = redis.call('HGET', K_HISTORY, id)
         local hist = v and cmsgpack.unpack(v) or {}
         local last = hist[#hist]
-        out[#out + 1] = {x.id, redis.call('HGET', P, id), x.attempt, last and last[2] or '',
-                         x.failed_at, hist}
+        out[#out + 1] = {x.id, redis.call('HGET', K_PAYLOADS, id), x.attempt,
+                         last and last[2] or '', x.failed_at, hist}
       end
     end
     return answer(false, out)
   elseif op == 'requeue' then  -- ARGV 3: '*' for all, else n ids
     local ids = {}
     if ARGV[3] == '*' then
-      ids = redis.call('ZRANGE', DD, 0, -1)
+      ids = redis.call('ZRANGE', K_DEAD, 0, -1)
     else
       for i = 4, 3 + tonumber(ARGV[3]) do ids[#ids + 1] = ARGV[i] end
     end
@@ -552,8 +557,8 @@ local function main()
     for _, id in ipairs(ids) do
       local x = job(tonumber(id))
       if x and x.st == 'x' then
-        redis.call('ZREM', DD, pad(x.id))
-        redis.call('HDEL', H, pad(x.id))
+        redis.call('ZREM', K_DEAD, pad(x.id))
+        redis.call('HDEL', K_HISTORY, pad(x.id))
         x.attempt = 0
         make_ready(x, false)
         count = count + 1
@@ -564,9 +569,9 @@ local function main()
     local x = job(tonumber(ARGV[3]))
     if not x then return answer(false, 1) end
     if x.st == 'i' then return answer(false, 2) end
-    if x.st == 'r' then redis.call('ZREM', RD, ready_member(x))
-    elseif x.st == 'd' then redis.call('ZREM', DL, pad(x.id))
-    else redis.call('ZREM', DD, pad(x.id)) end
+    if x.st == 'r' then redis.call('ZREM', K_READY, ready_member(x))
+    elseif x.st == 'd' then redis.call('ZREM', K_DELAYED, pad(x.id))
+    else redis.call('ZREM', K_DEAD, pad(x.id)) end
     Q.cancelled = Q.cancelled + 1
     free_job(x)
     return answer(false, 0)
@@ -581,9 +586,10 @@ end
 -- See Script in src/store/redis/cluster_client.h.
 local function run(keys, argv)
   KEYS, ARGV = keys, argv
-  M, J, P, H, RD, DL, LS, DD, U, A, AX, W, HB, WJ, POLL, KEY =
-    KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-    KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+  K_META, K_JOBS, K_PAYLOADS, K_HISTORY = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+  K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+  K_WORKER_JOBS, K_POLL, K_QUEUE_KEY = KEYS[14], KEYS[15], KEYS[16]
   op = ARGV[1]
   Q = {}
   return main()

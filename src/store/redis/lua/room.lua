@@ -28,10 +28,12 @@ local KIND_DROPOUT, KIND_OTHER = 0, 1
 local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
 -- Set by run() for each call, beside KEYS, ARGV and op (prelude.lua).
 local ttl
-local M, L, S, D, V, X, C, CF, G, LN, LD
+-- The keys, named as KEYS above lists them.
+local K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS
+local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS
 -- The line's changes made by this call since its last log entry, in order (see log_delta), and
 -- the version they start from (nil: the room was made by this call, and its log reset).
-local DL, ver0
+local call_deltas, ver0
 
 local function key(when, kind) return when * 2 + kind end
 
@@ -48,7 +50,7 @@ local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, i
 -- is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us a call,
 -- half of what reading and writing the state costs; scripts/bench-redis.sh).
 local function load()
-  local v = redis.call('GET', M)
+  local v = redis.call('GET', K_META)
   if not v then return false end
   local t = cmsgpack.unpack(v)
   local d = DEFAULTS
@@ -63,7 +65,7 @@ end
 local log_delta
 local function save()
   log_delta()
-  redis.call('SET', M, cmsgpack.pack({R.cap, R.grace, R.cto, R.idle, R.apm, R.now, R.holders,
+  redis.call('SET', K_META, cmsgpack.pack({R.cap, R.grace, R.cto, R.idle, R.apm, R.now, R.holders,
              R.adm, R.seq, R.admitted, R.dropped, R.released, R.hint, R.rvmin, R.aw, R.fw,
              R.paused, R.url, R.ver, R.jpm, R.ppc, R.pow, R.inc}))
 end
@@ -135,10 +137,10 @@ local LOG_ENTRIES, LOG_MS = 1024, 60000
 -- nor, to bound the log, entries of more than DELTA_MAX_IDS.
 local DELTA_MIN_IDS, DELTA_MAX_IDS = 64, 4096
 local function line_add(id)
-  if redis.call('ZADD', L, R.seq, id) == 1 then DL[#DL + 1] = '+' .. id end
+  if redis.call('ZADD', K_LINE, R.seq, id) == 1 then call_deltas[#call_deltas + 1] = '+' .. id end
 end
 local function line_remove(id)
-  if redis.call('ZREM', L, id) == 1 then DL[#DL + 1] = '-' .. id end
+  if redis.call('ZREM', K_LINE, id) == 1 then call_deltas[#call_deltas + 1] = '-' .. id end
 end
 -- One entry per call that moved the version on, even with no change of the line (a holder's),
 -- so that the entries chain version to version: a process that cached the line of version A
@@ -146,20 +148,24 @@ end
 log_delta = function()
   if ver0 == nil or R.ver == ver0 then return end
   local head, n = s(R.inc) .. ' ' .. s(ver0) .. ' ' .. s(R.ver) .. ' '
-  if #DL == 0 then
-    n = redis.call('RPUSH', LD, head .. '0')
-  elseif #DL > DELTA_MIN_IDS and (#DL > DELTA_MAX_IDS or #DL * 4 > redis.call('ZCARD', L)) then
-    n = redis.call('RPUSH', LD, head .. '-')  -- not worth keeping: readers take a snapshot
+  if #call_deltas == 0 then
+    n = redis.call('RPUSH', K_LINE_DELTAS, head .. '0')
+  elseif #call_deltas > DELTA_MIN_IDS and
+         (#call_deltas > DELTA_MAX_IDS or #call_deltas * 4 > redis.call('ZCARD', K_LINE)) then
+    -- Not worth keeping: readers take a snapshot.
+    n = redis.call('RPUSH', K_LINE_DELTAS, head .. '-')
   else
-    n = redis.call('RPUSH', LD, head .. s(#DL) .. '\n' .. table.concat(DL, '\n'))
+    n = redis.call('RPUSH', K_LINE_DELTAS,
+                   head .. s(#call_deltas) .. '\n' .. table.concat(call_deltas, '\n'))
   end
-  if n > LOG_ENTRIES + 64 then redis.call('LTRIM', LD, -LOG_ENTRIES, -1) end
-  if n % 64 == 1 then redis.call('PEXPIRE', LD, LOG_MS) end  -- each call's cost a join ~5 us
-  ver0, DL = R.ver, {}
+  if n > LOG_ENTRIES + 64 then redis.call('LTRIM', K_LINE_DELTAS, -LOG_ENTRIES, -1) end
+  -- Expiring on each call would cost a join ~5 us.
+  if n % 64 == 1 then redis.call('PEXPIRE', K_LINE_DELTAS, LOG_MS) end
+  ver0, call_deltas = R.ver, {}
 end
 -- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
 local function get(id)
-  local v = redis.call('HGET', S, id)
+  local v = redis.call('HGET', K_SESSIONS, id)
   if not v then return nil end
   local st, ls, since, adm, cl, client = string.match(v, '^(%a):(%-?%d+):(%-?%d+):(%d+):(%d):?(.*)$')
   return {id = id, st = st, last_seen = tonumber(ls), since = tonumber(since),
@@ -167,20 +173,20 @@ local function get(id)
 end
 local function put(x)
   local client = (x.client ~= nil and x.client ~= '') and (':' .. x.client) or ''
-  redis.call('HSET', S, x.id, x.st .. ':' .. s(x.last_seen) .. ':' .. s(x.since) .. ':' ..
+  redis.call('HSET', K_SESSIONS, x.id, x.st .. ':' .. s(x.last_seen) .. ':' .. s(x.since) .. ':' ..
              s(x.admission) .. ':' .. (x.claimed and '1' or '0') .. client)
 end
 
 -- ---- clients: per-client limits (the rules of src/core/room.h) ---------------------------------
 local function limits_clients() return R.jpm >= 0 or R.ppc >= 0 end
 local function cget(client)
-  local v = redis.call('HGET', C, client)
+  local v = redis.call('HGET', K_CLIENTS, client)
   if not v then return nil end
   local places, debt, at = string.match(v, '^(%d+):(%d+):(%-?%d+)$')
   return {places = tonumber(places), debt = tonumber(debt), at = tonumber(at)}
 end
 local function cput(client, e)
-  redis.call('HSET', C, client, s(e.places) .. ':' .. s(e.debt) .. ':' .. s(e.at))
+  redis.call('HSET', K_CLIENTS, client, s(e.places) .. ':' .. s(e.debt) .. ':' .. s(e.at))
 end
 -- The bucket's debt at `now`: repaid at jpm units per ms since it was written.
 local function debt_at(e, now)
@@ -194,30 +200,30 @@ local function full_at(e)
   return e.at + math.ceil(e.debt / R.jpm)
 end
 local function forget_client(client)
-  redis.call('HDEL', C, client)
-  redis.call('ZREM', CF, client)
+  redis.call('HDEL', K_CLIENTS, client)
+  redis.call('ZREM', K_REFILLS, client)
 end
 -- Clients holding no place whose bucket is full by `now` (at most `limit` of them, nil: all).
 local function forget_full_buckets(now, limit)
   while true do
     local due
     if limit then
-      due = redis.call('ZRANGEBYSCORE', CF, '-inf', now, 'LIMIT', 0, limit)
+      due = redis.call('ZRANGEBYSCORE', K_REFILLS, '-inf', now, 'LIMIT', 0, limit)
     else
-      due = redis.call('ZRANGEBYSCORE', CF, '-inf', now, 'LIMIT', 0, 1000)
+      due = redis.call('ZRANGEBYSCORE', K_REFILLS, '-inf', now, 'LIMIT', 0, 1000)
     end
-    for _, client in ipairs(due) do redis.call('HDEL', C, client) end
-    if #due > 0 then redis.call('ZREM', CF, unpack(due)) end
+    for _, client in ipairs(due) do redis.call('HDEL', K_CLIENTS, client) end
+    if #due > 0 then redis.call('ZREM', K_REFILLS, unpack(due)) end
     if limit or #due < 1000 then return end
   end
 end
 local function refill_all_buckets(now)
-  redis.call('DEL', CF)
-  local all = redis.call('HGETALL', C)
+  redis.call('DEL', K_REFILLS)
+  local all = redis.call('HGETALL', K_CLIENTS)
   for i = 1, #all, 2 do
     local e = cget(all[i])
     if e.places == 0 then
-      redis.call('HDEL', C, all[i])
+      redis.call('HDEL', K_CLIENTS, all[i])
     else
       e.debt, e.at = 0, now
       cput(all[i], e)
@@ -229,7 +235,7 @@ local function count_join(x, client, now)
   if client == '' or not limits_clients() then return end
   local e = cget(client) or {places = 0, debt = 0, at = 0}
   e.places = e.places + 1
-  redis.call('ZREM', CF, client)
+  redis.call('ZREM', K_REFILLS, client)
   if R.jpm >= 0 then
     e.debt = debt_at(e, now) + TOKEN_UNITS
     e.at = now
@@ -246,7 +252,7 @@ local function count_gone(x)
   if e.places > 0 then return cput(x.client, e) end
   if debt_at(e, R.now) == 0 then return forget_client(x.client) end
   cput(x.client, e)
-  redis.call('ZADD', CF, full_at(e), x.client)
+  redis.call('ZADD', K_REFILLS, full_at(e), x.client)
 end
 -- Why a join must be refused now: {code, [retry ms,] message}, or nil.
 local function join_refusal(client, bits, max_clients)
@@ -261,8 +267,8 @@ local function join_refusal(client, bits, max_clients)
     e = nil
   end
   if not e then
-    if redis.call('HLEN', C) >= max_clients then forget_full_buckets(R.now, nil) end
-    if redis.call('HLEN', C) < max_clients then return nil end
+    if redis.call('HLEN', K_CLIENTS) >= max_clients then forget_full_buckets(R.now, nil) end
+    if redis.call('HLEN', K_CLIENTS) < max_clients then return nil end
     return {'rate_limited', 60000, 'this room keeps per-client limits for as many clients as it ' ..
             'can (' .. s(max_clients) .. '); retry later'}
   end
@@ -294,24 +300,24 @@ local function due_key(x)
 end
 local function set_deadline(x)
   local k = due_key(x)
-  if k then redis.call('ZADD', D, k, x.id) else redis.call('ZREM', D, x.id) end
+  if k then redis.call('ZADD', K_DEADLINES, k, x.id) else redis.call('ZREM', K_DEADLINES, x.id) end
 end
 -- Lowers the heap key if the true deadline moved earlier (a later one is re-keyed lazily).
 local function reschedule(x)
   local k = due_key(x)
-  local cur = redis.call('ZSCORE', D, x.id)
-  if k and (not cur or k < tonumber(cur)) then redis.call('ZADD', D, k, x.id) end
-  if not k and cur then redis.call('ZREM', D, x.id) end
+  local cur = redis.call('ZSCORE', K_DEADLINES, x.id)
+  if k and (not cur or k < tonumber(cur)) then redis.call('ZADD', K_DEADLINES, k, x.id) end
+  if not k and cur then redis.call('ZREM', K_DEADLINES, x.id) end
 end
 local function free(x)
   bump()
   count_gone(x)
-  redis.call('HDEL', S, x.id)
-  redis.call('ZREM', D, x.id)
+  redis.call('HDEL', K_SESSIONS, x.id)
+  redis.call('ZREM', K_DEADLINES, x.id)
 end
 local function revoke(x, now)
-  redis.call('HSET', V, x.id, s(x.admission))
-  redis.call('ZADD', X, now + ttl, x.id)
+  redis.call('HSET', K_REVOKED, x.id, s(x.admission))
+  redis.call('ZADD', K_REVOKED_EXPIRY, now + ttl, x.id)
   R.rvmin = math.min(R.rvmin, now + ttl)
 end
 local function release(x, now, dropped)
@@ -319,7 +325,7 @@ local function release(x, now, dropped)
   R.released = R.released + 1
   if dropped then R.dropped = R.dropped + 1 end
   R.fw = win_add(R.fw, now)
-  redis.call('HDEL', V, '#' .. s(x.admission))
+  redis.call('HDEL', K_REVOKED, '#' .. s(x.admission))
   revoke(x, now)
   free(x)
 end
@@ -334,7 +340,7 @@ local function admit(id, now)
   x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
   R.adm = R.adm + 1
   x.admission = R.adm
-  redis.call('HSET', V, '#' .. s(x.admission), id)
+  redis.call('HSET', K_REVOKED, '#' .. s(x.admission), id)
   R.holders = R.holders + 1
   R.admitted = R.admitted + 1
   R.aw = win_add(R.aw, now)
@@ -345,13 +351,13 @@ local function fill(now)
   if R.paused == 1 then return end  -- freed slots stay free until an admin resumes
   while R.holders < R.cap do
     if R.apm >= 0 and win_count(R.aw, now) >= R.apm then return end
-    local first = redis.call('ZRANGE', L, 0, 0)[1]
+    local first = redis.call('ZRANGE', K_LINE, 0, 0)[1]
     if not first then return end
     admit(first, now)
   end
 end
 local function rate_open_key(now)
-  if R.paused == 1 or R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', L) == 0 then
+  if R.paused == 1 or R.apm < 0 or R.holders >= R.cap or redis.call('ZCARD', K_LINE) == 0 then
     return NEVER
   end
   return key(win_next_below(R.aw, now, R.apm), KIND_OTHER)
@@ -381,17 +387,17 @@ end
 -- rvmin: the earliest time a revocation may be forgotten, so most calls skip this.
 local function forget_old_revocations(now)
   if now < R.rvmin then return end
-  local old = redis.call('ZRANGEBYSCORE', X, '-inf', now, 'LIMIT', 0, 256)
-  for _, id in ipairs(old) do redis.call('HDEL', V, id) end
-  if #old > 0 then redis.call('ZREM', X, unpack(old)) end
-  local first = redis.call('ZRANGE', X, 0, 0, 'WITHSCORES')
+  local old = redis.call('ZRANGEBYSCORE', K_REVOKED_EXPIRY, '-inf', now, 'LIMIT', 0, 256)
+  for _, id in ipairs(old) do redis.call('HDEL', K_REVOKED, id) end
+  if #old > 0 then redis.call('ZREM', K_REVOKED_EXPIRY, unpack(old)) end
+  local first = redis.call('ZRANGE', K_REVOKED_EXPIRY, 0, 0, 'WITHSCORES')
   R.rvmin = first[1] and tonumber(first[2]) or NEVER
 end
 
 local function advance(now)
   local target = math.max(now, R.now)
   while true do
-    local top = redis.call('ZRANGE', D, 0, 0, 'WITHSCORES')
+    local top = redis.call('ZRANGE', K_DEADLINES, 0, 0, 'WITHSCORES')
     local heap_key = top[1] and tonumber(top[2]) or NEVER
     local rate_key = rate_open_key(R.now)
     local k = math.min(heap_key, rate_key)
@@ -402,7 +408,11 @@ local function advance(now)
       local x = get(top[1])
       local due = x and due_key(x)
       if due ~= heap_key then  -- a lazy key: the session was seen since
-        if due then redis.call('ZADD', D, due, top[1]) else redis.call('ZREM', D, top[1]) end
+        if due then
+          redis.call('ZADD', K_DEADLINES, due, top[1])
+        else
+          redis.call('ZREM', K_DEADLINES, top[1])
+        end
         again = true
       else
         R.now = when
@@ -422,7 +432,7 @@ local function advance(now)
 end
 
 local function next_deadline()
-  local top = redis.call('ZRANGE', D, 0, 0, 'WITHSCORES')
+  local top = redis.call('ZRANGE', K_DEADLINES, 0, 0, 'WITHSCORES')
   local k = math.min(top[1] and tonumber(top[2]) or NEVER, rate_open_key(R.now))
   if k == NEVER then return NEVER end
   return math.floor(k / 2)
@@ -450,12 +460,12 @@ local function eta(position, now)
   if R.apm >= 0 then e = math.max(e, math.ceil(position * 60000 / R.apm)) end
   return e
 end
-local function waiting() return redis.call('ZCARD', L) end
+local function waiting() return redis.call('ZCARD', K_LINE) end
 -- {status, position, waiting, active, capacity, eta (-1: unknown), admission}
 local function view(x)
   if not x then return {'gone', 0, waiting(), R.holders, R.cap, -1, 0} end
   if x.st == 'w' then
-    local pos = redis.call('ZRANK', L, x.id) + 1
+    local pos = redis.call('ZRANK', K_LINE, x.id) + 1
     return {'waiting', pos, waiting(), R.holders, R.cap, eta(pos, R.now), 0}
   end
   local st = x.st == 'a' and 'active' or 'grace'
@@ -477,7 +487,7 @@ end
 -- left behind by a process whose script predates KEYS[9]: it deleted the room without it (and
 -- may have made it again), so that gate is not this room's.
 local function gate_text()
-  local v = redis.call('GET', G)
+  local v = redis.call('GET', K_GATE)
   if not v then return false end
   local colon = string.find(v, ':', 1, true)
   if not colon or string.sub(v, 1, colon - 1) ~= s(R.inc) then return false end
@@ -493,10 +503,10 @@ end
 -- copy where a ZRANGE of the whole line (per process, per version) built one reply element per
 -- session. Ids never hold '\n' (names are [A-Za-z0-9._:-]).
 local function line_snapshot(ver)
-  local kept = redis.call('GET', LN)
+  local kept = redis.call('GET', K_LINE_SNAPSHOT)
   if kept and string.sub(kept, 1, #ver + 1) == ver .. '\n' then return kept end
-  local out = ver .. '\n' .. table.concat(redis.call('ZRANGE', L, 0, -1), '\n')
-  redis.call('SET', LN, out, 'PX', 60000)
+  local out = ver .. '\n' .. table.concat(redis.call('ZRANGE', K_LINE, 0, -1), '\n')
+  redis.call('SET', K_LINE_SNAPSHOT, out, 'PX', 60000)
   return out
 end
 -- The entries of KEYS[11] that take the line of version `from` (of incarnation `inc`) to
@@ -512,7 +522,7 @@ local function line_deltas(from, inc)
   local span = math.min(R.ver - from, LOG_ENTRIES)  -- each entry moves the version on by >= 1
   local chunk = math.min(span, 4)
   while chunk > 0 do
-    local part = redis.call('LRANGE', LD, -(got + chunk), -(got + 1))
+    local part = redis.call('LRANGE', K_LINE_DELTAS, -(got + chunk), -(got + 1))
     for i = #part, 1, -1 do
       local e = part[i]
       local ei, eo, en, ek = string.match(e, '^(%d+) (%d+) (%d+) (%d+)')
@@ -561,7 +571,7 @@ local function main()
            adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
            aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
            inc = tonumber(ARGV[14] or '0') or 0}
-      redis.call('DEL', LD)  -- one left by a process whose script predates KEYS[11]
+      redis.call('DEL', K_LINE_DELTAS)  -- one left by a process whose script predates KEYS[11]
     else
       advance(now)
     end
@@ -572,13 +582,13 @@ local function main()
     if url == '-' then R.url = '' elseif url ~= '' then R.url = string.sub(url, 2) end
     -- A new room starts without a gate (one left behind, see gate_text, is removed).
     if gate == '-' or (not exists and gate == '') then
-      redis.call('DEL', G)
+      redis.call('DEL', K_GATE)
     elseif gate ~= '' then
-      redis.call('SET', G, s(R.inc) .. ':' .. string.sub(gate, 2))
+      redis.call('SET', K_GATE, s(R.inc) .. ':' .. string.sub(gate, 2))
     end
     bump()
     if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
-      local all = redis.call('HGETALL', S)
+      local all = redis.call('HGETALL', K_SESSIONS)
       for i = 1, #all, 2 do set_deadline(get(all[i])) end
     end
     fill(R.now)
@@ -598,7 +608,8 @@ local function main()
   elseif op == 'delete' then
     advance(now)
     local out = info()
-    redis.call('DEL', M, L, S, D, V, X, C, CF, G, LN, LD)
+    redis.call('DEL', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
+               K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS)
     return {'ok', -1, out}
   elseif op == 'check' then
     -- ARGV 5: the client ('' = none)  6: proof bits  7: clients the room may keep state for
@@ -684,14 +695,14 @@ local function main()
     -- ARGV 4: incarnation  5: admission. Answers the session holding it, '' when none.
     advance(now)
     if tonumber(ARGV[4]) ~= R.inc then return answer(to_register(false), '') end
-    local id = redis.call('HGET', V, '#' .. ARGV[5])
+    local id = redis.call('HGET', K_REVOKED, '#' .. ARGV[5])
     if not id and R.inc == 0 then
       -- A room from before this index: its holders are found once by a scan, then indexed.
-      local all = redis.call('HGETALL', S)
+      local all = redis.call('HGETALL', K_SESSIONS)
       for i = 1, #all, 2 do
         local x = get(all[i])
         if x.st ~= 'w' and s(x.admission) == ARGV[5] then
-          redis.call('HSET', V, '#' .. ARGV[5], x.id)
+          redis.call('HSET', K_REVOKED, '#' .. ARGV[5], x.id)
           id = x.id
         end
       end
@@ -700,7 +711,7 @@ local function main()
   elseif op == 'revoked' then
     local id, adm = ARGV[4], tonumber(ARGV[5])
     advance(now)
-    local r = redis.call('HGET', V, id)
+    local r = redis.call('HGET', K_REVOKED, id)
     return answer(to_register(false), (r and adm <= tonumber(r)) and 1 or 0)
   end
   return {'invalid_argument', 'unknown room operation ' .. tostring(op)}
@@ -711,10 +722,11 @@ end
 -- See Script in src/store/redis/cluster_client.h.
 local function run(keys, argv)
   KEYS, ARGV = keys, argv
-  M, L, S, D, V, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  C, CF, G, LN, LD = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+  K_META, K_LINE, K_SESSIONS, K_DEADLINES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+  K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS = KEYS[9], KEYS[10], KEYS[11]
   op, ttl = ARGV[1], tonumber(ARGV[3])
-  R, DL, ver0 = {}, {}, nil
+  R, call_deltas, ver0 = {}, {}, nil
   freed_w, freed_sec, freed_n = nil, nil, nil
   return main()
 end
