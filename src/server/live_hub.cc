@@ -73,7 +73,7 @@ void LiveHub::Arm() {
 
 std::string LiveHub::StatusMessage(std::string_view room, const SessionView& view) const {
   fmt::memory_buffer out;
-  AppendSessionJson(out, room, view, signer_, clock_, "status");
+  AppendSessionJson(out, view, AdmissionToken(room, view, signer_, clock_), "status");
   return std::string(out.data(), out.size());
 }
 

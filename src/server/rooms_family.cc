@@ -68,7 +68,8 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
 Response SessionReply(const std::string& room, const SessionView& v, Services& services,
                       bool show_session = true) {
   fmt::memory_buffer out;
-  AppendSessionJson(out, room, v, services.signer, services.clock, {}, show_session);
+  AppendSessionJson(out, v, AdmissionToken(room, v, services.signer, services.clock), {},
+                    show_session);
   Response r;
   r.body.assign(out.data(), out.size());
   return r;

@@ -6,9 +6,15 @@
 
 namespace anteroom::server {
 
+std::optional<std::string> AdmissionToken(std::string_view room, const core::SessionView& v,
+                                          const core::TokenSigner& signer, const Clock& clock) {
+  if (v.status != core::SessionStatus::kActive) return std::nullopt;
+  return signer.Mint(room, v.incarnation, v.admission, clock.NowMs());
+}
+
 // Compiled formats: the live channel writes one of these per client per change.
-void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const core::SessionView& v,
-                       const core::TokenSigner& signer, const Clock& clock, std::string_view type,
+void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
+                       const std::optional<std::string>& token, std::string_view type,
                        bool show_session) {
   auto it = std::back_inserter(out);
   if (type.empty()) {
@@ -34,9 +40,8 @@ void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const cor
   } else {
     fmt::format_to(it, FMT_COMPILE("null"));
   }
-  if (v.status == core::SessionStatus::kActive) {
-    std::string token = signer.Mint(room, v.incarnation, v.admission, clock.NowMs());
-    fmt::format_to(it, FMT_COMPILE(R"(,"token":"{}"}})"), token);
+  if (token) {
+    fmt::format_to(it, FMT_COMPILE(R"(,"token":"{}"}})"), *token);
   } else {
     fmt::format_to(it, FMT_COMPILE(R"(,"token":null}})"));
   }

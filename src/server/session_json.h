@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,11 +15,16 @@
 
 namespace anteroom::server {
 
-// Appends {"session",...,"token"}; `type`, when given, goes first as "type":"<type>".
-// An active session's token is minted now. `show_session` false writes "session": null (an
-// answer to a token, server/token_session.h).
-void AppendSessionJson(fmt::memory_buffer& out, std::string_view room, const core::SessionView& v,
-                       const core::TokenSigner& signer, const Clock& clock,
-                       std::string_view type = {}, bool show_session = true);
+// The admission token of a session's answer: minted now for an active session, none otherwise.
+// Apart from the formatter, so formatting never signs anything.
+std::optional<std::string> AdmissionToken(std::string_view room, const core::SessionView& v,
+                                          const core::TokenSigner& signer, const Clock& clock);
+
+// Appends {"session",...,"token"} with `token` (AdmissionToken) or null; `type`, when given,
+// goes first as "type":"<type>". `show_session` false writes "session": null (an answer to a
+// token, server/token_session.h).
+void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
+                       const std::optional<std::string>& token, std::string_view type = {},
+                       bool show_session = true);
 
 }  // namespace anteroom::server
