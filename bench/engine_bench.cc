@@ -1,5 +1,5 @@
 // Engine benchmarks: core::Room and core::Queue on one thread, no I/O, no locks (the HTTP layer is
-// measured by `anteroom-bench rooms` and bench/wrk/check.lua). Targets (issue 2, section 6): >= 2M
+// measured by `anteroom-bench rooms` and bench/wrk/check.lua). Targets (docs/benchmarks.md): >= 2M
 // checks/s on a room with 1M waiting sessions; <= 200 bytes per waiting session.
 //
 // Session ids look like the server's: 22 base64url characters (16 pseudo-random bytes), so they
@@ -286,7 +286,7 @@ BENCHMARK(BM_MemoryPerWaitingSession)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// ---- queues: cost against the number of ready jobs (issue 18, item 5) ----------------------
+// ---- queues: cost against the number of ready jobs ------------------------------------------
 
 // A payload as a producer sends it: a small JSON object (14 bytes), kept as its text.
 std::string PayloadFor(int64_t k) { return "{\"k\":" + std::to_string(1'000'000 + k) + "}"; }

@@ -1,4 +1,4 @@
-// Restart and compaction of the embedded durable backend (issue 4): how long recovery takes for
+// Restart and compaction of the embedded durable backend: how long recovery takes for
 // a given state, from the log alone and from a snapshot, and how long a compaction pauses the
 // backend (the fork) and runs in all. Target: restart <= 2 s with 1M queued jobs and 100k
 // waiting sessions.

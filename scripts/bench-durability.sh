@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Durability benchmarks of issue 4 (results and how to read them: docs/benchmarks.md).
+# Durability benchmarks (results and how to read them: docs/benchmarks.md).
 #
 #   scripts/bench-durability.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
 #                               [--skip-throughput] [--skip-restart] [--skip-compaction]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gate's cost (issue 17; results and how to read them: docs/benchmarks.md, "The gate").
+# The gate's cost (results and how to read them: docs/benchmarks.md, "The gate").
 #
 #   scripts/bench-gate.sh [--no-build] [--build-dir DIR] [--out DIR]
 #
@@ -59,7 +59,7 @@ for i in $(seq "$VISITORS"); do
     sed -n 's/^Set-Cookie: \([^;]*\);.*/\1/p' >>"$OUT/cookies.txt"
 done
 echo "== $(wc -l <"$OUT/cookies.txt") admitted visitors"
-# The room check's shape of issue 18: sessions already waiting, one check each.
+# The room check's usual shape: sessions already waiting, one check each.
 timeout 300 "$BENCH" rooms --server "$SERVER_URL" --room checks --sessions 10000 --capacity 1 \
   --duration 0.1 >"$OUT/prejoin.txt" 2>&1
 

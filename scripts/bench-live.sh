@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The live channel under load (issue 6; results and how to read them: docs/benchmarks.md,
+# The live channel under load (results and how to read them: docs/benchmarks.md,
 # "Live channel (WebSocket push)").
 #
 #   scripts/bench-live.sh [--quick] [--no-build] [--build-dir DIR] [--out DIR] [--sizes "N ..."]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Queue benchmarks of issue 3 (results and how to read them: docs/benchmarks.md).
+# Queue benchmarks (results and how to read them: docs/benchmarks.md).
 #
 #   scripts/bench-queues.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR] [--reps N]
 #                           [--server-threads N]
@@ -124,7 +124,7 @@ for j in lines("anteroom.jsonl"):
 def med(name, key):
     xs = [r[key] for r in runs.get(name, []) if key in r]
     return statistics.median(xs) if xs else None
-print("\n== summary (targets of issue 3)")
+print("\n== summary (against the queue targets)")
 for name, target in (("unbatched", 50e3), ("unbatched-p1", 50e3), ("batched", 500e3),
                      ("bullmq-shape", None), ("beanstalkd-shape", None)):
     rate = med(name, "jobs_per_s")

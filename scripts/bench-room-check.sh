@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, item 3: room check-ins on the embedded backend, durable (the default `serve`) against
+# Room check-ins on the embedded backend, durable (the default `serve`) against
 # `--memory-only`, and against Redis's own ceiling for the same check (the peer's reference
 # script as one EVALSHA, redis-benchmark -c 50 -P 1), in one run (docs/benchmarks.md).
 #

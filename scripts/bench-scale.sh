@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost that grows with the work, over HTTP (issue 18, item 5): the same operations with 1k, 100k
+# Cost that grows with the work, over HTTP: the same operations with 1k, 100k
 # and 1M waiting sessions, and with 1k, 100k and 1M ready jobs, on `anteroom serve` as installed
 # (embedded backend, fsync everysec). The engine's rows are bench/engine_bench.cc's.
 #

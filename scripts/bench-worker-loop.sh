@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The worker loop people write (issue 18, rows 1-2, and the durable default): one request in
+# The worker loop people write (and the durable default): one request in
 # flight per connection, against the machine's physical limit and BullMQ, in one run.
 #
 #   scripts/bench-worker-loop.sh [--no-build] [--rounds N] [--jobs N] [--no-bullmq] [--out DIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of issue 2, section 6 (results and how to read them: docs/benchmarks.md).
+# The room benchmarks (results and how to read them: docs/benchmarks.md).
 #
 #   scripts/bench.sh [--peers] [--no-build] [--build-dir DIR] [--out DIR]
 #
@@ -133,7 +133,7 @@ def load(name):
             return json.loads(f.read().strip().splitlines()[-1])
     except (OSError, ValueError, IndexError):
         return None
-print("\n== summary (targets of issue 2, section 6)")
+print("\n== summary (against the room targets)")
 eng = json.load(open(os.path.join(out, "engine.json")))["benchmarks"]
 # One row per benchmark: the median of the repetitions when there were several.
 by = {}

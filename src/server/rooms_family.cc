@@ -77,7 +77,7 @@ Response SessionReply(const std::string& room, const SessionView& v, Services& s
 
 // Completion for touch and leave: as AnswerSession, but a session the room does not know is
 // answered as one that has just left for good ("gone", with the room's counts), so an id that
-// was never there cannot be told from one that was (issue 16 item 3).
+// was never there cannot be told from one that was.
 // `show_session` false: an answer to a token, which never names the session.
 store::Completion<SessionView> AnswerSessionOrGone(std::string room, std::string id,
                                                    Respond respond, Services& services,
