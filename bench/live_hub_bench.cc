@@ -3,9 +3,9 @@
 // position moves, so every client gets a new status). An iteration is one whole delivery round:
 // the line read and walked, each client's status compared, formatted and handed to its stream.
 //
-// This is the part of the live channel's target (exact positions to 100k clients within 1 s) that does
-// not depend on the kernel; `anteroom-bench live` measures it with real WebSockets up to the
-// file-descriptor limit, and bench/loopback_floor what the kernel adds per message.
+// This is the part of the live channel's target (exact positions to 100k clients within 1 s)
+// that does not depend on the kernel; `anteroom-bench live` measures it with real WebSockets up
+// to the file-descriptor limit, and bench/loopback_floor what the kernel adds per message.
 //
 //   live_hub_bench [--benchmark_filter=...]
 //
