@@ -26,7 +26,7 @@
 #include "common/clock.h"
 #include "core/token.h"
 #include "server/live_hub.h"
-#include "server/live_stream.h"
+#include "http/live_stream.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::server {

@@ -20,7 +20,7 @@
 #include "core/token.h"
 #include "server/families.h"
 #include "server/live_hub.h"
-#include "server/router.h"
+#include "http/router.h"
 #include "server/stats_history.h"
 #include "store/memory/memory_backend.h"
 

@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "harness.h"
-#include "server/request_head.h"
+#include "http/request_head.h"
 
 namespace {
 

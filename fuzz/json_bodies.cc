@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "harness.h"
-#include "server/json_body.h"
+#include "http/json_body.h"
 #include "server/target_url.h"
 
 namespace {

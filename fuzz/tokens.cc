@@ -26,7 +26,7 @@
 #include "core/queue.h"
 #include "core/token.h"
 #include "harness.h"
-#include "server/router.h"
+#include "http/router.h"
 
 namespace {
 

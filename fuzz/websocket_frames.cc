@@ -21,8 +21,8 @@
 #include <string_view>
 
 #include "harness.h"
-#include "server/request_head.h"
-#include "server/websocket_options.h"
+#include "http/request_head.h"
+#include "http/websocket_options.h"
 
 namespace {
 

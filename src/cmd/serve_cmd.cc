@@ -21,13 +21,13 @@
 #include "common/names.h"
 #include "common/random_id.h"
 #include "core/token.h"
-#include "server/body_budget.h"
+#include "http/body_budget.h"
 #include "server/families.h"
-#include "server/fd_limit.h"
+#include "http/fd_limit.h"
 #include "server/gate_cache.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
 #include "server/live_hub.h"
-#include "server/origin_policy.h"
+#include "http/origin_policy.h"
 #include "server/queue_keys.h"
 #include "server/stats_history.h"
 #include "store/log/embedded_store.h"
@@ -273,33 +273,33 @@ void Serve(const ServeFlags& flags) {
   web.public_url = flags.public_url;
   while (!web.public_url.empty() && web.public_url.back() == '/') web.public_url.pop_back();
   web.gate_hosts = flags.gate_hosts;
-  server::TrustedProxies trusted;
+  http::TrustedProxies trusted;
   for (const std::string& cidr : flags.trusted_proxies) {
     std::string error;
     if (!trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
   }
   // Built before anything opens, so a bad --cors-origin fails start-up at once.
-  auto origins = std::make_shared<server::OriginPolicy>(
-      server::OriginPolicyOptions{.cors_origins = flags.cors_origins, .trusted_proxies = trusted});
-  server::AccessKeys keys;
+  auto origins = std::make_shared<http::OriginPolicy>(
+      http::OriginPolicyOptions{.cors_origins = flags.cors_origins, .trusted_proxies = trusted});
+  http::AccessKeys keys;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) keys.admin_key = key;
   keys.queue_key = flags.queue_key;
   if (keys.queue_key.empty()) {
     if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) keys.queue_key = key;
   }
-  switch (server::QueueAccessOf(keys)) {
-    case server::QueueAccess::kOpen:
+  switch (http::QueueAccessOf(keys)) {
+    case http::QueueAccess::kOpen:
       spdlog::warn(
           "no admin key and no queue key: every route is open to anyone who can reach {} "
           "(set ANTEROOM_ADMIN_KEY and ANTEROOM_QUEUE_KEY; docs/security.md)",
           flags.listen);
       break;
-    case server::QueueAccess::kAdminKey:
+    case http::QueueAccess::kAdminKey:
       spdlog::info(
           "access: admin routes and queue routes need the admin key (no queue key set); room "
           "routes are public");
       break;
-    case server::QueueAccess::kQueueKey:
+    case http::QueueAccess::kQueueKey:
       spdlog::info(
           "access: queue routes need the queue key or the admin key; admin routes {}; "
           "room routes are public",
@@ -311,7 +311,7 @@ void Serve(const ServeFlags& flags) {
       flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
   // The pool outlives the backend: parked long polls hold connections whose sockets belong to
   // the pool's io_contexts, and the backend's timer may still answer them while it stops.
-  server::IoPool pool(threads);
+  http::IoPool pool(threads);
   SystemClock clock;
   bool redis = !flags.store.empty();
   // The directory is locked before anything in it (the secret) is read.
@@ -368,7 +368,7 @@ void Serve(const ServeFlags& flags) {
                            .what = flags.token_alg + " signing key"});
     }
   }
-  server::Router router(std::move(keys));
+  http::Router router(std::move(keys));
   router.SetOriginPolicy(origins);
   auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
   server::GateCache gate(backend, clock);
@@ -419,11 +419,11 @@ void Serve(const ServeFlags& flags) {
   }
   setup.reset();
 
-  server::ReturnBigBlocksToTheSystem();
-  server::FdFit fds = server::FitConnectionsToFds(flags.max_connections);
-  server::HttpServer http(
+  http::ReturnBigBlocksToTheSystem();
+  http::FdFit fds = http::FitConnectionsToFds(flags.max_connections);
+  http::HttpServer http_server(
       pool, router,
-      server::ConnectionLimits{
+      http::ConnectionLimits{
           .max_connections = fds.max_connections,
           // Refusals use the descriptors kept beyond the cap: half of them at most.
           .max_refusing = std::min<size_t>(256, (fds.soft_limit - fds.max_connections) / 2),
@@ -433,7 +433,7 @@ void Serve(const ServeFlags& flags) {
           .min_body_rate = flags.min_body_rate,
           .max_buffered_bytes = flags.max_buffered_mb << 20,
       },
-      server::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
+      http::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
@@ -443,14 +443,14 @@ void Serve(const ServeFlags& flags) {
     std::map<std::string, std::string> targets;
     for (const core::RoomInfo& room : rooms) {
       if (!room.config.target_url) continue;
-      if (auto origin = server::OriginOfUrl(*room.config.target_url)) {
+      if (auto origin = http::OriginOfUrl(*room.config.target_url)) {
         targets.emplace(room.room, std::move(*origin));
       }
     }
     origins->SetRooms(std::move(targets));
   });
   sampler.Start();
-  auto bound = http.Listen(host, port);
+  auto bound = http_server.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
   spdlog::info("serving on {}:{} with {} threads, {}", host, bound.port(), threads,

@@ -15,8 +15,7 @@
 #include "common/clock.h"
 #include "core/challenge.h"
 #include "core/token.h"
-#include "server/client_address.h"
-#include "server/router.h"
+#include "server/http_names.h"
 #include "store/backend.h"
 
 namespace anteroom::server {

@@ -33,7 +33,7 @@
 #include "server/arrival.h"
 #include "server/families.h"
 #include "server/gate_cache.h"
-#include "server/json_body.h"
+#include "http/json_body.h"
 #include "server/preamble.h"
 #include "server/return_url.h"
 #include "server/token_session.h"

@@ -11,7 +11,7 @@
 
 #include "common/ascii.h"
 #include "common/wire_errors.h"
-#include "server/router.h"
+#include "server/http_names.h"
 
 namespace anteroom::server {
 

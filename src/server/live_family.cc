@@ -6,6 +6,7 @@
 #include "server/arrival.h"
 #include "server/families.h"
 #include "server/live_hub.h"
+#include "server/session_json.h"
 #include "server/preamble.h"
 #include "server/token_session.h"
 
@@ -33,7 +34,7 @@ void LiveByToken(Services& s, const Request& req, const std::string& token, Resp
               Response upgrade;
               upgrade.stream = [&s, room,
                                 view = std::move(*r)](std::shared_ptr<LiveStream> stream) {
-                stream->HideSession();
+                stream->FilterMessages(HideSession);
                 s.live->Attach(room, view, std::move(stream));
               };
               respond(std::move(upgrade));

@@ -45,10 +45,12 @@
 #include "common/clock.h"
 #include "core/room_types.h"
 #include "core/token.h"
-#include "server/live_stream.h"
+#include "http/live_stream.h"
 #include "store/backend.h"
 
 namespace anteroom::server {
+
+using http::LiveStream;
 
 struct LiveHubOptions {
   int64_t tick_ms = 250;

@@ -12,12 +12,16 @@
 #include "common/names.h"
 #include "common/wire_errors.h"
 #include "server/families.h"
-#include "server/prometheus_text.h"
+#include "http/prometheus_text.h"
 #include "server/stats_history.h"
 
 namespace anteroom::server {
 
 namespace {
+
+using http::AppendFamilyHeader;
+using http::AppendSample;
+using http::kPrometheusContentType;
 
 using QueueList = std::vector<std::pair<std::string, core::QueueStats>>;
 

@@ -4,8 +4,8 @@
 #include "common/names.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
-#include "server/json_body.h"
-#include "server/websocket_options.h"
+#include "http/json_body.h"
+#include "http/websocket_options.h"
 
 namespace anteroom::server {
 
@@ -26,7 +26,7 @@ OpResult<std::optional<std::string>> CredentialOf(const Request& req, Credential
   if (header != req.fields.end()) return std::optional<std::string>(header->value());
   if (req.websocket) {
     std::string_view prefix = session ? kSessionSubprotocol : kTokenSubprotocol;
-    for (std::string_view offered : OfferedSubprotocols(req.fields)) {
+    for (std::string_view offered : http::OfferedSubprotocols(req.fields)) {
       if (!offered.starts_with(prefix)) continue;
       std::optional<std::string> value = Base64UrlDecode(offered.substr(prefix.size()));
       if (!value) return {OpStatus::kInvalidArgument, wire::BadSubprotocol(prefix)};

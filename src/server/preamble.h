@@ -18,8 +18,7 @@
 #include <string_view>
 
 #include "common/op_status.h"
-#include "server/reply.h"
-#include "server/router.h"
+#include "server/http_names.h"
 
 namespace anteroom::server {
 
@@ -36,6 +35,9 @@ std::optional<Response> BadNames(const Request& req, std::initializer_list<std::
 //   3. the query `?session=` / `?token=`, which works but lands in proxy and CDN access logs.
 // nullopt when none gives one; a 400 when a subprotocol's value is not base64url.
 enum class Credential { kSession, kToken };
+// The subprotocol offers of case 2, each followed by B64.
+inline constexpr std::string_view kSessionSubprotocol = "anteroom.session.";
+inline constexpr std::string_view kTokenSubprotocol = "anteroom.token.";
 OpResult<std::optional<std::string>> CredentialOf(const Request& req, Credential which);
 
 // The session a GET names (CredentialOf), or a new random id when it names none (`*created`

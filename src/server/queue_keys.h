@@ -20,7 +20,7 @@
 
 #include "common/clock.h"
 #include "common/op_status.h"
-#include "server/router.h"
+#include "server/http_names.h"
 #include "store/backend.h"
 
 namespace anteroom::server {

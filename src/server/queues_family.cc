@@ -14,7 +14,7 @@
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "server/families.h"
-#include "server/json_body.h"
+#include "http/json_body.h"
 #include "server/payload_text.h"
 #include "server/preamble.h"
 #include "server/queue_keys.h"

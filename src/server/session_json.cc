@@ -47,4 +47,12 @@ void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
   }
 }
 
+void HideSession(std::string& message) {
+  // AppendSessionJson wrote the field: the id holds no quote to skip.
+  constexpr std::string_view kField = R"("session":")";
+  size_t at = message.find(kField);
+  size_t end = at == std::string::npos ? at : message.find('"', at + kField.size());
+  if (end != std::string::npos) message.replace(at, end + 1 - at, R"("session":null)");
+}
+
 }  // namespace anteroom::server

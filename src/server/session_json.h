@@ -27,4 +27,9 @@ void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
                        const std::optional<std::string>& token, std::string_view type = {},
                        bool show_session = true);
 
+// A status message as a live stream opened with a token shows it: "session": null
+// (server/token_session.h). The hub writes one message per session for all of its streams, so
+// each such stream rewrites its copy (LiveStream::FilterMessages).
+void HideSession(std::string& message);
+
 }  // namespace anteroom::server

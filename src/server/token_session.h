@@ -4,7 +4,7 @@
 // page (a query parameter or a cookie), keeps the admission alive with it. The session id is the
 // session's whole credential (it can leave, or check in for fresh tokens, forever), and tokens
 // travel in URLs, logs and Referer headers, so nothing answered to a token names the session:
-// the status objects say "session": null (LiveStream::HideSession for the live channel).
+// the status objects say "session": null (HideSession in session_json.h for the live channel).
 
 #include <cstdint>
 #include <functional>

@@ -4,7 +4,7 @@
 
 #include "common/wire_errors.h"
 #include "server/families.h"
-#include "server/json_body.h"
+#include "http/json_body.h"
 #include "server/preamble.h"
 
 namespace anteroom::server {

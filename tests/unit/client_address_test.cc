@@ -1,12 +1,12 @@
 // Who the client is (server/client_address.h): trusted proxies, the right-to-left walk of
 // X-Forwarded-For, garbage, and the key per-client limits count under (IPv6 per /64).
-#include "server/client_address.h"
+#include "http/client_address.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace anteroom::server {
+namespace anteroom::http {
 namespace {
 
 namespace ip = boost::asio::ip;
@@ -123,4 +123,4 @@ TEST(ClientAddressTest, KeysCountIpv6PerSlash64) {
 }
 
 }  // namespace
-}  // namespace anteroom::server
+}  // namespace anteroom::http

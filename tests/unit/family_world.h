@@ -21,9 +21,9 @@
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/live_hub.h"
-#include "server/origin_policy.h"
+#include "http/origin_policy.h"
 #include "server/queue_keys.h"
-#include "server/router.h"
+#include "http/router.h"
 #include "server/stats_history.h"
 #include "store/memory/memory_backend.h"
 
@@ -82,7 +82,7 @@ class FamilyWorld {
   // target_url origins are followed as the server follows them.
   void AllowOrigins(std::vector<std::string> origins) {
     origins_ = std::make_shared<OriginPolicy>(
-        OriginPolicyOptions{.cors_origins = std::move(origins), .trusted_proxies = {}});
+        http::OriginPolicyOptions{.cors_origins = std::move(origins), .trusted_proxies = {}});
     router_.SetOriginPolicy(origins_);
     services_.origins = origins_.get();
   }

@@ -14,7 +14,7 @@
 #include "common/bytes.h"
 #include "common/clock.h"
 #include "core/room_types.h"
-#include "server/router.h"
+#include "http/router.h"
 #include "store/memory/change_record.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/reply_reader.h"
@@ -183,14 +183,14 @@ TEST(FuzzRegressionTest, RespArrayCountsAllocateNothingUpFront) {
 // http_request: a 404 echoed the decoded path, and "%EC" decodes to a byte that is not UTF-8:
 // the answer was not JSON.
 TEST(FuzzRegressionTest, NotFoundEchoesThePathAsSent) {
-  server::Router router("");
-  router.Add(server::http::verb::post, "/v1/rooms/{room}/check",
-             [](const server::Request&, server::Respond respond) { respond({}); });
-  server::Request request;
-  request.method = server::http::verb::post;
+  http::Router router("");
+  router.Add(http::verb::post, "/v1/rooms/{room}/check",
+             [](const http::Request&, http::Respond respond) { respond({}); });
+  http::Request request;
+  request.method = http::verb::post;
   request.target = "/v1/rooms/r/c%eck";
-  std::optional<server::Response> answer;
-  router.Dispatch(request, [&](server::Response r) { answer = std::move(r); });
+  std::optional<http::Response> answer;
+  router.Dispatch(request, [&](http::Response r) { answer = std::move(r); });
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->status, 404u);
   boost::system::error_code ec;

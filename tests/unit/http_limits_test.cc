@@ -12,13 +12,13 @@
 #include <thread>
 #include <vector>
 
-#include "server/body_budget.h"
-#include "server/fd_limit.h"
-#include "server/io_pool.h"
-#include "server/request_head.h"
-#include "server/router.h"
+#include "http/body_budget.h"
+#include "http/fd_limit.h"
+#include "http/io_pool.h"
+#include "http/request_head.h"
+#include "http/router.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 namespace {
 
 TEST(IoPoolTest, AHandlerThatThrowsDoesNotStopItsThread) {
@@ -141,4 +141,4 @@ TEST(RouterStreamTest, OnlyTheStreamRoutesThemselvesMayStream) {
 }
 
 }  // namespace
-}  // namespace anteroom::server
+}  // namespace anteroom::http

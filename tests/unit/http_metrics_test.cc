@@ -1,6 +1,6 @@
 // The HTTP latency histograms and the Prometheus text helpers: buckets, totals, escaping, and
 // recording from several threads at once.
-#include "server/http_metrics.h"
+#include "http/http_metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/prometheus_text.h"
+#include "http/prometheus_text.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 namespace {
 
 using std::chrono::microseconds;
@@ -124,4 +124,4 @@ TEST(HttpMetricsTest, ThreadsRecordingAtOnceLoseNothing) {
 }
 
 }  // namespace
-}  // namespace anteroom::server
+}  // namespace anteroom::http

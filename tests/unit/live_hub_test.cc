@@ -21,7 +21,8 @@
 #include "common/clock.h"
 #include "core/token.h"
 #include "server/live_hub.h"
-#include "server/live_stream.h"
+#include "server/session_json.h"
+#include "http/live_stream.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::server {
@@ -31,6 +32,9 @@ namespace net = boost::asio;
 namespace json = boost::json;
 using core::SessionStatus;
 using core::SessionView;
+using http::kMinSilenceBound;
+using http::LiveStreamOptions;
+using http::Socket;
 
 // A live stream whose messages are written at once and kept.
 class RecordingStream final : public LiveStream {
@@ -161,7 +165,7 @@ TEST_F(LiveHubTest, AStreamOpenedWithATokenNeverShowsTheSession) {
       Call<SessionView>([&](auto done) { backend_.Check("r", "holder-Qm9vYmFyYmF6cXV4", done); });
   ASSERT_TRUE(view.ok());
   auto hidden = std::make_shared<RecordingStream>(ioc_);
-  hidden->HideSession();
+  hidden->FilterMessages(HideSession);
   hub_.Attach("r", *view, hidden);
   Watch("behind-Qm9vYmFyYmF6cXV4");  // a change the hub pushes to both streams
   Settle();

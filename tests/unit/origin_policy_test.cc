@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "family_world.h"
-#include "server/origin_policy.h"
+#include "http/origin_policy.h"
 
 namespace anteroom::server {
 namespace {
 
+using http::NormalizeOrigin;
+using http::OriginPolicyOptions;
 using testing::FamilyWorld;
 using testing::HeaderOf;
 

@@ -15,7 +15,7 @@
 
 #include "common/wire_errors.h"
 #include "family_world.h"
-#include "server/request_head.h"
+#include "http/request_head.h"
 
 namespace anteroom::server {
 namespace {

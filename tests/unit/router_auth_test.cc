@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "server/router.h"
+#include "http/router.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 namespace {
 
 constexpr char kKey[] = "s3cret:key+/=";  // a colon and base64's own characters in a password
@@ -157,4 +157,4 @@ TEST(RouterMetricsTest, EachAnswerIsCountedUnderItsRouteOrUnmatched) {
 }
 
 }  // namespace
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,13 +1,13 @@
-#include "server/http_metrics.h"
+#include "http/http_metrics.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
 
-#include "server/prometheus_text.h"
+#include "http/prometheus_text.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace {
 
@@ -116,4 +116,4 @@ void HttpMetrics::AppendPrometheus(std::string& out) const {
   }
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

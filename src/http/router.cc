@@ -1,4 +1,4 @@
-#include "server/router.h"
+#include "http/router.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -12,7 +12,7 @@
 
 #include "common/wire_errors.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace {
 
@@ -348,7 +348,7 @@ void Router::Dispatch(Request& request, Respond respond) const {
       continue;
     }
     // Browsers: a page of another origin may only do what the route's CORS column and the
-    // origin policy allow (server/origin_policy.h). Checked before the key: a form posted
+    // origin policy allow (http/origin_policy.h). Checked before the key: a form posted
     // from another site with cached credentials must not get in.
     const bool cors_route = route.options.cors == Cors::kCorsPublic;
     std::string cors_origin;  // set when CORS headers go on the answer
@@ -507,4 +507,4 @@ Response Router::Preflight(const Request& request,
   return r;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 // Descriptors kept for everything that is not a client connection: the data directory's log
 // and snapshot files, Redis connections, the listener, compaction, connections refused over
@@ -25,4 +25,4 @@ FdFit FitConnectionsToFds(size_t wanted);
 // The cap that fits `wanted` under a soft limit of `soft_limit` descriptors.
 size_t ConnectionsThatFit(size_t wanted, size_t soft_limit);
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -18,13 +18,18 @@
 #include <vector>
 
 #include "common/hangup.h"
-#include "server/http_metrics.h"
-#include "server/origin_policy.h"
-#include "server/reply.h"
+#include "http/http_metrics.h"
+#include "http/origin_policy.h"
+#include "http/reply.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
-namespace http = boost::beast::http;
+// Beast's words for methods and header fields, which this layer's interface is written in:
+// `http::verb` names the same type here and in the code that registers routes.
+using boost::beast::http::field;
+using boost::beast::http::fields;
+using boost::beast::http::to_string;
+using boost::beast::http::verb;
 
 struct Request {
   http::verb method = http::verb::get;
@@ -32,7 +37,7 @@ struct Request {
   std::string body;
   std::string authorization;  // the Authorization header, if any
   std::string forwarded_for;  // the X-Forwarded-For header, if any
-  // For the origin rules (server/origin_policy.h): as sent, empty when absent.
+  // For the origin rules (http/origin_policy.h): as sent, empty when absent.
   std::string origin;          // Origin
   std::string host;            // Host
   std::string forwarded_host;  // X-Forwarded-Host (believed from a trusted proxy only)
@@ -71,7 +76,7 @@ enum class Scope : uint8_t {
 };
 std::string_view ToString(Scope scope);
 
-// Whether a route is meant for pages of other origins (server/origin_policy.h).
+// Whether a route is meant for pages of other origins (http/origin_policy.h).
 enum class Cors : uint8_t {
   kNoCors,      // same origin only: browsers of other origins may not change state here
   kCorsPublic,  // the public room API, called from the pages anteroom.js runs in: answers
@@ -207,4 +212,4 @@ class Router {
   std::array<HttpMetrics::SeriesId, kCommonMethods.size() + 1> unmatched_{};
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -6,11 +6,11 @@
 // replaces it, so a slow client gets the latest state, never a backlog. A heartbeat goes out
 // every heartbeat interval. A write stuck longer than kWriteTimeout closes the stream.
 //
-// A client that vanished without a word (its network gone: no FIN, no RST) must not keep
-// counting as present until TCP gives up, some 15 minutes later. BoundSilence ties the stream
-// to its room's check-in timeout: heartbeats go out at a third of it, and the kernel drops the
-// connection when what was sent stays unacknowledged for half of it (TCP_USER_TIMEOUT), so a
-// vanished client's stream ends within the timeout, on either transport.
+// A client that vanished without a word (its network gone: no FIN, no RST) must not keep its
+// stream open until TCP gives up, some 15 minutes later. BoundSilence ties the stream to a bound
+// its owner sets (the live hub: the room's check-in timeout): heartbeats go out at a third of it,
+// and the kernel drops the connection when what was sent stays unacknowledged for half of it
+// (TCP_USER_TIMEOUT), so a vanished client's stream ends within the bound, on either transport.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -24,9 +24,9 @@
 #include <optional>
 #include <string>
 
-#include "server/socket.h"
+#include "http/socket.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 struct LiveStreamOptions {
   std::chrono::milliseconds heartbeat{15'000};  // at most; BoundSilence may shorten it
@@ -38,17 +38,19 @@ inline constexpr std::chrono::milliseconds kMinSilenceBound{1'500};
 class LiveStream : public std::enable_shared_from_this<LiveStream> {
  public:
   using Executor = boost::asio::io_context::executor_type;
+  // Rewrites a message before it is queued: what this stream must not show of a message that
+  // its sender writes once for several streams (a field blanked).
+  using MessageFilter = void (*)(std::string& message);
   virtual ~LiveStream() = default;
 
   // Call on executor() only. Replaces a status message not yet written.
   void Deliver(std::string message);
-  // The stream was opened with a token (server/token_session.h): its messages say
-  // "session": null. Call before the first Deliver.
-  void HideSession() { hide_session_ = true; }
+  // Every message passes through `filter` before it is queued. Call before the first Deliver.
+  void FilterMessages(MessageFilter filter) { filter_ = filter; }
   // Call on executor() only: closes once what is queued was written.
   void Finish();
   // Runs once, on executor(), when the connection has ended (either side). Set before the
-  // stream is started; the hub uses it to start the session's drop-out clock or grace.
+  // stream is started.
   void OnClosed(std::function<void()> fn) { on_closed_ = std::move(fn); }
   virtual Executor executor() = 0;
   // Bytes this stream holds beyond its object (buffers), for the memory report.
@@ -108,7 +110,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   std::function<void()> on_closed_;
   std::function<void()> on_first_written_;
   std::shared_ptr<void> held_;
-  bool hide_session_ = false;
+  MessageFilter filter_ = nullptr;
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

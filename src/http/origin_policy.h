@@ -24,9 +24,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/client_address.h"
+#include "http/client_address.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 // "scheme://host[:port]" in the form browsers send in `Origin` (RFC 6454): lowercase, the
 // default port left out. nullopt for anything else ("null", a path, user info, not http(s)).
@@ -66,4 +66,4 @@ class OriginPolicy {
   std::multiset<std::string> origins_;               // guarded by mu_: the values above
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "server/io_pool.h"
-#include "server/live_stream.h"
-#include "server/router.h"
+#include "http/io_pool.h"
+#include "http/live_stream.h"
+#include "http/router.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 // What one client may hold, and for how long: the defaults are sized against slowloris (a head
 // sent a byte at a time) and bodies that stop short of their end.
@@ -61,4 +61,4 @@ class HttpServer {
   std::shared_ptr<Listener> listener_;
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

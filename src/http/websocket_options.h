@@ -12,15 +12,14 @@
 #include <string_view>
 #include <vector>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 inline constexpr size_t kMaxClientMessage = 4096;  // clients have nothing big to say
 
-// The subprotocol the live channel answers when a client offers it, and the offers that carry a
-// credential beside it, which a browser's WebSocket cannot send as a header (server/preamble.h).
+// The subprotocol the live channel answers when a client offers it. A client may offer others
+// beside it that are never answered: a browser's WebSocket cannot send headers, so an offer is
+// where it can put a credential.
 inline constexpr std::string_view kLiveSubprotocol = "anteroom";
-inline constexpr std::string_view kSessionSubprotocol = "anteroom.session.";
-inline constexpr std::string_view kTokenSubprotocol = "anteroom.token.";
 
 // The subprotocols a handshake offers, in order (Sec-WebSocket-Protocol: a comma-separated list,
 // possibly over several header lines).
@@ -57,4 +56,4 @@ void ApplyWebSocketOptions(boost::beast::websocket::stream<NextLayer>& ws) {
   }));
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

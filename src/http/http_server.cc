@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -20,12 +20,12 @@
 
 #include "common/loop_turn.h"
 #include "common/wire_errors.h"
-#include "server/body_budget.h"
-#include "server/live_stream.h"
-#include "server/request_head.h"
-#include "server/socket.h"
+#include "http/body_budget.h"
+#include "http/live_stream.h"
+#include "http/request_head.h"
+#include "http/socket.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -34,7 +34,7 @@ using tcp = net::ip::tcp;
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-using UpgradeRequest = http::request<http::string_body>;
+using UpgradeRequest = beast::http::request<beast::http::string_body>;
 
 constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stops reading
 // Timeouts are checked by a coarse sweep rather than a timer reset per request: a request then
@@ -214,7 +214,7 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     size_t used = parser_->put(net::buffer(pending.data(), end), ec);
     buffer_.consume(used);
-    if (!ec && !parser_->is_header_done()) ec = http::error::need_more;  // never: a whole head
+    if (!ec && !parser_->is_header_done()) ec = beast::http::error::need_more;  // never: a whole head
     if (ec) return ReadFailed(ec);
     OnHeader();
   }
@@ -287,7 +287,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (reading_body_) FineSweep();
     UpdatePhase();
-    http::async_read(
+    beast::http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
   }
@@ -298,7 +298,7 @@ class Session : public std::enable_shared_from_this<Session> {
     while (!ec && !parser_->is_done()) {
       size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
-      if (!ec && used == 0) ec = http::error::need_more;  // never: the body is all there
+      if (!ec && used == 0) ec = beast::http::error::need_more;  // never: the body is all there
     }
     if (ec) return ReadFailed(ec);
     OnRequest({});
@@ -314,18 +314,18 @@ class Session : public std::enable_shared_from_this<Session> {
       timed_out_.reset();
       return Send(ErrorReply(OpStatus::kRequestTimeout, message), true);
     }
-    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+    if (ec == beast::http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::operation_aborted || ec == net::error::bad_descriptor ||
         ec == net::error::connection_reset) {
       return Close();
     }
-    if (ec == http::error::body_limit) {
+    if (ec == beast::http::error::body_limit) {
       return Send(ErrorReply(OpStatus::kPayloadTooLarge, wire::kBodyTooLarge), true);
     }
-    if (ec == http::error::header_limit) {
+    if (ec == beast::http::error::header_limit) {
       return Send(ErrorReply(OpStatus::kHeaderTooLarge, wire::kHeadTooLarge), true);
     }
-    if (ec == http::error::buffer_overflow) {
+    if (ec == beast::http::error::buffer_overflow) {
       // Only a trailer can fill the read buffer: heads stop at the header limit first.
       return Send(ErrorReply(OpStatus::kHeaderTooLarge, wire::kTrailerTooLarge), true);
     }
@@ -458,7 +458,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool no_content = response.status == 204;
     fmt::format_to(it, "HTTP/1.{} {} {}\r\nServer: anteroom\r\n", slot.version == 10 ? 0 : 1,
                    response.status,
-                   http::obsolete_reason(static_cast<http::status>(response.status)));
+                   beast::http::obsolete_reason(static_cast<beast::http::status>(response.status)));
     if (!no_content && !response.content_type.empty()) {
       fmt::format_to(it, "Content-Type: {}\r\n", response.content_type);
     }
@@ -873,4 +873,4 @@ void HttpServer::Close() {
   }
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,11 +1,11 @@
-#include "server/prometheus_text.h"
+#include "http/prometheus_text.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <iterator>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace {
 
@@ -53,4 +53,4 @@ std::string FormatSampleValue(double value) {
   return fmt::format("{}", value);
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

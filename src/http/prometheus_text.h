@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
@@ -26,4 +26,4 @@ void AppendSample(std::string& out, std::string_view name, std::string_view labe
 // +Inf, -Inf and NaN spelled as Prometheus spells them.
 std::string FormatSampleValue(double value);
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

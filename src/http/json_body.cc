@@ -1,11 +1,11 @@
-#include "server/json_body.h"
+#include "http/json_body.h"
 
 #include <boost/json/parse.hpp>
 
 #include "common/names.h"
 #include "common/wire_errors.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace json = boost::json;
 
@@ -79,4 +79,4 @@ OpResult<std::optional<std::string>> ReadName(const json::object& o, std::string
   return s;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

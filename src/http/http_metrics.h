@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 class HttpMetrics {
  public:
@@ -71,4 +71,4 @@ class HttpMetrics {
   std::vector<std::unique_ptr<Series>> series_;
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,4 +1,4 @@
-#include "server/origin_policy.h"
+#include "http/origin_policy.h"
 
 #include <boost/url/parse.hpp>
 
@@ -7,7 +7,7 @@
 
 #include "common/ascii.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace urls = boost::urls;
 
@@ -125,4 +125,4 @@ void OriginPolicy::SetRooms(std::map<std::string, std::string> target_origins) {
   origins_ = std::move(origins);
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

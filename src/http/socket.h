@@ -5,9 +5,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 using Socket =
     boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

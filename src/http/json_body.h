@@ -11,7 +11,7 @@
 
 #include "common/op_status.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 // An empty body reads as {} when empty_is_object. `storage` lets hot handlers parse into a
 // stack buffer (boost::json::monotonic_resource) instead of the heap.
@@ -30,4 +30,4 @@ OpResult<std::optional<std::string>> ReadString(const boost::json::object& o, st
 // A string that follows the naming rule (1-128 bytes of [A-Za-z0-9._:-]).
 OpResult<std::optional<std::string>> ReadName(const boost::json::object& o, std::string_view key);
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,10 +1,10 @@
-#include "server/request_head.h"
+#include "http/request_head.h"
 
 #include <iterator>
 
 #include "common/wire_errors.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 void ConfigureRequestParser(RequestParser& parser) {
   parser.header_limit(kHeaderLimit);
@@ -40,13 +40,13 @@ std::optional<HeadRefusal> CheckRawHead(std::string_view head) {
 std::optional<HeadRefusal> CheckParsedHead(const RequestParser& parser, size_t body_limit) {
   const auto& header = parser.get();
   if (header.version() >= 11) {
-    size_t hosts = header.count(http::field::host);
+    size_t hosts = header.count(boost::beast::http::field::host);
     if (hosts != 1) {
       return HeadRefusal{OpStatus::kInvalidArgument,
                          std::string(hosts == 0 ? wire::kNoHost : wire::kManyHosts)};
     }
   }
-  if (header.count(http::field::transfer_encoding) != 0 && !parser.chunked()) {
+  if (header.count(boost::beast::http::field::transfer_encoding) != 0 && !parser.chunked()) {
     return HeadRefusal{OpStatus::kInvalidArgument, std::string(wire::kBadTransferEncoding)};
   }
   auto length = parser.content_length();
@@ -68,4 +68,4 @@ std::optional<HeadRefusal> CheckTrailer(const RequestParser& parser, size_t fiel
   return std::nullopt;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,10 +1,10 @@
-#include "server/client_address.h"
+#include "http/client_address.h"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace ip = boost::asio::ip;
 
@@ -176,4 +176,4 @@ std::string ClientKey(const ip::address& address) {
   return FromBytes(bytes, size).to_string() + "/64";
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

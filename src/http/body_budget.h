@@ -17,7 +17,7 @@
 #include <memory>
 #include <mutex>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 class BodyBudget : public std::enable_shared_from_this<BodyBudget> {
  public:
@@ -78,4 +78,4 @@ class BodyBudget : public std::enable_shared_from_this<BodyBudget> {
 // Call once at start-up, before the I/O threads (it also fixes the trim threshold).
 void ReturnBigBlocksToTheSystem();
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,8 +1,8 @@
-#include "server/reply.h"
+#include "http/reply.h"
 
 #include <boost/json/serialize.hpp>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 Response JsonReply(const boost::json::value& body, unsigned status) {
   Response r;
@@ -28,4 +28,4 @@ Response ErrorReply(OpStatus status, std::string_view message) {
   return r;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

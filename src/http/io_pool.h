@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 class IoPool {
  public:
@@ -36,4 +36,4 @@ class IoPool {
   std::atomic<size_t> next_{0};
 };
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,4 +1,4 @@
-#include "server/io_pool.h"
+#include "http/io_pool.h"
 
 #include <spdlog/spdlog.h>
 
@@ -10,7 +10,7 @@
 
 #include "common/loop_turn.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 IoPool::IoPool(unsigned threads) {
   for (unsigned i = 0; i < (threads ? threads : 1); ++i) {
@@ -74,4 +74,4 @@ void IoPool::Stop() {
   for (auto& ctx : contexts_) ctx->stop();
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -13,10 +13,9 @@
 
 #include "common/op_status.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
-namespace http = boost::beast::http;
-using RequestParser = http::request_parser<http::string_body>;
+using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
 // The request line and header fields together.
 inline constexpr size_t kHeaderLimit = 16 * 1024;
@@ -58,4 +57,4 @@ std::optional<HeadRefusal> CheckTrailer(const RequestParser& parser, size_t fiel
 
 size_t FieldCount(const RequestParser& parser);
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -11,7 +11,7 @@
 
 #include "common/op_status.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 class LiveStream;
 
@@ -44,4 +44,4 @@ Response ErrorReply(const OpResult<T>& result) {
   return r;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

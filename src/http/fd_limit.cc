@@ -1,4 +1,4 @@
-#include "server/fd_limit.h"
+#include "http/fd_limit.h"
 
 #include <sys/resource.h>
 
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 size_t ConnectionsThatFit(size_t wanted, size_t soft_limit) {
   size_t reserve = std::min(kReservedFds, soft_limit / 4);
@@ -55,4 +55,4 @@ FdFit FitConnectionsToFds(size_t wanted) {
   return fit;
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

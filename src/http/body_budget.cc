@@ -1,11 +1,11 @@
-#include "server/body_budget.h"
+#include "http/body_budget.h"
 
 #include <malloc.h>
 
 #include <algorithm>
 #include <vector>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 BodyBudget::Ticket::Ticket(std::shared_ptr<BodyBudget> budget, size_t bytes, int64_t now_ms,
                            std::function<void()> cut)
@@ -89,4 +89,4 @@ void ReturnBigBlocksToTheSystem() {
 #endif
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

@@ -1,7 +1,7 @@
 #pragma once
 // Who a request comes from, for per-client limits (room settings joins_per_minute_per_client
 // and places_per_client). Pure functions over addresses; the HTTP layer supplies the
-// connection's peer and the X-Forwarded-For header (server/router.h's Request).
+// connection's peer and the X-Forwarded-For header (http/router.h's Request).
 //
 // The rule (docs/api.md, "Who the client is"):
 //  - the client is the connection's peer address, unless the peer is a trusted proxy
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 inline constexpr size_t kMaxForwardedHops = 32;
 
@@ -64,4 +64,4 @@ boost::asio::ip::address ClientAddress(const boost::asio::ip::address& peer,
 // counting single IPv6 addresses would give an attacker 2^64 clients for free.
 std::string ClientKey(const boost::asio::ip::address& client);
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http

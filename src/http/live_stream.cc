@@ -1,4 +1,4 @@
-#include "server/live_stream.h"
+#include "http/live_stream.h"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/websocket.hpp>
@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "server/websocket_options.h"
+#include "http/websocket_options.h"
 
-namespace anteroom::server {
+namespace anteroom::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -26,13 +26,7 @@ constexpr auto kWriteTimeout = std::chrono::seconds(30);  // a client that stopp
 
 void LiveStream::Deliver(std::string message) {
   if (ended_ || finishing_) return;
-  if (hide_session_) {
-    // Status messages are written by AppendSessionJson: the id holds no quote to skip.
-    constexpr std::string_view kField = R"("session":")";
-    size_t at = message.find(kField);
-    size_t end = at == std::string::npos ? at : message.find('"', at + kField.size());
-    if (end != std::string::npos) message.replace(at, end + 1 - at, R"("session":null)");
-  }
+  if (filter_ != nullptr) filter_(message);
   pending_ = std::move(message);
   Pump();
 }
@@ -74,7 +68,7 @@ void LiveStream::Ended() {
   if (ended_) return;
   ended_ = true;
   pending_.reset();
-  on_first_written_ = nullptr;  // never written: a session made for this stream leaves
+  on_first_written_ = nullptr;  // never written: whoever waited for the first message is told so
   CloseTransport(/*graceful=*/false);
   if (auto fn = std::exchange(on_closed_, nullptr)) fn();
 }
@@ -126,8 +120,8 @@ class WebSocketStream final : public LiveStream {
     // sent before the 101 arrived would be in it: clients wait for the 101 (RFC 6455, 4.1), and
     // Beast has no way to take them after a parsed request, so they are not supported.
     (void)buffer;
-    // A client that offers the live subprotocol (to carry its credential beside it, see
-    // server/preamble.h) is answered with it, or a browser would fail the handshake.
+    // A client that offers the live subprotocol (to carry other offers beside it, such as a
+    // credential) is answered with it, or a browser would fail the handshake.
     bool answer_subprotocol = false;
     for (std::string_view offered : OfferedSubprotocols(request)) {
       answer_subprotocol = answer_subprotocol || offered == kLiveSubprotocol;
@@ -294,4 +288,4 @@ void LiveStream::StartEventStream(Socket socket, unsigned http_version, LiveStre
   stream->Start(std::move(headers), std::move(ready));
 }
 
-}  // namespace anteroom::server
+}  // namespace anteroom::http
