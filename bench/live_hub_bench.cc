@@ -25,14 +25,16 @@
 
 #include "common/clock.h"
 #include "core/token.h"
-#include "server/live_hub.h"
 #include "http/live_stream.h"
+#include "server/live_hub.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::server {
 namespace {
 
 namespace net = boost::asio;
+using http::LiveStreamOptions;
+using http::Socket;
 
 // A live stream that takes every message at once and counts it.
 class CountingStream final : public LiveStream {

@@ -18,9 +18,9 @@
 #include "common/clock.h"
 #include "common/hangup.h"
 #include "core/token.h"
+#include "http/router.h"
 #include "server/families.h"
 #include "server/live_hub.h"
-#include "http/router.h"
 #include "server/stats_history.h"
 #include "store/memory/memory_backend.h"
 

@@ -25,7 +25,7 @@ namespace {
 
 namespace http = boost::beast::http;
 using anteroom::fuzz::World;
-using anteroom::server::RequestParser;
+using anteroom::http::RequestParser;
 
 constexpr int kMaxRequests = 64;  // per connection, so one input stays quick
 
@@ -33,7 +33,7 @@ constexpr int kMaxRequests = 64;  // per connection, so one input stays quick
 // read buffer holds (kReadBufferLimit); the input ending is the client closing its side.
 // False when the server would answer an error and close.
 bool ReadBody(RequestParser& parser, std::string_view& rest) {
-  using anteroom::server::kReadBufferLimit;
+  using anteroom::http::kReadBufferLimit;
   parser.eager(true);
   while (!parser.is_done()) {
     if (rest.empty()) return false;  // the client went away mid-body
@@ -55,7 +55,7 @@ bool ReadBody(RequestParser& parser, std::string_view& rest) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace anteroom::server;
+  using namespace anteroom::http;
   World world;
   std::string_view rest(reinterpret_cast<const char*>(data), size);
   for (int n = 0; n < kMaxRequests && !rest.empty(); ++n) {

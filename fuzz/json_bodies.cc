@@ -56,7 +56,8 @@ void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
 
 // Every reader of json_body.h on every member, with ranges that split the integers.
 void ReadEverything(std::string_view body) {
-  using namespace anteroom::server;
+  using namespace anteroom::http;
+  using anteroom::server::CheckTargetUrl;
   for (bool empty_is_object : {false, true}) {
     auto o = ParseObject(body, empty_is_object);
     if (!o.ok()) continue;
@@ -121,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   ReplaceAll(body, "@LEASE@", lease);
   ReplaceAll(body, "@TOKEN@", token);
-  anteroom::server::Request request;
+  anteroom::http::Request request;
   request.method = kRoutes[pick].method;
   request.target = kRoutes[pick].target;
   request.body = std::move(body);

@@ -129,12 +129,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4: {
-      bool ok = anteroom::server::HasAdminKey(in, anteroom::fuzz::kAdminKey);
+      bool ok = anteroom::http::HasAdminKey(in, anteroom::fuzz::kAdminKey);
       if (ok && in.find(anteroom::fuzz::kAdminKey) == std::string_view::npos &&
           !boost::beast::iequals(in.substr(0, 6), "Basic ")) {
         Fail("the admin key accepted without the key", in);
       }
-      (void)anteroom::server::HasAdminKey(in, "k:e+y/=");
+      (void)anteroom::http::HasAdminKey(in, "k:e+y/=");
       break;
     }
     case 5: {

@@ -42,8 +42,8 @@ constexpr std::string_view kStatus =
 
 // The upgrade request at the start of `in`, consumed from it; false if it does not parse.
 bool ParseUpgrade(std::string_view& in, http::request<http::string_body>& out) {
-  anteroom::server::RequestParser parser;
-  anteroom::server::ConfigureRequestParser(parser);  // as the connection reads the upgrade
+  anteroom::http::RequestParser parser;
+  anteroom::http::ConfigureRequestParser(parser);  // as the connection reads the upgrade
   beast::error_code ec;
   size_t used = parser.put(net::buffer(in.data(), in.size()), ec);
   if (ec || !parser.is_header_done()) return false;
@@ -55,13 +55,13 @@ bool ParseUpgrade(std::string_view& in, http::request<http::string_body>& out) {
 
 struct Session : std::enable_shared_from_this<Session> {
   explicit Session(beast::test::stream socket) : ws(std::move(socket)) {
-    anteroom::server::ApplyWebSocketOptions(ws);
+    anteroom::http::ApplyWebSocketOptions(ws);
   }
   void Read() {
     buffer.clear();
     ws.async_read(buffer, [self = shared_from_this()](beast::error_code ec, size_t n) {
       if (ec) return self->End();
-      if (n > anteroom::server::kMaxClientMessage) Fail("a message over read_message_max");
+      if (n > anteroom::http::kMaxClientMessage) Fail("a message over read_message_max");
       ++self->messages;
       self->Read();
     });

@@ -214,7 +214,9 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     size_t used = parser_->put(net::buffer(pending.data(), end), ec);
     buffer_.consume(used);
-    if (!ec && !parser_->is_header_done()) ec = beast::http::error::need_more;  // never: a whole head
+    if (!ec && !parser_->is_header_done()) {
+      ec = beast::http::error::need_more;  // never: a whole head
+    }
     if (ec) return ReadFailed(ec);
     OnHeader();
   }

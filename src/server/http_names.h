@@ -35,13 +35,13 @@ using http::Scope;
 using http::ClientKey;
 using http::OriginOfUrl;
 using http::OriginPolicy;
-using http::TrustedProxies;
 using http::ParseObject;
 using http::ReadBool;
 using http::ReadInt;
 using http::ReadName;
 using http::ReadNullableInt;
 using http::ReadString;
+using http::TrustedProxies;
 
 // The router's latency histograms, shown by GET /metrics (http/http_metrics.h).
 using http::HttpMetrics;

@@ -6,8 +6,8 @@
 #include "server/arrival.h"
 #include "server/families.h"
 #include "server/live_hub.h"
-#include "server/session_json.h"
 #include "server/preamble.h"
+#include "server/session_json.h"
 #include "server/token_session.h"
 
 namespace anteroom::server {

@@ -11,8 +11,8 @@
 
 #include "common/names.h"
 #include "common/wire_errors.h"
-#include "server/families.h"
 #include "http/prometheus_text.h"
+#include "server/families.h"
 #include "server/stats_history.h"
 
 namespace anteroom::server {

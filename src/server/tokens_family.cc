@@ -3,8 +3,8 @@
 #include <boost/json.hpp>
 
 #include "common/wire_errors.h"
-#include "server/families.h"
 #include "http/json_body.h"
+#include "server/families.h"
 #include "server/preamble.h"
 
 namespace anteroom::server {

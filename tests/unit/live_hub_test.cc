@@ -20,9 +20,9 @@
 
 #include "common/clock.h"
 #include "core/token.h"
+#include "http/live_stream.h"
 #include "server/live_hub.h"
 #include "server/session_json.h"
-#include "http/live_stream.h"
 #include "store/memory/memory_backend.h"
 
 namespace anteroom::server {

@@ -20,6 +20,11 @@
 namespace anteroom::server {
 namespace {
 
+using http::CheckParsedHead;
+using http::ConfigureRequestParser;
+using http::HeadRefusal;
+using http::kHardBodyLimit;
+using http::RequestParser;
 using testing::FamilyWorld;
 using testing::kAdminKey;
 
