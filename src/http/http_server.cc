@@ -54,13 +54,13 @@ int64_t SteadyMs() {
       .count();
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   // `open` is this connection's place in the count of live connections (the overload limit):
   // released when the connection ends, or handed to the live stream it turns into.
-  Session(Socket socket, const Router& router, std::shared_ptr<void> open,
-          std::shared_ptr<const ConnectionLimits> limits, std::shared_ptr<BodyBudget> budget,
-          LiveStreamOptions live)
+  HttpConnection(Socket socket, const Router& router, std::shared_ptr<void> open,
+                 std::shared_ptr<const ConnectionLimits> limits, std::shared_ptr<BodyBudget> budget,
+                 LiveStreamOptions live)
       : socket_(std::move(socket)),
         sweep_(socket_.get_executor()),
         buffer_(kReadBufferLimit),
@@ -598,7 +598,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& h : told) h->Signal();  // may answer inline: slots_ may change
   }
 
-  // The socket leaves this session for a live stream, with the connection's place in the count.
+  // The socket leaves this connection for a live stream, with the connection's place in the count.
   void HandOver() {
     Handover h = std::move(*handover_);
     handover_.reset();
@@ -729,7 +729,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     acceptor_.async_accept(*socket, [self = shared_from_this(), socket](beast::error_code ec) {
       if (ec == net::error::operation_aborted) return;
       if (ec) return self->AcceptFailed(ec);
-      self->Admit(std::move(*socket));
+      self->TakeConnection(std::move(*socket));
       // Take what else waits in the backlog now: under load (live streams pushing) the next
       // completion waits behind every handler queued on the main context, which held
       // accepts to a few per second while thousands of clients connected.
@@ -738,7 +738,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
         beast::error_code again;
         self->acceptor_.accept(next, again);  // non-blocking: would_block when none waits
         if (again) break;
-        self->Admit(std::move(next));
+        self->TakeConnection(std::move(next));
       }
       self->Accept();
     });
@@ -774,7 +774,9 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     });
   }
 
-  void Admit(Socket socket) {
+  // An accepted socket becomes an HttpConnection with its place in the count, or is refused
+  // with the 503 below when the count is at its limit.
+  void TakeConnection(Socket socket) {
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     if (open_->fetch_add(1, std::memory_order_relaxed) >= limits_->max_connections) {
@@ -785,8 +787,8 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
       std::shared_ptr<void> place(nullptr, [open = open_](std::nullptr_t) {
         open->fetch_sub(1, std::memory_order_relaxed);
       });
-      std::make_shared<Session>(std::move(socket), router_, std::move(place), limits_, budget_,
-                                live_)
+      std::make_shared<HttpConnection>(std::move(socket), router_, std::move(place), limits_,
+                                       budget_, live_)
           ->Start();
     }
   }

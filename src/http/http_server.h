@@ -1,5 +1,5 @@
 #pragma once
-// HTTP/1.1 with keep-alive (and pipelining) on Boost.Beast. Sessions only read requests, ask
+// HTTP/1.1 with keep-alive (and pipelining) on Boost.Beast. Connections only read requests, ask
 // the router and write answers; they know nothing of rooms or queues.
 
 #include <boost/asio/io_context.hpp>

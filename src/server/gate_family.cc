@@ -244,8 +244,9 @@ bool FreeNow(const GateRoom& room) {
 // until a second request brings the cookie back (a gated request with the cookie is activity,
 // which ends grace; so is a bypassed one, NoteBypassedVisit), so a client that keeps no cookies
 // costs a slot for the grace, not for the idle timeout.
-void Admit(Services& s, const Request& req, std::shared_ptr<const GateRoom> room, Original original,
-           std::optional<std::string> clear_cookie, Respond respond) {
+void LetInOnTheSpotOrWait(Services& s, const Request& req, std::shared_ptr<const GateRoom> room,
+                          Original original, std::optional<std::string> clear_cookie,
+                          Respond respond) {
   if (!FreeNow(*room) || !LooksLikeNavigation(req, original)) {
     return respond(Wait(s, req, *room, original.Url(), std::move(clear_cookie)));
   }
@@ -325,7 +326,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
     return respond(Pass(name, ""));
   }
   if (cookie.empty()) {
-    return Admit(s, req, std::move(room), std::move(original), std::nullopt, std::move(respond));
+    return LetInOnTheSpotOrWait(s, req, std::move(room), std::move(original), std::nullopt,
+                                std::move(respond));
   }
   // The cookie's token: its signature, its room, and that its admission is still held (an
   // expired token whose admission is held is renewed: the room, not the clock, decides).
@@ -334,8 +336,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
   if (!claims) {
     // Not an admission: cleared on the answer that sends the page to wait.
     std::string clear = CookieLine(*room->settings, name, "", original.https, true);
-    return Admit(s, req, std::move(room), std::move(original), std::move(clear),
-                 std::move(respond));
+    return LetInOnTheSpotOrWait(s, req, std::move(room), std::move(original), std::move(clear),
+                                std::move(respond));
   }
   // What the answer may still need of the request: the backend may answer on another thread.
   Request shadow;
@@ -357,7 +359,8 @@ void Decide(Services& s, const Request& req, std::shared_ptr<const GateRoom> roo
         if (!holder.ok() || !*holder) {
           std::string clear =
               CookieLine(*room->settings, room->info.room, "", original.https, true);
-          return Admit(s, shadow, room, std::move(original), std::move(clear), std::move(respond));
+          return LetInOnTheSpotOrWait(s, shadow, room, std::move(original), std::move(clear),
+                                      std::move(respond));
         }
         const std::string& session = **holder;
         const std::string& name = room->info.room;
