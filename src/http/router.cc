@@ -46,6 +46,32 @@ void AddCorsHeaders(Response& response, const std::string& origin) {
   response.headers.emplace_back("Vary", "Origin");
 }
 
+// A route of the public API called from other origins' pages (Cors::kCorsPublic): what it
+// answers depends on Origin.
+bool IsCorsRoute(const RouteOptions& options) { return options.cors == Cors::kCorsPublic; }
+
+// An answer made before the handler runs, on a route found: the CORS headers for `cors_origin`
+// (an allowed origin), or, on a CORS route, Vary alone (the answer depends on Origin).
+Response WithCorsHeaders(Response response, const std::string& cors_origin, bool cors_route) {
+  if (!cors_origin.empty()) {
+    AddCorsHeaders(response, cors_origin);
+  } else if (cors_route) {
+    response.headers.emplace_back("Vary", "Origin");
+  }
+  return response;
+}
+
+// The path's segments, decoded, and the query's parameters, appended to request.query.
+std::vector<std::string> ReadTarget(const boost::urls::url_view& url, Request& request) {
+  std::vector<std::string> path;
+  path.reserve(8);
+  for (auto segment : url.segments()) path.push_back(std::string(segment));
+  for (auto param : url.params()) {
+    request.query.emplace_back(std::string(param.key), std::string(param.value));
+  }
+  return path;
+}
+
 // The credentials after "SCHEME " (the scheme case-insensitive, RFC 9110 11.1), or nullopt.
 std::optional<std::string_view> Credentials(std::string_view authorization,
                                             std::string_view scheme) {
@@ -312,130 +338,136 @@ size_t Router::BodyLimitFor(std::string_view target) const {
 
 void Router::Dispatch(Request& request, Respond respond) const {
   const SteadyClock::time_point start = SteadyClock::now();
-  // Answers here, recording the time under `series` first (so a scrape that follows the
-  // answer counts it).
-  auto answer = [&](HttpMetrics::SeriesId series, Response response) {
-    metrics_.Record(series, SteadyClock::now() - start);
-    respond(std::move(response));
-  };
   auto url = boost::urls::parse_origin_form(request.target);
   if (!url) {
-    answer(UnmatchedSeries(request.method),
-           ErrorReply(OpStatus::kInvalidArgument, wire::kBadTarget));
-    return;
+    return Answer(UnmatchedSeries(request.method), start, respond,
+                  ErrorReply(OpStatus::kInvalidArgument, wire::kBadTarget));
   }
-  std::vector<std::string> path;
-  path.reserve(8);
-  for (auto segment : url->segments()) path.push_back(std::string(segment));
-  for (auto param : url->params()) {
-    request.query.emplace_back(std::string(param.key), std::string(param.value));
+  std::vector<std::string> path = ReadTarget(*url, request);
+  Match match = MatchRoute(request.method, path);
+  if (match.route == nullptr) {
+    return Answer(UnmatchedSeries(request.method), start, respond,
+                  Unmatched(request, match, url->encoded_path()));
   }
+  const Route& route = *match.route;
+  // Browsers first, then the key: a form posted from another site with cached credentials
+  // must not get in.
+  OpResult<std::string> cors_origin = CheckOrigin(route, request);
+  if (!cors_origin.ok()) return Answer(route.series, start, respond, ErrorReply(cors_origin));
+  if (OpResult<Done> type = CheckMediaType(route, request); !type.ok()) {
+    return Answer(route.series, start, respond,
+                  WithCorsHeaders(ErrorReply(type), *cors_origin, IsCorsRoute(route.options)));
+  }
+  Authorize(route, request, path, std::move(respond), start, *cors_origin);
+}
 
-  std::string allowed;
-  std::vector<const Route*> matching;  // for a preflight: the routes of the path
+void Router::Answer(HttpMetrics::SeriesId series, SteadyClock::time_point start,
+                    const Respond& respond, Response response) const {
+  metrics_.Record(series, SteadyClock::now() - start);
+  respond(std::move(response));
+}
+
+Router::Match Router::MatchRoute(http::verb method, const std::vector<std::string>& path) const {
+  Match match;
   for (const Route& route : routes_) {
     if (route.segments.size() != path.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < path.size() && match; ++i) {
+    bool same = true;
+    for (size_t i = 0; i < path.size() && same; ++i) {
       const std::string& want = route.segments[i];
-      match = IsCapture(want) || want == path[i];
+      same = IsCapture(want) || want == path[i];
     }
-    if (!match) continue;
-    if (route.method != request.method) {
-      if (!allowed.empty()) allowed += ", ";
-      allowed += std::string(http::to_string(route.method));
-      if (request.method == http::verb::options) matching.push_back(&route);
-      continue;
+    if (!same) continue;
+    if (route.method == method) {
+      match.route = &route;
+      return match;
     }
-    // Browsers: a page of another origin may only do what the route's CORS column and the
-    // origin policy allow (http/origin_policy.h). Checked before the key: a form posted
-    // from another site with cached credentials must not get in.
-    const bool cors_route = route.options.cors == Cors::kCorsPublic;
-    std::string cors_origin;  // set when CORS headers go on the answer
-    const bool proxied = route.options.cors == Cors::kProxied;
-    if (!proxied && !request.origin.empty() &&
-        !origins_->SameOrigin(request.origin, request.host, request.forwarded_host, request.peer)) {
-      if (cors_route && origins_->AllowsCrossOrigin(request.origin)) {
-        cors_origin = request.origin;
-      } else if (ChangesState(request, route.options.stream)) {
-        answer(route.series, ErrorReply(OpStatus::kOriginNotAllowed,
-                                        wire::OriginNotAllowed(request.origin, cors_route)));
-        return;
-      }
-    }
-    auto finish = [&cors_origin, cors_route](Response response) {
-      if (!cors_origin.empty()) {
-        AddCorsHeaders(response, cors_origin);
-      } else if (cors_route) {
-        response.headers.emplace_back("Vary", "Origin");
-      }
-      return response;
-    };
-    // A body in a form's types (text/plain, urlencoded, multipart) is what a cross-site form
-    // sends: every route with a body reads JSON, so only JSON is taken (or no type at all).
-    if (!proxied && request.method != http::verb::get && request.method != http::verb::head &&
-        !request.content_type.empty() && !IsJsonMediaType(request.content_type)) {
-      answer(route.series, finish(ErrorReply(OpStatus::kUnsupportedMediaType, wire::kBodyNotJson)));
-      return;
-    }
-    // The route's scope, from its family's table: the one place access is decided. A queue
-    // may have a key of its own (server/queue_keys.h), read from a cache or the backend.
-    if (route.options.scope == Scope::kQueue && queue_keys_ && route.queue_param >= 0) {
-      const std::string& queue = path[static_cast<size_t>(route.queue_param)];
-      if (auto own = queue_keys_->Cached(queue)) {
-        if (!AllowsQueue(*own, request.authorization)) {
-          answer(route.series,
-                 finish(ErrorReply(OpStatus::kUnauthorized,
-                                   *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded())));
-          return;
-        }
-        Run(route, request, path, std::move(respond), start, cors_origin);
-        return;
-      }
-      // Not known fresh: the request waits for the read (the caller's Request is gone by then).
-      if (route.options.parks) request.hangup = std::make_shared<Hangup>();
-      auto held = std::make_shared<Request>(request);
-      queue_keys_->Fetch(
-          queue, [this, &route, held, path = std::move(path), start, cors_origin,
-                  respond = std::move(respond)](OpResult<std::optional<std::string>> own) mutable {
-            std::optional<Response> refusal;
-            if (!own.ok()) {
-              refusal = ErrorReply(own);
-            } else if (!AllowsQueue(*own, held->authorization)) {
-              refusal = ErrorReply(OpStatus::kUnauthorized,
-                                   *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded());
-            }
-            if (refusal) {
-              metrics_.Record(route.series, SteadyClock::now() - start);
-              return respond(std::move(*refusal));
-            }
-            Run(route, *held, path, std::move(respond), start, cors_origin);
-          });
-      return;
-    }
-    if (!Allows(route.options.scope, request.authorization)) {
-      std::string_view why = wire::kAdminKeyNeeded;
-      if (route.options.scope == Scope::kQueue) why = QueueKeyNeeded();
-      answer(route.series, finish(ErrorReply(OpStatus::kUnauthorized, why)));
-      return;
-    }
-    Run(route, request, path, std::move(respond), start, cors_origin);
-    return;
+    if (!match.allowed.empty()) match.allowed += ", ";
+    match.allowed += std::string(http::to_string(route.method));
+    if (method == http::verb::options) match.preflight.push_back(&route);
   }
-  if (!matching.empty()) {
-    answer(UnmatchedSeries(request.method), Preflight(request, matching));
-    return;
-  }
-  if (!allowed.empty()) {
-    Response r = ErrorReply(OpStatus::kMethodNotAllowed, wire::MethodNotAllowed(allowed));
-    r.headers.emplace_back("Allow", allowed);
-    answer(UnmatchedSeries(request.method), std::move(r));
-    return;
+  return match;
+}
+
+Response Router::Unmatched(const Request& request, const Match& match,
+                           std::string_view encoded_path) const {
+  if (!match.preflight.empty()) return Preflight(request, match.preflight);
+  if (!match.allowed.empty()) {
+    Response r = ErrorReply(OpStatus::kMethodNotAllowed, wire::MethodNotAllowed(match.allowed));
+    r.headers.emplace_back("Allow", match.allowed);
+    return r;
   }
   // The path as sent (ASCII): decoded, it may hold bytes that are not UTF-8, and the answer
   // would not be JSON.
-  answer(UnmatchedSeries(request.method),
-         ErrorReply(OpStatus::kNotFound, wire::NoSuchRoute(url->encoded_path())));
+  return ErrorReply(OpStatus::kNotFound, wire::NoSuchRoute(encoded_path));
+}
+
+OpResult<std::string> Router::CheckOrigin(const Route& route, const Request& request) const {
+  if (route.options.cors == Cors::kProxied || request.origin.empty() ||
+      origins_->SameOrigin(request.origin, request.host, request.forwarded_host, request.peer)) {
+    return std::string();
+  }
+  const bool cors_route = IsCorsRoute(route.options);
+  if (cors_route && origins_->AllowsCrossOrigin(request.origin)) return request.origin;
+  if (ChangesState(request, route.options.stream)) {
+    return {OpStatus::kOriginNotAllowed, wire::OriginNotAllowed(request.origin, cors_route)};
+  }
+  return std::string();
+}
+
+OpResult<Done> Router::CheckMediaType(const Route& route, const Request& request) {
+  if (route.options.cors == Cors::kProxied || request.method == http::verb::get ||
+      request.method == http::verb::head || request.content_type.empty() ||
+      IsJsonMediaType(request.content_type)) {
+    return Done{};
+  }
+  return {OpStatus::kUnsupportedMediaType, std::string(wire::kBodyNotJson)};
+}
+
+void Router::Authorize(const Route& route, Request& request, std::vector<std::string>& path,
+                       Respond respond, SteadyClock::time_point start,
+                       const std::string& cors_origin) const {
+  if (route.options.scope == Scope::kQueue && queue_keys_ && route.queue_param >= 0) {
+    return AuthorizeQueue(route, request, path, std::move(respond), start, cors_origin);
+  }
+  if (!Allows(route.options.scope, request.authorization)) {
+    std::string_view why =
+        route.options.scope == Scope::kQueue ? QueueKeyNeeded() : wire::kAdminKeyNeeded;
+    return Answer(route.series, start, respond,
+                  WithCorsHeaders(ErrorReply(OpStatus::kUnauthorized, why), cors_origin,
+                                  IsCorsRoute(route.options)));
+  }
+  Run(route, request, path, std::move(respond), start, cors_origin);
+}
+
+void Router::AuthorizeQueue(const Route& route, Request& request, std::vector<std::string>& path,
+                            Respond respond, SteadyClock::time_point start,
+                            const std::string& cors_origin) const {
+  const std::string& queue = path[static_cast<size_t>(route.queue_param)];
+  if (auto own = queue_keys_->Cached(queue)) {
+    if (!AllowsQueue(*own, request.authorization)) {
+      return Answer(route.series, start, respond,
+                    WithCorsHeaders(ErrorReply(OpStatus::kUnauthorized,
+                                               *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded()),
+                                    cors_origin, IsCorsRoute(route.options)));
+    }
+    return Run(route, request, path, std::move(respond), start, cors_origin);
+  }
+  // Not known fresh: the request waits for the read (the caller's Request is gone by then).
+  if (route.options.parks) request.hangup = std::make_shared<Hangup>();
+  auto held = std::make_shared<Request>(request);
+  queue_keys_->Fetch(
+      queue, [this, &route, held, path = std::move(path), start, cors_origin,
+              respond = std::move(respond)](OpResult<std::optional<std::string>> own) mutable {
+        std::optional<Response> refusal;
+        if (!own.ok()) {
+          refusal = ErrorReply(own);
+        } else if (!AllowsQueue(*own, held->authorization)) {
+          refusal = ErrorReply(OpStatus::kUnauthorized,
+                               *own ? wire::kOwnQueueKeyNeeded : QueueKeyNeeded());
+        }
+        if (refusal) return Answer(route.series, start, respond, std::move(*refusal));
+        Run(route, *held, path, std::move(respond), start, cors_origin);
+      });
 }
 
 void Router::Run(const Route& route, Request& request, std::vector<std::string>& path,

@@ -160,10 +160,10 @@ class Router {
   // after it. Cheap (the last path segment first, then the whole pattern), called per request.
   bool MayStream(std::string_view target) const;
 
-  // Matches the route and answers: the handler's reply, or 400/401/403/404/405/415, or a CORS
-  // preflight (OPTIONS) for the routes that take one. The time until
-  // the answer is recorded in http_metrics() under the route's pattern ("unmatched" for
-  // 400/404/405 answered here).
+  // Answers a request in phases: the target read (400), the route matched (else a CORS
+  // preflight for OPTIONS, 405 or 404), the origin checked (403), the media type (415), the
+  // scope's key (401), then the handler. The time until the answer is recorded in
+  // http_metrics() under the route's pattern ("unmatched" for 400/404/405 and preflights).
   void Dispatch(Request& request, Respond respond) const;
 
   const HttpMetrics& http_metrics() const { return metrics_; }
@@ -182,7 +182,38 @@ class Router {
     HttpMetrics::SeriesId series;
     int queue_param = -1;  // the segment of "{q}", when the pattern has one
   };
+  // What a path names for a method: the route, or else what the path has for other methods.
+  struct Match {
+    const Route* route = nullptr;
+    std::string allowed;                  // the path's methods, for 405 and Allow
+    std::vector<const Route*> preflight;  // on OPTIONS: the path's routes
+  };
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
   HttpMetrics::SeriesId UnmatchedSeries(http::verb method) const;
+  // Answers before any handler runs: the time since `start` is recorded under `series` first
+  // (so a scrape that follows the answer counts it).
+  void Answer(HttpMetrics::SeriesId series, SteadyTime start, const Respond& respond,
+              Response response) const;
+  // Dispatch's phases, in order.
+  Match MatchRoute(http::verb method, const std::vector<std::string>& path) const;
+  // No route for the method: a preflight, 405 with the path's methods, or 404.
+  Response Unmatched(const Request& request, const Match& match,
+                     std::string_view encoded_path) const;
+  // A page of another origin may only do what the route's CORS column and the origin policy
+  // allow (http/origin_policy.h): the origin to send CORS headers for (empty: none), or 403.
+  OpResult<std::string> CheckOrigin(const Route& route, const Request& request) const;
+  // A body in a form's types (text/plain, urlencoded, multipart) is what a cross-site form
+  // sends: every route with a body reads JSON, so only JSON is taken (or no type at all).
+  static OpResult<Done> CheckMediaType(const Route& route, const Request& request);
+  // The route's scope, from its family's table: the one place access is decided. Runs the
+  // route when the request may call it, else answers 401.
+  void Authorize(const Route& route, Request& request, std::vector<std::string>& path,
+                 Respond respond, SteadyTime start, const std::string& cors_origin) const;
+  // A kQueue route when queues may have keys of their own (SetQueueKeys): the queue's key from
+  // the lookup's cache, or read first (the request then waits for it).
+  void AuthorizeQueue(const Route& route, Request& request, std::vector<std::string>& path,
+                      Respond respond, SteadyTime start, const std::string& cors_origin) const;
   // The answer to OPTIONS on a path with routes (`matching`: those of every method).
   Response Preflight(const Request& request, const std::vector<const Route*>& matching) const;
   // What a refused kQueue request is told, by the server's rule.
@@ -192,7 +223,7 @@ class Router {
   // Runs the route's handler, access granted: the timing, and CORS headers when `cors_origin`
   // is set (or Vary on a CORS route).
   void Run(const Route& route, Request& request, std::vector<std::string>& path, Respond respond,
-           std::chrono::steady_clock::time_point start, const std::string& cors_origin) const;
+           SteadyTime start, const std::string& cors_origin) const;
   // Whether the raw path (percent-encoded, without the query) has the pattern's segments.
   static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
