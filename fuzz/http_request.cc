@@ -1,4 +1,4 @@
-// Raw bytes as they arrive on a connection, read as src/server/http_server.cc reads them: the
+// Raw bytes as they arrive on a connection, read as src/http/http_server.cc reads them: the
 // head found and checked raw (CheckRawHead), parsed with the server's parser set-up
 // (ConfigureRequestParser), checked parsed against the route's body limit (CheckParsedHead),
 // the body read through a buffer of kReadBufferLimit, the trailer refused (CheckTrailer); each

@@ -1,5 +1,5 @@
 // The live channel's WebSocket after the upgrade: a Beast websocket::stream with the server's
-// options (server/websocket_options.h) over an in-memory stream, reading whatever frames the
+// options (http/websocket_options.h) over an in-memory stream, reading whatever frames the
 // client sends (pings, closes, fragments, masks, oversize messages), as the live stream does,
 // while a status message is written to it. The client then hangs up.
 //

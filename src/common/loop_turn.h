@@ -1,7 +1,7 @@
 #pragma once
 // The end of an event loop's turn (Redis's beforeSleep): a function queued here runs once the
 // loop has run the handlers it had ready, before it waits for more. Each I/O thread binds its
-// loop (server/io_pool.cc). Code that may run on such a thread and wants to batch what the turn
+// loop (http/io_pool.cc). Code that may run on such a thread and wants to batch what the turn
 // produced (the log's group write, store/log/journal.h) queues its work here, so the work stays
 // on this thread: no hand-off to another thread, no wake-up.
 

@@ -36,7 +36,7 @@ inline std::string BadNameField(std::string_view key) {
   return fmt::format("'{}' must be {}", key, kNameRule);
 }
 
-// --- Bodies and fields (server/json_body.h) ---------------------------------------------------
+// --- Bodies and fields (http/json_body.h) -----------------------------------------------------
 inline std::string NotJson(std::string_view why) {
   return fmt::format("the body is not valid JSON: {}", why);
 }
@@ -113,7 +113,7 @@ inline constexpr std::string_view kGateNotAdmitted =
     "the token does not hold an admission of this room (expired past its admission, revoked, "
     "or of another room)";
 inline constexpr std::string_view kBadTarget = "the request target is not a valid path";
-// Browsers (server/origin_policy.h): the page's origin may not do this. The origin is the
+// Browsers (http/origin_policy.h): the page's origin may not do this. The origin is the
 // client's bytes: shown as printable ASCII only (the answer is JSON, and must stay UTF-8).
 inline std::string PrintableOrigin(std::string_view origin) {
   std::string out;
@@ -207,7 +207,7 @@ inline constexpr std::string_view kTargetUrlControl =
 // --- Monitoring -------------------------------------------------------------------------------
 inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
 
-// --- The connection (server/http_server.cc, server/request_head.cc) --------------------------
+// --- The connection (http/http_server.cc, http/request_head.cc) ------------------------------
 inline constexpr std::string_view kObsFold =
     "obsolete line folding (a header line starting with whitespace) is not accepted";
 inline constexpr std::string_view kNoHost = "an HTTP/1.1 request needs a Host header";

@@ -40,7 +40,7 @@ struct RoomConfig {
   // absolute http(s) URL or a path starting with "/"). Plain data: the rules never read it.
   std::optional<std::string> target_url;
   // Per-client limits on joining (nullopt: off). A client is what the HTTP layer names it
-  // (server/client_address.h: an IPv4 address or an IPv6 /64); only joins that carry one count.
+  // (http/client_address.h: an IPv4 address or an IPv6 /64); only joins that carry one count.
   std::optional<int64_t> joins_per_minute_per_client;  // a token bucket of this many joins
   std::optional<int64_t> places_per_client;            // live places one client holds at once
   // Leading zero bits of proof of work a join must show (core/challenge.h); nullopt: none.

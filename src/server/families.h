@@ -47,7 +47,7 @@ struct Services {
   LiveHub* live = nullptr;                // the live channel's routes exist only with a hub
   StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
   WebOptions web = {};
-  // Who the client is (`--trusted-proxy`), for per-client limits (server/client_address.h).
+  // Who the client is (`--trusted-proxy`), for per-client limits (http/client_address.h).
   TrustedProxies trusted_proxies = {};
   // Puzzles for rooms with a challenge; without them no proof is accepted and
   // GET /v1/rooms/{room}/challenge answers 503.

@@ -1,8 +1,9 @@
 #pragma once
 // The HTTP layer's names (src/http) as the feature families write them: a handler takes a
 // Request and answers a Response, its family's table registers it with the Router, and its body
-// is read with the json_body readers. Written unqualified here, as if they were the families'
-// own; everything else of src/http is named `http::...` where it is used.
+// is read with the json_body readers. Declared here once, so that feature code writes them as
+// its own words; the rest of src/http is named `http::...`, or declared in the one file that
+// uses it (LiveStream in live_hub.h, the Prometheus writers in metrics_family.cc).
 
 #include "http/json_body.h"
 #include "http/reply.h"

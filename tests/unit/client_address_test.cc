@@ -1,4 +1,4 @@
-// Who the client is (server/client_address.h): trusted proxies, the right-to-left walk of
+// Who the client is (http/client_address.h): trusted proxies, the right-to-left walk of
 // X-Forwarded-For, garbage, and the key per-client limits count under (IPv6 per /64).
 #include "http/client_address.h"
 

@@ -1,6 +1,6 @@
 // Browsers and anteroom (issue 16 item 2): which origins may call the public room API (CORS),
 // which requests of other origins are refused (CSRF), preflights, and bodies that are not JSON.
-// The rules are in server/origin_policy.h; the router applies them from the route tables.
+// The rules are in http/origin_policy.h; the router applies them from the route tables.
 #include <gtest/gtest.h>
 
 #include <string>
