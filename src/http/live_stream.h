@@ -45,7 +45,8 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
 
   // Call on executor() only. Replaces a status message not yet written.
   void Deliver(std::string message);
-  // Every message passes through `filter` before it is queued. Call before the first Deliver.
+  // What Deliver is handed passes through `filter` before it is queued (heartbeats do not).
+  // Call before the first Deliver.
   void FilterMessages(MessageFilter filter) { filter_ = filter; }
   // Call on executor() only: closes once what is queued was written.
   void Finish();
