@@ -1,4 +1,4 @@
-// A page of another origin using anteroom (issue 16 item 2), in the real browser: the page is
+// A page of another origin using anteroom (CORS and CSRF), in the real browser: the page is
 // served on one loopback port, anteroom on another, so every call is cross-origin. Allowed by
 // --cors-origin or by the room's target_url, anteroom.js waits, is admitted and leaves; not
 // allowed, the browser cannot read an answer and a form-like post changes nothing.

@@ -1,4 +1,4 @@
-// The gate behind real proxies (issue 17, docs/gate.md): nginx (auth_request) and Caddy (the
+// The gate behind real proxies (docs/gate.md): nginx (auth_request) and Caddy (the
 // expanded forward_auth) run from the very files in examples/, in front of a small origin site,
 // with anteroom served under /anteroom/ of the same site (--public-url /anteroom). Chromium
 // browses the site as people would, through each proxy, in a room of capacity 2:

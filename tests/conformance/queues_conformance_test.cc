@@ -1008,8 +1008,8 @@ TEST_P(QueuesConformanceTest, WorkersCountsLiveHeartbeats) {
   EXPECT_EQ(Stats("q").workers, 0);
 }
 
-// Issue 15 item 3: heartbeats and long polls on names nobody pushed to made a queue each (logged,
-// back after a restart). A name that holds nothing is not kept.
+// Names as an attack: heartbeats and long polls on names nobody pushed to made a queue each
+// (logged, back after a restart). A name that holds nothing is not kept.
 TEST_P(QueuesConformanceTest, NamesNobodyPushedToKeepNothing) {
   for (int i = 0; i < 50; ++i) Heartbeat("junk" + std::to_string(i), "w", 60'000);
   EXPECT_EQ(Stats("junk7").workers, 0);

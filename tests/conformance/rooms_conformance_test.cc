@@ -493,7 +493,7 @@ TEST_P(RoomsConformanceTest, AdmissionHolderFollowsTheAdmission) {
   EXPECT_EQ(Holder("nope", 1, 1).status(), OpStatus::kUnknownRoom);
 }
 
-// Issue 16 item 4: after a final leave, deleting and re-creating the room restarts admission
+// Token revocation: after a final leave, deleting and re-creating the room restarts admission
 // numbers at 1; the old token must not become valid again.
 TEST_P(RoomsConformanceTest, RevocationSurvivesDeleteAndRecreate) {
   MakeRoom("r", 1);
@@ -811,7 +811,7 @@ TEST_P(RoomsConformanceTest, RoomsAreIndependent) {
   EXPECT_EQ(PositionOf("two", "x"), 1);
 }
 
-// ---- per-client limits and the challenge (issue 15, item 5) ---------------------------------
+// ---- per-client limits and the challenge ----------------------------------------------------
 
 TEST_P(RoomsConformanceTest, LimitsAndChallengeAreSetEchoedAndCleared) {
   MakeRoom("r", 2);

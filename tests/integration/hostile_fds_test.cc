@@ -1,4 +1,4 @@
-// Hostile clients, file-descriptor family (issue 15, item 4): --max-connections defaulted to
+// Hostile clients, file-descriptor family: --max-connections defaulted to
 // 100,000 under an RLIMIT_NOFILE of 20,000, and at the limit the accept loop spun a core and
 // wrote millions of "accept failed" lines. Now the soft limit is raised to the hard one, the cap
 // fitted below it, EMFILE backed off with a rate-limited log line, and new clients are served

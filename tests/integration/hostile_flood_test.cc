@@ -1,4 +1,4 @@
-// Hostile clients, line-flooding family (issue 15, item 5): one client tries to make thousands
+// Hostile clients, line-flooding family: one client tries to make thousands
 // of places fast; an IPv6 client tries it from thousands of /64s. Against the real server, on
 // the embedded backend and on Redis (two processes sharing it: the limits hold across them).
 // Each simulated client has its own address through X-Forwarded-For (the servers trust

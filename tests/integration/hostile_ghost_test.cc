@@ -1,4 +1,4 @@
-// Hostile clients, ghost deliveries (issue 15, item 6): a job handed to a long poll whose
+// Hostile clients, ghost deliveries: a job handed to a long poll whose
 // client had already closed stayed leased until the lease ran out (30 s by default, an attempt
 // burnt), while a live worker got nothing. The server now watches a parked fetch's socket and
 // drops the waiter when its client hangs up. Against the real server.

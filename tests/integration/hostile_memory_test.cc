@@ -1,4 +1,4 @@
-// Hostile clients, memory family (issue 15, item 2): 40 connections each sending all but the
+// Hostile clients, memory family: 40 connections each sending all but the
 // last byte of a 16 MiB push held ~640 MB, and a head or body could take 120 s. Unfinished
 // bodies are now held against a server-wide budget (--max-buffered-mb: beyond it 503 +
 // Retry-After, the senders stalled longest cut first), and heads and bodies have timeouts of

@@ -1,4 +1,4 @@
-// Hostile clients, names family (issue 15, item 3): heartbeats and long polls on names nobody
+// Hostile clients, names family: heartbeats and long polls on names nobody
 // pushed to made a queue each (~4.7 KB, logged, back after a restart). Names that hold nothing
 // are now not kept nor logged, and what clients create is capped (--max-queues, --max-rooms:
 // 507 limit_reached). Against the real server on the embedded backend.

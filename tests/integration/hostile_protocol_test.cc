@@ -1,4 +1,4 @@
-// Hostile clients, protocol family (issue 15, items 0, 1 and 7): early answers a client still
+// Hostile clients, protocol family: early answers a client still
 // sending can read, trailers that crashed the process, heads the server must refuse, framing
 // that could smuggle a request, and routes that must answer rather than hang up. Against the real
 // server; a well-behaved client is answered throughout.
@@ -76,9 +76,9 @@ std::string HealthProbe(Client& c) {
 
 class HostileProtocolTest : public ServerTest {};
 
-// Item 0: the server answers 413 (or 400) and stops reading while the client is still sending
-// the body. It must drain what follows (nginx's lingering close), or the kernel resets the
-// connection and the client never reads the answer.
+// Early answers: the server answers 413 (or 400) and stops reading while the client is still
+// sending the body. It must drain what follows (nginx's lingering close), or the kernel resets
+// the connection and the client never reads the answer.
 TEST_F(HostileProtocolTest, EarlyAnswersReachAClientStillSendingItsBody) {
   const std::string big(4 << 20, ' ');
   struct Case {
@@ -128,7 +128,7 @@ TEST_F(HostileProtocolTest, EarlyAnswersReachAClientStillSendingItsBody) {
   EXPECT_LT(stats.p99_ms, 100) << "the good client's p99 during the attack";
 }
 
-// Item 1: a trailer field of 64 KiB made Beast throw from inside the I/O loop, and nothing
+// Trailers: a trailer field of 64 KiB made Beast throw from inside the I/O loop, and nothing
 // caught it: the process aborted. Trailers are now refused, and bounded before that.
 TEST_F(HostileProtocolTest, TrailersCannotCrashOrGrowTheServer) {
   const std::string head =
@@ -169,7 +169,7 @@ TEST_F(HostileProtocolTest, TrailersCannotCrashOrGrowTheServer) {
   EXPECT_EQ(client().Health().status, 200);
 }
 
-// Item 7: what RFC 9112 requires a server to refuse.
+// Heads: what RFC 9112 requires a server to refuse.
 TEST_F(HostileProtocolTest, HeadsTheRfcSaysToRefuseAreRefused) {
   auto status_of = [&](const std::string& request) {
     return RawStatus(RawExchange(server().port(), request));
@@ -287,8 +287,8 @@ TEST_F(HostileProtocolTest, AmbiguousFramingIsRefusedAndNothingAfterItIsRead) {
   EXPECT_EQ(Client(slow.url()).GetRoom("smuggled").status, 404);
 }
 
-// Item 7: a GET whose last segment is a stream route's (ws, events) on a route that is not one
-// closed the connection instead of answering.
+// Routes that must answer: a GET whose last segment is a stream route's (ws, events) on a route
+// that is not one closed the connection instead of answering.
 TEST_F(HostileProtocolTest, StreamLikeTargetsOnOtherRoutesAreAnsweredAndKeepTheConnection) {
   RawConnection conn(server().port());
   ASSERT_TRUE(conn.connected());

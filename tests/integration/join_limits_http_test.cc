@@ -1,4 +1,4 @@
-// Per-client limits and the challenge over HTTP (issue 15, item 5), against the real server:
+// Per-client limits and the challenge over HTTP, against the real server:
 // the room settings (validated, echoed, cleared), 429 with Retry-After for check and the live
 // channel, who the client is (X-Forwarded-For behind --trusted-proxy, IPv6 per /64), and the
 // proof-of-work flow with a C++ solver.

@@ -1,4 +1,4 @@
-// The queue commands of the CLI against a real server (issue 3, "Clients"):
+// The queue commands of the CLI against a real server:
 //  - `anteroom push Q JSON` and `anteroom push Q --file F` (newline-delimited JSON, batches of
 //    1000), with their options and their errors;
 //  - `anteroom queue stats|list|dead|requeue`, which print the server's JSON, and the admin key
@@ -556,7 +556,8 @@ TEST_F(QueueCliAdminTest, RequeueNeedsTheAdminKeyFromTheFlagOrTheEnvironment) {
   std::vector<std::string> ids = MakeDead(client(), "adm", 3);
   ASSERT_EQ(ids.size(), 3u);
 
-  // With an admin key and no queue key, reading queues needs the admin key too (issue 16).
+  // With an admin key and no queue key, reading queues needs the admin key too: the data plane
+  // is not left open.
   for (const std::vector<std::string>& args : {std::vector<std::string>{"queue", "stats", "adm"},
                                                std::vector<std::string>{"queue", "list"},
                                                std::vector<std::string>{"queue", "dead", "adm"}}) {
@@ -654,8 +655,8 @@ TEST_F(QueueCliTest, WorkAcksJobsWhoseCommandExitsZero) {
   EXPECT_EQ(Lines(File("log")).size(), 5u) << "no delivery after the stop";
 }
 
-// Payloads pushed by the CLI reach the command exactly as written, numbers byte for byte (issue
-// 16 item 5): neither `push` nor `work` passes them through a parsed value.
+// Payloads pushed by the CLI reach the command exactly as written, numbers byte for byte:
+// neither `push` nor `work` passes them through a parsed value.
 TEST_F(QueueCliTest, PushAndWorkKeepEveryNumberAsWritten) {
   CliResult one = Cli({"push", "exact", R"({"big": 100000000000000000000001, "x": 1.10})"});
   ASSERT_EQ(one.exit_code, 0) << Describe(one);

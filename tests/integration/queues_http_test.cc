@@ -31,7 +31,7 @@ namespace json = boost::json;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
-// How long after a deadline a timer-driven change may take (the issue says within 1 s; the rest
+// How long after a deadline a timer-driven change may take (the target is within 1 s; the rest
 // is slack for a loaded machine).
 constexpr milliseconds kWithin(1500);
 
@@ -68,7 +68,7 @@ const std::set<std::string> kStatsKeys = {"queue",   "ready",     "delayed", "in
                                           "dead",    "pushed",    "acked",   "nacked",
                                           "expired", "cancelled", "workers", "paused"};
 
-// One stats object: exactly the fields of the issue, with their types.
+// One stats object: exactly the documented fields (docs/api.md), with their types.
 ::testing::AssertionResult IsStats(const json::value& v, std::string_view queue) {
   if (Keys(v) != kStatsKeys) {
     return ::testing::AssertionFailure() << "not a stats object: " << json::serialize(v);
@@ -297,8 +297,8 @@ TEST_F(QueuesHttpTest, AnyJsonPayloadRoundTripsExactly) {
   EXPECT_EQ(dead.json.at("jobs").at(0).at("payload"), payloads[0]) << dead.body;
 }
 
-// Issue 16 item 5: payloads come back as sent, numbers byte for byte (whitespace between tokens
-// goes), in fetch answers and in the dead-letter list.
+// Payloads come back as sent, numbers byte for byte (whitespace between tokens goes), in fetch
+// answers and in the dead-letter list.
 TEST_F(QueuesHttpTest, PayloadsComeBackWithEveryNumberAsSent) {
   std::vector<std::pair<std::string, std::string>> payloads = ExactPayloads();
   payloads.emplace_back(R"({"n": [1.10, 2], "s": "t\u00e9"})",
@@ -955,7 +955,7 @@ class QueueAdminTest : public QueuesHttpTest {
   std::string AdminKey() const override { return kAdminKey; }
 };
 
-// Issue 16 item 1: with only an admin key set, the data plane is not open to anyone. An
+// With only an admin key set, the data plane is not open to anyone. An
 // anonymous client (or one with a wrong key) can neither push, fetch every queue's jobs, read
 // dead letters nor nack jobs to death; a worker with the key does all of it.
 TEST_F(QueueAdminTest, AnonymousClientsCannotUseTheDataPlane) {

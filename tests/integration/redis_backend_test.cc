@@ -1575,7 +1575,7 @@ TEST(RedisBackendTest, SurvivorRunsExpiry) {
   HttpConn survivor(servers[0]->port());
   HttpConn p1(servers[1]->port());
   HttpConn p2(servers[2]->port());
-  // How late a deadline may show through the survivor (the issue: about 1 s; the rest is slack).
+  // How late a deadline may show through the survivor (the target: about 1 s; the rest is slack).
   constexpr int64_t kLateMs = 1300;
   constexpr int64_t kEarlyMs = 5;
 
@@ -2301,9 +2301,9 @@ TEST(RedisBackendTest, ClusterSlotMigration) {
   EXPECT_TRUE(servers[0]->Alive()) << Logs(servers);
 }
 
-// Issue 16 item 5 on the Redis backend: payloads are stored and come back as sent, numbers byte
-// for byte, from fetches and the dead-letter list; a number beyond every double is refused and
-// nothing of its batch is stored. The payloads are read from the answers as text.
+// On the Redis backend, payloads are stored and come back as sent, numbers byte for byte, from
+// fetches and the dead-letter list; a number beyond every double is refused and nothing of its
+// batch is stored. The payloads are read from the answers as text.
 TEST(RedisBackendTest, PayloadsComeBackWithEveryNumberAsSent) {
   SKIP_WITHOUT_REDIS();
   RedisProcess redis;

@@ -17,8 +17,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 using TimersHttpTest = ServerTest;
 
-// How long after a deadline the freed slot may take to reach the head of the line (the issue
-// says within 1 s; the rest is slack for a loaded machine).
+// How long after a deadline the freed slot may take to reach the head of the line (the target
+// is within 1 s; the rest is slack for a loaded machine).
 constexpr milliseconds kWithin(1500);
 
 bool RoomIs(Client& client, const std::string& room, int64_t active, int64_t waiting) {

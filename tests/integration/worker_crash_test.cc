@@ -1,8 +1,8 @@
-// Issue 3's crash test: the real server, 4 `anteroom work` processes (2 loops each), 10k jobs;
-// two workers are killed with SIGKILL while every one of their loops is in the middle of a job.
-// At the end every job was acked exactly once from the server's point of view, none is left
-// ready, delayed, in flight or dead, and the deliveries seen by the commands add up with the
-// server's counters (at-least-once, nothing lost).
+// Workers crashing mid-job lose nothing: the real server, 4 `anteroom work` processes (2 loops
+// each), 10k jobs; two workers are killed with SIGKILL while every one of their loops is in the
+// middle of a job. At the end every job was acked exactly once from the server's point of view,
+// none is left ready, delayed, in flight or dead, and the deliveries seen by the commands add up
+// with the server's counters (at-least-once, nothing lost).
 //
 // Each worker runs `sh -c SCRIPT` per job; the script appends the payload ({"n": i}) to the
 // worker's own log file, so the logs list every delivery a command saw. A worker is made to be
@@ -12,7 +12,7 @@
 // then removes the hold file (the orphaned commands finish; this process is their subreaper, so
 // it reaps them and checks none is left behind).
 //
-// The two victims get their jobs back by the two different routes of the issue:
+// The two victims get their jobs back by the two different routes:
 //  - crash-w0: lease 60 s, heartbeat ttl 2 s: the jobs must come back when the heartbeats stop,
 //    long before the lease would run out;
 //  - crash-w1: lease 3 s, heartbeat ttl 120 s: the jobs must come back when the lease runs out.

@@ -1,5 +1,5 @@
 #pragma once
-// Test support for per-client limits (issue 15, item 5): a keep-alive HTTP connection that
+// Test support for per-client limits: a keep-alive HTTP connection that
 // says which client it speaks for (X-Forwarded-For, believed by a server started with
 // `--trusted-proxy 127.0.0.1/32`), with the status, Retry-After and JSON of each answer; and a
 // solver of the rooms' proof-of-work puzzles, written apart from the server's code.

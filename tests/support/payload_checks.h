@@ -1,7 +1,7 @@
 #pragma once
-// Payloads as sent (issue 16 item 5), for the tests of every layer: the payloads whose numbers
-// a JSON parser would change, and a reader of the payload text in an answer (not a parser: it
-// would turn the numbers into doubles).
+// Payloads as sent (numbers byte for byte), for the tests of every layer: the payloads whose
+// numbers a JSON parser would change, and a reader of the payload text in an answer (not a
+// parser: it would turn the numbers into doubles).
 
 #include <string>
 #include <string_view>

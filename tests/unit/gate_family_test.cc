@@ -1,4 +1,4 @@
-// The gate's handlers in process (issue 17): the decision a proxy asks for before each request
+// The gate's handlers in process: the decision a proxy asks for before each request
 // of a protected site, the waiting page's hand-over of its admission (enter) and the leave
 // link, over a memory backend with a fake clock. The real proxies are in the integration and
 // browser tests.

@@ -1,6 +1,6 @@
 // The pieces of the HTTP layer's defences that need no socket: the I/O loop that survives a
 // throwing handler, the budget of unfinished bodies, the descriptor fit, the head checks, and
-// the router's stream-route match (issue 15).
+// the router's stream-route match.
 #include <gtest/gtest.h>
 
 #include <boost/asio/post.hpp>

@@ -1,4 +1,4 @@
-// Browsers and anteroom (issue 16 item 2): which origins may call the public room API (CORS),
+// Browsers and anteroom: which origins may call the public room API (CORS),
 // which requests of other origins are refused (CSRF), preflights, and bodies that are not JSON.
 // The rules are in http/origin_policy.h; the router applies them from the route tables.
 #include <gtest/gtest.h>
@@ -130,7 +130,7 @@ class OriginRoutesTest : public ::testing::Test {
   FamilyWorld world_;
 };
 
-// The CSRF of issue 16 item 2: a page of another site posts a form to an admin route while the
+// Cross-site request forgery: a page of another site posts a form to an admin route while the
 // browser holds the operator's credentials. Refused before the key is looked at.
 TEST_F(OriginRoutesTest, CrossSiteFormsToAdminRoutesAreRefused) {
   Response r = Send(BrowserRequest(http::verb::put, "/v1/rooms/pwned", kEvil, R"({"capacity":5})",

@@ -1,5 +1,6 @@
-// Unit tests of core::Queue: every rule of issue 3 ("Semantics" and "Details that tests rely
-// on"), with explicit millisecond times and a fixed seed for the backoff jitter.
+// Unit tests of core::Queue: every rule of the reliable queue (its semantics and the details
+// clients rely on; src/core/queue.h), with explicit millisecond times and a fixed seed for the
+// backoff jitter.
 
 #include "core/queue.h"
 

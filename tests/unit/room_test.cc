@@ -1,4 +1,5 @@
-// Unit tests of core::Room: every rule of issue 2 section 2, with explicit millisecond times.
+// Unit tests of core::Room: every rule of the waiting room (src/core/room.h), with explicit
+// millisecond times.
 
 #include "core/room.h"
 
@@ -926,7 +927,7 @@ TEST(RoomTest, IdsOfEveryLengthAreKeptWhole) {
   EXPECT_EQ(room->sessions(), ids.size());
 }
 
-// ---- per-client limits and the challenge (issue 15, item 5) -------------------------------
+// ---- per-client limits and the challenge --------------------------------------------------
 
 Arrival From(const char* client, int64_t proof_bits = 0) {
   return Arrival{.client = client, .proof_bits = proof_bits};

@@ -114,9 +114,9 @@ TEST(RoomsFamilyTest, TheLiveRoutesWantTheirTransport) {
   EXPECT_EQ(ErrorMessage(name), wire::BadPathName(wire::kRoomNames));
 }
 
-// Issue 16 item 3: a session id is its session's only credential. One a client names must carry
-// 128 bits (22 characters); shorter ones only with the admin key (apps naming sessions after
-// their users, server-side), or on a server with no admin key at all (everything open).
+// A session id is its session's only credential. One a client names must carry 128 bits (22
+// characters); shorter ones only with the admin key (apps naming sessions after their users,
+// server-side), or on a server with no admin key at all (everything open).
 TEST(RoomsFamilyTest, ClientsNameSessionsWith128Bits) {
   FamilyWorld w;
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1})").status, 200u);

@@ -113,7 +113,7 @@ TEST(RouteTableTest, ScopesOfKnownRoutes) {
   EXPECT_EQ((scope[{verb::get, "/v1/rooms/{room}"}]), Scope::kPublic);
   EXPECT_EQ((scope[{verb::post, "/v1/rooms/{room}/check"}]), Scope::kSession);
   EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/fetch"}]), Scope::kQueue);
-  // The data plane of issue 16 item 1: fetching, reading dead letters and nacking.
+  // The data plane, which takes the queue key: fetching, reading dead letters and nacking.
   EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/jobs"}]), Scope::kQueue);
   EXPECT_EQ((scope[{verb::post, "/v1/queues/{q}/nack"}]), Scope::kQueue);
   EXPECT_EQ((scope[{verb::get, "/v1/queues/{q}/dead"}]), Scope::kQueue);
@@ -207,8 +207,8 @@ TEST(RouteTableTest, EveryRouteEnforcesItsScopeWithBothKeys) {
   }
 }
 
-// Issue 16 item 1: an admin key and no queue key must not leave the data plane open: queue
-// routes then take the admin key only.
+// An admin key and no queue key must not leave the data plane open: queue routes then take the
+// admin key only.
 TEST(RouteTableTest, WithOnlyAnAdminKeyQueueRoutesNeedIt) {
   FamilyWorld world(std::string(kAdminKey), "");
   EXPECT_EQ(world.router().queue_access(), QueueAccess::kAdminKey);
@@ -300,7 +300,7 @@ TEST(RouteTableTest, RefusalsNameTheKeyNeeded) {
             wire::kAdminKeyNeeded);
 }
 
-// Issue 16 item 2, from the tables: a page of an origin not allowed changes nothing anywhere
+// Cross-origin pages, from the tables: a page of an origin not allowed changes nothing anywhere
 // (403 before the key is looked at) and reads nothing (no CORS headers); a listed origin gets
 // CORS headers on exactly the routes whose CORS column says so, and is refused elsewhere; every
 // path's preflight lists exactly its CORS routes' methods.
