@@ -265,22 +265,33 @@ std::vector<std::shared_ptr<const core::TokenKey>> TokenKeys(const ServeFlags& f
   return keys;
 }
 
-void Serve(const ServeFlags& flags) {
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
-  auto [host, port] = SplitHostPort(flags.listen);
-  // Read before anything is opened, so a bad --templates fails start-up at once.
-  server::WebOptions web = server::LoadWebOptions(flags.templates);
-  web.public_url = flags.public_url;
-  while (!web.public_url.empty() && web.public_url.back() == '/') web.public_url.pop_back();
-  web.gate_hosts = flags.gate_hosts;
+// What the HTTP edge is told before anything opens, so a bad --templates, --trusted-proxy or
+// --cors-origin fails start-up at once.
+struct Edge {
+  server::WebOptions web;
   http::TrustedProxies trusted;
+  std::shared_ptr<http::OriginPolicy> origins;
+};
+
+Edge EdgeFromFlags(const ServeFlags& flags) {
+  Edge edge;
+  edge.web = server::LoadWebOptions(flags.templates);
+  edge.web.public_url = flags.public_url;
+  while (!edge.web.public_url.empty() && edge.web.public_url.back() == '/') {
+    edge.web.public_url.pop_back();
+  }
+  edge.web.gate_hosts = flags.gate_hosts;
   for (const std::string& cidr : flags.trusted_proxies) {
     std::string error;
-    if (!trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
+    if (!edge.trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
   }
-  // Built before anything opens, so a bad --cors-origin fails start-up at once.
-  auto origins = std::make_shared<http::OriginPolicy>(
-      http::OriginPolicyOptions{.cors_origins = flags.cors_origins, .trusted_proxies = trusted});
+  edge.origins = std::make_shared<http::OriginPolicy>(http::OriginPolicyOptions{
+      .cors_origins = flags.cors_origins, .trusted_proxies = edge.trusted});
+  return edge;
+}
+
+// The admin key and the queue key, and a line saying who may call what with them.
+http::AccessKeys AccessKeysFromFlags(const ServeFlags& flags) {
   http::AccessKeys keys;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) keys.admin_key = key;
   keys.queue_key = flags.queue_key;
@@ -306,6 +317,180 @@ void Serve(const ServeFlags& flags) {
           keys.admin_key.empty() ? "are OPEN (no admin key set)" : "need the admin key");
       break;
   }
+  return keys;
+}
+
+// With a data directory it is locked before anything in it (the secret) is read; the
+// embedded store takes the lock again for its lifetime.
+std::string SecretFromFlags(const ServeFlags& flags) {
+  std::optional<store::log::DirLock> lock;
+  if (!flags.memory_only && flags.store.empty()) lock.emplace(flags.data);
+  return TokenSecret(flags);
+}
+
+store::redis::RedisBackendOptions RedisOptions(const ServeFlags& flags, const std::string& secret,
+                                               std::vector<boost::asio::io_context*> contexts) {
+  return {.url = flags.store,
+          .key_prefix = flags.redis_prefix,
+          .token_ttl_ms = flags.token_ttl_ms,
+          .lease_secret = "anteroom/leases/" + secret,
+          .max_rooms = flags.max_rooms,
+          .max_queues = flags.max_queues,
+          .contexts = std::move(contexts),
+          .max_clients_per_room = flags.max_clients_per_room,
+          .shared_check_ms = flags.redis_secret_check_ms};
+}
+
+// The one backend `serve` runs on: state in Redis (--store), or in memory, made durable by the
+// data directory unless --memory-only.
+class ServedBackend {
+ public:
+  ServedBackend(const ServeFlags& flags, const Clock& clock, http::IoPool& pool,
+                const std::string& secret) {
+    if (!flags.store.empty()) {
+      redis_ = std::make_unique<store::redis::RedisBackend>(
+          clock, RedisOptions(flags, secret, pool.Contexts()));
+      return;
+    }
+    memory_ = std::make_unique<store::MemoryBackend>(
+        clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
+                                           .lease_secret = "anteroom/leases/" + secret,
+                                           .run_timer = true,
+                                           .max_rooms = flags.max_rooms,
+                                           .max_queues = flags.max_queues,
+                                           .max_clients_per_room = flags.max_clients_per_room});
+    if (flags.memory_only) return;
+    durable_.emplace(*memory_, store::log::EmbeddedOptions{
+                                   .dir = flags.data,
+                                   .fsync = ParsePolicy(flags.fsync),
+                                   .compact_min_bytes = flags.compact_min_mb << 20,
+                               });
+    const auto& r = durable_->recovery();
+    spdlog::info(
+        "data directory {}: recovered snapshot {} ({} bytes) and {} records from {} segments in "
+        "{:.3f} s; fsync {}",
+        flags.data, r.snapshot, r.snapshot_bytes, r.records, r.segments.size(), r.seconds,
+        flags.fsync);
+  }
+
+  store::Backend& get() { return redis_ ? static_cast<store::Backend&>(*redis_) : *memory_; }
+  store::redis::RedisBackend* redis() { return redis_.get(); }
+  store::log::EmbeddedStore* durable() { return durable_ ? &*durable_ : nullptr; }
+
+ private:
+  std::unique_ptr<store::MemoryBackend> memory_;
+  std::unique_ptr<store::redis::RedisBackend> redis_;
+  std::optional<store::log::EmbeddedStore> durable_;  // declared after memory_: stops first
+};
+
+// Every process keeps the shared secret and signing key in Redis: put back when Redis loses
+// them; a process whose values differ from Redis's is not ready.
+void WatchSharedSecrets(const ServeFlags& flags, store::redis::RedisBackend& redis,
+                        const std::string& secret, const std::string& shared_pem) {
+  store::redis::KeyLayout layout(flags.redis_prefix);
+  redis.WatchShared({.key = layout.Secret(), .value = secret, .what = "token secret"});
+  if (!shared_pem.empty()) {
+    redis.WatchShared({.key = layout.TokenKey(flags.token_alg),
+                       .value = shared_pem,
+                       .what = flags.token_alg + " signing key"});
+  }
+}
+
+// Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
+// not run yet: a short-lived one on a thread of its own makes them.
+void MakeDemoRooms(const ServeFlags& flags, const Clock& clock, const std::string& secret,
+                   store::Backend& backend) {
+  if (flags.demo_rooms.empty()) return;
+  std::unique_ptr<store::redis::RedisBackend> setup;
+  if (!flags.store.empty()) {
+    store::redis::RedisBackendOptions options = RedisOptions(flags, secret, {});
+    options.run_timer = false;
+    setup = std::make_unique<store::redis::RedisBackend>(clock, std::move(options));
+  }
+  store::Backend& maker = setup ? static_cast<store::Backend&>(*setup) : backend;
+  for (const std::string& demo : flags.demo_rooms) {
+    size_t colon = demo.rfind(':');
+    std::string name = demo.substr(0, colon);
+    if (colon == std::string::npos || !IsValidName(name)) {
+      throw std::runtime_error("--demo-room wants NAME:CAPACITY, got '" + demo + "'");
+    }
+    core::RoomPatch patch;
+    patch.capacity = std::stoll(demo.substr(colon + 1));
+    patch.target_url = std::optional<std::string>("/demo");  // web/demo.html
+    std::promise<OpResult<core::RoomInfo>> created;
+    maker.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
+    if (auto r = created.get_future().get(); !r.ok()) {
+      throw std::runtime_error("--demo-room: " + r.message());
+    }
+  }
+}
+
+http::ConnectionLimits ConnectionLimitsFromFlags(const ServeFlags& flags) {
+  http::FdFit fds = http::FitConnectionsToFds(flags.max_connections);
+  return {
+      .max_connections = fds.max_connections,
+      // Refusals use the descriptors kept beyond the cap: half of them at most.
+      .max_refusing = std::min<size_t>(256, (fds.soft_limit - fds.max_connections) / 2),
+      .head_timeout = std::chrono::milliseconds(flags.head_timeout_ms),
+      .idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms),
+      .body_stall = std::chrono::milliseconds(flags.body_stall_ms),
+      .min_body_rate = flags.min_body_rate,
+      .max_buffered_bytes = flags.max_buffered_mb << 20,
+  };
+}
+
+// Pages of a room's site may call the room API: the rooms of every process (Redis), within
+// one sampling interval.
+void AllowRoomOrigins(server::StatsSampler& sampler, std::shared_ptr<http::OriginPolicy> origins) {
+  sampler.OnRooms([origins](const std::vector<core::RoomInfo>& rooms) {
+    std::map<std::string, std::string> targets;
+    for (const core::RoomInfo& room : rooms) {
+      if (!room.config.target_url) continue;
+      if (auto origin = http::OriginOfUrl(*room.config.target_url)) {
+        targets.emplace(room.room, std::move(*origin));
+      }
+    }
+    origins->SetRooms(std::move(targets));
+  });
+}
+
+// SIGUSR1 writes a snapshot now (as Redis's BGSAVE), e.g. before a backup; SIGINT and SIGTERM
+// stop the server. Lives until the pool stops running.
+class ServeSignals {
+ public:
+  ServeSignals(boost::asio::io_context& io, store::log::EmbeddedStore* durable,
+               std::function<void()> stop)
+      : snapshot_(io, SIGUSR1), stop_(io, SIGINT, SIGTERM), durable_(durable) {
+    ArmSnapshot();
+    stop_.async_wait([this, stop = std::move(stop)](const boost::system::error_code&, int sig) {
+      spdlog::info("signal {}: stopping", sig);
+      snapshot_.cancel();
+      stop();
+    });
+  }
+
+ private:
+  void ArmSnapshot() {
+    snapshot_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (durable_) {
+        spdlog::info("SIGUSR1: compacting now");
+        durable_->RequestCompaction();
+      }
+      ArmSnapshot();
+    });
+  }
+
+  boost::asio::signal_set snapshot_;
+  boost::asio::signal_set stop_;
+  store::log::EmbeddedStore* durable_;
+};
+
+void Serve(const ServeFlags& flags) {
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  auto [host, port] = SplitHostPort(flags.listen);
+  Edge edge = EdgeFromFlags(flags);
+  http::AccessKeys keys = AccessKeysFromFlags(flags);
 
   unsigned threads =
       flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -314,62 +499,15 @@ void Serve(const ServeFlags& flags) {
   http::IoPool pool(threads);
   SystemClock clock;
   bool redis = !flags.store.empty();
-  // The directory is locked before anything in it (the secret) is read.
-  std::optional<store::log::DirLock> lock;
-  if (!flags.memory_only && !redis) lock.emplace(flags.data);
-  std::string secret = TokenSecret(flags);
-  std::unique_ptr<store::MemoryBackend> memory;
-  std::unique_ptr<store::redis::RedisBackend> shared;
-  std::optional<store::log::EmbeddedStore> store;
-  if (redis) {
-    shared = std::make_unique<store::redis::RedisBackend>(
-        clock, store::redis::RedisBackendOptions{.url = flags.store,
-                                                 .key_prefix = flags.redis_prefix,
-                                                 .token_ttl_ms = flags.token_ttl_ms,
-                                                 .lease_secret = "anteroom/leases/" + secret,
-                                                 .max_rooms = flags.max_rooms,
-                                                 .max_queues = flags.max_queues,
-                                                 .contexts = pool.Contexts(),
-                                                 .max_clients_per_room = flags.max_clients_per_room,
-                                                 .shared_check_ms = flags.redis_secret_check_ms});
-  } else {
-    memory = std::make_unique<store::MemoryBackend>(
-        clock, store::MemoryBackendOptions{.token_ttl_ms = flags.token_ttl_ms,
-                                           .lease_secret = "anteroom/leases/" + secret,
-                                           .run_timer = true,
-                                           .max_rooms = flags.max_rooms,
-                                           .max_queues = flags.max_queues,
-                                           .max_clients_per_room = flags.max_clients_per_room});
-  }
-  if (!flags.memory_only && !redis) {
-    lock.reset();  // EmbeddedStore takes it again for its lifetime
-    store.emplace(*memory, store::log::EmbeddedOptions{
-                               .dir = flags.data,
-                               .fsync = ParsePolicy(flags.fsync),
-                               .compact_min_bytes = flags.compact_min_mb << 20,
-                           });
-    const auto& r = store->recovery();
-    spdlog::info(
-        "data directory {}: recovered snapshot {} ({} bytes) and {} records from {} segments in "
-        "{:.3f} s; fsync {}",
-        flags.data, r.snapshot, r.snapshot_bytes, r.records, r.segments.size(), r.seconds,
-        flags.fsync);
-  }
-  store::Backend& backend = redis ? static_cast<store::Backend&>(*shared) : *memory;
+  std::string secret = SecretFromFlags(flags);
+  ServedBackend served(flags, clock, pool, secret);
+  store::Backend& backend = served.get();
   std::string shared_pem;  // the signing key kept in Redis, if any
   core::TokenSigner signer(TokenKeys(flags, secret, &shared_pem), secret, flags.token_ttl_ms);
-  if (shared) {
-    // Put back when Redis loses them; a process whose values differ from Redis's is not ready.
-    store::redis::KeyLayout layout(flags.redis_prefix);
-    shared->WatchShared({.key = layout.Secret(), .value = secret, .what = "token secret"});
-    if (!shared_pem.empty()) {
-      shared->WatchShared({.key = layout.TokenKey(flags.token_alg),
-                           .value = shared_pem,
-                           .what = flags.token_alg + " signing key"});
-    }
-  }
+  if (served.redis()) WatchSharedSecrets(flags, *served.redis(), secret, shared_pem);
+
   http::Router router(std::move(keys));
-  router.SetOriginPolicy(origins);
+  router.SetOriginPolicy(edge.origins);
   auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
   server::GateCache gate(backend, clock);
   router.SetQueueKeys(queue_keys);
@@ -384,71 +522,22 @@ void Serve(const ServeFlags& flags) {
   server::StatsHistory history(flags.stats_interval_ms);
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
   server::Services services{
-      backend, signer, clock, &live, &history, std::move(web), std::move(trusted), &puzzles};
-  services.origins = origins.get();
+      backend, signer, clock, &live, &history, std::move(edge.web), std::move(edge.trusted),
+      &puzzles};
+  services.origins = edge.origins.get();
   services.queue_keys = queue_keys.get();
   services.gate = &gate;
   server::RegisterAllRoutes(router, services);
-
-  // Demo rooms are made before serving. The Redis backend runs on the pool's threads, which do
-  // not run yet: a short-lived one on a thread of its own makes them.
-  std::unique_ptr<store::redis::RedisBackend> setup;
-  if (redis && !flags.demo_rooms.empty()) {
-    setup = std::make_unique<store::redis::RedisBackend>(
-        clock, store::redis::RedisBackendOptions{.url = flags.store,
-                                                 .key_prefix = flags.redis_prefix,
-                                                 .token_ttl_ms = flags.token_ttl_ms,
-                                                 .lease_secret = "anteroom/leases/" + secret,
-                                                 .run_timer = false});
-  }
-  store::Backend& setup_backend = setup ? static_cast<store::Backend&>(*setup) : backend;
-  for (const std::string& demo : flags.demo_rooms) {
-    size_t colon = demo.rfind(':');
-    std::string name = demo.substr(0, colon);
-    if (colon == std::string::npos || !IsValidName(name)) {
-      throw std::runtime_error("--demo-room wants NAME:CAPACITY, got '" + demo + "'");
-    }
-    core::RoomPatch patch;
-    patch.capacity = std::stoll(demo.substr(colon + 1));
-    patch.target_url = std::optional<std::string>("/demo");  // web/demo.html
-    std::promise<OpResult<core::RoomInfo>> created;
-    setup_backend.PutRoom(name, patch, [&](OpResult<core::RoomInfo> r) { created.set_value(r); });
-    if (auto r = created.get_future().get(); !r.ok()) {
-      throw std::runtime_error("--demo-room: " + r.message());
-    }
-  }
-  setup.reset();
+  MakeDemoRooms(flags, clock, secret, backend);
 
   http::ReturnBigBlocksToTheSystem();
-  http::FdFit fds = http::FitConnectionsToFds(flags.max_connections);
   http::HttpServer http_server(
-      pool, router,
-      http::ConnectionLimits{
-          .max_connections = fds.max_connections,
-          // Refusals use the descriptors kept beyond the cap: half of them at most.
-          .max_refusing = std::min<size_t>(256, (fds.soft_limit - fds.max_connections) / 2),
-          .head_timeout = std::chrono::milliseconds(flags.head_timeout_ms),
-          .idle_timeout = std::chrono::milliseconds(flags.idle_timeout_ms),
-          .body_stall = std::chrono::milliseconds(flags.body_stall_ms),
-          .min_body_rate = flags.min_body_rate,
-          .max_buffered_bytes = flags.max_buffered_mb << 20,
-      },
+      pool, router, ConnectionLimitsFromFlags(flags),
       http::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
-  // Pages of a room's site may call the room API: the rooms of every process (Redis), within
-  // one sampling interval.
-  sampler.OnRooms([origins](const std::vector<core::RoomInfo>& rooms) {
-    std::map<std::string, std::string> targets;
-    for (const core::RoomInfo& room : rooms) {
-      if (!room.config.target_url) continue;
-      if (auto origin = http::OriginOfUrl(*room.config.target_url)) {
-        targets.emplace(room.room, std::move(*origin));
-      }
-    }
-    origins->SetRooms(std::move(targets));
-  });
+  AllowRoomOrigins(sampler, edge.origins);
   sampler.Start();
   auto bound = http_server.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
@@ -458,23 +547,7 @@ void Serve(const ServeFlags& flags) {
                : flags.memory_only ? "state in memory only (lost at exit)"
                                    : "embedded durable backend in " + flags.data);
 
-  // SIGUSR1: write a snapshot now (as Redis's BGSAVE), e.g. before a backup.
-  boost::asio::signal_set usr1(pool.Main(), SIGUSR1);
-  std::function<void()> arm_usr1 = [&] {
-    usr1.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      if (store) {
-        spdlog::info("SIGUSR1: compacting now");
-        store->RequestCompaction();
-      }
-      arm_usr1();
-    });
-  };
-  arm_usr1();
-  boost::asio::signal_set signals(pool.Main(), SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code&, int sig) {
-    spdlog::info("signal {}: stopping", sig);
-    usr1.cancel();
+  ServeSignals signals(pool.Main(), served.durable(), [&] {
     live.Stop();
     sampler.Stop();
     pool.Stop();
