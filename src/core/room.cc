@@ -8,8 +8,6 @@ namespace anteroom::core {
 
 namespace {
 constexpr uint32_t kNoIndex = UINT32_MAX;
-constexpr int kKindDropout = 0;  // waiting drop-outs sort before every other event at a time
-constexpr int kKindOther = 1;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -585,7 +583,7 @@ std::optional<OpResult<SessionView>> Room::JoinRefusal(const Arrival& arrival) c
                "may (" +
                    std::to_string(*config_.places_per_client) +
                    "); give one up (leave, or let it drop out) first")
-        .WithRetryAfter(std::max<int64_t>(config_.checkin_timeout_ms, 1'000));
+        .WithRetryAfter(std::max<int64_t>(config_.checkin_timeout_ms, kPlacesRetryMinMs));
   }
   if (config_.joins_per_minute_per_client) {
     int64_t rate = *config_.joins_per_minute_per_client;

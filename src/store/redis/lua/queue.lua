@@ -122,8 +122,8 @@ local function end_lease(x)
   end
 end
 -- The attempt's error (bounded by the caller, core::BoundedError); only the last KEPT_ATTEMPTS
--- are kept (core::kKeptAttempts).
-local KEPT_ATTEMPTS = 10
+-- are kept.
+local KEPT_ATTEMPTS = RULES.kept_attempts
 local function add_history(x, err, now)
   local v = redis.call('HGET', K_HISTORY, pad(x.id))
   local h = v and cmsgpack.unpack(v) or {}
@@ -311,7 +311,7 @@ local function nack(x, delay, err, jitter)
   if delay ~= '' then
     delay = tonumber(delay)
   else
-    local shift = math.min(x.attempt - 1, 22)
+    local shift = math.min(x.attempt - 1, RULES.backoff_max_shift)
     local base = math.min(RULES.backoff_base_ms * 2 ^ shift, RULES.backoff_cap_ms)
     delay = math.floor(base * jitter)
   end

@@ -24,8 +24,10 @@
 -- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
 -- unless the room is paused or the rate cap forbids it; the line is admitted in arrival order.
 
-local KIND_DROPOUT, KIND_OTHER = 0, 1
-local TOKEN_UNITS = 60000  -- a join's share of a bucket; refilled at jpm units per ms
+-- Deadline kinds, in the order deadlines at equal times go (core::Room's).
+local KIND_DROPOUT, KIND_OTHER = RULES.kind_dropout, RULES.kind_other
+local TOKEN_UNITS = RULES.token_units  -- a join's share of a bucket; refilled at jpm units per ms
+local WINDOW_SECONDS = RULES.window_seconds  -- a minute window (core::MinuteWindow)
 -- Set by run() for each call, beside KEYS and ARGV (prelude.lua): how long a revocation is kept.
 local revocation_ttl
 -- The keys, named as KEYS above lists them.
@@ -71,7 +73,7 @@ local function save_room()
              r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc}))
 end
 
--- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last 60 whole seconds ----------
+-- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last WINDOW_SECONDS whole seconds
 -- Buckets ascend. TOTAL is the sum of every bucket written and NEWEST the last one's second, so
 -- a count is TOTAL less the few expired buckets at the front: a check in a room admitting every
 -- second no longer parses up to 60 buckets (~1 us each). Windows written without the prefix (by
@@ -85,13 +87,13 @@ local function win_count(w, now)
     total = tonumber(t)
     while true do  -- the expired buckets at the front
       local bs, bc, next_at = string.match(w, '^(%-?%d+):(%d+),?()', at)
-      if not bs or tonumber(bs) > sec - 60 then return total end
+      if not bs or tonumber(bs) > sec - WINDOW_SECONDS then return total end
       total, at = total - tonumber(bc), next_at
     end
   end
   for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
     bs = tonumber(bs)
-    if bs > sec - 60 and bs <= sec then total = total + tonumber(bc) end
+    if bs > sec - WINDOW_SECONDS and bs <= sec then total = total + tonumber(bc) end
   end
   return total
 end
@@ -100,7 +102,7 @@ local function win_add(w, now)
   local newest = sec
   for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do
     local b = tonumber(bs)
-    if b > sec - 60 then
+    if b > sec - WINDOW_SECONDS then
       if b == sec then bc = digits(tonumber(bc) + 1); added = true end
       out[#out + 1] = bs .. ':' .. bc
       total, newest = total + tonumber(bc), b
@@ -119,9 +121,9 @@ local function win_next_below(w, now, limit)
   local sec = second_of(now)
   for bs, bc in string.gmatch(w, '(%-?%d+):(%d+)') do  -- ascending seconds
     local b = tonumber(bs)
-    if b > sec - 60 and b <= sec then
+    if b > sec - WINDOW_SECONDS and b <= sec then
       count = count - tonumber(bc)
-      if count < limit then return (b + 60) * 1000 end
+      if count < limit then return (b + WINDOW_SECONDS) * 1000 end
     end
   end
   return (sec + 1) * 1000
@@ -275,13 +277,13 @@ local function join_refusal(client, bits, max_clients)
   if not e then
     if redis.call('HLEN', K_CLIENTS) >= max_clients then forget_full_buckets(room.now, nil) end
     if redis.call('HLEN', K_CLIENTS) < max_clients then return nil end
-    return {'rate_limited', 60000, 'this room keeps per-client limits for as many clients as it ' ..
-            'can (' .. digits(max_clients) .. '); retry later'}
+    return {'rate_limited', RULES.table_full_retry_ms, 'this room keeps per-client limits for ' ..
+            'as many clients as it can (' .. digits(max_clients) .. '); retry later'}
   end
   if room.ppc >= 0 and e.places >= room.ppc then
-    return {'rate_limited', math.max(room.cto, 1000), 'places_per_client: this client already ' ..
-            'holds as many places in this room as it may (' .. digits(room.ppc) .. '); give one ' ..
-            'up (leave, or let it drop out) first'}
+    return {'rate_limited', math.max(room.cto, RULES.places_retry_min_ms), 'places_per_client: ' ..
+            'this client already holds as many places in this room as it may (' ..
+            digits(room.ppc) .. '); give one up (leave, or let it drop out) first'}
   end
   if room.jpm >= 0 then
     local over = debt_at(e, room.now) + TOKEN_UNITS - TOKEN_UNITS * room.jpm
@@ -456,8 +458,8 @@ local function eta(position, now)
   if room.paused == 1 then return -1 end
   local freed = freed_now(now)
   if freed == 0 then return -1 end
-  local e = math.ceil(position * 60000 / freed)
-  if room.apm >= 0 then e = math.max(e, math.ceil(position * 60000 / room.apm)) end
+  local e = math.ceil(position * RULES.window_ms / freed)
+  if room.apm >= 0 then e = math.max(e, math.ceil(position * RULES.window_ms / room.apm)) end
   return e
 end
 local function waiting() return redis.call('ZCARD', K_LINE) end
