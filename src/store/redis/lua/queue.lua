@@ -29,8 +29,8 @@ local queue = {}
 -- most calls read none of the three sets. Absent in state written before it: read them.
 -- FIELDS, the array's order: now next_id next_delivery next_order head_order paused pushed
 -- acked nacked expired cancelled hint listed axmin due
--- load and save spell FIELDS out, in its order (one constructor sizes the table once; see
--- room.lua's load).
+-- load_queue and save_queue spell FIELDS out, in its order (one constructor sizes the table
+-- once; see room.lua's load_room).
 local function load_queue()
   local v = redis.call('GET', K_META)
   if not v then return false end

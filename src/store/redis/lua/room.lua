@@ -48,9 +48,9 @@ local room = {}
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
 -- released hint rvmin aw fw paused url ver jpm ppc pow inc
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0}
--- load and save spell FIELDS out, in its order, with DEFAULTS: a table built by one constructor
--- is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us a call,
--- half of what reading and writing the state costs; scripts/bench-redis.sh).
+-- load_room and save_room spell FIELDS out, in order, with DEFAULTS: a table built by one
+-- constructor is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us
+-- a call, half of what reading and writing the state costs; scripts/bench-redis.sh).
 local function load_room()
   local v = redis.call('GET', K_META)
   if not v then return false end
