@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "common/wire_errors.h"
 #include "core/minute_window.h"
 #include "core/queue_types.h"
@@ -9,6 +11,18 @@
 #include "core/room_types.h"
 
 namespace anteroom::store::redis {
+
+namespace {
+// A message with a figure in it, as a Lua function of the figure (a string): `words` is the
+// message made with kFigure in the figure's place. Long brackets: the words are taken as they
+// are, quotes and all.
+constexpr std::string_view kFigure = "\x01";
+std::string LuaMessage(const std::string& words) {
+  size_t at = words.find(kFigure);
+  return fmt::format("function(figure) return [==[{}]==] .. figure .. [==[{}]==] end",
+                     words.substr(0, at), words.substr(at + kFigure.size()));
+}
+}  // namespace
 
 std::string LuaRules() {
   using core::Room;
@@ -27,8 +41,13 @@ std::string LuaRules() {
       Room::kKindOther, core::MinuteWindow::kSeconds, core::MinuteWindow::kWindowMs,
       core::kBackoffBaseMs, core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs,
       core::kAckMemoryMax, core::kKeptAttempts);
-  // Long brackets: a message is taken as it is, quotes and all.
-  rules += fmt::format("local MSG = {{capacity_required = [==[{}]==]}}\n", wire::kCapacityRequired);
+  rules += fmt::format(
+      "local MSG = {{capacity_required = [==[{}]==],\n"
+      "  join_needs_challenge = {},\n  client_table_full = {},\n"
+      "  places_per_client_used = {},\n  joins_per_minute_used = {}}}\n",
+      wire::kCapacityRequired, LuaMessage(wire::JoinNeedsChallenge(kFigure)),
+      LuaMessage(wire::ClientTableFull(kFigure)), LuaMessage(wire::PlacesPerClientUsed(kFigure)),
+      LuaMessage(wire::JoinsPerMinuteUsed(kFigure)));
   return rules;
 }
 

@@ -265,8 +265,7 @@ end
 -- Why a join must be refused now: {code, [retry ms,] message}, or nil.
 local function join_refusal(client, bits, max_clients)
   if room.pow >= 0 and bits < room.pow then
-    return {'challenge_required', 'joining this room takes a solved challenge of ' ..
-            digits(room.pow) .. " bits (room setting 'challenge')"}
+    return {'challenge_required', MSG.join_needs_challenge(digits(room.pow))}
   end
   if client == '' or not limits_clients() then return nil end
   local e = load_client(client)
@@ -277,19 +276,17 @@ local function join_refusal(client, bits, max_clients)
   if not e then
     if redis.call('HLEN', K_CLIENTS) >= max_clients then forget_full_buckets(room.now, nil) end
     if redis.call('HLEN', K_CLIENTS) < max_clients then return nil end
-    return {'rate_limited', RULES.table_full_retry_ms, 'this room keeps per-client limits for ' ..
-            'as many clients as it can (' .. digits(max_clients) .. '); retry later'}
+    return {'rate_limited', RULES.table_full_retry_ms, MSG.client_table_full(digits(max_clients))}
   end
   if room.ppc >= 0 and e.places >= room.ppc then
-    return {'rate_limited', math.max(room.cto, RULES.places_retry_min_ms), 'places_per_client: ' ..
-            'this client already holds as many places in this room as it may (' ..
-            digits(room.ppc) .. '); give one up (leave, or let it drop out) first'}
+    return {'rate_limited', math.max(room.cto, RULES.places_retry_min_ms),
+            MSG.places_per_client_used(digits(room.ppc))}
   end
   if room.jpm >= 0 then
     local over = debt_at(e, room.now) + TOKEN_UNITS - TOKEN_UNITS * room.jpm
     if over > 0 then
-      return {'rate_limited', math.ceil(over / room.jpm), 'joins_per_minute_per_client: this ' ..
-              'client has used up its ' .. digits(room.jpm) .. ' joins a minute in this room'}
+      return {'rate_limited', math.ceil(over / room.jpm),
+              MSG.joins_per_minute_used(digits(room.jpm))}
     end
   end
   return nil
