@@ -248,6 +248,28 @@ inline std::string UnknownRoom(std::string_view room) {
 }
 inline constexpr std::string_view kSessionNotInRoom = "the room does not know this session";
 inline constexpr std::string_view kCapacityRequired = "capacity is required to create a room";
+// A join refused (core::Room::JoinRefusal). Each takes its figure as text: room.lua is given the
+// same words as functions of the figure (store/redis/lua_rules.cc).
+inline std::string JoinNeedsChallenge(std::string_view bits) {
+  return fmt::format(
+      "joining this room takes a solved challenge of {} bits (room setting 'challenge')", bits);
+}
+inline std::string ClientTableFull(std::string_view max_clients) {
+  return fmt::format(
+      "this room keeps per-client limits for as many clients as it can ({}); retry later",
+      max_clients);
+}
+inline std::string PlacesPerClientUsed(std::string_view places) {
+  return fmt::format(
+      "places_per_client: this client already holds as many places in this room as it may ({}); "
+      "give one up (leave, or let it drop out) first",
+      places);
+}
+inline std::string JoinsPerMinuteUsed(std::string_view joins) {
+  return fmt::format(
+      "joins_per_minute_per_client: this client has used up its {} joins a minute in this room",
+      joins);
+}
 inline std::string TooManyRooms(size_t cap) {
   return fmt::format("this server holds its maximum of {} rooms (--max-rooms): delete one first",
                      cap);

@@ -382,7 +382,7 @@ LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::s
   if (delay_ms) {
     delay = *delay_ms;
   } else {
-    int shift = std::min(job.attempt - 1, 22);  // 2^22 s is past the cap already
+    int shift = std::min(job.attempt - 1, kBackoffMaxShift);
     int64_t base = std::min(kBackoffBaseMs << shift, kBackoffCapMs);
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
     delay = static_cast<int64_t>(static_cast<double>(base) * jitter(rng_));

@@ -21,6 +21,7 @@ inline constexpr int32_t kDefaultMaxAttempts = 5;
 // A failed delivery without a delay waits base * 2^(attempt - 1), at most the cap, +-20%.
 inline constexpr int64_t kBackoffBaseMs = 1'000;
 inline constexpr int64_t kBackoffCapMs = 3'600'000;
+inline constexpr int kBackoffMaxShift = 22;  // 2^22 s is past the cap already
 // How long, and for how many jobs, a repeated ack still answers ok.
 inline constexpr int64_t kAckMemoryMs = 3'600'000;
 inline constexpr size_t kAckMemoryMax = 1'000'000;

@@ -8,8 +8,6 @@ namespace anteroom::core {
 
 namespace {
 constexpr uint32_t kNoIndex = UINT32_MAX;
-constexpr int kKindDropout = 0;  // waiting drop-outs sort before every other event at a time
-constexpr int kKindOther = 1;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -562,38 +560,31 @@ int64_t Room::FullAt(const Client& c) const {
 
 std::optional<OpResult<SessionView>> Room::JoinRefusal(const Arrival& arrival) const {
   if (config_.challenge_difficulty && arrival.proof_bits < *config_.challenge_difficulty) {
-    return OpResult<SessionView>(OpStatus::kChallengeRequired,
-                                 "joining this room takes a solved challenge of " +
-                                     std::to_string(*config_.challenge_difficulty) +
-                                     " bits (room setting 'challenge')");
+    return OpResult<SessionView>(
+        OpStatus::kChallengeRequired,
+        wire::JoinNeedsChallenge(std::to_string(*config_.challenge_difficulty)));
   }
   if (arrival.client.empty() || !LimitsClients()) return std::nullopt;
   uint32_t c = FindClient(arrival.client);
   if (c == kNoClient) {
     if (client_index_.size() < max_clients_) return std::nullopt;  // a full bucket, no place
     return OpResult<SessionView>(OpStatus::kRateLimited,
-                                 "this room keeps per-client limits for as many clients as it "
-                                 "can (" +
-                                     std::to_string(max_clients_) + "); retry later")
+                                 wire::ClientTableFull(std::to_string(max_clients_)))
         .WithRetryAfter(kTableFullRetryMs);
   }
   const Client& client = clients_[c];
   if (config_.places_per_client && client.places >= *config_.places_per_client) {
     return OpResult<SessionView>(
                OpStatus::kRateLimited,
-               "places_per_client: this client already holds as many places in this room as it "
-               "may (" +
-                   std::to_string(*config_.places_per_client) +
-                   "); give one up (leave, or let it drop out) first")
-        .WithRetryAfter(std::max<int64_t>(config_.checkin_timeout_ms, 1'000));
+               wire::PlacesPerClientUsed(std::to_string(*config_.places_per_client)))
+        .WithRetryAfter(std::max<int64_t>(config_.checkin_timeout_ms, kPlacesRetryMinMs));
   }
   if (config_.joins_per_minute_per_client) {
     int64_t rate = *config_.joins_per_minute_per_client;
     int64_t over = DebtAt(client, now_) + kTokenUnits - kTokenUnits * rate;
     if (over > 0) {
       return OpResult<SessionView>(OpStatus::kRateLimited,
-                                   "joins_per_minute_per_client: this client has used up its " +
-                                       std::to_string(rate) + " joins a minute in this room")
+                                   wire::JoinsPerMinuteUsed(std::to_string(rate)))
           .WithRetryAfter(CeilDiv(over, rate));
     }
   }

@@ -62,6 +62,19 @@ namespace anteroom::core {
 
 class Room {
  public:
+  // The rules' constants (the Redis backend's room.lua gets them from store/redis/lua_rules.cc).
+  // A tracked join takes kTokenUnits of its client's bucket, which refills at
+  // joins_per_minute_per_client units per ms (ms per minute: an exact integer refill).
+  static constexpr int64_t kTokenUnits = 60'000;
+  // How long a refused join is told to wait: a full client table, kTableFullRetryMs (buckets
+  // refill within a minute); places_per_client, the check-in timeout, at least
+  // kPlacesRetryMinMs.
+  static constexpr int64_t kTableFullRetryMs = 60'000;
+  static constexpr int64_t kPlacesRetryMinMs = 1'000;
+  // Deadline kinds, in the order deadlines at equal times go: waiting drop-outs first.
+  static constexpr int kKindDropout = 0;
+  static constexpr int kKindOther = 1;
+
   // `revocation_ttl_ms`: how long a revoked session's tokens must be remembered (the token TTL).
   Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms);
   Room(const Room&) = delete;
@@ -191,8 +204,6 @@ class Room {
     int64_t debt_at = 0;  // when `debt` was last written
   };
   static constexpr uint32_t kNoClient = UINT32_MAX;
-  static constexpr int64_t kTokenUnits = 60'000;  // ms per minute: exact integer refill
-  static constexpr int64_t kTableFullRetryMs = 60'000;
 
   // Hash and equality over slab indices, looked up by id: the id is stored once, in the slab.
   struct IdHash {

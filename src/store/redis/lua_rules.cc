@@ -2,23 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "common/wire_errors.h"
+#include "core/minute_window.h"
 #include "core/queue_types.h"
+#include "core/room.h"
 #include "core/room_types.h"
 
 namespace anteroom::store::redis {
 
+namespace {
+// A message with a figure in it, as a Lua function of the figure (a string): `words` is the
+// message made with kFigure in the figure's place. Long brackets: the words are taken as they
+// are, quotes and all.
+constexpr std::string_view kFigure = "\x01";
+std::string LuaMessage(const std::string& words) {
+  size_t at = words.find(kFigure);
+  return fmt::format("function(figure) return [==[{}]==] .. figure .. [==[{}]==] end",
+                     words.substr(0, at), words.substr(at + kFigure.size()));
+}
+}  // namespace
+
 std::string LuaRules() {
+  using core::Room;
   const core::RoomConfig room;  // a new room's settings
-  // Long brackets: a message is taken as it is, quotes and all.
-  return fmt::format(
-      "local RULES = {{capacity = {}, grace_ms = {}, checkin_timeout_ms = {}, idle_timeout_ms = "
-      "{},\n"
-      "  backoff_base_ms = {}, backoff_cap_ms = {}, ack_memory_ms = {}, ack_memory_max = {}}}\n"
-      "local MSG = {{capacity_required = [==[{}]==]}}\n",
+  std::string rules = fmt::format(
+      "local RULES = {{\n"
+      // room.lua: a new room's settings, then the rules of core::Room
+      "  capacity = {}, grace_ms = {}, checkin_timeout_ms = {}, idle_timeout_ms = {},\n"
+      "  token_units = {}, table_full_retry_ms = {}, places_retry_min_ms = {},\n"
+      "  kind_dropout = {}, kind_other = {}, window_seconds = {}, window_ms = {},\n"
+      // queue.lua: the rules of core::Queue
+      "  backoff_base_ms = {}, backoff_cap_ms = {}, backoff_max_shift = {},\n"
+      "  ack_memory_ms = {}, ack_memory_max = {}, kept_attempts = {}}}\n",
       room.capacity, room.grace_ms, room.checkin_timeout_ms, room.idle_timeout_ms.value_or(-1),
-      core::kBackoffBaseMs, core::kBackoffCapMs, core::kAckMemoryMs, core::kAckMemoryMax,
-      wire::kCapacityRequired);
+      Room::kTokenUnits, Room::kTableFullRetryMs, Room::kPlacesRetryMinMs, Room::kKindDropout,
+      Room::kKindOther, core::MinuteWindow::kSeconds, core::MinuteWindow::kWindowMs,
+      core::kBackoffBaseMs, core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs,
+      core::kAckMemoryMax, core::kKeptAttempts);
+  rules += fmt::format(
+      "local MSG = {{capacity_required = [==[{}]==],\n"
+      "  join_needs_challenge = {},\n  client_table_full = {},\n"
+      "  places_per_client_used = {},\n  joins_per_minute_used = {}}}\n",
+      wire::kCapacityRequired, LuaMessage(wire::JoinNeedsChallenge(kFigure)),
+      LuaMessage(wire::ClientTableFull(kFigure)), LuaMessage(wire::PlacesPerClientUsed(kFigure)),
+      LuaMessage(wire::JoinsPerMinuteUsed(kFigure)));
+  return rules;
 }
 
 }  // namespace anteroom::store::redis

@@ -16,6 +16,7 @@
 #include "store/redis/lua_rules.h"
 #include "store/redis/lua_scripts.h"
 #include "store/redis/polls.h"
+#include "store/redis/script_replies.h"
 
 namespace anteroom::store::redis {
 
@@ -46,53 +47,6 @@ std::string OptBool(const std::optional<bool>& v) {
 std::string OptText(const std::optional<std::optional<std::string>>& v) {
   if (!v) return "";
   return *v ? "=" + **v : "-";
-}
-
-core::RoomInfo ToInfo(const std::string& room, const Reply& a) {
-  core::RoomInfo info;
-  info.room = room;
-  info.config.capacity = a.at(0).AsInt();
-  info.config.grace_ms = a.at(1).AsInt();
-  info.config.checkin_timeout_ms = a.at(2).AsInt();
-  if (int64_t idle = a.at(3).AsInt(); idle >= 0) {
-    info.config.idle_timeout_ms = idle;
-  } else {
-    info.config.idle_timeout_ms = std::nullopt;
-  }
-  if (int64_t apm = a.at(4).AsInt(); apm >= 0) info.config.admit_per_minute = apm;
-  info.active = a.at(5).AsInt();
-  info.waiting = a.at(6).AsInt();
-  info.counters.admitted_total = a.at(7).AsInt();
-  info.counters.dropped_total = a.at(8).AsInt();
-  info.counters.released_total = a.at(9).AsInt();
-  info.config.paused = a.at(10).AsInt() == 1;
-  if (const std::string& url = a.at(11).str; !url.empty()) info.config.target_url = url;
-  auto off_when_negative = [](int64_t v) {
-    return v >= 0 ? std::optional<int64_t>(v) : std::nullopt;
-  };
-  info.config.joins_per_minute_per_client = off_when_negative(a.at(12).AsInt());
-  info.config.places_per_client = off_when_negative(a.at(13).AsInt());
-  info.config.challenge_difficulty = off_when_negative(a.at(14).AsInt());
-  if (const Reply& gate = a.at(15); gate.type == Reply::Type::kString) info.config.gate = gate.str;
-  return info;
-}
-
-core::SessionView ToView(const std::string& session, const Reply& a) {
-  core::SessionView v;
-  v.session = session;
-  const std::string& st = a.at(0).str;
-  v.status = st == "waiting"  ? core::SessionStatus::kWaiting
-             : st == "active" ? core::SessionStatus::kActive
-             : st == "grace"  ? core::SessionStatus::kGrace
-                              : core::SessionStatus::kGone;
-  v.position = a.at(1).AsInt();
-  v.waiting = a.at(2).AsInt();
-  v.active = a.at(3).AsInt();
-  v.capacity = a.at(4).AsInt();
-  if (int64_t eta = a.at(5).AsInt(); eta >= 0) v.eta_ms = eta;
-  v.admission = static_cast<uint64_t>(a.at(6).AsInt());
-  if (a.elements.size() > 7) v.incarnation = static_cast<uint64_t>(a.at(7).AsInt());
-  return v;
 }
 
 }  // namespace
@@ -214,17 +168,20 @@ OpResult<Reply> Checked(Reply r) {
     if (IsTransient(r)) return {OpStatus::kUnavailable, wire::RedisBusy(r.str)};
     return {OpStatus::kInternal, "redis: " + r.str};
   }
-  const std::string& word = r.at(0).str;
+  ScriptStatus status = ParseStatus(r);
+  const std::string& word = status.word;
   if (word == "ok") return OpResult<Reply>(std::move(r));
   if (word == "unknown_session") {
     return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   }
-  if (word == "invalid_argument") return {OpStatus::kInvalidArgument, r.at(1).str};
-  // {'rate_limited', register, retry ms, message}, {'challenge_required', register, message}
+  if (word == "invalid_argument") return {OpStatus::kInvalidArgument, std::move(status.message)};
   if (word == "rate_limited") {
-    return OpResult<Reply>(OpStatus::kRateLimited, r.at(3).str).WithRetryAfter(r.at(2).AsInt());
+    return OpResult<Reply>(OpStatus::kRateLimited, std::move(status.message))
+        .WithRetryAfter(status.retry_after_ms);
   }
-  if (word == "challenge_required") return {OpStatus::kChallengeRequired, r.at(2).str};
+  if (word == "challenge_required") {
+    return {OpStatus::kChallengeRequired, std::move(status.message)};
+  }
   if (word == "unknown_room") return {OpStatus::kUnknownRoom, ""};
   return {OpStatus::kInternal, "redis: unexpected answer from a script"};
 }
@@ -255,12 +212,11 @@ void RedisBackend::QueueScript(Shard& s, const std::string& queue, std::vector<s
 // A script answers a deadline to register (>= 0) after its status word, and queues whether
 // long polls should look again.
 void RedisBackend::AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply) {
-  if (reply.type != Reply::Type::kArray || reply.elements.size() < 2) return;
-  const Reply& reg = reply.elements[1];
-  if (reg.type == Reply::Type::kInteger && reg.integer >= 0) {
-    Register(s, std::string(1, kind) + ":" + name, reg.integer);
+  ScriptEffects effects = ParseEffects(reply, kind == 'q');
+  if (effects.register_deadline) {
+    Register(s, std::string(1, kind) + ":" + name, *effects.register_deadline);
   }
-  if (kind == 'q' && reply.at(0).str == "ok" && reply.at(2).AsInt() == 1) Publish(s, name);
+  if (effects.wake) Publish(s, name);
 }
 
 void RedisBackend::Register(Shard& s, const std::string& member, int64_t when) {
@@ -328,7 +284,7 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
            std::to_string(NewIncarnation()), OptText(patch.gate)},
           [this, &s, room, done](OpResult<Reply> r) {
             if (!r.ok()) return done({r.status(), r.message()});
-            Created(s, 'r', room, [done, info = ToInfo(room, r->at(2))] { done(info); });
+            Created(s, 'r', room, [done, info = ParseRoomInfo(room, *r)] { done(info); });
           });
     };
     if (!patch.capacity) return put();  // a change: creates nothing
@@ -343,7 +299,7 @@ void RedisBackend::GetRoom(std::string room, Completion<core::RoomInfo> done) {
   Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
     RoomScript(s, room, {"get"}, [room, done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
-      done(ToInfo(room, r->at(2)));
+      done(ParseRoomInfo(room, *r));
     });
   });
 }
@@ -357,7 +313,7 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
       // Answered once the name is uncounted, so a creation that follows the answer fits.
       s.client->Call(
           keys_.Names('r'), {"SREM", keys_.Names('r'), room},
-          [done, info = ToInfo(room, r->at(2))](Reply) mutable { done(std::move(info)); });
+          [done, info = ParseRoomInfo(room, *r)](Reply) mutable { done(std::move(info)); });
     });
   });
 }
@@ -385,7 +341,7 @@ void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   Post([this, done = std::move(done)](Shard& s) {
     auto read = [this](Shard& s, const std::string& name, Answer<core::RoomInfo> answer) {
       RoomScript(s, name, {"get"}, [name, answer](OpResult<Reply> r) {
-        if (r.ok()) return answer(std::optional(ToInfo(name, r->at(2))));
+        if (r.ok()) return answer(std::optional(ParseRoomInfo(name, *r)));
         if (r.status() == OpStatus::kUnknownRoom) return answer(std::optional<core::RoomInfo>());
         answer({r.status(), r.message()});
       });
@@ -400,48 +356,43 @@ void RedisBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
   });
 }
 
-void RedisBackend::Check(std::string room, std::string session, core::Arrival arrival,
-                         Completion<core::SessionView> done) {
-  Post([this, room = std::move(room), session = std::move(session), arrival = std::move(arrival),
-        done = std::move(done)](Shard& s) {
-    RoomScript(s, room,
-               {"check", session, arrival.client, std::to_string(arrival.proof_bits),
-                std::to_string(options_.max_clients_per_room)},
-               [session, done](OpResult<Reply> r) {
-                 if (!r.ok()) {
-                   return done(OpResult<core::SessionView>(r.status(), r.message())
-                                   .WithRetryAfter(r.retry_after_ms()));
-                 }
-                 done(ToView(session, r->at(2)));
-               });
-  });
-}
-
-void RedisBackend::SessionOp(std::vector<std::string> args, std::string room,
-                             Completion<core::SessionView> done) {
-  Post([this, args = std::move(args), room = std::move(room),
-        done = std::move(done)](Shard& s) mutable {
-    std::string session = args.at(1);
-    RoomScript(s, room, std::move(args), [session, done](OpResult<Reply> r) {
-      if (!r.ok()) return done({r.status(), r.message()});
-      done(ToView(session, r->at(2)));
+void RedisBackend::SessionOp(std::string room, std::string op, std::string session,
+                             std::vector<std::string> more, Completion<core::SessionView> done) {
+  Post([this, room = std::move(room), op = std::move(op), session = std::move(session),
+        more = std::move(more), done = std::move(done)](Shard& s) {
+    std::vector<std::string> argv{op, session};
+    argv.insert(argv.end(), more.begin(), more.end());
+    RoomScript(s, room, std::move(argv), [session, done](OpResult<Reply> r) {
+      if (!r.ok()) {
+        return done(OpResult<core::SessionView>(r.status(), r.message())
+                        .WithRetryAfter(r.retry_after_ms()));
+      }
+      done(ParseSessionView(session, *r));
     });
   });
 }
 
+void RedisBackend::Check(std::string room, std::string session, core::Arrival arrival,
+                         Completion<core::SessionView> done) {
+  SessionOp(std::move(room), "check", std::move(session),
+            {std::move(arrival.client), std::to_string(arrival.proof_bits),
+             std::to_string(options_.max_clients_per_room)},
+            std::move(done));
+}
+
 void RedisBackend::Touch(std::string room, std::string session,
                          Completion<core::SessionView> done) {
-  SessionOp({"touch", std::move(session)}, std::move(room), std::move(done));
+  SessionOp(std::move(room), "touch", std::move(session), {}, std::move(done));
 }
 
 void RedisBackend::Leave(std::string room, std::string session, bool final,
                          Completion<core::SessionView> done) {
-  SessionOp({"leave", std::move(session), final ? "1" : "0"}, std::move(room), std::move(done));
+  SessionOp(std::move(room), "leave", std::move(session), {final ? "1" : "0"}, std::move(done));
 }
 
 void RedisBackend::EndSession(std::string room, std::string session,
                               Completion<core::SessionView> done) {
-  SessionOp({"evict", std::move(session)}, std::move(room), std::move(done));
+  SessionOp(std::move(room), "evict", std::move(session), {}, std::move(done));
 }
 
 void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t admission,
@@ -450,7 +401,7 @@ void RedisBackend::IsRevoked(std::string room, std::string session, uint64_t adm
         done = std::move(done)](Shard& s) {
     RoomScript(s, room, {"revoked", session, std::to_string(admission)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
-      done(r->at(2).AsInt() == 1);
+      done(ParseIsRevoked(*r));
     });
   });
 }
@@ -461,8 +412,7 @@ void RedisBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint6
     RoomScript(s, room, {"holder", std::to_string(incarnation), std::to_string(admission)},
                [done](OpResult<Reply> r) {
                  if (!r.ok()) return done({r.status(), r.message()});
-                 const std::string& id = r->at(2).str;
-                 done(id.empty() ? std::nullopt : std::optional<std::string>(id));
+                 done(ParseAdmissionHolder(*r));
                });
   });
 }
@@ -487,10 +437,25 @@ bool ParseHeader(std::string_view text, std::initializer_list<uint64_t*> out) {
   }
   return p == end;
 }
+
+// The ids of room.lua's line snapshot, "VER\nID\nID...", in order.
+core::IdList SnapshotLine(std::string_view text) {
+  size_t at = text.find('\n');
+  text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+  size_t n = text.empty() ? 0 : static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  core::IdList line;
+  line.Reserve(n, text.size());
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    line.Add(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+  }
+  return line;
+}
 }  // namespace
 
-bool RedisBackend::ApplyLineDeltas(LineCache& c, const Reply& entries, uint64_t incarnation,
-                                   uint64_t version) {
+bool RedisBackend::ApplyLineDeltas(LineCache& c, const std::vector<std::string>& entries,
+                                   uint64_t incarnation, uint64_t version) {
   if (c.incarnation != incarnation || c.version > version) return false;
   // Net effect of the entries: sessions of c.line gone, then sessions appended in order (an
   // empty view: appended, then gone again).
@@ -498,11 +463,9 @@ bool RedisBackend::ApplyLineDeltas(LineCache& c, const Reply& entries, uint64_t 
   std::vector<std::string_view> added;
   std::unordered_map<std::string_view, size_t> added_at;
   uint64_t at = c.version;
-  for (const Reply& e : entries.elements) {
-    std::string_view text = e.str;
+  for (std::string_view text : entries) {
     uint64_t inc = 0, from = 0, to = 0, count = 0;
-    if (e.type != Reply::Type::kString || !ParseHeader(text, {&inc, &from, &to, &count}) ||
-        inc != incarnation) {
+    if (!ParseHeader(text, {&inc, &from, &to, &count}) || inc != incarnation) {
       return false;
     }
     if (to <= c.version) continue;  // already in c (a read answered after a later one)
@@ -580,25 +543,14 @@ void RedisBackend::ReadLineOn(Shard& s, std::string room, uint64_t since, bool d
                  if (r.status() == OpStatus::kUnknownRoom) s.lines.erase(room);
                  return done({r.status(), r.message()});
                }
-               const Reply& c = r->at(2);
-               core::LineView v;
-               v.version = static_cast<uint64_t>(c.at(0).AsInt());
-               v.active = c.at(1).AsInt();
-               v.waiting = c.at(2).AsInt();
-               v.capacity = c.at(3).AsInt();
-               v.freed_last_minute = c.at(4).AsInt();
-               if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
-               v.checkin_timeout_ms = c.at(6).AsInt();
-               if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
-               v.paused = c.at(8).AsInt() == 1;
-               auto incarnation = static_cast<uint64_t>(c.at(9).AsInt());
+               LineReply reply = ParseLine(std::move(*r));
+               core::LineView v = std::move(reply.counts);
                v.changed = v.version != since;
                if (!v.changed) return done(std::move(v));
-               const Reply& line = r->at(3);
-               if (line.type == Reply::Type::kArray) {
+               if (reply.deltas) {
                  auto it = s.lines.find(room);
                  if (!deltas || it == s.lines.end() ||
-                     !ApplyLineDeltas(it->second, line, incarnation, v.version) ||
+                     !ApplyLineDeltas(it->second, *reply.deltas, reply.incarnation, v.version) ||
                      it->second.line.size() != static_cast<size_t>(v.waiting)) {
                    if (!deltas)
                      return done({OpStatus::kInternal, "redis: deltas after asking for none"});
@@ -613,22 +565,10 @@ void RedisBackend::ReadLineOn(Shard& s, std::string room, uint64_t since, bool d
                  v.line = it->second.line;
                  return done(std::move(v));
                }
-               // The snapshot: "VER\nID\nID..." (room.lua's line_snapshot).
                line_full_.fetch_add(1, std::memory_order_relaxed);
-               std::string_view text = line.str;
-               size_t at = text.find('\n');
-               text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
-               size_t n = text.empty()
-                              ? 0
-                              : static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-               v.line.Reserve(n, text.size());
-               while (!text.empty()) {
-                 size_t end = text.find('\n');
-                 v.line.Add(text.substr(0, end));
-                 text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-               }
+               v.line = SnapshotLine(reply.snapshot);
                if (s.lines.size() >= kLineRooms && !s.lines.count(room)) s.lines.clear();
-               s.lines[room] = LineCache{.incarnation = incarnation,
+               s.lines[room] = LineCache{.incarnation = reply.incarnation,
                                          .version = v.version,
                                          .line = v.line,
                                          .used = std::chrono::steady_clock::now()};
@@ -644,12 +584,7 @@ void RedisBackend::Present(std::string room, std::vector<std::string> sessions,
     argv.insert(argv.end(), sessions.begin(), sessions.end());
     RoomScript(s, room, std::move(argv), [sessions = std::move(sessions), done](OpResult<Reply> r) {
       if (!r.ok()) return done({r.status(), r.message()});
-      std::vector<core::SessionView> views;
-      const Reply& list = r->at(2);
-      for (size_t i = 0; i < sessions.size(); ++i) {
-        views.push_back(ToView(sessions[i], list.at(i)));
-      }
-      done(std::move(views));
+      done(ParsePresent(sessions, *r));
     });
   });
 }
@@ -705,7 +640,7 @@ void RedisBackend::SweepOne(const std::string& member, std::function<void()> don
       }
       return done();
     }
-    int64_t next = r->at(1).AsInt();
+    int64_t next = ParseNextDeadline(*r);
     home().client->Call(keys_.Registry(), {"ZADD", keys_.Registry(), std::to_string(next), member},
                         [this, member, kind, name, done](Reply) {
                           // Its answer goes through AfterScript, which applies it with ZADD LT.

@@ -43,6 +43,7 @@
 #include "store/redis/cluster_client.h"
 #include "store/redis/key_layout.h"
 #include "store/redis/redis_url.h"
+#include "store/redis/script_replies.h"
 #include "store/redis/shared_values.h"
 
 namespace anteroom::store::redis {
@@ -160,8 +161,8 @@ class RedisBackend final : public Backend {
   // Takes `c` to `version` by the entries of room.lua's delta log (KEYS[11]); false, with `c`
   // unchanged, when they do not chain exactly from c's version to `version` or name a session
   // the line does not hold.
-  static bool ApplyLineDeltas(LineCache& c, const Reply& entries, uint64_t incarnation,
-                              uint64_t version);
+  static bool ApplyLineDeltas(LineCache& c, const std::vector<std::string>& entries,
+                              uint64_t incarnation, uint64_t version);
 
   // What one thread uses, only on that thread.
   struct Shard {
@@ -212,10 +213,10 @@ class RedisBackend final : public Backend {
   std::string NowArg() const;
   // One script call; `k` gets the reply after the status word was checked (errors mapped).
   void RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv, ReplyFn k);
-  // A room operation on one session (args: op, session, ...) answered with its view: touch,
-  // leave, evict.
-  void SessionOp(std::vector<std::string> args, std::string room,
-                 Completion<core::SessionView> done);
+  // A room operation on one session answered with its view: check, touch, leave, evict
+  // (room.lua `op` with the session, then `more`).
+  void SessionOp(std::string room, std::string op, std::string session,
+                 std::vector<std::string> more, Completion<core::SessionView> done);
   void QueueScript(Shard& s, const std::string& queue, std::vector<std::string> argv, ReplyFn k);
   void AfterScript(Shard& s, char kind, const std::string& name, const Reply& reply);
   void Register(Shard& s, const std::string& member, int64_t when);
@@ -274,12 +275,14 @@ class RedisBackend final : public Backend {
   static std::vector<std::string> LeaseArgs(Shard& s, const std::string& queue,
                                             const std::vector<std::string>& leases,
                                             std::vector<int>& slots, bool triples);
-  static std::vector<core::LeaseOutcome> MergeOutcomes(const std::vector<int>& slots,
-                                                       const Reply& outcomes);
+  // The outcome of each lease: the script's (`outcomes`, one per valid lease) or invalid.
+  static std::vector<core::LeaseOutcome> MergeOutcomes(
+      const std::vector<int>& slots, const std::vector<core::LeaseOutcome>& outcomes);
   void LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
                std::vector<std::string> tail, Completion<std::vector<core::LeaseOutcome>> done);
+  // The jobs a fetch leased, each with its lease signed.
   static std::vector<core::Delivery> Deliveries(Shard& s, const std::string& queue,
-                                                const Reply& jobs);
+                                                std::vector<LeasedJob> jobs);
 
   // Long polls (redis_queues.cc), on the home shard.
   void Park(const std::string& queue, core::FetchRequest request, core::FetchAnswer answer,

@@ -13,6 +13,7 @@
 #include "core/lease_codec.h"
 #include "store/redis/polls.h"
 #include "store/redis/redis_backend.h"
+#include "store/redis/script_replies.h"
 
 namespace anteroom::store::redis {
 
@@ -22,22 +23,6 @@ using Outcomes = std::vector<core::LeaseOutcome>;
 template <typename T>
 OpResult<T> Fail(const OpResult<Reply>& r) {
   return {r.status(), r.message()};
-}
-
-core::QueueStats ToStats(const Reply& a) {
-  core::QueueStats s;
-  s.ready = a.at(0).AsInt();
-  s.delayed = a.at(1).AsInt();
-  s.inflight = a.at(2).AsInt();
-  s.dead = a.at(3).AsInt();
-  s.pushed = a.at(4).AsInt();
-  s.acked = a.at(5).AsInt();
-  s.nacked = a.at(6).AsInt();
-  s.expired = a.at(7).AsInt();
-  s.cancelled = a.at(8).AsInt();
-  s.workers = a.at(9).AsInt();
-  s.paused = a.at(10).AsInt() != 0;
-  return s;
 }
 }  // namespace
 
@@ -79,31 +64,27 @@ std::vector<std::string> RedisBackend::LeaseArgs(Shard& s, const std::string& qu
   return args;
 }
 
-Outcomes RedisBackend::MergeOutcomes(const std::vector<int>& slots, const Reply& outcomes) {
+Outcomes RedisBackend::MergeOutcomes(const std::vector<int>& slots, const Outcomes& outcomes) {
   Outcomes out;
   out.reserve(slots.size());
   for (int slot : slots) {
-    int64_t code = slot < 0 ? 2 : outcomes.at(static_cast<size_t>(slot)).AsInt();
-    out.push_back(code == 0   ? core::LeaseOutcome::kOk
-                  : code == 1 ? core::LeaseOutcome::kLeaseLost
-                              : core::LeaseOutcome::kInvalidLease);
+    out.push_back(slot < 0 ? core::LeaseOutcome::kInvalidLease
+                           : outcomes[static_cast<size_t>(slot)]);
   }
   return out;
 }
 
 std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string& queue,
-                                                     const Reply& jobs) {
+                                                     std::vector<LeasedJob> jobs) {
   std::vector<core::Delivery> out;
-  out.reserve(jobs.elements.size());
-  for (const Reply& j : jobs.elements) {
-    core::Delivery d;
-    d.id = static_cast<core::JobId>(j.at(0).AsInt());
-    d.payload = j.at(1).str;
-    d.attempt = static_cast<int32_t>(j.at(2).AsInt());
-    d.lease = LeaseFor(s, queue, d.id, static_cast<uint64_t>(j.at(3).AsInt()));
-    d.lease_expires_ms = j.at(4).AsInt();
-    d.priority = static_cast<int32_t>(j.at(5).AsInt());
-    out.push_back(std::move(d));
+  out.reserve(jobs.size());
+  for (LeasedJob& j : jobs) {
+    out.push_back({.id = j.id,
+                   .payload = std::move(j.payload),
+                   .attempt = j.attempt,
+                   .lease = LeaseFor(s, queue, j.id, j.delivery),
+                   .lease_expires_ms = j.lease_expires_ms,
+                   .priority = j.priority});
   }
   return out;
 }
@@ -128,13 +109,7 @@ void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                 if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
                 QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
                   if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
-                  const Reply& flat = r->at(3);
-                  std::vector<core::PushResult> out;
-                  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
-                    out.push_back({static_cast<core::JobId>(flat.elements[i].AsInt()),
-                                   flat.elements[i + 1].AsInt() == 1});
-                  }
-                  Created(s, 'q', queue, [done, out = std::move(out)] { done(out); });
+                  Created(s, 'q', queue, [done, out = ParsePush(*r)] { done(out); });
                 });
               });
   });
@@ -147,6 +122,7 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
         done = std::move(done)](Shard& s) mutable {
     std::vector<int> slots;
     std::vector<std::string> acks = LeaseArgs(s, queue, request.ack, slots, false);
+    size_t valid = acks.size() / 2;
     // A client already gone: its acks only (that work was done), no job, no wait.
     bool gone = request.hangup && request.hangup->happened();
     std::vector<std::string> argv{"fetch",
@@ -154,16 +130,17 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                                   gone ? "0" : std::to_string(request.max),
                                   std::to_string(request.lease_ms),
                                   gone ? "0" : std::to_string(request.wait_ms),
-                                  std::to_string(acks.size() / 2)};
+                                  std::to_string(valid)};
     argv.insert(argv.end(), acks.begin(), acks.end());
     QueueScript(
         s, queue, std::move(argv),
-        [this, &s, queue, request = std::move(request), slots = std::move(slots), started,
+        [this, &s, queue, request = std::move(request), slots = std::move(slots), valid, started,
          done = std::move(done)](OpResult<Reply> r) mutable {
           if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
+          FetchReply reply = ParseFetch(*r, valid);
           core::FetchAnswer answer;
-          answer.acked = MergeOutcomes(slots, r->at(3).at(0));
-          answer.jobs = Deliveries(s, queue, r->at(3).at(1));
+          answer.acked = MergeOutcomes(slots, reply.acked);
+          answer.jobs = Deliveries(s, queue, std::move(reply.jobs));
           // The client hung up while the script ran: what it leased goes back at once.
           if (request.hangup && request.hangup->happened()) {
             GiveBack(s, queue, answer.jobs);
@@ -218,13 +195,15 @@ void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::s
         done = std::move(done)](Shard& s) {
     std::vector<int> slots;
     std::vector<std::string> args = LeaseArgs(s, queue, leases, slots, true);
-    std::vector<std::string> argv{op, std::to_string(args.size() / 3)};
+    size_t valid = args.size() / 3;
+    std::vector<std::string> argv{op, std::to_string(valid)};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), tail.begin(), tail.end());
-    QueueScript(s, queue, std::move(argv), [slots = std::move(slots), done](OpResult<Reply> r) {
-      if (!r.ok()) return done(Fail<Outcomes>(r));
-      done(MergeOutcomes(slots, r->at(3)));
-    });
+    QueueScript(s, queue, std::move(argv),
+                [slots = std::move(slots), valid, done](OpResult<Reply> r) {
+                  if (!r.ok()) return done(Fail<Outcomes>(r));
+                  done(MergeOutcomes(slots, ParseLeaseOutcomes(*r, valid)));
+                });
   });
 }
 
@@ -262,7 +241,7 @@ void RedisBackend::ReleaseWorker(std::string queue, std::string worker, Completi
         done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"release", worker}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<size_t>(r));
-      done(static_cast<size_t>(r->at(3).AsInt()));
+      done(ParseJobCount(*r));
     });
   });
 }
@@ -271,7 +250,7 @@ void RedisBackend::GetQueue(std::string queue, Completion<core::QueueStats> done
   Post([this, queue = std::move(queue), done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"stats"}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<core::QueueStats>(r));
-      done(ToStats(r->at(3)));
+      done(ParseStats(*r).stats);
     });
   });
 }
@@ -282,9 +261,10 @@ void RedisBackend::ListQueues(
     auto read = [this](Shard& s, const std::string& name, Answer<core::QueueStats> answer) {
       QueueScript(s, name, {"stats"}, [answer](OpResult<Reply> r) {
         if (!r.ok()) return answer({r.status(), r.message()});
-        if (r->at(3).at(11).AsInt() != 1) return answer(std::optional<core::QueueStats>());
+        StatsReply reply = ParseStats(*r);
+        if (!reply.counted) return answer(std::optional<core::QueueStats>());
         // Pushed to at least once, or holding a key: listed.
-        answer(std::optional(ToStats(r->at(3))));
+        answer(std::optional(reply.stats));
       });
     };
     ReadRegistered<core::QueueStats>(s, 'q', read, std::move(done));
@@ -297,12 +277,7 @@ void RedisBackend::Inflight(std::string queue, std::optional<std::string> worker
         done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"inflight", worker.value_or("")}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<std::vector<core::InflightJob>>(r));
-      std::vector<core::InflightJob> out;
-      for (const Reply& j : r->at(3).elements) {
-        out.push_back({static_cast<core::JobId>(j.at(0).AsInt()), j.at(1).str,
-                       static_cast<int32_t>(j.at(2).AsInt()), j.at(3).AsInt()});
-      }
-      done(std::move(out));
+      done(ParseInflight(*r));
     });
   });
 }
@@ -312,21 +287,7 @@ void RedisBackend::Dead(std::string queue, size_t limit,
   Post([this, queue = std::move(queue), limit, done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"dead", std::to_string(limit)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<std::vector<core::DeadJob>>(r));
-      std::vector<core::DeadJob> out;
-      for (const Reply& j : r->at(3).elements) {
-        core::DeadJob d;
-        d.id = static_cast<core::JobId>(j.at(0).AsInt());
-        d.payload = j.at(1).str;
-        d.attempts = static_cast<int32_t>(j.at(2).AsInt());
-        d.error = j.at(3).str;
-        d.failed_at_ms = j.at(4).AsInt();
-        for (const Reply& h : j.at(5).elements) {
-          d.history.push_back(
-              {static_cast<int32_t>(h.at(0).AsInt()), h.at(1).str, h.at(2).AsInt()});
-        }
-        out.push_back(std::move(d));
-      }
-      done(std::move(out));
+      done(ParseDead(*r));
     });
   });
 }
@@ -343,7 +304,7 @@ void RedisBackend::RequeueDead(std::string queue, std::optional<std::vector<core
     }
     QueueScript(s, queue, std::move(argv), [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<size_t>(r));
-      done(static_cast<size_t>(r->at(3).AsInt()));
+      done(ParseJobCount(*r));
     });
   });
 }
@@ -352,10 +313,7 @@ void RedisBackend::Cancel(std::string queue, core::JobId id, Completion<core::Ca
   Post([this, queue = std::move(queue), id, done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"cancel", std::to_string(id)}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<core::CancelOutcome>(r));
-      int64_t code = r->at(3).AsInt();
-      done(code == 0   ? core::CancelOutcome::kCancelled
-           : code == 2 ? core::CancelOutcome::kInFlight
-                       : core::CancelOutcome::kUnknown);
+      done(ParseCancel(*r));
     });
   });
 }
@@ -383,7 +341,7 @@ void RedisBackend::SetQueueKey(std::string queue, std::optional<std::string> dig
     if (!digest) {
       QueueScript(s, queue, {"setkey", ""}, [this, &s, queue, done](OpResult<Reply> r) {
         if (!r.ok()) return done(Fail<Done>(r));
-        if (r->at(3).AsInt() != 1) return done(Done{});
+        if (!ParseKeyRemovalUncounts(*r)) return done(Done{});
         Uncounted(s, 'q', queue, [done] { done(Done{}); });
       });
       return;
@@ -506,7 +464,7 @@ void RedisBackend::Served(const std::string& queue, const std::shared_ptr<Waiter
   Polls& p = *it->second;
   p.serving = false;
   std::vector<core::Delivery> jobs;
-  if (r.ok()) jobs = Deliveries(home(), queue, r->at(3).at(1));
+  if (r.ok()) jobs = Deliveries(home(), queue, ParseFetch(*r, 0).jobs);
   bool hung_up = w->hung_up();
   bool expired = w->deadline <= clock_.NowMs();
   if (hung_up || !jobs.empty() || expired) {

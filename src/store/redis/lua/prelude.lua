@@ -3,8 +3,10 @@
 -- once.
 
 local NEVER = 9007199254740991  -- no deadline: 2^53 - 1, the largest integer a double holds exactly
+-- An answer's register field when the sweeper's registry is left as it is.
+local NOTHING_TO_REGISTER = -1
 -- Set by run() for each call (the functions below are made once, when the library loads).
-local KEYS, ARGV, op
+local KEYS, ARGV
 
 -- The time of the call: the caller's clock when it sends one (ARGV[2]), else Redis's.
 local function now_ms()
@@ -13,14 +15,39 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- An integer as Redis wants it in a command: no exponent, no fraction.
-local function s(x) return string.format('%d', x) end
+local function digits(x) return string.format('%d', x) end
 
--- The deadline `n` to register with the sweeper, or -1 when the one registered (`state.hint`)
--- comes no later; `force` registers it whatever it is (the sweeper asked).
+-- The deadline `n` to register with the sweeper, or NOTHING_TO_REGISTER when the one registered
+-- (`state.hint`) comes no later; `force` registers it whatever it is (the sweeper asked).
 local function register_deadline(state, n, force)
   if force or n < state.hint then
     state.hint = n
     return n
   end
-  return -1
+  return NOTHING_TO_REGISTER
+end
+
+-- The lowest score of sorted set `z` and its member; NEVER when it is empty.
+local function first_score(z)
+  local top = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+  if top[1] then return tonumber(top[2]), top[1] end
+  return NEVER, nil
+end
+-- Forgets what a hash remembers (`memory`: revocations, acks) whose time in sorted set `expiry`
+-- has come by `now`, 256 at most per call; answers when the next may be forgotten.
+local function forget_expired(memory, expiry, now)
+  local old = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, 256)
+  for _, id in ipairs(old) do redis.call('HDEL', memory, id) end
+  if #old > 0 then redis.call('ZREM', expiry, unpack(old)) end
+  return (first_score(expiry))
+end
+
+-- Runs the operation ARGV[1] names in `ops` (name -> function(now)); one the script does not
+-- know (`kind`: 'room', 'queue') is refused before anything is read.
+local function dispatch(ops, kind)
+  local op = ops[ARGV[1]]
+  if not op then
+    return {'invalid_argument', 'unknown ' .. kind .. ' operation ' .. tostring(ARGV[1])}
+  end
+  return op(now_ms())
 end

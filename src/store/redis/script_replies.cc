@@ -1,0 +1,257 @@
+#include "store/redis/script_replies.h"
+
+#include <utility>
+
+namespace anteroom::store::redis {
+
+namespace {
+
+// Where an operation's own fields start: after the status word and the register, and for a
+// queue the wake flag.
+const Reply& RoomPayload(const Reply& answer) { return answer.at(2); }
+const Reply& QueuePayload(const Reply& answer) { return answer.at(3); }
+
+std::optional<int64_t> OffWhenNegative(int64_t v) {
+  return v >= 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+// queue.lua's lease outcomes: OK, LOST, INVALID.
+core::LeaseOutcome ToLeaseOutcome(int64_t code) {
+  return code == 0   ? core::LeaseOutcome::kOk
+         : code == 1 ? core::LeaseOutcome::kLeaseLost
+                     : core::LeaseOutcome::kInvalidLease;
+}
+
+// The first `n` outcomes of `codes` (one missing reads as 0, OK).
+std::vector<core::LeaseOutcome> Outcomes(const Reply& codes, size_t n) {
+  std::vector<core::LeaseOutcome> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(ToLeaseOutcome(codes.at(i).AsInt()));
+  return out;
+}
+
+}  // namespace
+
+// ---- every answer --------------------------------------------------------------------------
+
+ScriptStatus ParseStatus(const Reply& answer) {
+  ScriptStatus s;
+  s.word = answer.at(0).str;
+  if (s.word == "invalid_argument") {
+    s.message = answer.at(1).str;
+  } else if (s.word == "rate_limited") {
+    s.retry_after_ms = answer.at(2).AsInt();
+    s.message = answer.at(3).str;
+  } else if (s.word == "challenge_required") {
+    s.message = answer.at(2).str;
+  }
+  return s;
+}
+
+ScriptEffects ParseEffects(const Reply& answer, bool queue) {
+  ScriptEffects e;
+  if (answer.type != Reply::Type::kArray || answer.elements.size() < 2) return e;
+  const Reply& reg = answer.at(1);
+  if (reg.type == Reply::Type::kInteger && reg.integer >= 0) e.register_deadline = reg.integer;
+  e.wake = queue && answer.at(0).str == "ok" && answer.at(2).AsInt() == 1;
+  return e;
+}
+
+int64_t ParseNextDeadline(const Reply& answer) { return answer.at(1).AsInt(); }
+
+// ---- room.lua ------------------------------------------------------------------------------
+
+// {cap, grace, cto, idle, apm, holders, waiting, admitted, dropped, released, paused, url, jpm,
+// ppc, pow, gate (nil: none)}
+core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
+  const Reply& a = RoomPayload(answer);
+  core::RoomInfo info;
+  info.room = room;
+  info.config.capacity = a.at(0).AsInt();
+  info.config.grace_ms = a.at(1).AsInt();
+  info.config.checkin_timeout_ms = a.at(2).AsInt();
+  info.config.idle_timeout_ms = OffWhenNegative(a.at(3).AsInt());
+  if (int64_t apm = a.at(4).AsInt(); apm >= 0) info.config.admit_per_minute = apm;
+  info.active = a.at(5).AsInt();
+  info.waiting = a.at(6).AsInt();
+  info.counters.admitted_total = a.at(7).AsInt();
+  info.counters.dropped_total = a.at(8).AsInt();
+  info.counters.released_total = a.at(9).AsInt();
+  info.config.paused = a.at(10).AsInt() == 1;
+  if (const std::string& url = a.at(11).str; !url.empty()) info.config.target_url = url;
+  info.config.joins_per_minute_per_client = OffWhenNegative(a.at(12).AsInt());
+  info.config.places_per_client = OffWhenNegative(a.at(13).AsInt());
+  info.config.challenge_difficulty = OffWhenNegative(a.at(14).AsInt());
+  if (const Reply& gate = a.at(15); gate.type == Reply::Type::kString) info.config.gate = gate.str;
+  return info;
+}
+
+namespace {
+// {status, position, waiting, active, capacity, eta (-1: unknown), admission[, incarnation]}
+core::SessionView ToView(const std::string& session, const Reply& a) {
+  core::SessionView v;
+  v.session = session;
+  const std::string& st = a.at(0).str;
+  v.status = st == "waiting"  ? core::SessionStatus::kWaiting
+             : st == "active" ? core::SessionStatus::kActive
+             : st == "grace"  ? core::SessionStatus::kGrace
+                              : core::SessionStatus::kGone;
+  v.position = a.at(1).AsInt();
+  v.waiting = a.at(2).AsInt();
+  v.active = a.at(3).AsInt();
+  v.capacity = a.at(4).AsInt();
+  if (int64_t eta = a.at(5).AsInt(); eta >= 0) v.eta_ms = eta;
+  v.admission = static_cast<uint64_t>(a.at(6).AsInt());
+  if (a.elements.size() > 7) v.incarnation = static_cast<uint64_t>(a.at(7).AsInt());
+  return v;
+}
+}  // namespace
+
+core::SessionView ParseSessionView(const std::string& session, const Reply& answer) {
+  return ToView(session, RoomPayload(answer));
+}
+
+std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sessions,
+                                            const Reply& answer) {
+  const Reply& list = RoomPayload(answer);
+  std::vector<core::SessionView> views;
+  views.reserve(sessions.size());
+  for (size_t i = 0; i < sessions.size(); ++i) views.push_back(ToView(sessions[i], list.at(i)));
+  return views;
+}
+
+// {{ver, holders, waiting, cap, freed, apm, cto, idle, paused, inc}, line}
+LineReply ParseLine(Reply&& answer) {
+  const Reply& c = RoomPayload(answer);
+  LineReply r;
+  core::LineView& v = r.counts;
+  v.version = static_cast<uint64_t>(c.at(0).AsInt());
+  v.active = c.at(1).AsInt();
+  v.waiting = c.at(2).AsInt();
+  v.capacity = c.at(3).AsInt();
+  v.freed_last_minute = c.at(4).AsInt();
+  if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
+  v.checkin_timeout_ms = c.at(6).AsInt();
+  if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
+  v.paused = c.at(8).AsInt() == 1;
+  r.incarnation = static_cast<uint64_t>(c.at(9).AsInt());
+  if (answer.elements.size() <= 3) return r;
+  Reply& line = answer.elements[3];
+  if (line.type == Reply::Type::kArray) {
+    r.deltas.emplace();
+    r.deltas->reserve(line.elements.size());
+    for (Reply& e : line.elements) {
+      r.deltas->push_back(e.type == Reply::Type::kString ? std::move(e.str) : std::string());
+    }
+  } else {
+    r.snapshot = std::move(line.str);
+  }
+  return r;
+}
+
+std::optional<std::string> ParseAdmissionHolder(const Reply& answer) {
+  const std::string& id = RoomPayload(answer).str;
+  return id.empty() ? std::nullopt : std::optional<std::string>(id);
+}
+
+bool ParseIsRevoked(const Reply& answer) { return RoomPayload(answer).AsInt() == 1; }
+
+// ---- queue.lua -----------------------------------------------------------------------------
+
+// {id, made (1) or a dedupe hit (0), id, made, ...}
+std::vector<core::PushResult> ParsePush(const Reply& answer) {
+  const Reply& flat = QueuePayload(answer);
+  std::vector<core::PushResult> out;
+  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
+    out.push_back(
+        {static_cast<core::JobId>(flat.elements[i].AsInt()), flat.elements[i + 1].AsInt() == 1});
+  }
+  return out;
+}
+
+// {{outcome...}, {{id, payload, attempt, delivery, lease expiry, priority}...}}
+FetchReply ParseFetch(const Reply& answer, size_t acks) {
+  const Reply& payload = QueuePayload(answer);
+  FetchReply r;
+  r.acked = Outcomes(payload.at(0), acks);
+  const Reply& jobs = payload.at(1);
+  r.jobs.reserve(jobs.elements.size());
+  for (const Reply& j : jobs.elements) {
+    r.jobs.push_back({.id = static_cast<core::JobId>(j.at(0).AsInt()),
+                      .payload = j.at(1).str,
+                      .attempt = static_cast<int32_t>(j.at(2).AsInt()),
+                      .delivery = static_cast<uint64_t>(j.at(3).AsInt()),
+                      .lease_expires_ms = j.at(4).AsInt(),
+                      .priority = static_cast<int32_t>(j.at(5).AsInt())});
+  }
+  return r;
+}
+
+std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases) {
+  return Outcomes(QueuePayload(answer), leases);
+}
+
+size_t ParseJobCount(const Reply& answer) {
+  return static_cast<size_t>(QueuePayload(answer).AsInt());
+}
+
+// {ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused,
+// counted}
+StatsReply ParseStats(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  StatsReply r;
+  core::QueueStats& s = r.stats;
+  s.ready = a.at(0).AsInt();
+  s.delayed = a.at(1).AsInt();
+  s.inflight = a.at(2).AsInt();
+  s.dead = a.at(3).AsInt();
+  s.pushed = a.at(4).AsInt();
+  s.acked = a.at(5).AsInt();
+  s.nacked = a.at(6).AsInt();
+  s.expired = a.at(7).AsInt();
+  s.cancelled = a.at(8).AsInt();
+  s.workers = a.at(9).AsInt();
+  s.paused = a.at(10).AsInt() != 0;
+  r.counted = a.at(11).AsInt() == 1;
+  return r;
+}
+
+// {{id, worker, attempt, lease expiry}...}
+std::vector<core::InflightJob> ParseInflight(const Reply& answer) {
+  std::vector<core::InflightJob> out;
+  for (const Reply& j : QueuePayload(answer).elements) {
+    out.push_back({static_cast<core::JobId>(j.at(0).AsInt()), j.at(1).str,
+                   static_cast<int32_t>(j.at(2).AsInt()), j.at(3).AsInt()});
+  }
+  return out;
+}
+
+// {{id, payload, attempts, last error, failed at, {{attempt, error, at}...}}...}
+std::vector<core::DeadJob> ParseDead(const Reply& answer) {
+  std::vector<core::DeadJob> out;
+  for (const Reply& j : QueuePayload(answer).elements) {
+    core::DeadJob d;
+    d.id = static_cast<core::JobId>(j.at(0).AsInt());
+    d.payload = j.at(1).str;
+    d.attempts = static_cast<int32_t>(j.at(2).AsInt());
+    d.error = j.at(3).str;
+    d.failed_at_ms = j.at(4).AsInt();
+    for (const Reply& h : j.at(5).elements) {
+      d.history.push_back({static_cast<int32_t>(h.at(0).AsInt()), h.at(1).str, h.at(2).AsInt()});
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// 0 cancelled, 1 unknown, 2 in flight
+core::CancelOutcome ParseCancel(const Reply& answer) {
+  int64_t code = QueuePayload(answer).AsInt();
+  return code == 0   ? core::CancelOutcome::kCancelled
+         : code == 2 ? core::CancelOutcome::kInFlight
+                     : core::CancelOutcome::kUnknown;
+}
+
+bool ParseKeyRemovalUncounts(const Reply& answer) { return QueuePayload(answer).AsInt() == 1; }
+
+}  // namespace anteroom::store::redis

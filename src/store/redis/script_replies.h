@@ -1,0 +1,112 @@
+#pragma once
+// What room.lua and queue.lua answer, read once into named fields: one Parse function per
+// operation, beside what it reads into (an engine value when the answer is one, else a struct
+// of its own). Each reads the fields where its script puts them, so nothing else in the backend
+// knows a position. An answer is {status word, register, ...}: a room's {'ok', register,
+// payload...}, a queue's {'ok', register, wake, payload}. A field that is missing, or of another
+// type, reads as a nil reply would (0, empty; Reply::at): a malformed answer is never a crash.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/queue_types.h"
+#include "core/room_types.h"
+#include "store/redis/resp_reply.h"
+
+namespace anteroom::store::redis {
+
+// ---- every answer --------------------------------------------------------------------------
+
+// The status word and, for a refusal, what it says. Refusals: {'invalid_argument', message},
+// {'unknown_session', register}, {'rate_limited', register, retry ms, message},
+// {'challenge_required', register, message}, {'unknown_room'}.
+struct ScriptStatus {
+  std::string word;  // "ok", or the refusal's code
+  std::string message;
+  int64_t retry_after_ms = 0;  // rate_limited
+};
+ScriptStatus ParseStatus(const Reply& answer);
+
+// What the backend does after any answer, whatever the operation: the deadline to register
+// with the sweeper, and (queues) whether long polls elsewhere should look again.
+struct ScriptEffects {
+  std::optional<int64_t> register_deadline;  // >= 0
+  bool wake = false;
+};
+ScriptEffects ParseEffects(const Reply& answer, bool queue);
+
+// Both scripts' `advance` (the sweeper): the next deadline.
+int64_t ParseNextDeadline(const Reply& answer);
+
+// ---- room.lua ------------------------------------------------------------------------------
+
+// put, get, delete: the room's settings and counts, its gate last (room.lua info()).
+core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer);
+// check, touch, leave, evict: the session's view (room.lua view()).
+core::SessionView ParseSessionView(const std::string& session, const Reply& answer);
+// present: a view of each session asked about, in order.
+std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sessions,
+                                            const Reply& answer);
+
+// line: the counts, and the line when its version moved on: the delta log's entries from the
+// caller's version (an array in the answer), or else the snapshot "VER\nID\nID...".
+struct LineReply {
+  core::LineView counts;  // everything but `changed` and `line`
+  uint64_t incarnation = 0;
+  // The entries, each "INC OLD NEW K" and K lines (an entry that is not a string reads as "",
+  // which applies to nothing).
+  std::optional<std::vector<std::string>> deltas;
+  std::string snapshot;  // without deltas; empty when the version did not move on
+};
+// Moves the line's text out of `answer`.
+LineReply ParseLine(Reply&& answer);
+
+// holder: the session holding the admission, if any.
+std::optional<std::string> ParseAdmissionHolder(const Reply& answer);
+// revoked: whether that admission of the session was revoked.
+bool ParseIsRevoked(const Reply& answer);
+
+// ---- queue.lua -----------------------------------------------------------------------------
+
+// push: each job's id, and whether it was made (false: its dedupe key's job answered).
+std::vector<core::PushResult> ParsePush(const Reply& answer);
+
+// A job fetch leased, before its lease is signed (RedisBackend::Deliveries).
+struct LeasedJob {
+  core::JobId id = 0;
+  std::string payload;
+  int32_t attempt = 0;
+  uint64_t delivery = 0;
+  int64_t lease_expires_ms = 0;
+  int32_t priority = 0;
+};
+// fetch: the outcome of each of the `acks` leases it acked first, then the jobs leased.
+struct FetchReply {
+  std::vector<core::LeaseOutcome> acked;
+  std::vector<LeasedJob> jobs;
+};
+FetchReply ParseFetch(const Reply& answer, size_t acks);
+
+// ack, nack, extend: the outcome of each of the `leases` sent.
+std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases);
+
+// release, requeue: how many jobs it moved.
+size_t ParseJobCount(const Reply& answer);
+
+// stats: the counts, and whether the queue is counted (pushed to, or holding a key: listed).
+struct StatsReply {
+  core::QueueStats stats;
+  bool counted = false;
+};
+StatsReply ParseStats(const Reply& answer);
+
+std::vector<core::InflightJob> ParseInflight(const Reply& answer);
+std::vector<core::DeadJob> ParseDead(const Reply& answer);
+core::CancelOutcome ParseCancel(const Reply& answer);
+
+// setkey, removing the key: whether the name no longer counts as a queue.
+bool ParseKeyRemovalUncounts(const Reply& answer);
+
+}  // namespace anteroom::store::redis
