@@ -85,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
 
   if (mode == 0) {
-    backend.ReplayPresenceFromLog(log::HeaderVersion(in) >= 2);
+    backend.StartReplay();
     size_t records = 0;
     auto scan =
         log::Scan(in, log::FileKind::kLog, [&](std::string_view payload, size_t, std::string& why) {
@@ -133,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const bool presence_from_log = (data[0] & 4) != 0;
-  backend.ReplayPresenceFromLog(presence_from_log);
+  if (presence_from_log) backend.StartReplay();
   std::string loaded_state(state);
   if (mode == 3) {
     std::string path = SnapshotPath();
@@ -150,7 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!backend.LoadState(r)) {
       // Refused: the backend may hold part of it; start the records from nothing.
       store::MemoryBackend fresh(clock, store::MemoryBackendOptions{.run_timer = false});
-      fresh.ReplayPresenceFromLog(presence_from_log);
+      if (presence_from_log) fresh.StartReplay();
       ReplayAll(fresh, records);
       return 0;
     }

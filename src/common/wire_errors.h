@@ -288,6 +288,18 @@ inline constexpr std::string_view kClientHungUp = "the client hung up";
 inline constexpr std::string_view kServerStopping = "the server is stopping";
 inline constexpr std::string_view kQueueKeyDigestSize =
     "a queue key is stored as its SHA-256 digest (32 bytes)";
+// The embedded backend's log cannot take a change (a full or failing disk: `problem` says which).
+inline std::string ChangesRefused(std::string_view problem) {
+  return fmt::format("changes are refused for now: {} (reads still work)", problem);
+}
+inline std::string ChangeNotSaved(std::string_view problem) {
+  return fmt::format(
+      "the change could not be saved: {}; it takes effect only if the disk recovers, so retry "
+      "later",
+      problem);
+}
+inline constexpr std::string_view kDeliveryNotSaved =
+    "the delivery could not be saved; fetch again later";
 inline std::string RedisUnavailable(std::string_view why) {
   return fmt::format("the Redis store is unavailable: {}; retry later", why);
 }

@@ -7,21 +7,9 @@
 namespace anteroom::core {
 
 namespace {
-// The layout's version, written first. Restore reads every version listed here, so a data
-// directory written by an older anteroom still opens:
-//   1: the layout below without `paused` and `target_url` (they read as not paused, unset).
-//   2: adds, after admit_per_minute: u8 paused | u8 has target_url | [str target_url].
-//   3: adds, after target_url: joins_per_minute_per_client, places_per_client and
-//      challenge_difficulty (each u8 has | i64); a u32 client index per session, after
-//      `claimed`; and, at the end, the client table: u64 n, n x (str key, i64 places, i64 debt,
-//      i64 debt_at) | u64 free, free x u32 | u64 refills, refills x (u32 client, u64 full_at).
-//      Older formats load with every limit off and no client state.
-//   4: adds, at the end: u64 incarnation (older formats load with incarnation 0).
-//   5: adds, after challenge_difficulty: u8 has gate | [str gate] (the gate's JSON text, at
-//      most kMaxGateBytes; older formats load with no gate).
-// To add one: bump kRoomFormat, write the new field, read it only from that format on, and keep
-// a test that bytes an older anteroom wrote still load (tests/unit/room_format_test.cc).
-constexpr uint32_t kRoomFormat = 5;
+// The layout's version, written first: that of the data directory's format
+// (store/log/record_format.h). Any other is refused.
+constexpr uint32_t kRoomFormat = 1;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -126,30 +114,21 @@ void Room::Save(ByteWriter& out) const {
 }
 
 bool Room::Restore(ByteReader& in) {
-  uint32_t format = in.Get<uint32_t>();
-  if (format < 1 || format > kRoomFormat) return false;
+  if (in.Get<uint32_t>() != kRoomFormat) return false;
   Room& r = *this;
   r.config_.capacity = in.Get<int64_t>();
   r.config_.grace_ms = in.Get<int64_t>();
   r.config_.checkin_timeout_ms = in.Get<int64_t>();
   r.config_.idle_timeout_ms = LoadOptional(in);
   r.config_.admit_per_minute = LoadOptional(in);
-  r.config_.paused = false;
+  r.config_.paused = in.GetBool();
   r.config_.target_url.reset();
-  if (format >= 2) {
-    r.config_.paused = in.GetBool();
-    if (in.GetBool()) r.config_.target_url = in.GetString();
-  }
-  r.config_.joins_per_minute_per_client.reset();
-  r.config_.places_per_client.reset();
-  r.config_.challenge_difficulty.reset();
-  if (format >= 3) {
-    r.config_.joins_per_minute_per_client = LoadOptional(in);
-    r.config_.places_per_client = LoadOptional(in);
-    r.config_.challenge_difficulty = LoadOptional(in);
-  }
+  if (in.GetBool()) r.config_.target_url = in.GetString();
+  r.config_.joins_per_minute_per_client = LoadOptional(in);
+  r.config_.places_per_client = LoadOptional(in);
+  r.config_.challenge_difficulty = LoadOptional(in);
   r.config_.gate.reset();
-  if (format >= 5 && in.GetBool()) r.config_.gate = in.GetString();
+  if (in.GetBool()) r.config_.gate = in.GetString();
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
   if (in.failed() || !InRange(r.config_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||
@@ -168,9 +147,9 @@ bool Room::Restore(ByteReader& in) {
     s.admission = in.Get<uint64_t>();
     s.status = in.Get<SessionStatus>();
     s.claimed = in.GetBool();
-    s.client = format >= 3 ? in.Get<uint32_t>() : kNoClient;
+    s.client = in.Get<uint32_t>();
     if (s.status > SessionStatus::kGone) in.Fail();
-    // A free slot keeps nothing (Free): older anteroms left its last session's fields there.
+    // A free slot keeps nothing (Free).
     if (s.status == SessionStatus::kGone) {
       if (!s.id.view().empty()) in.Fail();
       s = Session{};
@@ -225,8 +204,8 @@ bool Room::Restore(ByteReader& in) {
     int64_t until = in.Get<int64_t>();
     r.revoked_order_.emplace_back(until, in.GetString());
   }
-  if (format >= 3 && !RestoreClients(in)) return false;
-  r.incarnation_ = format >= 4 ? in.Get<uint64_t>() : 0;
+  if (!RestoreClients(in)) return false;
+  r.incarnation_ = in.Get<uint64_t>();
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];
     if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;

@@ -1059,5 +1059,42 @@ TEST(DurabilityCompactionTest, SnapshotsUnderLoadThenSigkillKeepEveryCounter) {
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
 }
 
+// A data directory of another format (its `format` mark) is refused by serve and by check-data
+// with the same one line, saying what it is and what to do; nothing in it is touched.
+TEST(DurabilityFormatTest, ADirectoryOfAnotherFormatIsRefusedWithOneLine) {
+  TempDir dir("anteroom-format");
+  ASSERT_FALSE(dir.path().empty()) << "mkdtemp: " << std::strerror(errno);
+  {
+    auto server = StartServer(dir.path());
+    ASSERT_TRUE(server->started()) << server->error();
+    Client c(server->url());
+    ASSERT_EQ(c.PutRoom("r", {{"capacity", 1}}).status, 200);
+    EXPECT_TRUE(StopClean(*server));
+  }
+  const fs::path mark = dir.path() / "format";
+  EXPECT_EQ(ReadFile(mark), "3\n") << Listing(dir.path());
+  ASSERT_EQ(CheckData(dir.path()).exit_code, 0);
+
+  for (const auto& [written, who] : {std::pair{"2", "older"}, std::pair{"4", "newer"}}) {
+    ASSERT_TRUE(WriteWholeFile(mark, std::string(written) + "\n"));
+    const fs::path segment = dir.path() / SegmentName(1);
+    const std::string before = ReadFile(segment);
+    const std::string line = "data directory " + dir.path().string() + " is in data format " +
+                             written + ", written by an " + who +
+                             " anteroom; this build reads format 3 only: run the anteroom that "
+                             "wrote it, or start this one on an empty directory";
+    CliResult check = CheckData(dir.path());
+    EXPECT_EQ(check.exit_code, 1) << Describe(check);
+    EXPECT_EQ(check.err, "error: " + line + "\n") << Describe(check);
+    CliResult serve = ServeExpectingFailure(dir.path());
+    EXPECT_FALSE(serve.timed_out) << Describe(serve);
+    EXPECT_NE(serve.exit_code, 0) << Describe(serve);
+    EXPECT_EQ(serve.out.find("listening"), std::string::npos) << Describe(serve);
+    EXPECT_NE(serve.err.find(line), std::string::npos) << Describe(serve);
+    EXPECT_EQ(ReadFile(segment), before) << "a refused directory was changed";
+    EXPECT_EQ(ReadFile(mark), std::string(written) + "\n");
+  }
+}
+
 }  // namespace
 }  // namespace anteroom::testing

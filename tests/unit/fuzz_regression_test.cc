@@ -51,30 +51,34 @@ size_t HeapBytes() {
 TEST(FuzzRegressionTest, ReplayAppliesNothingFromARecordThatDoesNotDecode) {
   FakeClock clock;
   store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
-  // kPutRoom2 "r" (capacity 2, target_url "/shop"), then kCheck whose session length (10,551,299)
-  // runs past its end.
-  ASSERT_TRUE(backend
-                  .Replay(Unhex("07a8577d10a2010000010000007201020000000000000001e8030000000000"
-                                "00018813000000000000010160ea00000000000001015802000000000000"
-                                "000101050000002f73686f70"))
-                  .ok());
-  auto r = backend.Replay(Unhex("03b5577d10a201000001000000720300a10000616e"));
+  core::RoomPatch patch;
+  patch.capacity = 2;
+  patch.target_url = std::optional<std::string>("/shop");
+  std::string create;
+  store::EncodeChange(create, 1'700'000'000'000, "r", store::CreateRoomRecord{.patch = patch});
+  ASSERT_TRUE(backend.Replay(create).ok());
+  // A check-in whose session length (10,551,299) runs past its end.
+  std::string check;
+  store::EncodeChange(check, 1'700'000'000'001, "r", store::CheckRecord{.session = "ann"});
+  const size_t session_at = 1 + 8 + 4 + 1;  // kind, time, str "r"
+  std::string cut = check.substr(0, session_at) + Unhex("0300a100") + "an";
+  auto r = backend.Replay(cut);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(backend.Summarize().sessions, 0u) << "nothing applied";
 
   // A whole check-in followed by stray bytes is damage too, and changes nothing either.
-  r =
-      backend.Replay(Unhex("03b5577d10a2010000010000007203000000616e6e"
-                           "ff"));
+  r = backend.Replay(check + "\xff");
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(backend.Summarize().sessions, 0u);
   // Nor does a queue record cut short create its queue.
-  r = backend.Replay(Unhex("10b5577d10a2010000010000007105000000"));
+  std::string push;
+  store::EncodeChange(push, 1'700'000'000'001, "q", store::PushRecord{});
+  r = backend.Replay(push.substr(0, push.size() - 2));
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(backend.Summarize().queues, 0u);
 
   // The whole record still applies.
-  r = backend.Replay(Unhex("03b5577d10a2010000010000007203000000616e6e"));
+  r = backend.Replay(check);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(backend.Summarize().sessions, 1u);
 }
@@ -85,19 +89,21 @@ TEST(FuzzRegressionTest, ReplayAppliesNothingFromARecordThatDoesNotDecode) {
 TEST(FuzzRegressionTest, ReplayRefusesValuesOutOfTheWireRanges) {
   FakeClock clock;
   store::MemoryBackend backend(clock, store::MemoryBackendOptions{.run_timer = false});
-  auto r = backend.Replay(
-      Unhex("07a8577d10a2010000010000007201020000000000000001e80300000000000001881352e341fa00"
-            "00010160ea000000000000010158020000ffffffff000101050000002f73686f70"));
+  core::RoomPatch patch;
+  patch.capacity = 2;
+  patch.admit_per_minute = std::optional<int64_t>(-1);  // no rate the wire lets through
+  std::string record;
+  store::EncodeChange(record, 1'700'000'000'000, "r", store::CreateRoomRecord{.patch = patch});
+  auto r = backend.Replay(record);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(backend.Summarize().rooms, 0u);
 
-  core::RoomPatch patch;
-  patch.capacity = 2;
-  std::string record;
-  ByteWriter w = store::BeginChange(record, store::ChangeKind::kPutRoom3, 1'700'000'000'000, "r");
-  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom3);
+  patch.admit_per_minute.reset();
+  store::EncodeChange(record, 1'700'000'000'000, "r", store::CreateRoomRecord{.patch = patch});
   ASSERT_TRUE(backend.Replay(record).ok());
-  r = backend.Replay(Unhex("03c97d01100000a257010000007203000000626f62"));
+  // A check at a time past any the clock gives.
+  store::EncodeChange(record, 0x57a2000010017dc9, "r", store::CheckRecord{.session = "bob"});
+  r = backend.Replay(record);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(backend.Summarize().sessions, 0u);
 

@@ -364,23 +364,27 @@ TEST(LogFormatTest, UnknownVersionIsDamage) {
   Scanned s = ScanAll(data);
   EXPECT_EQ(s.result.end, End::kDamaged);
   EXPECT_TRUE(s.payloads.empty());
-  EXPECT_NE(s.result.problem.find("format version 3 is not supported"), std::string::npos)
+  EXPECT_NE(s.result.problem.find("format version 4 is not supported"), std::string::npos)
       << s.result.problem;
   PutU32(data, 12, 0);
   PutU32(data, 28, Crc32c(std::string_view(data.data(), 28)));
   EXPECT_EQ(ScanAll(data).result.end, End::kDamaged) << "versions start at 1";
 }
 
-TEST(LogFormatTest, Version1FilesStillRead) {
+// An older version is refused as a newer one is: each version has one layout.
+TEST(LogFormatTest, OlderVersionsAreDamageAndHeaderVersionSaysWhich) {
   std::string data = BuildFile({"a", "b"}).data;
   EXPECT_EQ(HeaderVersion(data), kFormatVersion);
-  PutU32(data, 12, 1);
+  PutU32(data, 12, 2);
   PutU32(data, 28, Crc32c(std::string_view(data.data(), 28)));
-  EXPECT_EQ(HeaderVersion(data), 1u);
+  EXPECT_EQ(HeaderVersion(data), 2u);
   Scanned s = ScanAll(data);
-  EXPECT_EQ(s.result.end, End::kClean) << s.result.problem;
-  EXPECT_EQ(s.payloads, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s.result.end, End::kDamaged);
+  EXPECT_NE(s.result.problem.find("format version 2"), std::string::npos) << s.result.problem;
+  // A header too short or damaged says nothing.
   EXPECT_EQ(HeaderVersion(data.substr(0, kFileHeaderBytes - 1)), 0u);
+  data[20] ^= 1;
+  EXPECT_EQ(HeaderVersion(data), 0u);
 }
 
 TEST(LogFormatTest, LengthOverTheLimitIsRefused) {

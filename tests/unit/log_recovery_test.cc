@@ -103,7 +103,7 @@ std::string StateOf(const MemoryBackend& backend) {
   std::string raw = RawStateOf(backend);
   FakeClock at_zero(0);
   MemoryBackend restarted(at_zero, MemoryBackendOptions{.run_timer = false});
-  restarted.ReplayPresenceFromLog(true);
+  restarted.StartReplay();
   ByteReader in(raw);
   EXPECT_TRUE(restarted.LoadState(in));
   restarted.FinishRecovery();
@@ -476,6 +476,31 @@ TEST(LogDataDirTest, NamesAreZeroPaddedTo16Digits) {
   EXPECT_EQ(SegmentName(1), "log-0000000000000001.log");
   EXPECT_EQ(SegmentName(1234567890123456ull), "log-1234567890123456.log");
   EXPECT_EQ(SnapshotName(12), "snap-0000000000000012.snap");
+}
+
+// Without a `format` mark the files' headers say the format: a log of an older one is refused
+// (one line: what it is, what to do), before any record is read, and nothing is changed; a
+// directory of this format gets its mark.
+TEST(LogDataDirTest, AnUnmarkedDirectoryOfAnOlderFormatIsRefused) {
+  ScratchDir dir;
+  std::string old = FileHeader(FileKind::kLog, 1, /*version=*/2);
+  AppendRecord(old, "a record of format 2");
+  WriteAllTo(dir / SegmentName(1), old);
+  std::string error = RecoverError(dir.path());
+  EXPECT_EQ(error, "data directory " + dir.path() +
+                       " is in data format 2, written by an older anteroom; this build reads "
+                       "format 3 only: run the anteroom that wrote it, or start this one on an "
+                       "empty directory");
+  EXPECT_EQ(ReadAll(dir / SegmentName(1)), old);
+  EXPECT_FALSE(std::filesystem::exists(dir / "format"));
+
+  ScratchDir fresh;
+  RecoverInto(fresh.path(), /*repair=*/false);
+  EXPECT_FALSE(std::filesystem::exists(fresh / "format")) << "check-data writes nothing";
+  RecoverInto(fresh.path(), /*repair=*/true);
+  EXPECT_EQ(ReadAll(fresh / "format"), "3\n");
+  WriteAllTo(fresh / "format", "3 \n");
+  EXPECT_TRUE(Contains(RecoverError(fresh.path()), "not a data format mark"));
 }
 
 TEST(LogDataDirTest, ListDirParsesNamesAndIgnoresOthers) {
@@ -1059,49 +1084,21 @@ TEST_F(LogStoreRecoveryTest, QueueKeysSurviveReplayAndCompaction) {
   EXPECT_EQ(r.engine->backend().Summarize().queues, 3u);  // kept, emails, late
 }
 
-// State format 1 (before queue keys: no key field after `listed`) still loads, with no keys,
-// and saves again as the current format. The format-1 bytes are today's state of the same
-// queues with that one field taken out (the rooms' and queues' own layouts did not change).
-TEST(LogStateFormatTest, Format1StateWithoutQueueKeysStillLoads) {
+// A state of another layout version is refused, never misread.
+TEST(LogStateFormatTest, OtherStateFormatsAreRefused) {
   Engine e;
   e.Push("emails", {Job("hello"), Job("later", 0, 30'000)});
-  e.SetPaused("held", true);
   std::string current = StateOf(e.backend());
-  // u32 format | u64 rooms (none) | u64 queues | per queue: str name | u8 listed | u8 no key | ..
   ByteReader in(current);
-  ASSERT_EQ(in.Get<uint32_t>(), 2u);
-  ASSERT_EQ(in.Get<uint64_t>(), 0u);
-  ASSERT_EQ(in.Get<uint64_t>(), 2u);
-  std::string format1 = current;
-  format1[0] = 1;
-  size_t first_key = 4 + 8 + 8 + 4 + std::string("emails").size() + 1;
-  ASSERT_EQ(format1[first_key], '\0') << "emails has no key";
-  format1.erase(first_key, 1);
-  // The second queue ("held") follows the first's core::Queue bytes: find its name.
-  std::string held_name = std::string("\x04\0\0\0", 4) + "held";
-  size_t held = format1.find(held_name, first_key);
-  ASSERT_NE(held, std::string::npos);
-  size_t second_key = held + held_name.size() + 1;
-  ASSERT_EQ(format1[second_key], '\0') << "held has no key";
-  format1.erase(second_key, 1);
-
-  FakeClock clock(e.clock().NowMs());
-  MemoryBackend loaded(clock, MemoryBackendOptions{.run_timer = false});
-  ByteReader old_in(format1);
-  ASSERT_TRUE(loaded.LoadState(old_in));
-  EXPECT_EQ(StateOf(loaded), current);
-  std::optional<std::string> key = Digest('x');
-  loaded.GetQueueKey("emails", [&](OpResult<std::optional<std::string>> r) {
-    ASSERT_TRUE(r.ok());
-    key = *r;
-  });
-  EXPECT_EQ(key, std::nullopt);
-
-  std::string future = current;
-  future[0] = 3;
-  MemoryBackend refused(clock, MemoryBackendOptions{.run_timer = false});
-  ByteReader future_in(future);
-  EXPECT_FALSE(refused.LoadState(future_in)) << "a format from a later anteroom";
+  ASSERT_EQ(in.Get<uint32_t>(), 1u);
+  for (char format : {0, 2, 3}) {
+    std::string other = current;
+    other[0] = format;
+    FakeClock clock(e.clock().NowMs());
+    MemoryBackend refused(clock, MemoryBackendOptions{.run_timer = false});
+    ByteReader other_in(other);
+    EXPECT_FALSE(refused.LoadState(other_in)) << int(format);
+  }
 }
 
 // The record's body (opt-str digest) decodes whole or changes nothing; a digest that is not
@@ -1109,8 +1106,7 @@ TEST(LogStateFormatTest, Format1StateWithoutQueueKeysStillLoads) {
 TEST(LogStateFormatTest, SetQueueKeyRecordsReplayAndRefuseDamage) {
   auto record = [](std::string_view queue, std::optional<std::string> digest) {
     std::string out;
-    ByteWriter w = BeginChange(out, ChangeKind::kSetQueueKey, 1'700'000'000'000, queue);
-    PutOptionalString(w, digest);
+    EncodeChange(out, 1'700'000'000'000, queue, SetQueueKeyRecord{.digest = digest});
     return out;
   };
   Engine e;

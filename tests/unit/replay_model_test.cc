@@ -130,7 +130,7 @@ class Walk {
     for (size_t c = 0; c < cuts_.size(); ++c) {
       FakeClock clock(clock_.NowMs());
       MemoryBackend replayed(clock, {.token_ttl_ms = 5'000, .run_timer = false});
-      replayed.ReplayPresenceFromLog(true);
+      replayed.StartReplay();
       if (!cuts_[c].state.empty()) {
         ByteReader in(cuts_[c].state);
         ASSERT_TRUE(replayed.LoadState(in)) << "seed " << seed << " cut " << c;

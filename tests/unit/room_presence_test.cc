@@ -331,16 +331,14 @@ TEST_F(PresenceLogTest, ReplayedRecordsGiveTheStateARestartWouldSee) {
   EXPECT_EQ(Check("b").position, 1);
   FakeClock restart_clock(clock_.NowMs() + 10'000);
   store::MemoryBackend replayed(restart_clock, {.token_ttl_ms = kTokenTtlMs, .run_timer = false});
-  replayed.ReplayPresenceFromLog(true);
+  replayed.StartReplay();
   core::RoomPatch patch;
   patch.capacity = 1;
   patch.grace_ms = kGraceMs;
   patch.checkin_timeout_ms = kCheckinMs;
   patch.idle_timeout_ms = std::optional<int64_t>(kIdleMs);
   std::string create;
-  ByteWriter w = store::BeginChange(create, store::ChangeKind::kCreateRoom2, kT0, "r");
-  w.Put(uint64_t{0});
-  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom4);
+  store::EncodeChange(create, kT0, "r", store::CreateRoomRecord{.patch = patch});
   ASSERT_TRUE(replayed.Replay(create).ok());
   for (const auto& record : journal_.records) {
     auto applied = replayed.Replay(record);
@@ -359,26 +357,21 @@ TEST_F(PresenceLogTest, ReplayedRecordsGiveTheStateARestartWouldSee) {
   EXPECT_EQ(b.position, 1);
 }
 
-TEST(PresenceReplayTest, AnExpiryInALogThatExpiresByTimeIsRefused) {
+TEST(PresenceReplayTest, AnExpiryOutsideAReplayIsRefused) {
   FakeClock clock(kT0);
   store::MemoryBackend backend(clock, {.run_timer = false});
   core::RoomPatch patch;
   patch.capacity = 1;
   std::string record;
-  ByteWriter w = store::BeginChange(record, store::ChangeKind::kCreateRoom2, kT0, "r");
-  w.Put(uint64_t{0});
-  store::PutRoomPatch(w, patch, store::ChangeKind::kPutRoom4);
+  store::EncodeChange(record, kT0, "r", store::CreateRoomRecord{.patch = patch});
   ASSERT_TRUE(backend.Replay(record).ok());
   std::string check;
-  store::BeginChange(check, store::ChangeKind::kCheck, kT0, "r").PutString("a");
+  store::EncodeChange(check, kT0, "r", store::CheckRecord{.session = "a"});
   ASSERT_TRUE(backend.Replay(check).ok());
-  record.clear();
-  ByteWriter e = store::BeginChange(record, store::ChangeKind::kSeenExpired, kT0 + 5, "r");
-  e.Put(uint32_t{1});
-  e.Put(kT0 + 5);
-  e.PutString("a");
-  EXPECT_FALSE(backend.Replay(record).ok()) << "format 1: sessions expire by time there";
-  backend.ReplayPresenceFromLog(true);
+  store::EncodeChange(record, kT0 + 5, "r",
+                      store::SeenExpiredRecord{.expiries = {{.when = kT0 + 5, .session = "a"}}});
+  EXPECT_FALSE(backend.Replay(record).ok()) << "outside a replay sessions expire by time";
+  backend.StartReplay();
   auto applied = backend.Replay(record);
   EXPECT_TRUE(applied.ok()) << applied.message();
   EXPECT_FALSE(backend.Replay(record).ok()) << "a is in grace: it cannot go idle twice";

@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
 #include "common/random_id.h"
 #include "store/log/file_io.h"
+#include "store/log/record_format.h"
 
 namespace anteroom::store::log {
 
@@ -113,6 +115,56 @@ std::string LoadOrCreateFile(const std::string& dir, const std::string& name,
     throw std::runtime_error(fmt::format("{}: cannot write: {}", path, ErrnoText(rc ? rc : errno)));
   }
   return secret;
+}
+
+namespace {
+// The format version in the header of `path` (0: unreadable or too short to say).
+uint32_t FileFormat(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char header[kFileHeaderBytes];
+  ssize_t n = ::read(fd, header, sizeof header);
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof header) ? HeaderVersion({header, sizeof header}) : 0;
+}
+
+[[noreturn]] void RefuseFormat(const std::string& dir, uint32_t found) {
+  throw std::runtime_error(fmt::format(
+      "data directory {} is in data format {}, written by an {} anteroom; this build reads "
+      "format {} only: run the anteroom that wrote it, or start this one on an empty directory",
+      dir, found, found < kFormatVersion ? "older" : "newer", kFormatVersion));
+}
+}  // namespace
+
+void CheckDataFormat(const std::string& dir, const DirListing& files, bool mark) {
+  std::string path = dir + "/" + kFormatFileName;
+  std::string text;
+  int error = 0;
+  if (ReadFile(path, text, error)) {
+    uint32_t found = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), found);
+    if (ec != std::errc() || std::string_view(end, text.data() + text.size()) != "\n") {
+      throw std::runtime_error(fmt::format("{}: not a data format mark", path));
+    }
+    if (found != kFormatVersion) RefuseFormat(dir, found);
+    return;
+  }
+  if (error != ENOENT) throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
+  // No mark: what the files say (the newest snapshot's header, else the first segment's). A
+  // header too short to say is left to recovery (a torn tail).
+  std::string first;
+  if (!files.snapshots.empty()) {
+    first = SnapshotName(files.snapshots.back());
+  } else if (!files.segments.empty()) {
+    first = SegmentName(files.segments.front());
+  }
+  if (!first.empty()) {
+    uint32_t found = FileFormat(dir + "/" + first);
+    if (found != 0 && found != kFormatVersion) RefuseFormat(dir, found);
+  }
+  if (mark) {
+    LoadOrCreateFile(dir, kFormatFileName, [] { return fmt::format("{}\n", kFormatVersion); });
+  }
 }
 
 }  // namespace anteroom::store::log

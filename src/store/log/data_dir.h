@@ -2,6 +2,7 @@
 // The data directory of the embedded backend:
 //
 //   LOCK                   flock()ed by the one process using the directory (holds its pid)
+//   format                 the data format of everything here ("3\n"; record_format.h)
 //   secret                 the token and lease secret, when ANTEROOM_TOKEN_SECRET is not set
 //   token-eddsa.pem        the EdDSA (Ed25519) token signing key, with --token-alg EdDSA and no
 //   token-es256.pem        --token-key (or the ES256 P-256 one); PKCS#8 PEM, mode 0600
@@ -30,6 +31,12 @@ struct DirListing {
   std::vector<std::string> temporaries;  // *.tmp: snapshots never finished
 };
 DirListing ListDir(const std::string& dir);
+
+inline constexpr char kFormatFileName[] = "format";
+// Throws, with one line saying what the directory is and what to do, when its data format is
+// not this build's (the `format` mark, or without one the files' headers): a directory of
+// another format is refused, never misread. With `mark`, a directory with no mark is marked.
+void CheckDataFormat(const std::string& dir, const DirListing& files, bool mark);
 
 // Holds the directory's lock for its lifetime. Throws (at start-up) if the directory cannot be
 // created or another process holds the lock (naming its pid).

@@ -47,7 +47,6 @@ bool ReplaySegment(const std::string& dir, uint64_t segment, bool last, MemoryBa
   if (!ReadFile(path, data, error)) {
     throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
   }
-  backend.ReplayPresenceFromLog(HeaderVersion(data) >= 2);
   ScanResult scan =
       Scan(data, FileKind::kLog, [&](std::string_view record, size_t, std::string& why) {
         OpResult<Done> applied = backend.Replay(record);
@@ -92,6 +91,8 @@ uint64_t Recover(const std::string& dir, MemoryBackend& backend, bool repair,
                  RecoveryReport& report) {
   auto start = SteadyClock::now();
   DirListing files = ListDir(dir);
+  CheckDataFormat(dir, files, /*mark=*/repair);
+  backend.StartReplay();
   if (repair) {
     for (const auto& tmp : files.temporaries) {
       RemoveFile(dir + "/" + tmp, report, "unfinished snapshot removed");

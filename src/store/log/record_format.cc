@@ -71,7 +71,11 @@ std::string FileHeader(FileKind kind, uint64_t sequence, uint32_t version) {
 }
 
 uint32_t HeaderVersion(std::string_view data) {
-  return data.size() < kFileHeaderBytes ? 0 : Get<uint32_t>(data.data() + 12);
+  if (data.size() < kFileHeaderBytes || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0 ||
+      Crc32c(data.substr(0, kFileHeaderBytes - 4)) != Get<uint32_t>(data.data() + 28)) {
+    return 0;
+  }
+  return Get<uint32_t>(data.data() + 12);
 }
 
 void AppendRecord(std::string& out, std::string_view payload) {
@@ -107,11 +111,10 @@ ScanResult Scan(std::string_view data, FileKind kind,
     r.problem = "wrong kind of file (log and snapshot swapped?)";
     return r;
   }
-  if (uint32_t version = Get<uint32_t>(h + 12);
-      version < kOldestFormatVersion || version > kFormatVersion) {
+  if (uint32_t version = Get<uint32_t>(h + 12); version != kFormatVersion) {
     r.end = ScanResult::End::kDamaged;
-    r.problem = fmt::format("format version {} is not supported (this build reads {} to {})",
-                            version, kOldestFormatVersion, kFormatVersion);
+    r.problem = fmt::format("format version {} is not supported (this build reads {})", version,
+                            kFormatVersion);
     return r;
   }
   r.sequence = Get<uint64_t>(h + 16);

@@ -1,9 +1,9 @@
 #pragma once
-// The on-disk framing shared by log segments and snapshots (format version 2).
+// The on-disk framing shared by log segments and snapshots, and the data format's version.
 //
 // A file is a header followed by records:
 //
-//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (2)
+//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (3)
 //                      | u64 sequence (the segment's or snapshot's number) | u32 reserved (0)
 //                      | u32 crc32c of the 28 bytes before it
 //   record:            u32 length | u32 crc32c(payload) | u32 crc32c(the 8 bytes before it)
@@ -20,12 +20,11 @@
 //    after the failure would be lost by truncating. Recovery refuses to start and names the file
 //    and the offset of the bad record.
 //
-// To change the format: bump kFormatVersion, keep reading the older versions (old data
-// directories must still open), and describe the upgrade here:
-//   1 -> 2: the framing is unchanged; what changed is what a log's records say. A log of format
-//     2 records presence expiries (store/memory/change_record.h, kSeenExpired) and leaves out
-//     check-ins that only refresh presence; one of format 1 records every check-in, and its
-//     sessions expire by time on replay. A snapshot's version says nothing (both read alike).
+// kFormatVersion is the version of everything in a data directory: this framing, the change
+// records (store/memory/change_record.h) and the snapshots' layouts (memory_state.cc,
+// core/*_snapshot.cc). Each has one layout; changing any of them is a new version, and a
+// directory of another version is refused at start with one line (data_dir.h CheckDataFormat),
+// never read. Versions 1 and 2 were development formats, never released.
 
 #include <cstdint>
 #include <functional>
@@ -34,8 +33,7 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 2;
-inline constexpr uint32_t kOldestFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr size_t kFileHeaderBytes = 32;
 inline constexpr size_t kRecordHeaderBytes = 12;
 // Larger lengths are damage: a log record is one change (a push batch is at most 16 MiB of
@@ -48,8 +46,8 @@ enum class FileKind : uint32_t {
 };
 
 std::string FileHeader(FileKind kind, uint64_t sequence, uint32_t version = kFormatVersion);
-// The format version a file's header claims (0 when it is too short to say): read before its
-// records, whose meaning may depend on it. Scan checks it.
+// The format version a whole, undamaged header claims (0: too short or damaged, so it says
+// nothing). Scan checks it; CheckDataFormat reads it where a directory has no format mark.
 uint32_t HeaderVersion(std::string_view data);
 // Appends one framed record holding `payload` to `out`.
 void AppendRecord(std::string& out, std::string_view payload);

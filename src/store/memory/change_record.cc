@@ -1,3 +1,5 @@
+// Each record's writer beside its reader: what Encode writes, Decode reads back in the same
+// order (the layouts are in change_record.h).
 #include "store/memory/change_record.h"
 
 namespace anteroom::store {
@@ -12,72 +14,143 @@ std::optional<int64_t> GetOptional(ByteReader& r) {
   return r.Get<int64_t>();
 }
 
-void PutOptionalString(ByteWriter& w, const std::optional<std::string>& v) {
+void PutOptionalString(ByteWriter& w, const std::optional<std::string_view>& v) {
   w.PutBool(v.has_value());
   if (v) w.PutString(*v);
 }
 
-std::optional<std::string> GetOptionalString(ByteReader& r) {
+std::optional<std::string_view> GetOptionalView(ByteReader& r) {
   if (!r.GetBool()) return std::nullopt;
-  return r.GetString();
+  return r.GetView();
 }
 
-// Each field: u8 named, then (for those that can be cleared) u8 has-value, then the value.
-// Format 1 (kPutRoom) ends after admit_per_minute; format 2 (kPutRoom2) adds paused
-// (u8 named [u8 value]) and target_url (u8 named [u8 has-value [str]]); format 3 (kPutRoom3)
-// adds joins_per_minute_per_client, places_per_client and challenge_difficulty (each u8 named
-// [u8 has-value [i64]]); format 4 (kPutRoom4) adds gate (u8 named [u8 has-value [str]]).
-void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p, ChangeKind kind) {
+std::optional<std::string> GetOptionalString(ByteReader& r) {
+  if (auto v = GetOptionalView(r)) return std::string(*v);
+  return std::nullopt;
+}
+
+// ---- room patch ----------------------------------------------------------------------------
+
+void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   PutOptional(w, p.capacity);
   PutOptional(w, p.grace_ms);
   PutOptional(w, p.checkin_timeout_ms);
-  w.PutBool(p.idle_timeout_ms.has_value());
-  if (p.idle_timeout_ms) PutOptional(w, *p.idle_timeout_ms);
-  w.PutBool(p.admit_per_minute.has_value());
-  if (p.admit_per_minute) PutOptional(w, *p.admit_per_minute);
-  if (kind == ChangeKind::kPutRoom) return;
+  for (const auto* field : {&p.idle_timeout_ms, &p.admit_per_minute}) {
+    w.PutBool(field->has_value());
+    if (*field) PutOptional(w, **field);
+  }
   w.PutBool(p.paused.has_value());
   if (p.paused) w.PutBool(*p.paused);
   w.PutBool(p.target_url.has_value());
-  if (p.target_url) {
-    w.PutBool(p.target_url->has_value());
-    if (*p.target_url) w.PutString(**p.target_url);
-  }
-  if (kind == ChangeKind::kPutRoom2) return;
+  if (p.target_url) PutOptionalString(w, *p.target_url);
   for (const auto* field :
        {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
     w.PutBool(field->has_value());
     if (*field) PutOptional(w, **field);
   }
-  if (kind == ChangeKind::kPutRoom3) return;
   w.PutBool(p.gate.has_value());
   if (p.gate) PutOptionalString(w, *p.gate);
 }
 
-core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind) {
+core::RoomPatch GetRoomPatch(ByteReader& r) {
   core::RoomPatch p;
   p.capacity = GetOptional(r);
   p.grace_ms = GetOptional(r);
   p.checkin_timeout_ms = GetOptional(r);
-  if (r.GetBool()) p.idle_timeout_ms = GetOptional(r);
-  if (r.GetBool()) p.admit_per_minute = GetOptional(r);
-  if (kind == ChangeKind::kPutRoom) return p;
-  if (r.GetBool()) p.paused = r.GetBool();
-  if (r.GetBool()) {
-    p.target_url.emplace();
-    if (r.GetBool()) *p.target_url = r.GetString();
+  for (auto* field : {&p.idle_timeout_ms, &p.admit_per_minute}) {
+    if (r.GetBool()) *field = GetOptional(r);
   }
-  if (kind == ChangeKind::kPutRoom2) return p;
+  if (r.GetBool()) p.paused = r.GetBool();
+  if (r.GetBool()) p.target_url = GetOptionalString(r);
   for (auto* field :
        {&p.joins_per_minute_per_client, &p.places_per_client, &p.challenge_difficulty}) {
     if (r.GetBool()) *field = GetOptional(r);
   }
-  if (kind == ChangeKind::kPutRoom3) return p;
   if (r.GetBool()) p.gate = GetOptionalString(r);
   return p;
 }
 
-void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs) {
+// ---- rooms ---------------------------------------------------------------------------------
+
+void CreateRoomRecord::Encode(ByteWriter& w) const {
+  w.Put(incarnation);
+  PutRoomPatch(w, patch);
+}
+bool CreateRoomRecord::Decode(ByteReader& r) {
+  incarnation = r.Get<uint64_t>();
+  patch = GetRoomPatch(r);
+  return !r.failed();
+}
+
+void PutRoomRecord::Encode(ByteWriter& w) const { PutRoomPatch(w, patch); }
+bool PutRoomRecord::Decode(ByteReader& r) {
+  patch = GetRoomPatch(r);
+  return !r.failed();
+}
+
+void CheckRecord::Encode(ByteWriter& w) const {
+  w.PutString(session);
+  w.PutString(client);
+}
+bool CheckRecord::Decode(ByteReader& r) {
+  session = r.GetView();
+  client = r.GetView();
+  return !r.failed();
+}
+
+void TouchRecord::Encode(ByteWriter& w) const { w.PutString(session); }
+bool TouchRecord::Decode(ByteReader& r) {
+  session = r.GetView();
+  return !r.failed();
+}
+
+void LeaveRecord::Encode(ByteWriter& w) const {
+  w.PutString(session);
+  w.PutBool(final);
+}
+bool LeaveRecord::Decode(ByteReader& r) {
+  session = r.GetView();
+  final = r.GetBool();
+  return !r.failed();
+}
+
+void EvictRecord::Encode(ByteWriter& w) const { w.PutString(session); }
+bool EvictRecord::Decode(ByteReader& r) {
+  session = r.GetView();
+  return !r.failed();
+}
+
+void SeenExpiredRecord::Encode(ByteWriter& w) const {
+  w.Put(static_cast<uint32_t>(expiries.size()));
+  for (const Expiry& e : expiries) {
+    w.Put(e.when);
+    w.PutString(e.session);
+  }
+}
+bool SeenExpiredRecord::Decode(ByteReader& r) {
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 12) r.Fail();  // each takes at least 12 bytes
+  for (uint32_t i = 0; i < n && !r.failed(); ++i) {
+    int64_t when = r.Get<int64_t>();
+    expiries.push_back({when, r.GetView()});
+  }
+  return !r.failed();
+}
+
+void PresentRecord::Encode(ByteWriter& w) const {
+  w.Put(static_cast<uint32_t>(sessions.size()));
+  for (std::string_view s : sessions) w.PutString(s);
+}
+bool PresentRecord::Decode(ByteReader& r) {
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 4) r.Fail();
+  for (uint32_t i = 0; i < n && !r.failed(); ++i) sessions.push_back(r.GetView());
+  return !r.failed();
+}
+
+// ---- queues --------------------------------------------------------------------------------
+
+void PushRecord::Encode(ByteWriter& w) const {
   w.Put<uint32_t>(static_cast<uint32_t>(jobs.size()));
   for (const auto& job : jobs) {
     w.PutString(job.payload);
@@ -88,44 +161,130 @@ void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs) {
     w.Put(job.max_attempts);
   }
 }
-
-std::vector<core::JobSpec> GetJobs(ByteReader& r) {
+bool PushRecord::Decode(ByteReader& r) {
   uint32_t n = r.Get<uint32_t>();
-  if (n > r.remaining() / 21) {  // the smallest job takes 21 bytes
-    r.Fail();
-    return {};
-  }
-  std::vector<core::JobSpec> jobs(n);
-  for (auto& job : jobs) {
+  if (n > r.remaining() / 21) r.Fail();  // the smallest job takes 21 bytes
+  decoded.resize(r.failed() ? 0 : n);
+  for (auto& job : decoded) {
     job.payload = r.GetString();
     job.delay_ms = r.Get<int64_t>();
     job.priority = r.Get<int32_t>();
     if (r.GetBool()) job.dedupe_key = r.GetString();
     job.max_attempts = r.Get<int32_t>();
   }
-  return jobs;
+  jobs = decoded;
+  return !r.failed();
 }
 
-void PutLeases(ByteWriter& w, const std::vector<core::LeaseRef>& leases) {
+void FetchRecord::Encode(ByteWriter& w) const {
+  w.PutString(worker);
+  w.Put(max);
+  w.Put(lease_ms);
+}
+bool FetchRecord::Decode(ByteReader& r) {
+  worker = r.GetView();
+  max = r.Get<uint64_t>();
+  lease_ms = r.Get<int64_t>();
+  return !r.failed();
+}
+
+void LeaseList::Encode(ByteWriter& w) const {
   w.Put<uint32_t>(static_cast<uint32_t>(leases.size()));
   for (const auto& l : leases) {
     w.Put(l.id);
     w.Put(l.delivery);
   }
 }
-
-std::vector<core::LeaseRef> GetLeases(ByteReader& r) {
+bool LeaseList::Decode(ByteReader& r) {
   uint32_t n = r.Get<uint32_t>();
-  if (n > r.remaining() / 16) {
-    r.Fail();
-    return {};
-  }
-  std::vector<core::LeaseRef> leases(n);
-  for (auto& l : leases) {
+  if (n > r.remaining() / 16) r.Fail();
+  decoded.resize(r.failed() ? 0 : n);
+  for (auto& l : decoded) {
     l.id = r.Get<uint64_t>();
     l.delivery = r.Get<uint64_t>();
   }
-  return leases;
+  leases = decoded;
+  return !r.failed();
+}
+
+void NackRecord::Encode(ByteWriter& w) const {
+  nacked.Encode(w);
+  PutOptional(w, delay_ms);
+  w.PutString(error);
+}
+bool NackRecord::Decode(ByteReader& r) {
+  nacked.Decode(r);
+  delay_ms = GetOptional(r);
+  error = r.GetView();
+  return !r.failed();
+}
+
+void ExtendRecord::Encode(ByteWriter& w) const {
+  extended.Encode(w);
+  w.Put(lease_ms);
+}
+bool ExtendRecord::Decode(ByteReader& r) {
+  extended.Decode(r);
+  lease_ms = r.Get<int64_t>();
+  return !r.failed();
+}
+
+void HeartbeatRecord::Encode(ByteWriter& w) const {
+  w.PutString(worker);
+  w.Put(ttl_ms);
+}
+bool HeartbeatRecord::Decode(ByteReader& r) {
+  worker = r.GetView();
+  ttl_ms = r.Get<int64_t>();
+  return !r.failed();
+}
+
+void ReleaseWorkerRecord::Encode(ByteWriter& w) const { w.PutString(worker); }
+bool ReleaseWorkerRecord::Decode(ByteReader& r) {
+  worker = r.GetView();
+  return !r.failed();
+}
+
+void RequeueDeadRecord::Encode(ByteWriter& w) const {
+  w.PutBool(all);
+  w.Put<uint32_t>(static_cast<uint32_t>(ids.size()));
+  for (core::JobId id : ids) w.Put(id);
+}
+bool RequeueDeadRecord::Decode(ByteReader& r) {
+  all = r.GetBool();
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 8) r.Fail();
+  decoded.resize(r.failed() ? 0 : n);
+  for (auto& id : decoded) id = r.Get<core::JobId>();
+  ids = decoded;
+  return !r.failed();
+}
+
+void CancelRecord::Encode(ByteWriter& w) const { w.Put(id); }
+bool CancelRecord::Decode(ByteReader& r) {
+  id = r.Get<core::JobId>();
+  return !r.failed();
+}
+
+void SetPausedRecord::Encode(ByteWriter& w) const { w.PutBool(paused); }
+bool SetPausedRecord::Decode(ByteReader& r) {
+  paused = r.GetBool();
+  return !r.failed();
+}
+
+void SetQueueKeyRecord::Encode(ByteWriter& w) const { PutOptionalString(w, digest); }
+bool SetQueueKeyRecord::Decode(ByteReader& r) {
+  digest = GetOptionalView(r);
+  return !r.failed();
+}
+
+// ---- the head ------------------------------------------------------------------------------
+
+bool DecodeHead(ByteReader& r, ChangeHead& head) {
+  head.kind = r.Get<ChangeKind>();
+  head.now_ms = r.Get<int64_t>();
+  head.name = r.GetView();
+  return !r.failed();
 }
 
 }  // namespace anteroom::store

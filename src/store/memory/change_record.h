@@ -7,38 +7,27 @@
 // Expiry follows from the times, but for one kind: a session's presence deadlines (a waiting
 // session's check-in timeout, an active one's idle timeout) follow its last check-in, and
 // check-ins that only refresh presence are not recorded (one record per check-in would cost
-// the log a write per request). So these expiries are recorded when they happen (kSeenExpired,
-// logs of format 2: store/log/record_format.h), and a replay applies them from the records,
-// never from the times (core::Room::set_presence). A restart treats every session present as
-// seen at restart time (MemoryBackend::FinishRecovery).
+// the log a write per request). So these expiries are recorded when they happen
+// (SeenExpiredRecord), and a replay applies them from the records, never from the times
+// (core::Room::set_presence). A restart treats every session present as seen at restart time
+// (MemoryBackend::FinishRecovery).
+//
+// One type per kind of record, its writer (Encode) beside its reader (Decode) in
+// change_record.cc; the backend builds the type where the change happens (EncodeChange) and
+// replay decodes it back into the same type before applying it (memory_replay.cc).
 //
 // Layout (inside a log record, which frames and checksums it; see store/log/record_format.h):
-//   u8 kind | i64 now_ms | str name | body by kind (below)
-// Integers are little-endian fixed width; str is u32 length + bytes. Adding a kind is
-// backwards compatible; changing a body needs a new kind number (old logs must still replay).
+//   u8 kind | i64 now_ms | str name | body (each type's comment)
+// Integers are little-endian fixed width; str is u32 length + bytes; opt-x is u8 has-value,
+// then (if set) x. The layout is that of the data directory's format (record_format.h): a change
+// to any body is a new format, and a directory of another format is refused, never misread.
 //
-// History of changed bodies (the old kind is never written again, and always replayed):
-//   kPutRoom (1) -> kPutRoom2 (7): the room patch gained `paused` and `target_url`.
-//   kPutRoom2 (7) -> kPutRoom3 (8): it gained `joins_per_minute_per_client`,
-//     `places_per_client` and `challenge_difficulty`.
-//   kCheck (3) is still written for checks that count for no client; kCheck2 (9) adds the
-//     client a join counts for (rooms with per-client limits).
-//   kCreateRoom (10): a creation is no longer a kPutRoom3 but carries the room's incarnation
-//     (tokens name it); kPutRoom3 is still written for changes, and a kPutRoom3 that creates
-//     (older logs) makes a room of incarnation 0.
-//   kCheck/kCheck2, kTouch and kPresent: since log format 2, written only for check-ins that
-//     change more than presence (a join, a claimed admission, a return from grace); before
-//     it, for every one (replayed the same way either way).
-//   kPutRoom3 (8) -> kPutRoom4 (13), kCreateRoom (10) -> kCreateRoom2 (14): the room patch
-//     gained `gate` (format 4: the gate's JSON text, at most core::kMaxGateBytes). Creations
-//     are kCreateRoom2 (with the incarnation, as before) and changes kPutRoom4, which never
-//     creates a room; a kPutRoom3 that creates (older logs) still does.
-//
-// opt-str is u8 has-value, then (if set) str. kSetQueueKey's digest is the SHA-256 of the
-// queue's own key (32 bytes, store/backend.h SetQueueKey); any other length is damage.
+// Records hold views (string_view, span) into what they were built from or decoded out of: a
+// record is written or applied at once, never kept.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,64 +40,258 @@ namespace anteroom::store {
 
 enum class ChangeKind : uint8_t {
   // rooms
-  kPutRoom = 1,       // RoomPatch format 1 (logs written before kPutRoom2; replay only)
-  kDeleteRoom = 2,    // -
-  kCheck = 3,         // str session
-  kTouch = 4,         // str session
-  kLeave = 5,         // str session, u8 final
-  kEvict = 6,         // str session
-  kPutRoom2 = 7,      // RoomPatch format 2 (logs written before kPutRoom3; replay only)
-  kPutRoom3 = 8,      // RoomPatch format 3 (logs written before kPutRoom4; replay only):
-                      // changes the room, or (older logs) creates it with incarnation 0
-  kCheck2 = 9,        // str session, str client: a check that counts for a client
-                      // (replayed by Room::CheckRecorded: never refused)
-  kCreateRoom = 10,   // u64 incarnation, RoomPatch format 3 (before kCreateRoom2; replay only)
-  kSeenExpired = 11,  // u32 n, n x (i64 when, str session): presence expiries, in the order
-                      // they happened (Room::ApplySeenExpiry); now_ms is the last `when`
-  kPresent = 12,      // u32 n, n x str session: live connections' check-ins (Room::Present)
-  kPutRoom4 = 13,     // RoomPatch format 4: changes the room (never creates it)
-  kCreateRoom2 = 14,  // u64 incarnation, RoomPatch format 4: creates the room
+  kCreateRoom = 1,
+  kPutRoom = 2,
+  kDeleteRoom = 3,
+  kCheck = 4,
+  kTouch = 5,
+  kLeave = 6,
+  kEvict = 7,
+  kSeenExpired = 8,
+  kPresent = 9,
   // queues
-  kPush = 16,           // u32 n, n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe,
-                        //             i32 max_attempts)
-  kFetch = 17,          // str worker, u64 max, i64 lease_ms
-  kAck = 18,            // u32 n, n x (u64 id, u64 delivery)
-  kNack = 19,           // leases as kAck, opt-i64 delay_ms, str error
-  kExtend = 20,         // leases as kAck, i64 lease_ms
-  kHeartbeat = 21,      // str worker, i64 ttl_ms
-  kReleaseWorker = 22,  // str worker
-  kRequeueDead = 23,    // u8 all, u32 n, n x u64 id
-  kCancel = 24,         // u64 id
-  kSetPaused = 25,      // u8 paused
-  kSetQueueKey = 26,    // opt-str digest: the queue's own key set (32 bytes) or removed (none)
+  kPush = 16,
+  kFetch = 17,
+  kAck = 18,
+  kNack = 19,
+  kExtend = 20,
+  kHeartbeat = 21,
+  kReleaseWorker = 22,
+  kRequeueDead = 23,
+  kCancel = 24,
+  kSetPaused = 25,
+  kSetQueueKey = 26,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
 
-// Starts a record in `out` (cleared first) and answers a writer for its body.
-inline ByteWriter BeginChange(std::string& out, ChangeKind kind, int64_t now_ms,
-                              std::string_view name) {
+// ---- rooms ---------------------------------------------------------------------------------
+
+// u64 incarnation | room patch: a new room (tokens name its incarnation).
+struct CreateRoomRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kCreateRoom;
+  uint64_t incarnation = 0;
+  core::RoomPatch patch = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// room patch: a change of an existing room's settings (never creates one).
+struct PutRoomRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kPutRoom;
+  core::RoomPatch patch = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// (no body)
+struct DeleteRoomRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kDeleteRoom;
+  void Encode(ByteWriter&) const {}
+  bool Decode(ByteReader& r) { return !r.failed(); }
+};
+
+// str session | str client: a check-in that changed more than presence (a join, a claimed
+// admission, a return from grace). A client (empty: none) is the one the join counted for in a
+// room with per-client limits; replay counts it again, never refusing (Room::CheckRecorded).
+struct CheckRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kCheck;
+  std::string_view session = {};
+  std::string_view client = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str session: a touch that brought a session back from grace.
+struct TouchRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kTouch;
+  std::string_view session = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str session | u8 final
+struct LeaveRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kLeave;
+  std::string_view session = {};
+  bool final = false;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str session
+struct EvictRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kEvict;
+  std::string_view session = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u32 n | n x (i64 when, str session): presence expiries in the order they happened
+// (Room::ApplySeenExpiry); the record's now_ms is the last `when`.
+struct SeenExpiredRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSeenExpired;
+  struct Expiry {
+    int64_t when;
+    std::string_view session;
+  };
+  std::vector<Expiry> expiries = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u32 n | n x str session: live connections' check-ins that changed more than presence
+// (Room::Present).
+struct PresentRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kPresent;
+  std::vector<std::string_view> sessions = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// ---- queues --------------------------------------------------------------------------------
+
+// u32 n | n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe, i32 max_attempts)
+struct PushRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kPush;
+  std::span<const core::JobSpec> jobs = {};
+  std::vector<core::JobSpec> decoded = {};  // what Decode read; `jobs` then views it
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str worker | u64 max | i64 lease_ms: a fetch that found at least one job.
+struct FetchRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kFetch;
+  std::string_view worker = {};
+  uint64_t max = 0;
+  int64_t lease_ms = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// The leases a change applied to (only those that were current): u32 n | n x (u64 id,
+// u64 delivery). Ack, nack and extend records start with it.
+struct LeaseList {
+  std::span<const core::LeaseRef> leases = {};
+  std::vector<core::LeaseRef> decoded = {};  // what Decode read; `leases` then views it
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// leases
+struct AckRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kAck;
+  LeaseList acked = {};
+  void Encode(ByteWriter& w) const { acked.Encode(w); }
+  bool Decode(ByteReader& r) { return acked.Decode(r); }
+};
+
+// leases | opt-i64 delay_ms | str error
+struct NackRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kNack;
+  LeaseList nacked = {};
+  std::optional<int64_t> delay_ms = {};
+  std::string_view error = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// leases | i64 lease_ms
+struct ExtendRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kExtend;
+  LeaseList extended = {};
+  int64_t lease_ms = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str worker | i64 ttl_ms
+struct HeartbeatRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kHeartbeat;
+  std::string_view worker = {};
+  int64_t ttl_ms = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str worker
+struct ReleaseWorkerRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kReleaseWorker;
+  std::string_view worker = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u8 all | u32 n | n x u64 id: dead jobs put back (all of them, or those listed).
+struct RequeueDeadRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kRequeueDead;
+  bool all = false;
+  std::span<const core::JobId> ids = {};
+  std::vector<core::JobId> decoded = {};  // what Decode read; `ids` then views it
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u64 id: a job cancelled.
+struct CancelRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kCancel;
+  core::JobId id = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u8 paused
+struct SetPausedRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSetPaused;
+  bool paused = false;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// opt-str digest: the queue's own key set (the SHA-256 of the key, 32 bytes; store/backend.h
+// SetQueueKey) or removed (none). Any other length is damage (checked by replay).
+struct SetQueueKeyRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSetQueueKey;
+  std::optional<std::string_view> digest = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// ---- the head, and the record as a whole ---------------------------------------------------
+
+struct ChangeHead {
+  ChangeKind kind{};
+  int64_t now_ms = 0;
+  std::string_view name = {};  // the room's or queue's
+};
+
+// Reads the head of `r`'s record; false when it is too short.
+bool DecodeHead(ByteReader& r, ChangeHead& head);
+
+// Writes `record` whole into `out` (cleared first): head, then body.
+template <typename Record>
+void EncodeChange(std::string& out, int64_t now_ms, std::string_view name, const Record& record) {
   out.clear();
   ByteWriter w(out);
-  w.Put(kind);
+  w.Put(Record::kKind);
   w.Put(now_ms);
   w.PutString(name);
-  return w;
+  record.Encode(w);
 }
 
-// A room patch in the format of `kind`: kPutRoom (format 1), kPutRoom2, kPutRoom3 or kPutRoom4
-// (the formats of kCreateRoom and kCreateRoom2 are kPutRoom3's and kPutRoom4's, after the
-// incarnation). anteroom writes only kPutRoom4's; the older writers are there for tests of old
-// logs, and leave out the fields their format lacks.
-void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch, ChangeKind kind);
-core::RoomPatch GetRoomPatch(ByteReader& r, ChangeKind kind);
-void PutJobs(ByteWriter& w, const std::vector<core::JobSpec>& jobs);
-std::vector<core::JobSpec> GetJobs(ByteReader& r);
-void PutLeases(ByteWriter& w, const std::vector<core::LeaseRef>& leases);
-std::vector<core::LeaseRef> GetLeases(ByteReader& r);
+// The room patch of CreateRoomRecord and PutRoomRecord. Each field: u8 named, then (for those
+// that can be cleared) u8 has-value, then the value: capacity, grace_ms, checkin_timeout_ms
+// (opt-i64 each), idle_timeout_ms, admit_per_minute (u8 named [opt-i64]), paused (u8 named
+// [u8]), target_url (u8 named [opt-str]), joins_per_minute_per_client, places_per_client,
+// challenge_difficulty (u8 named [opt-i64]), gate (u8 named [opt-str], the gate's JSON text).
+void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
+core::RoomPatch GetRoomPatch(ByteReader& r);
+
 void PutOptional(ByteWriter& w, const std::optional<int64_t>& v);
 std::optional<int64_t> GetOptional(ByteReader& r);
-void PutOptionalString(ByteWriter& w, const std::optional<std::string>& v);
+void PutOptionalString(ByteWriter& w, const std::optional<std::string_view>& v);
+std::optional<std::string_view> GetOptionalView(ByteReader& r);
 std::optional<std::string> GetOptionalString(ByteReader& r);
 
 }  // namespace anteroom::store

@@ -7,6 +7,7 @@
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "store/memory/change_record.h"
+#include "store/memory/durable_answer.h"
 #include "store/memory/memory_slots.h"
 
 namespace anteroom::store {
@@ -68,7 +69,7 @@ void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
 std::optional<std::string> MemoryBackend::Refusal(Access access) const {
   ChangeSink* journal = journal_.load(std::memory_order_acquire);
   if (access == Access::kRead || journal == nullptr || journal->Writable()) return std::nullopt;
-  return "changes are refused for now: " + journal->Problem() + " (reads still work)";
+  return wire::ChangesRefused(journal->Problem());
 }
 
 void MemoryBackend::CheckHealth(Completion<HealthReport> done) {
@@ -82,20 +83,17 @@ void MemoryBackend::Log(Slot& slot, const std::string& record) {
 
 core::Room::Presence MemoryBackend::LivePresence() const {
   if (Logging()) return core::Room::Presence::kReported;
-  return replay_presence_from_log_ ? core::Room::Presence::kReplayed : core::Room::Presence::kTimed;
+  return replaying_ ? core::Room::Presence::kReplayed : core::Room::Presence::kTimed;
 }
 
 void MemoryBackend::LogSeenExpiries(RoomSlot& slot) {
   const auto& expiries = slot.room.seen_expiries();
   if (expiries.empty()) return;
   if (Logging()) {
-    ByteWriter w = BeginChange(scratch_, ChangeKind::kSeenExpired, expiries.back().when, slot.name);
-    w.Put(static_cast<uint32_t>(expiries.size()));
-    for (const auto& e : expiries) {
-      w.Put(e.when);
-      w.PutString(e.session);
-    }
-    Log(slot, scratch_);
+    SeenExpiredRecord record;
+    record.expiries.reserve(expiries.size());
+    for (const auto& e : expiries) record.expiries.push_back({e.when, e.session});
+    LogChange(slot, expiries.back().when, record);
   }
   slot.room.ClearSeenExpiries();
 }
@@ -162,13 +160,11 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
         slot->room.Reconfigure(patch, now);
         Schedule(slot);
       }
-      if (Logging()) {
-        bool created = it == rooms_.end();
-        ByteWriter w = BeginChange(
-            scratch_, created ? ChangeKind::kCreateRoom2 : ChangeKind::kPutRoom4, now, room);
-        if (created) w.Put(slot->room.incarnation());
-        PutRoomPatch(w, patch, ChangeKind::kPutRoom4);
-        Log(*slot, scratch_);
+      if (it == rooms_.end()) {
+        LogChange(*slot, now,
+                  CreateRoomRecord{.incarnation = slot->room.incarnation(), .patch = patch});
+      } else {
+        LogChange(*slot, now, PutRoomRecord{.patch = patch});
       }
       result.emplace(Info(*slot));
       lsn = slot->last_lsn;
@@ -223,10 +219,7 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
       it->second->room.Advance(now);
       LogSeenExpiries(*it->second);
       result.emplace(Info(*it->second));
-      if (Logging()) {
-        BeginChange(scratch_, ChangeKind::kDeleteRoom, now, room);
-        Log(*it->second, scratch_);
-      }
+      LogChange(*it->second, now, DeleteRoomRecord{});
       lsn = it->second->last_lsn;
     }
     if (it != rooms_.end()) rooms_.erase(it);  // the timer's weak_ptr lets go with it
@@ -244,15 +237,13 @@ void MemoryBackend::Check(std::string room, std::string session, core::Arrival a
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
         uint64_t changes = slot.room.checkin_changes();
         OpResult<core::SessionView> result = slot.room.Check(session, arrival, now);
-        if (result.ok() && Logging() && slot.room.checkin_changes() != changes) {
+        if (result.ok() && slot.room.checkin_changes() != changes) {
           bool tracked =
               !arrival.client.empty() && (slot.room.config().joins_per_minute_per_client ||
                                           slot.room.config().places_per_client);
-          ByteWriter w = BeginChange(scratch_, tracked ? ChangeKind::kCheck2 : ChangeKind::kCheck,
-                                     now, slot.name);
-          w.PutString(session);
-          if (tracked) w.PutString(arrival.client);
-          Log(slot, scratch_);
+          LogChange(slot, now,
+                    CheckRecord{.session = session,
+                                .client = tracked ? std::string_view(arrival.client) : ""});
         }
         return result;
       });
@@ -261,47 +252,41 @@ void MemoryBackend::Check(std::string room, std::string session, core::Arrival a
 // Touch, leave and evict change nothing but time when the session is unknown: only their
 // successes are recorded; and a touch only when it brings a session back from grace (else it
 // only refreshes presence, as a check-in).
-template <typename Apply>
-OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, ChangeKind kind,
-                                                         int64_t now, const std::string& session,
-                                                         std::optional<bool> final, Apply&& apply) {
+template <typename Record, typename Apply>
+OpResult<core::SessionView> MemoryBackend::SessionChange(RoomSlot& slot, int64_t now,
+                                                         const Record& record, Apply&& apply) {
   uint64_t changes = slot.room.checkin_changes();
   OpResult<core::SessionView> result = apply();
-  bool changed = kind != ChangeKind::kTouch || slot.room.checkin_changes() != changes;
-  if (result.ok() && Logging() && changed) {
-    ByteWriter w = BeginChange(scratch_, kind, now, slot.name);
-    w.PutString(session);
-    if (final) w.PutBool(*final);
-    Log(slot, scratch_);
-  }
+  bool changed = !std::is_same_v<Record, TouchRecord> || slot.room.checkin_changes() != changes;
+  if (result.ok() && changed) LogChange(slot, now, record);
   return result;
 }
 
 void MemoryBackend::Touch(std::string room, std::string session,
                           Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(
-      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-        return SessionChange(slot, ChangeKind::kTouch, now, session, std::nullopt,
-                             [&] { return slot.room.Touch(session, now); });
-      });
+  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
+                            [&](RoomSlot& slot, int64_t now) {
+                              return SessionChange(slot, now, TouchRecord{.session = session},
+                                                   [&] { return slot.room.Touch(session, now); });
+                            });
 }
 
 void MemoryBackend::Leave(std::string room, std::string session, bool final,
                           Completion<core::SessionView> done) {
   OnRoom<core::SessionView>(
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-        return SessionChange(slot, ChangeKind::kLeave, now, session, final,
+        return SessionChange(slot, now, LeaveRecord{.session = session, .final = final},
                              [&] { return slot.room.Leave(session, final, now); });
       });
 }
 
 void MemoryBackend::EndSession(std::string room, std::string session,
                                Completion<core::SessionView> done) {
-  OnRoom<core::SessionView>(
-      room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
-        return SessionChange(slot, ChangeKind::kEvict, now, session, std::nullopt,
-                             [&] { return slot.room.Evict(session, now); });
-      });
+  OnRoom<core::SessionView>(room, Access::kChange, std::move(done),
+                            [&](RoomSlot& slot, int64_t now) {
+                              return SessionChange(slot, now, EvictRecord{.session = session},
+                                                   [&] { return slot.room.Evict(session, now); });
+                            });
 }
 
 void MemoryBackend::IsRevoked(std::string room, std::string session, uint64_t admission,
@@ -335,10 +320,10 @@ void MemoryBackend::Present(std::string room, std::vector<std::string> sessions,
     std::vector<uint32_t> changed;  // positions in `sessions` whose check-in changed more
     Views views = slot.room.Present(sessions, now, Logging() ? &changed : nullptr);
     if (!changed.empty()) {
-      ByteWriter w = BeginChange(scratch_, ChangeKind::kPresent, now, slot.name);
-      w.Put(static_cast<uint32_t>(changed.size()));
-      for (uint32_t k : changed) w.PutString(sessions[k]);
-      Log(slot, scratch_);
+      PresentRecord record;
+      record.sessions.reserve(changed.size());
+      for (uint32_t k : changed) record.sessions.push_back(sessions[k]);
+      LogChange(slot, now, record);
     }
     return OpResult<Views>(std::move(views));
   });

@@ -106,7 +106,7 @@ class MemoryBackend final : public Backend {
   // Stops the timer thread (idempotent): before a journal the backend uses goes away.
   void StopTimer();
 
-  // ---- durability (memory_state.cc)
+  // ---- durability (memory_state.cc; Replay: memory_replay.cc)
 
   // From now on every change is recorded in `journal` (which must outlive the backend's use).
   void AttachJournal(ChangeSink* journal);
@@ -119,10 +119,9 @@ class MemoryBackend final : public Backend {
   // Applies one change record; an error (with what is wrong) if it does not decode or does not
   // apply. Before serving only.
   OpResult<Done> Replay(std::string_view record);
-  // Before Replay of a log segment: whether its writer logged presence expiries (kSeenExpired,
-  // log format 2), so they are applied from the records rather than from the times (see
-  // core::Room::set_presence). Off by default: logs of format 1.
-  void ReplayPresenceFromLog(bool from_log);
+  // Before the first Replay: presence expiries are applied from their records
+  // (SeenExpiredRecord), never from the times (core::Room::set_presence), until FinishRecovery.
+  void StartReplay();
   // After LoadState/Replay, before serving: a restart treats every session present as seen
   // now (check-ins are not logged), then rooms go back to live presence.
   void FinishRecovery();
@@ -196,22 +195,24 @@ class MemoryBackend final : public Backend {
   // What a room made or loaded now does with presence deadlines.
   core::Room::Presence LivePresence() const;
   static thread_local std::string scratch_;
-  void LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now);
-  // `rest(writer)` adds what follows the leases in the record.
-  template <typename Rest>
-  void LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
-                 const std::vector<core::LeaseRef>& refs, Rest&& rest);
+  // Records `record`, a change of `slot` made at `now` (under the slot's lock); built only
+  // with a journal.
+  template <typename SlotType, typename Record>
+  void LogChange(SlotType& slot, int64_t now, const Record& record) {
+    if (!Logging()) return;
+    EncodeChange(scratch_, now, slot.name, record);
+    Log(slot, scratch_);
+  }
   std::vector<core::LeaseOutcome> AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
                                             int64_t now);
   template <typename Apply>
   std::vector<core::LeaseOutcome> EachLease(QueueSlot* q, const std::vector<std::string>& leases,
                                             std::vector<core::LeaseRef>& applied, Apply&& apply);
-  OpResult<Done> ReplayRoom(ChangeKind kind, int64_t now, const std::string& name, ByteReader& r);
-  OpResult<Done> ReplayQueue(ChangeKind kind, int64_t now, const std::string& name, ByteReader& r);
-  template <typename Apply>
-  OpResult<core::SessionView> SessionChange(RoomSlot& slot, ChangeKind kind, int64_t now,
-                                            const std::string& session, std::optional<bool> final,
+  // Touch, leave and evict: `apply` and, when it changed more than presence, `record`.
+  template <typename Record, typename Apply>
+  OpResult<core::SessionView> SessionChange(RoomSlot& slot, int64_t now, const Record& record,
                                             Apply&& apply);
+  friend class ChangeReplayer;  // applies decoded records to the rooms and queues
   static uint64_t SeedFor(std::string_view queue);
   std::shared_ptr<RoomSlot> MakeRoomSlot(const std::string& name, const core::RoomConfig& config,
                                          int64_t now) const;
@@ -224,7 +225,7 @@ class MemoryBackend final : public Backend {
   MemoryBackendOptions options_;
   core::Hmac lease_key_;
   std::atomic<ChangeSink*> journal_{nullptr};
-  bool replay_presence_from_log_ = false;  // before serving only
+  bool replaying_ = false;  // between StartReplay and FinishRecovery
   PauseLock world_;
 
   std::shared_mutex rooms_mu_;

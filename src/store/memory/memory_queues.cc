@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/wire_errors.h"
+#include "store/memory/durable_answer.h"
 #include "store/memory/memory_slots.h"
 
 namespace anteroom::store {
@@ -13,25 +14,6 @@ uint64_t MemoryBackend::SeedFor(std::string_view queue) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: the same seed on every run, for replay
   for (char c : queue) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
   return h;
-}
-
-void MemoryBackend::LogFetch(QueueSlot& q, const core::FetchRequest& r, int64_t now) {
-  if (!Logging()) return;
-  ByteWriter w = BeginChange(scratch_, ChangeKind::kFetch, now, q.name);
-  w.PutString(r.worker);
-  w.Put<uint64_t>(r.max);
-  w.Put(r.lease_ms);
-  Log(q, scratch_);
-}
-
-template <typename Rest>
-void MemoryBackend::LogLeases(QueueSlot& q, ChangeKind kind, int64_t now,
-                              const std::vector<core::LeaseRef>& refs, Rest&& rest) {
-  if (!Logging() || refs.empty()) return;
-  ByteWriter w = BeginChange(scratch_, kind, now, q.name);
-  PutLeases(w, refs);
-  rest(w);
-  Log(q, scratch_);
 }
 
 std::shared_ptr<MemoryBackend::QueueSlot> MemoryBackend::FindQueue(const std::string& name,
@@ -139,11 +121,7 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
               OpResult<Results>(OpStatus::kLimitReached, wire::TooManyQueues(options_.max_queues)));
         }
         Results results = q->queue.Push(jobs, now);
-        if (Logging()) {
-          ByteWriter w = BeginChange(scratch_, ChangeKind::kPush, now, q->name);
-          PutJobs(w, jobs);
-          Log(*q, scratch_);
-        }
+        LogChange(*q, now, PushRecord{.jobs = jobs});
         return Answered<Results>(std::move(results));
       });
 }
@@ -172,7 +150,7 @@ Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& 
   std::vector<core::LeaseRef> acked;
   Outcomes out =
       EachLease(q, leases, acked, [&](core::LeaseRef ref) { return q->queue.Ack(ref, now); });
-  if (q) LogLeases(*q, ChangeKind::kAck, now, acked, [](ByteWriter&) {});
+  if (q && !acked.empty()) LogChange(*q, now, AckRecord{.acked = {.leases = acked}});
   return out;
 }
 
@@ -194,7 +172,12 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
         if (hangup && hangup->happened()) return Answered<core::FetchAnswer>(QueueSlot::HungUp());
         // Ready jobs exist only when nobody is waiting (Serve runs after every change).
         answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
-        if (!answer.jobs.empty()) LogFetch(*q, request, now);
+        if (!answer.jobs.empty()) {
+          LogChange(
+              *q, now,
+              FetchRecord{
+                  .worker = request.worker, .max = request.max, .lease_ms = request.lease_ms});
+        }
         if (!answer.jobs.empty() || request.wait_ms == 0) {
           answer.acked_leases = std::move(request.ack);
           return Answered<core::FetchAnswer>(std::move(answer));
@@ -244,20 +227,19 @@ void MemoryBackend::Nack(std::string queue, std::vector<std::string> leases,
                          std::optional<int64_t> delay_ms, std::string error,
                          Completion<Outcomes> done) {
   error = core::BoundedError(error);  // as the job keeps it: the log holds no more
-  OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
-                    [&](QueueSlot* q, int64_t now, auto&) {
-                      std::vector<core::LeaseRef> applied;
-                      Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
-                        return q->queue.Nack(ref, delay_ms, error, now);
-                      });
-                      if (q) {
-                        LogLeases(*q, ChangeKind::kNack, now, applied, [&](ByteWriter& w) {
-                          PutOptional(w, delay_ms);
-                          w.PutString(error);
-                        });
-                      }
-                      return Answered<Outcomes>(std::move(out));
-                    });
+  OnQueue<Outcomes>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::vector<core::LeaseRef> applied;
+        Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
+          return q->queue.Nack(ref, delay_ms, error, now);
+        });
+        if (q && !applied.empty()) {
+          LogChange(
+              *q, now,
+              NackRecord{.nacked = {.leases = applied}, .delay_ms = delay_ms, .error = error});
+        }
+        return Answered<Outcomes>(std::move(out));
+      });
 }
 
 void MemoryBackend::Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
@@ -268,8 +250,8 @@ void MemoryBackend::Extend(std::string queue, std::vector<std::string> leases, i
         Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
           return q->queue.Extend(ref, lease_ms, now);
         });
-        if (q) {
-          LogLeases(*q, ChangeKind::kExtend, now, applied, [&](ByteWriter& w) { w.Put(lease_ms); });
+        if (q && !applied.empty()) {
+          LogChange(*q, now, ExtendRecord{.extended = {.leases = applied}, .lease_ms = lease_ms});
         }
         return Answered<Outcomes>(std::move(out));
       });
@@ -285,28 +267,19 @@ void MemoryBackend::Heartbeat(std::string queue, std::string worker, int64_t ttl
                     return Answered<Done>(Done{});
                   }
                   q->queue.Heartbeat(worker, ttl_ms, now);
-                  if (Logging()) {
-                    ByteWriter w = BeginChange(scratch_, ChangeKind::kHeartbeat, now, q->name);
-                    w.PutString(worker);
-                    w.Put(ttl_ms);
-                    Log(*q, scratch_);
-                  }
+                  LogChange(*q, now, HeartbeatRecord{.worker = worker, .ttl_ms = ttl_ms});
                   return Answered<Done>(Done{});
                 });
 }
 
 void MemoryBackend::ReleaseWorker(std::string queue, std::string worker, Completion<size_t> done) {
-  OnQueue<size_t>(
-      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
-        if (q == nullptr) return Answered<size_t>(size_t{0});
-        size_t released = q->queue.ReleaseWorker(worker, now);
-        if (Logging()) {
-          ByteWriter w = BeginChange(scratch_, ChangeKind::kReleaseWorker, now, q->name);
-          w.PutString(worker);
-          Log(*q, scratch_);
-        }
-        return Answered<size_t>(released);
-      });
+  OnQueue<size_t>(queue, Access::kChange, false, std::move(done),
+                  [&](QueueSlot* q, int64_t now, auto&) {
+                    if (q == nullptr) return Answered<size_t>(size_t{0});
+                    size_t released = q->queue.ReleaseWorker(worker, now);
+                    LogChange(*q, now, ReleaseWorkerRecord{.worker = worker});
+                    return Answered<size_t>(released);
+                  });
 }
 
 void MemoryBackend::GetQueue(std::string queue, Completion<core::QueueStats> done) {
@@ -370,14 +343,10 @@ void MemoryBackend::RequeueDead(std::string queue, std::optional<std::vector<cor
                   [&](QueueSlot* q, int64_t now, auto&) {
                     if (q == nullptr) return Answered<size_t>(size_t{0});
                     size_t count = q->queue.RequeueDead(ids, now);
-                    if (count > 0 && Logging()) {
-                      ByteWriter w = BeginChange(scratch_, ChangeKind::kRequeueDead, now, q->name);
-                      w.PutBool(!ids.has_value());
-                      std::vector<core::JobId> none;
-                      const auto& list = ids ? *ids : none;
-                      w.Put<uint32_t>(static_cast<uint32_t>(list.size()));
-                      for (core::JobId id : list) w.Put(id);
-                      Log(*q, scratch_);
+                    if (count > 0) {
+                      RequeueDeadRecord record{.all = !ids.has_value()};
+                      if (ids) record.ids = *ids;
+                      LogChange(*q, now, record);
                     }
                     return Answered<size_t>(count);
                   });
@@ -389,10 +358,8 @@ void MemoryBackend::Cancel(std::string queue, core::JobId id,
       queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
         if (q == nullptr) return Answered<core::CancelOutcome>(core::CancelOutcome::kUnknown);
         core::CancelOutcome outcome = q->queue.Cancel(id, now);
-        if (outcome == core::CancelOutcome::kCancelled && Logging()) {
-          ByteWriter w = BeginChange(scratch_, ChangeKind::kCancel, now, q->name);
-          w.Put(id);
-          Log(*q, scratch_);
+        if (outcome == core::CancelOutcome::kCancelled) {
+          LogChange(*q, now, CancelRecord{.id = id});
         }
         return Answered<core::CancelOutcome>(outcome);
       });
@@ -402,11 +369,7 @@ void MemoryBackend::SetPaused(std::string queue, bool paused, Completion<Done> d
   OnQueue<Done>(queue, Access::kChange, true, std::move(done),
                 [&](QueueSlot* q, int64_t now, auto&) {
                   q->queue.SetPaused(paused, now);
-                  if (Logging()) {
-                    ByteWriter w = BeginChange(scratch_, ChangeKind::kSetPaused, now, q->name);
-                    w.PutBool(paused);
-                    Log(*q, scratch_);
-                  }
+                  LogChange(*q, now, SetPausedRecord{.paused = paused});
                   return Answered<Done>(Done{});
                 });
 }
@@ -430,11 +393,7 @@ void MemoryBackend::SetQueueKey(std::string queue, std::optional<std::string> di
                   }
                   if (!digest && !q->listed) listed_queues_.fetch_sub(1, std::memory_order_relaxed);
                   q->key_digest = digest;
-                  if (Logging()) {
-                    ByteWriter w = BeginChange(scratch_, ChangeKind::kSetQueueKey, now, q->name);
-                    PutOptionalString(w, digest);
-                    Log(*q, scratch_);
-                  }
+                  LogChange(*q, now, SetQueueKeyRecord{.digest = digest});
                   return Answered<Done>(Done{});
                 });
 }

@@ -81,7 +81,7 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
                                                 std::move(jobs)}](bool safe) mutable {
       if (safe) return done(std::move(answer));
       done(OpResult<core::FetchAnswer>(OpStatus::kUnavailable,
-                                       "the delivery could not be saved; fetch again later"));
+                                       std::string(wire::kDeliveryNotSaved)));
     });
   }
 
@@ -120,7 +120,8 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
       }
       const core::FetchRequest& r = waiters.front().request;
       std::vector<core::Delivery> jobs = queue.Fetch(r.worker, r.max, r.lease_ms, now);
-      backend.LogFetch(*this, r, now);
+      backend.LogChange(*this, now,
+                        FetchRecord{.worker = r.worker, .max = r.max, .lease_ms = r.lease_ms});
       Reply(waiters.begin(), std::move(jobs), after);
     }
   }
@@ -144,29 +145,5 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
   // until it is removed, even on a queue that never held a job).
   bool HoldsNothing() const { return !Counted() && waiters.empty() && queue.HoldsNothing(); }
 };
-
-// Shared by the room and queue files.
-template <typename T>
-void MemoryBackend::Answer(uint64_t lsn, Access access, Completion<T> done, OpResult<T> result,
-                           Deferred after) {
-  ChangeSink* journal = journal_.load(std::memory_order_acquire);
-  if (journal == nullptr || lsn <= journal->DurableLsn() ||
-      (access == Access::kRead && !journal->Writable())) {
-    done(std::move(result));
-    for (auto& fn : after) fn(true);
-    return;
-  }
-  journal->WhenDurable(lsn, [journal, done = std::move(done), result = std::move(result),
-                             after = std::move(after)](bool safe) mutable {
-    if (safe) {
-      done(std::move(result));
-    } else {
-      done(OpResult<T>(OpStatus::kUnavailable,
-                       "the change could not be saved: " + journal->Problem() +
-                           "; it takes effect only if the disk recovers, so retry later"));
-    }
-    for (auto& fn : after) fn(safe);
-  });
-}
 
 }  // namespace anteroom::store

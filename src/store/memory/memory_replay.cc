@@ -1,0 +1,299 @@
+// Replay of the log: each record decoded into its type (change_record.h), then applied through
+// the same core call that made it. A record that does not decode, or whose values the HTTP layer
+// would never have passed, changes nothing and stops recovery as damage.
+#include <fmt/format.h>
+
+#include "common/wire_errors.h"
+#include "store/memory/memory_slots.h"
+
+namespace anteroom::store {
+
+namespace {
+OpResult<Done> Diverged(std::string what) {
+  return {OpStatus::kInternal, "change does not apply: " + std::move(what)};
+}
+
+// Out of these ranges the rules' deadline arithmetic could overflow.
+bool IsDuration(int64_t ms) { return ms >= 0 && ms <= core::kMaxDurationMs; }
+bool IsTime(int64_t ms) { return ms >= 0 && ms <= core::kLatestTimeMs; }
+}  // namespace
+
+// One record's change, applied to the backend it is replayed into. Apply has one overload per
+// record type; each checks what the type alone cannot (ranges, existence) before changing state.
+class ChangeReplayer {
+ public:
+  ChangeReplayer(MemoryBackend& backend, const ChangeHead& head)
+      : b_(backend), now_(head.now_ms), name_(head.name) {}
+
+  template <typename Record>
+  OpResult<Done> DecodeAndApply(ByteReader& r) {
+    Record record;
+    if (!record.Decode(r) || !r.done()) {
+      return Diverged(
+          fmt::format("change record of kind {} does not decode", static_cast<int>(Record::kKind)));
+    }
+    return Apply(record);
+  }
+
+ private:
+  // ---- rooms
+
+  OpResult<Done> Apply(const CreateRoomRecord& c) {
+    if (!core::InRange(c.patch) || !c.patch.capacity) return Diverged("room patch out of range");
+    if (b_.rooms_.contains(name_)) return Diverged("room '" + name_ + "' created twice");
+    core::RoomConfig config;
+    c.patch.ApplyTo(config);
+    auto slot = b_.MakeRoomSlot(name_, config, now_);
+    slot->room.set_incarnation(c.incarnation);
+    b_.rooms_[name_] = std::move(slot);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const PutRoomRecord& c) {
+    if (!core::InRange(c.patch)) return Diverged("room patch out of range");
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged("room '" + name_ + "' changed before it was created");
+    room->Reconfigure(c.patch, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const DeleteRoomRecord&) {
+    if (b_.rooms_.erase(name_) == 0) return Diverged(wire::UnknownRoom(name_));
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const CheckRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    room->CheckRecorded(c.session, c.client, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const TouchRecord& c) {
+    return OnSession(c.session, [&](core::Room& room) { return room.Touch(c.session, now_); });
+  }
+  OpResult<Done> Apply(const LeaveRecord& c) {
+    return OnSession(c.session,
+                     [&](core::Room& room) { return room.Leave(c.session, c.final, now_); });
+  }
+  OpResult<Done> Apply(const EvictRecord& c) {
+    return OnSession(c.session, [&](core::Room& room) { return room.Evict(c.session, now_); });
+  }
+
+  OpResult<Done> Apply(const SeenExpiredRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    for (const auto& e : c.expiries) {
+      if (!IsTime(e.when)) return Diverged("presence expiry time out of range");
+    }
+    // Outside a replay sessions expire by time: applying this one would expire them twice.
+    if (room->presence() != core::Room::Presence::kReplayed) {
+      return Diverged("presence expiry outside a replay");
+    }
+    for (const auto& e : c.expiries) {
+      if (!room->ApplySeenExpiry(e.session, e.when)) {
+        return Diverged("session '" + std::string(e.session) + "' cannot expire at " +
+                        std::to_string(e.when));
+      }
+    }
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const PresentRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    std::vector<std::string> sessions(c.sessions.begin(), c.sessions.end());
+    room->Present(sessions, now_);
+    return Done{};
+  }
+
+  // ---- queues
+
+  OpResult<Done> Apply(const PushRecord& c) {
+    for (const auto& job : c.jobs) {
+      if (!IsDuration(job.delay_ms) || job.max_attempts < 1 ||
+          job.max_attempts > core::kMaxMaxAttempts) {
+        return OutOfRange(c);
+      }
+    }
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    slot.listed = true;
+    slot.queue.Push(c.decoded, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const FetchRecord& c) {
+    if (!IsDuration(c.lease_ms)) return OutOfRange(c);
+    if (QueueSlot().queue.Fetch(c.worker, c.max, c.lease_ms, now_).empty()) {
+      return Diverged("queue '" + name_ + "': a recorded fetch found no job");
+    }
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const AckRecord& c) {
+    core::Queue& q = QueueSlot().queue;
+    return EachLease(c.acked, [&](core::LeaseRef ref) { return q.Ack(ref, now_); });
+  }
+
+  OpResult<Done> Apply(const NackRecord& c) {
+    if (c.delay_ms && !IsDuration(*c.delay_ms)) return OutOfRange(c);
+    core::Queue& q = QueueSlot().queue;
+    std::string error(c.error);
+    return EachLease(c.nacked,
+                     [&](core::LeaseRef ref) { return q.Nack(ref, c.delay_ms, error, now_); });
+  }
+
+  OpResult<Done> Apply(const ExtendRecord& c) {
+    if (!IsDuration(c.lease_ms)) return OutOfRange(c);
+    core::Queue& q = QueueSlot().queue;
+    return EachLease(c.extended,
+                     [&](core::LeaseRef ref) { return q.Extend(ref, c.lease_ms, now_); });
+  }
+
+  OpResult<Done> Apply(const HeartbeatRecord& c) {
+    if (!IsDuration(c.ttl_ms)) return OutOfRange(c);
+    QueueSlot().queue.Heartbeat(c.worker, c.ttl_ms, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const ReleaseWorkerRecord& c) {
+    QueueSlot().queue.ReleaseWorker(c.worker, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const RequeueDeadRecord& c) {
+    std::optional<std::vector<core::JobId>> chosen;
+    if (!c.all) chosen.emplace(c.ids.begin(), c.ids.end());
+    if (QueueSlot().queue.RequeueDead(chosen, now_) == 0) {
+      return Diverged("queue '" + name_ + "': nothing to requeue");
+    }
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const CancelRecord& c) {
+    if (QueueSlot().queue.Cancel(c.id, now_) != core::CancelOutcome::kCancelled) {
+      return Diverged(fmt::format("queue '{}': job {} cannot be cancelled", name_, c.id));
+    }
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const SetPausedRecord& c) {
+    QueueSlot().queue.SetPaused(c.paused, now_);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const SetQueueKeyRecord& c) {
+    if (c.digest && c.digest->size() != kQueueKeyDigestBytes) return OutOfRange(c);
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    slot.key_digest = c.digest ? std::optional<std::string>(*c.digest) : std::nullopt;
+    // As the live backend forgets a queue whose key went and that holds nothing else
+    // (DropIfEmpty), so that replayed states equal live ones byte for byte.
+    if (slot.HoldsNothing()) b_.queues_.erase(name_);
+    return Done{};
+  }
+
+  // ---- helpers
+
+  core::Room* FindRoom() {
+    auto it = b_.rooms_.find(name_);
+    return it == b_.rooms_.end() ? nullptr : &it->second->room;
+  }
+
+  template <typename Change>
+  OpResult<Done> OnSession(std::string_view session, Change&& change) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    OpResult<core::SessionView> v = change(*room);
+    if (!v.ok()) return Diverged("session '" + std::string(session) + "': " + v.message());
+    return Done{};
+  }
+
+  // A queue's records replay onto it whether or not it exists yet: its first change makes it.
+  MemoryBackend::QueueSlot& QueueSlot() {
+    auto& slot = b_.queues_[name_];
+    if (!slot) slot = std::make_shared<MemoryBackend::QueueSlot>(b_, name_, now_);
+    return *slot;
+  }
+
+  template <typename Apply>
+  OpResult<Done> EachLease(const LeaseList& list, Apply&& apply) {
+    for (const auto& ref : list.leases) {
+      if (apply(ref) != core::LeaseOutcome::kOk) {
+        return Diverged(fmt::format("queue '{}': lease of job {} delivery {} is not current", name_,
+                                    ref.id, ref.delivery));
+      }
+    }
+    return Done{};
+  }
+
+  template <typename Record>
+  static OpResult<Done> OutOfRange(const Record&) {
+    return Diverged(
+        fmt::format("queue change of kind {} out of range", static_cast<int>(Record::kKind)));
+  }
+
+  MemoryBackend& b_;
+  int64_t now_;
+  std::string name_;
+};
+
+OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
+  ByteReader r(bytes);
+  ChangeHead head;
+  if (!DecodeHead(r, head)) return {OpStatus::kInternal, "change record too short"};
+  if (!IsTime(head.now_ms)) {
+    return {OpStatus::kInternal, fmt::format("change record time {} is out of range", head.now_ms)};
+  }
+  ChangeReplayer replay(*this, head);
+  switch (head.kind) {
+    case ChangeKind::kCreateRoom:
+      return replay.DecodeAndApply<CreateRoomRecord>(r);
+    case ChangeKind::kPutRoom:
+      return replay.DecodeAndApply<PutRoomRecord>(r);
+    case ChangeKind::kDeleteRoom:
+      return replay.DecodeAndApply<DeleteRoomRecord>(r);
+    case ChangeKind::kCheck:
+      return replay.DecodeAndApply<CheckRecord>(r);
+    case ChangeKind::kTouch:
+      return replay.DecodeAndApply<TouchRecord>(r);
+    case ChangeKind::kLeave:
+      return replay.DecodeAndApply<LeaveRecord>(r);
+    case ChangeKind::kEvict:
+      return replay.DecodeAndApply<EvictRecord>(r);
+    case ChangeKind::kSeenExpired:
+      return replay.DecodeAndApply<SeenExpiredRecord>(r);
+    case ChangeKind::kPresent:
+      return replay.DecodeAndApply<PresentRecord>(r);
+    case ChangeKind::kPush:
+      return replay.DecodeAndApply<PushRecord>(r);
+    case ChangeKind::kFetch:
+      return replay.DecodeAndApply<FetchRecord>(r);
+    case ChangeKind::kAck:
+      return replay.DecodeAndApply<AckRecord>(r);
+    case ChangeKind::kNack:
+      return replay.DecodeAndApply<NackRecord>(r);
+    case ChangeKind::kExtend:
+      return replay.DecodeAndApply<ExtendRecord>(r);
+    case ChangeKind::kHeartbeat:
+      return replay.DecodeAndApply<HeartbeatRecord>(r);
+    case ChangeKind::kReleaseWorker:
+      return replay.DecodeAndApply<ReleaseWorkerRecord>(r);
+    case ChangeKind::kRequeueDead:
+      return replay.DecodeAndApply<RequeueDeadRecord>(r);
+    case ChangeKind::kCancel:
+      return replay.DecodeAndApply<CancelRecord>(r);
+    case ChangeKind::kSetPaused:
+      return replay.DecodeAndApply<SetPausedRecord>(r);
+    case ChangeKind::kSetQueueKey:
+      return replay.DecodeAndApply<SetQueueKeyRecord>(r);
+  }
+  return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
+}
+
+void MemoryBackend::StartReplay() {
+  std::unique_lock world(world_);
+  replaying_ = true;
+  for (auto& [name, slot] : rooms_) slot->room.set_presence(LivePresence());
+}
+
+}  // namespace anteroom::store
