@@ -4,8 +4,9 @@
 //  2: unframed: a state (u32 length, bytes) loaded, then records (u16 length, bytes) replayed,
 //     after framing them with valid checksums: the decoders behind the CRCs;
 //  3: as 2, but the state goes through a snapshot file written by WriteSnapshotFile.
-// Logs are replayed with presence expiries from the records (format 2) or by time (format 1):
-// mode 0 as its header says, modes 2 and 3 as bit 2 of the first byte says.
+// Mode 0 replays as recovery does (presence expiries from their records); modes 2 and 3 do so
+// when bit 2 of the first byte is set, else as a live backend (expiries by time), where a
+// presence-expiry record must be refused. Seeds: fuzz/make_log_seeds.py.
 // Damage must be reported (a torn tail, damage, a record that does not apply), never crash,
 // hang or allocate without bound; a loaded state saved again must load again, to equal bytes.
 
