@@ -422,6 +422,9 @@ struct Sess {
   TimePoint leave_sent, leave_received;
   TimePoint ghost_bound;  // a ghost is surely out of the room after this
   int64_t last_position = 0;
+  // The position of the latest answer that said waiting, whatever the bookkeeping made of it
+  // (last_position keeps only those of an unbroken wait): what a scan reports.
+  int64_t answered_position = 0;
   bool position_valid = false;  // last_position belongs to the current continuous stay
   int stint = -1;
 };
@@ -648,6 +651,7 @@ class RoomClientThread {
       run_.violations.Add("check of " + s.id + ": position outside 1..waiting: " + a.body);
     }
     if (status == "active") MaybeVerifyToken(s, a, p);
+    if (status == "waiting") s.answered_position = position.value_or(0);
 
     const SessState before = s.state;
     auto gap_received = MsBetween(s.last_sent, a.received);  // >= the server's gap
@@ -836,7 +840,7 @@ class RoomClientThread {
       }
       std::string status = Check(s);
       ScanItem item{s.id, status, 0};
-      if (status == "waiting") item.position = s.last_position;
+      if (status == "waiting") item.position = s.answered_position;
       items.push_back(std::move(item));
     }
     std::lock_guard lock(run_.mu);
