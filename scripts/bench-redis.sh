@@ -19,7 +19,7 @@
 #     also when a script calls them), with MONITOR running to tell the commands anteroom sends
 #     (round trips) from those the scripts run; the sweeper's own traffic is left out,
 #  3. the ceiling: redis-benchmark -c C -P 1 sending the EVALSHA anteroom sends, with the real
-#     scripts (SCRIPT LOAD of src/store/redis/lua/*.lua): room.lua `check` on a room of the same
+#     scripts as anteroom sends them (bench/assembled_script): room.lua `check` on a room of the same
 #     shape (sessions rb-<12 digits> pre-joined, __rand_int__ picks one), queue.lua `push` and
 #     `fetch` (jobs/s ceiling = 1 / (1/push + 1/fetch); it leaves out the ack), each also with
 #     -P 16 (Redis's own limit once its network cost is shared), and the server time per call
@@ -75,10 +75,15 @@ echo "== results in $OUT"
 # shellcheck source=scripts/lib/bench-common.sh
 source "$ROOT/scripts/lib/bench-common.sh"
 
-if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench; fi
+if [[ $BUILD -eq 1 ]]; then build_targets "$BUILD_DIR" anteroom anteroom-bench assembled_script; fi
 BIN="$ROOT/$BUILD_DIR/anteroom"
 BENCH="$ROOT/$BUILD_DIR/bench/anteroom-bench"  # the load generators
 [[ -x "$BIN" ]] || { echo "bench-redis.sh: build $BUILD_DIR first" >&2; exit 1; }
+# The scripts as anteroom sends them: the core's rules and messages, the prelude, then the script.
+ROOM_LUA="$OUT/room.lua"
+QUEUE_LUA="$OUT/queue.lua"
+"$ROOT/$BUILD_DIR/bench/assembled_script" room >"$ROOM_LUA"
+"$ROOT/$BUILD_DIR/bench/assembled_script" queue >"$QUEUE_LUA"
 need redis-server redis-server redis-tools
 need redis-benchmark redis-tools
 need python3 python3
@@ -252,8 +257,8 @@ load_library() {  # load_library NAME FILE: FUNCTION LOAD REPLACE of FILE as fun
 room_ceiling() {
   rcli flushall >/dev/null
   local sha
-  sha="$(eval_form "$ROOT/src/store/redis/lua/room.lua" | rcli -x script load)"
-  load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
+  sha="$(eval_form "$ROOM_LUA" | rcli -x script load)"
+  load_library bench_room "$ROOM_LUA"
   # capacity, grace 30 s, check-in timeout 1 h, no idle time-out, no rate cap (as bench rooms)
   rcli evalsha "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
   python3 - "$sha" "$SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
@@ -279,8 +284,8 @@ PY
 queue_ceiling() {
   rcli flushall >/dev/null
   local sha first
-  sha="$(eval_form "$ROOT/src/store/redis/lua/queue.lua" | rcli -x script load)"
-  load_library bench_queue "$ROOT/src/store/redis/lua/queue.lua"
+  sha="$(eval_form "$QUEUE_LUA" | rcli -x script load)"
+  load_library bench_queue "$QUEUE_LUA"
   # push: n=1, then payload, delay 0, priority 0, no dedupe, max_attempts 5
   first="$(rcli fcall bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
   if [[ "$first" != ok ]]; then
@@ -308,7 +313,7 @@ queue_ceiling() {
 line_read() {
   local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us
   rcli flushall >/dev/null
-  load_library bench_room "$ROOT/src/store/redis/lua/room.lua"
+  load_library bench_room "$ROOM_LUA"
   rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
   python3 - "$n" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
 import sys
@@ -430,13 +435,13 @@ sha="$(rcli script load 'return 1')"
 rb_run trivial-script 40000 EVALSHA "$sha" 0
 # each script up to its "-- ---- operations" line, as an EVAL script: what defining its functions
 # costs every call of the EVAL form (the library form makes them once, when it loads)
-if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/room.lua"; then
-  sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOT/src/store/redis/lua/room.lua"; echo 'return 1') |
+if grep -q '^-- ---- operations' "$ROOM_LUA"; then
+  sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOM_LUA"; echo 'return 1') |
     rcli -x script load)"
   rb_run room-definitions-only 40000 EVALSHA "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" nop "" 600000 x
 fi
-if grep -q '^-- ---- operations' "$ROOT/src/store/redis/lua/queue.lua"; then
-  sha="$( (sed -n '1,/^-- ---- operations/p' "$ROOT/src/store/redis/lua/queue.lua"; echo 'return 1') |
+if grep -q '^-- ---- operations' "$QUEUE_LUA"; then
+  sha="$( (sed -n '1,/^-- ---- operations/p' "$QUEUE_LUA"; echo 'return 1') |
     rcli -x script load)"
   rb_run queue-definitions-only 40000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" nop ""
 fi

@@ -1,8 +1,8 @@
 # The Redis time of a live channel keep-alive (`present` of 2,000 waiting sessions in a room of
 # 10,000 whose freed-slot window holds 50 one-second buckets), and of a check of one waiting
 # session in that room, for room.lua libraries loaded side
-# by side: python3 bench/redis/present_cost.py PORT LIB... (each LIB a FUNCTION LOADed prelude.lua + room.lua,
-# registered under that name; BUCKETS=N for another window; docs/benchmarks.md, "100,000 live
+# by side: python3 bench/redis/present_cost.py PORT LIB... (each LIB a FUNCTION LOADed room.lua as
+# anteroom sends it, `build/release/bench/assembled_script room`, registered under that name; BUCKETS=N for another window; docs/benchmarks.md, "100,000 live
 # clients over 6 processes").
 import os, socket, sys
 port = int(sys.argv[1]); libs = sys.argv[2:]
