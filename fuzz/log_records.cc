@@ -159,7 +159,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The records framed as the journal frames them: a clean scan that hands each back whole.
-  std::string file = log::FileHeader(log::FileKind::kLog, 1, presence_from_log ? 2 : 1);
+  std::string file = log::FileHeader(log::FileKind::kLog, 1);
   for (std::string_view record : records) log::AppendRecord(file, record);
   size_t seen = 0;
   auto scan =
