@@ -539,6 +539,13 @@ void Serve(const ServeFlags& flags) {
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
   AllowRoomOrigins(sampler, edge.origins);
   sampler.Start();
+  // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
+  // runs), not fatal.
+  ServeSignals signals(pool.Main(), served.durable(), [&] {
+    live.Stop();
+    sampler.Stop();
+    pool.Stop();
+  });
   auto bound = http_server.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
@@ -547,11 +554,6 @@ void Serve(const ServeFlags& flags) {
                : flags.memory_only ? "state in memory only (lost at exit)"
                                    : "embedded durable backend in " + flags.data);
 
-  ServeSignals signals(pool.Main(), served.durable(), [&] {
-    live.Stop();
-    sampler.Stop();
-    pool.Stop();
-  });
   pool.Run();
 }
 

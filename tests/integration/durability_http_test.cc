@@ -1096,5 +1096,17 @@ TEST(DurabilityFormatTest, ADirectoryOfAnotherFormatIsRefusedWithOneLine) {
   }
 }
 
+// A supervisor may stop the server the moment it says it listens: the signal is handled (a clean
+// stop, exit 0), never fatal. The handler is set before the listening line is printed.
+TEST(DurabilityStopTest, ASigtermRightAfterTheListeningLineStopsCleanly) {
+  TempDir dir("anteroom-early-stop");
+  ASSERT_FALSE(dir.path().empty()) << "mkdtemp: " << std::strerror(errno);
+  for (int i = 0; i < 20; ++i) {
+    auto server = StartServer(dir.path());
+    ASSERT_TRUE(server->started()) << server->error();
+    EXPECT_TRUE(StopClean(*server)) << "start " << i;
+  }
+}
+
 }  // namespace
 }  // namespace anteroom::testing
