@@ -1,6 +1,7 @@
-// Engine benchmarks: core::Room and core::Queue on one thread, no I/O, no locks (the HTTP layer is
-// measured by `anteroom-bench rooms` and bench/wrk/check.lua). Targets (docs/benchmarks.md): >= 2M
-// checks/s on a room with 1M waiting sessions; <= 200 bytes per waiting session.
+// Engine benchmarks: core::Room, core::Queue and the draw (core::FisherYates) on one thread, no
+// I/O, no locks (the HTTP layer is measured by `anteroom-bench rooms` and bench/wrk/check.lua).
+// Targets (docs/benchmarks.md): >= 2M checks/s on a room with 1M waiting sessions; <= 200 bytes
+// per waiting session; a 10M-person draw in <= 2 s, in chunks of well under 50 ms.
 //
 // Session ids look like the server's: 22 base64url characters (16 pseudo-random bytes), so they
 // do not fit std::string's 15-byte inline buffer, exactly as in production.
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "common/base64url.h"
+#include "core/draw.h"
 #include "core/hmac.h"
 #include "core/queue.h"
 #include "core/room.h"
@@ -354,6 +356,70 @@ BENCHMARK(BM_MemoryPerReadyJob)
     ->Arg(100'000)
     ->Arg(kMillion)
     ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ---- the draw: an event's pre-queue shuffled (core/draw.h) ----------------------------------
+
+// The whole permutation of `people` (0 .. n-1, as a pre-queue in arrival order), on one core:
+// the stream's set-up, every step, nothing else (building the vector is untimed). Target
+// (docs/benchmarks.md): 10M people in <= 2 s.
+void BM_DrawShuffle(benchmark::State& state) {
+  const auto n = static_cast<size_t>(state.range(0));
+  CurrentFixture().reset();
+  DrawSeed seed{};
+  uint64_t draws = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    seed[0] = static_cast<uint8_t>(++draws);
+    state.ResumeTiming();
+    FisherYates draw(seed, std::move(order));
+    draw.Step(n);
+    benchmark::DoNotOptimize(draw.order().data());
+    if (draw.done() != n) state.SkipWithError("the draw did not finish");
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));  // items = people placed
+}
+BENCHMARK(BM_DrawShuffle)
+    ->ArgName("people")
+    ->Arg(kMillion)
+    ->Arg(10 * kMillion)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
+// One chunk of `steps` steps of a 10M draw: what the room's lock is held for while a draw is
+// computed (bound: 50 ms). The iterations walk one whole draw chunk by chunk (100 chunks of
+// 100k; a new draw when one ends, untimed); the early chunks are the slow ones (their swaps
+// reach anywhere in the 40 MB order), so the worst chunk is reported beside the mean.
+void BM_DrawChunk(benchmark::State& state) {
+  const auto n = static_cast<size_t>(state.range(0));
+  const auto steps = static_cast<size_t>(state.range(1));
+  CurrentFixture().reset();
+  auto fresh = [n] {
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    return FisherYates(DrawSeed{}, std::move(order));
+  };
+  FisherYates draw = fresh();
+  double worst_s = 0;
+  for (auto _ : state) {
+    if (draw.done() == n) draw = fresh();
+    auto start = std::chrono::steady_clock::now();
+    draw.Step(steps);
+    auto stop = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(stop - start).count();
+    state.SetIterationTime(secs);
+    worst_s = std::max(worst_s, secs);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(1));  // items = steps
+  state.counters["worst_chunk_ms"] = worst_s * 1e3;
+}
+BENCHMARK(BM_DrawChunk)
+    ->ArgNames({"people", "steps"})
+    ->Args({10 * kMillion, 100'000})
+    ->Iterations(100)
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
