@@ -233,6 +233,12 @@ std::vector<uint32_t> ReferenceDraw(const DrawSeed& seed, size_t n) {
 }
 
 TEST(FisherYatesTest, IsTheDocumentedDraw) {
+  // docs/design.md's example ("Recomputing a draw from its seed", in Python).
+  FisherYates example(CountingSeed(), Iota(10));
+  example.Step(9);
+  EXPECT_EQ(example.order(), (std::vector<uint32_t>{3, 9, 7, 2, 6, 5, 8, 1, 0, 4}));
+  EXPECT_EQ(ReferenceDraw(CountingSeed(), 10), example.order());
+
   for (size_t n : {2, 3, 10, 1'000, 3'000}) {
     const DrawSeed seed = SeedOf(1'000 + n);
     FisherYates draw(seed, Iota(n));
