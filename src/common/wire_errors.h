@@ -22,6 +22,7 @@ inline constexpr std::string_view kRoomNames = "room names";
 inline constexpr std::string_view kQueueNames = "queue names";
 inline constexpr std::string_view kWorkerNames = "worker names";
 inline constexpr std::string_view kSessionIds = "session ids";
+inline constexpr std::string_view kEventIds = "event ids";
 // "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
@@ -269,6 +270,41 @@ inline std::string JoinsPerMinuteUsed(std::string_view joins) {
   return fmt::format(
       "joins_per_minute_per_client: this client has used up its {} joins a minute in this room",
       joins);
+}
+// Queueing methods (room setting `queueing_method`, core/room_event.h).
+inline constexpr std::string_view kQueueingMethodShape =
+    "'queueing_method' must be one of fifo, random, passthrough, reject, queue_all";
+inline constexpr std::string_view kIncludeActiveNeedsQueueAll =
+    "'include_active' goes with \"queueing_method\": \"queue_all\" in the same update";
+// The schedule (core/schedule.cc): the same words from every backend.
+inline constexpr std::string_view kPrequeueAfterStart =
+    "'prequeue_at' must not be later than 'starts_at'";
+inline constexpr std::string_view kEndsBeforeStart = "'ends_at' must be later than 'starts_at'";
+inline constexpr std::string_view kEventOver = "'ends_at' is in the past: the event would be over";
+inline constexpr std::string_view kEventsNotOnRedis =
+    "scheduled events are not available on the Redis backend yet: run on the embedded backend";
+inline constexpr std::string_view kMethodsNotOnRedis =
+    "queueing methods other than fifo are not available on the Redis backend yet";
+inline std::string UnknownEvent(std::string_view id) {
+  return fmt::format("this room has no scheduled event '{}'", id);
+}
+inline std::string EventsOverlap(std::string_view other) {
+  return fmt::format("the event would overlap event '{}' (from its pre-queue to its end)", other);
+}
+inline std::string TooManyEvents(size_t cap) {
+  return fmt::format("a room holds at most {} scheduled events: delete one first", cap);
+}
+inline std::string EventEnded(std::string_view id) {
+  return fmt::format("event '{}' has ended: it can be deleted, not changed", id);
+}
+inline std::string PrequeueOpened(std::string_view id) {
+  return fmt::format("the pre-queue of event '{}' has opened: 'prequeue_at' cannot move", id);
+}
+inline std::string EventStarted(std::string_view id) {
+  return fmt::format(
+      "event '{}' has started: it can be shortened or ended ('ends_at' earlier), not moved or "
+      "lengthened",
+      id);
 }
 inline std::string TooManyRooms(size_t cap) {
   return fmt::format("this server holds its maximum of {} rooms (--max-rooms): delete one first",

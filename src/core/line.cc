@@ -1,5 +1,6 @@
 #include "core/line.h"
 
+#include <algorithm>
 #include <bit>
 #include <utility>
 
@@ -22,6 +23,23 @@ Line::Ticket Line::PushBack(Member member) {
     Compact(size_ * 2 >= cap ? cap * 2 : cap);
   }
   Ticket t = tail_++;
+  member_[t] = member;
+  live_[t / kBlockBits] |= uint64_t{1} << (t % kBlockBits);
+  AddToBlock(t / kBlockBits, +1);
+  ++size_;
+  return t;
+}
+
+Line::Ticket Line::PushFront(Member member) {
+  if (size_ == 0) return PushBack(member);
+  if (head_ == 0) {
+    // Room in front for a quarter of the line (at least a block), and the same at the back.
+    size_t gap = (std::max(size_ / 4, kBlockBits) + kBlockBits - 1) / kBlockBits * kBlockBits;
+    size_t cap = std::max(member_.size(), kInitialCapacity);
+    while (cap < gap + size_ * 2) cap *= 2;
+    Compact(cap, static_cast<Ticket>(gap));
+  }
+  Ticket t = --head_;
   member_[t] = member;
   live_[t / kBlockBits] |= uint64_t{1} << (t % kBlockBits);
   AddToBlock(t / kBlockBits, +1);
@@ -56,14 +74,30 @@ int64_t Line::Position(Ticket ticket) const {
   return sum;
 }
 
+Line::Member Line::At(int64_t position) const {
+  // The last block whose prefix count is below `position`: the member is in the next one.
+  size_t block = 0;
+  int64_t left = position;
+  size_t step = std::bit_floor(tree_.size() - 1);
+  for (; step > 0; step >>= 1) {
+    if (block + step < tree_.size() && tree_[block + step] < left) {
+      block += step;
+      left -= tree_[block];
+    }
+  }
+  uint64_t word = live_[block];
+  for (int64_t k = 1; k < left; ++k) word &= word - 1;  // drop the first left-1 live bits
+  return member_[block * kBlockBits + static_cast<size_t>(std::countr_zero(word))];
+}
+
 void Line::AddToBlock(size_t block, int32_t delta) {
   for (size_t i = block + 1; i < tree_.size(); i += i & (~i + 1)) tree_[i] += delta;
 }
 
-void Line::Compact(size_t new_capacity) {
+void Line::Compact(size_t new_capacity, Ticket first) {
   std::vector<Member> members(new_capacity, kNone);
   std::vector<uint64_t> live(new_capacity / kBlockBits, 0);
-  Ticket next = 0;
+  Ticket next = first;
   for (Ticket t = head_; t < tail_; ++t) {
     if ((live_[t / kBlockBits] >> (t % kBlockBits) & 1) == 0) continue;
     members[next] = member_[t];
@@ -73,7 +107,7 @@ void Line::Compact(size_t new_capacity) {
   }
   member_ = std::move(members);
   live_ = std::move(live);
-  head_ = 0;
+  head_ = size_ == 0 ? 0 : first;
   tail_ = next;
   // Linear Fenwick construction: each node pushes its sum to its parent once.
   size_t blocks = live_.size();

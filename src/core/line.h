@@ -30,11 +30,16 @@ class Line {
   explicit Line(MoveFn on_move);
 
   Ticket PushBack(Member member);
+  // Goes ahead of everyone in line (people sent back from their slots keep their head start).
+  Ticket PushFront(Member member);
   void Remove(Ticket ticket);
   // 1 = next in. Requires a live ticket.
   int64_t Position(Ticket ticket) const;
   // Requires !empty().
   Member Front() const { return member_[head_]; }
+  // The member at `position` (1 = next in), 1 <= position <= size(): a descent of the tree,
+  // then a select in one word.
+  Member At(int64_t position) const;
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // Calls fn(member) for everyone in line, first in line first: one pass over the bitmap.
@@ -52,7 +57,8 @@ class Line {
  private:
   static constexpr size_t kBlockBits = 64;
   void AddToBlock(size_t block, int32_t delta);
-  void Compact(size_t new_capacity);
+  // Renumbers the live tickets from `first` on (tickets below it stay free for PushFront).
+  void Compact(size_t new_capacity, Ticket first = 0);
 
   MoveFn on_move_;
   std::vector<uint64_t> live_;  // bit t%64 of word t/64: ticket t is in line

@@ -26,6 +26,7 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (places_per_client) config.places_per_client = *places_per_client;
   if (challenge_difficulty) config.challenge_difficulty = *challenge_difficulty;
   if (gate) config.gate = *gate;
+  if (queueing_method) config.queueing_method = *queueing_method;
 }
 
 namespace {
@@ -90,18 +91,24 @@ const char* ToString(SessionStatus status) {
       return "grace";
     case SessionStatus::kGone:
       return "gone";
+    case SessionStatus::kPrequeue:
+      return "prequeue";
+    case SessionStatus::kClosed:
+      return "closed";
   }
   return "gone";
 }
 
 Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
-    : config_(config),
+    : own_(config),
+      config_(config),
       revocation_ttl_ms_(revocation_ttl_ms),
       now_(now_ms),
       index_(0, IdHash{&slab_}, IdEq{&slab_}),
       line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
       version_(static_cast<uint64_t>(now_ms) << 20),
-      client_index_(0, ClientHash{&clients_}, ClientEq{&clients_}) {}
+      client_index_(0, ClientHash{&clients_}, ClientEq{&clients_}),
+      prequeue_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
 
 // ---- queries -------------------------------------------------------------------------------
 
@@ -111,7 +118,9 @@ Room::Index Room::Find(std::string_view id) const {
 }
 
 int64_t Room::NextDeadline() const {
-  uint64_t k = std::min(deadlines_.empty() ? kNever : deadlines_.Top().key, RateOpenKey(now_));
+  if (Drawing() || NeedsSeed()) return now_;  // the backend publishes the draw, a chunk a tick
+  uint64_t k = std::min(
+      {deadlines_.empty() ? kNever : deadlines_.Top().key, RateOpenKey(now_), BoundaryKey()});
   return k == kNever ? INT64_MAX : static_cast<int64_t>(k >> 1);
 }
 
@@ -119,6 +128,7 @@ uint64_t Room::DueKey(const Session& s) const {
   bool by_time = presence_ != Presence::kReplayed;  // presence deadlines (see set_presence)
   switch (s.status) {
     case SessionStatus::kWaiting:
+    case SessionStatus::kPrequeue:
       return by_time ? Key(s.last_seen + config_.checkin_timeout_ms, kKindDropout) : kNever;
     case SessionStatus::kActive: {
       int64_t t = INT64_MAX;
@@ -129,21 +139,25 @@ uint64_t Room::DueKey(const Session& s) const {
     case SessionStatus::kGrace:
       return Key(s.since, kKindOther);
     case SessionStatus::kGone:
+    case SessionStatus::kClosed:
       break;
   }
   return kNever;
 }
 
 uint64_t Room::RateOpenKey(int64_t now) const {
+  QueueingMethod m = config_.queueing_method;
   if (config_.paused || !config_.admit_per_minute || line_.empty() ||
-      holders_ >= config_.capacity) {
+      holders_ >= config_.capacity || m == QueueingMethod::kQueueAll ||
+      m == QueueingMethod::kPassthrough) {
     return kNever;
   }
   return Key(admitted_window_.NextBelow(now, *config_.admit_per_minute), kKindOther);
 }
 
 std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
-  if (config_.paused) return std::nullopt;  // nobody moves until an admin resumes
+  // Nobody moves until an admin resumes or lets go of the brake.
+  if (config_.paused || config_.queueing_method == QueueingMethod::kQueueAll) return std::nullopt;
   return EtaMs(position, freed_window_.Count(now), config_.admit_per_minute);
 }
 
@@ -156,13 +170,19 @@ SessionView Room::View(Index i, int64_t now) const {
   v.active = holders_;
   v.capacity = config_.capacity;
   if (s.status == SessionStatus::kWaiting) {
-    v.position = line_.Position(s.ticket);
-    v.eta_ms = Eta(v.position, now);
-  } else {
+    if (config_.queueing_method == QueueingMethod::kRandom) {
+      v.odds = Odds(now);
+      if (v.odds) v.eta_ms = v.odds->p50_ms;
+    } else {
+      v.position = line_.Position(s.ticket);
+      v.eta_ms = Eta(v.position, now);
+    }
+  } else if (s.status != SessionStatus::kPrequeue) {
     v.admission = s.admission;
     v.incarnation = incarnation_;
     v.eta_ms = 0;
   }
+  AddEventFields(v, now);
   return v;
 }
 
@@ -173,6 +193,7 @@ SessionView Room::GoneView(std::string_view id) const {
   v.waiting = waiting();
   v.active = holders_;
   v.capacity = config_.capacity;
+  AddEventFields(v, now_);
   return v;
 }
 
@@ -184,6 +205,10 @@ size_t Room::MemoryBytes() const {
   for (const Client& c : clients_) bytes += c.key.capacity() > 15 ? c.key.capacity() : 0;
   bytes += client_index_.bucket_count() * (sizeof(uint32_t) + 1) + client_refills_.MemoryBytes();
   bytes += held_.bucket_count() * (sizeof(uint64_t) + sizeof(Index) + 1);
+  bytes += prequeue_.MemoryBytes() + free_after_draw_.capacity() * sizeof(Index);
+  if (draw_)
+    bytes += draw_->order.capacity() * sizeof(Index) +
+             (draw_->fy ? draw_->fy->size() * sizeof(uint32_t) : 0);
   return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
 }
 
@@ -202,9 +227,14 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   s = Session{};
   s.id.Assign(id);
   s.last_seen = now;
-  s.status = SessionStatus::kWaiting;
   index_.insert(i);
-  s.ticket = line_.PushBack(i);
+  if (PrequeueOpen()) {
+    s.status = SessionStatus::kPrequeue;
+    s.ticket = prequeue_.PushBack(i);
+  } else {
+    s.status = SessionStatus::kWaiting;
+    s.ticket = line_.PushBack(i);
+  }
   deadlines_.Set(i, DueKey(s));
   ++version_;
   ++checkin_changes_;
@@ -220,11 +250,21 @@ void Room::Free(Index i) {
   // knows (check-ins are not all logged), would make equal states save differently.
   slab_[i] = Session{};
   slab_[i].status = SessionStatus::kGone;
-  free_.push_back(i);
+  // A draw's order names indices: none is reused while one is on.
+  (draw_ ? free_after_draw_ : free_).push_back(i);
+}
+
+void Room::Unline(Index i) {
+  Session& s = slab_[i];
+  if (s.status == SessionStatus::kWaiting) {
+    line_.Remove(s.ticket);
+  } else if (s.status == SessionStatus::kPrequeue && !s.drawn) {
+    prequeue_.Remove(s.ticket);
+  }  // drawn: the draw skips it when it comes to its place (its slot is gone by then)
 }
 
 void Room::DropWaiting(Index i) {
-  line_.Remove(slab_[i].ticket);
+  Unline(i);
   Free(i);
 }
 
@@ -239,7 +279,7 @@ void Room::RekeyAll() {
 
 void Room::Admit(Index i, int64_t now) {
   Session& s = slab_[i];
-  line_.Remove(s.ticket);
+  Unline(i);
   ++version_;
   s.status = SessionStatus::kActive;
   s.claimed = false;  // admitted while not calling in: must claim with a check
@@ -280,11 +320,20 @@ void Room::ForgetOldRevocations(int64_t now) {
 
 void Room::Fill(int64_t now) {
   if (config_.paused) return;  // freed slots stay free; resuming (Reconfigure) fills them
+  switch (config_.queueing_method) {
+    case QueueingMethod::kQueueAll:
+      return;  // the brake: letting go of it (Reconfigure, an event's end) fills them
+    case QueueingMethod::kPassthrough:
+      while (!line_.empty()) Admit(line_.Front(), now);  // nobody waits, whatever the capacity
+      return;
+    default:
+      break;
+  }
   while (!line_.empty() && holders_ < config_.capacity) {
     if (config_.admit_per_minute && admitted_window_.Count(now) >= *config_.admit_per_minute) {
       return;  // the rate cap holds the slot free; RateOpenKey schedules the next try
     }
-    Admit(line_.Front(), now);
+    Admit(PickNext(), now);
   }
 }
 
@@ -294,6 +343,7 @@ void Room::ProcessDue(Index i, int64_t when) {
   Session& s = slab_[i];
   switch (s.status) {
     case SessionStatus::kWaiting:
+    case SessionStatus::kPrequeue:
       ReportSeenExpiry(i);
       ++counters_.dropped_total;
       DropWaiting(i);
@@ -314,6 +364,7 @@ void Room::ProcessDue(Index i, int64_t when) {
       Release(i, when, /*dropped=*/false);
       return;
     case SessionStatus::kGone:
+    case SessionStatus::kClosed:
       return;
   }
 }
@@ -343,14 +394,19 @@ void Room::Advance(int64_t now_ms) {
   ForgetFullBuckets(now_);
 }
 
+// At equal keys: a session's deadline, then an event's stage change, then the rate cap.
 void Room::ProcessBefore(uint64_t limit) {
   while (true) {
     uint64_t heap_key = deadlines_.empty() ? kNever : deadlines_.Top().key;
     uint64_t rate_key = RateOpenKey(now_);
-    uint64_t key = std::min(heap_key, rate_key);
+    uint64_t boundary_key = BoundaryKey();
+    uint64_t key = std::min({heap_key, rate_key, boundary_key});
     if (key >= limit) break;
     int64_t when = std::max(static_cast<int64_t>(key >> 1), now_);
-    if (heap_key <= rate_key) {
+    if (heap_key > key && boundary_key == key) {
+      now_ = when;
+      ProcessBoundary(when);
+    } else if (heap_key == key) {
       Index i = deadlines_.Top().member;
       uint64_t due = DueKey(slab_[i]);
       if (due != heap_key) {  // a lazy key: the session was seen since; move it to its deadline
@@ -377,6 +433,7 @@ bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
   if (i == kNoIndex) return false;
   switch (slab_[i].status) {
     case SessionStatus::kWaiting:
+    case SessionStatus::kPrequeue:
       ++counters_.dropped_total;
       DropWaiting(i);
       break;
@@ -404,16 +461,19 @@ void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
   ++version_;
   bool new_rate = patch.joins_per_minute_per_client &&
                   *patch.joins_per_minute_per_client != config_.joins_per_minute_per_client;
-  patch.ApplyTo(config_);
+  patch.ApplyTo(own_);
   // Debts are in units of the old rate: start every bucket full rather than convert them.
   if (new_rate) RefillAllBuckets();
-  if (patch.grace_ms || patch.checkin_timeout_ms || patch.idle_timeout_ms) RekeyAll();
-  Fill(now_);
+  ApplyEffective(now_);
+  if (patch.include_active && config_.queueing_method == QueueingMethod::kQueueAll) {
+    SendHoldersBack(/*to_prequeue=*/false, now_);
+  }
 }
 
 OpResult<SessionView> Room::Check(std::string_view id, const Arrival& arrival, int64_t now_ms) {
   Advance(now_ms);
   if (Find(id) == kNoIndex) {
+    if (config_.queueing_method == QueueingMethod::kReject) return ClosedView(id);
     if (auto refusal = JoinRefusal(arrival)) return std::move(*refusal);
   }
   return CheckRecorded(id, arrival.client, now_);
@@ -423,6 +483,7 @@ SessionView Room::CheckRecorded(std::string_view id, std::string_view client, in
   Advance(now_ms);
   Index i = Find(id);
   if (i == kNoIndex) {
+    if (config_.queueing_method == QueueingMethod::kReject) return ClosedView(id);
     i = Join(id, now_);
     CountJoin(i, client);
     Fill(now_);
@@ -477,6 +538,12 @@ LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
   v.paused = config_.paused;
   v.checkin_timeout_ms = config_.checkin_timeout_ms;
   v.idle_timeout_ms = config_.idle_timeout_ms;
+  v.phase = Phase();
+  v.queueing_method = config_.queueing_method;
+  if (const RoomEvent* e = StatusEvent()) {
+    v.event_starts_at = e->spec.starts_at;
+    v.event_ends_at = e->spec.ends_at;
+  }
   v.changed = version_ != since;
   if (v.changed) {
     v.line.Reserve(line_.size(), line_.size() * SessionId::kInline);
@@ -505,7 +572,9 @@ OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_m
   Index i = Find(id);
   if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   Session& s = slab_[i];
-  if (s.status == SessionStatus::kWaiting || final) return End(i, id);
+  if (s.status == SessionStatus::kWaiting || s.status == SessionStatus::kPrequeue || final) {
+    return End(i, id);
+  }
   if (s.status == SessionStatus::kActive) {
     ++version_;
     s.status = SessionStatus::kGrace;
@@ -523,7 +592,8 @@ OpResult<SessionView> Room::Evict(std::string_view id, int64_t now_ms) {
 }
 
 SessionView Room::End(Index i, std::string_view id) {
-  if (slab_[i].status == SessionStatus::kWaiting) {
+  SessionStatus st = slab_[i].status;
+  if (st == SessionStatus::kWaiting || st == SessionStatus::kPrequeue) {
     DropWaiting(i);
   } else {
     Release(i, now_, /*dropped=*/false);

@@ -36,6 +36,24 @@
 //    a full table (buckets refill within a minute).
 // A room with a challenge (challenge_difficulty) refuses joins whose proof shows fewer bits,
 // before any per-client limit is looked at (kChallengeRequired). Refused joins change nothing.
+//
+// Launch day (room_events.cc; the types in room_event.h):
+//  - Queueing methods: kFifo admits the line in order; kRandom draws who is next from the line
+//    (the room's seed's stream, so a replay draws the same); kPassthrough admits every arrival
+//    and everyone waiting, whatever the capacity; kReject answers joins kClosed and keeps
+//    nothing, while the line still moves; kQueueAll admits nobody. A switch never reorders
+//    the line (it stays in arrival order under every method), so switching back finds everyone
+//    where they were; kQueueAll with include_active sends the holders to its head.
+//  - Events (at most one opens at a time: no two overlap): from prequeue_at to starts_at new
+//    arrivals go to the pre-queue (kPrequeue), which the line ignores; at starts_at the
+//    pre-queue is drawn: taken in arrival order and, with shuffle_at_start, permuted by forward
+//    Fisher-Yates from a seed (core/draw.h). Positions are published into the line in the
+//    drawn order as they become final (DrawStep, in bounded chunks the backend drives and
+//    logs); arrivals during the draw wait in the pre-queue and follow the drawn, in arrival
+//    order. From starts_at to ends_at the overrides apply (config() stays the room's own;
+//    the rules read the effective settings). Stage changes are deadlines: processed at their
+//    times, in order with the others.
+//  - A draw holds slab indices, so none is reused until it is over.
 
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
@@ -52,6 +70,7 @@
 #include "common/bytes.h"
 #include "common/op_status.h"
 #include "core/deadline_heap.h"
+#include "core/draw.h"
 #include "core/id_hash.h"
 #include "core/line.h"
 #include "core/minute_window.h"
@@ -80,8 +99,33 @@ class Room {
   Room(const Room&) = delete;
   Room& operator=(const Room&) = delete;
 
-  const RoomConfig& config() const { return config_; }
+  // The room's own settings (what PUT set); effective(): with a running event's overrides.
+  const RoomConfig& config() const { return own_; }
+  const RoomConfig& effective() const { return config_; }
   void Reconfigure(const RoomPatch& patch, int64_t now_ms);
+
+  // ---- launch day (room_events.cc) ----
+  // Every event of the room, in time order.
+  const std::vector<RoomEvent>& events() const { return events_; }
+  // Adds or changes event `id` (core/schedule.h says what may change); answers it as stored.
+  OpResult<RoomEvent> PutEvent(std::string_view id, const EventSpec& spec, int64_t now_ms);
+  // Cancels it: a pre-queue it holds joins the line in arrival order, its overrides end.
+  OpResult<RoomEvent> DeleteEvent(std::string_view id, int64_t now_ms);
+  // A draw with shuffle_at_start began (at an Advance) and waits for its seed: the backend
+  // draws 256 random bits, logs them, and calls SeedDraw before anything else changes.
+  bool NeedsSeed() const;
+  void SeedDraw(const DrawSeed& seed);
+  // Positions of a draw are left to publish: the backend calls DrawStep until it is over.
+  bool Drawing() const;
+  // Publishes up to `max_positions` more drawn positions into the line (and, when the draw is
+  // over, the pre-queue's later arrivals behind them); answers how many it took.
+  size_t DrawStep(size_t max_positions, int64_t now_ms);
+  // The room's own seed, for the random method's picks: set once when the room is created.
+  void set_seed(const DrawSeed& seed);
+  const DrawSeed& seed() const { return seed_; }
+  // The phase a status shows (RoomPhase), as of the room's time.
+  RoomPhase Phase() const;
+  int64_t prequeued() const { return static_cast<int64_t>(prequeue_.size() + DrawLeft()); }
 
   // Joins (unknown or gone session), or checks in. Answers only active or waiting. A join is
   // refused by the challenge or a per-client limit (see above); a check-in never is.
@@ -190,6 +234,7 @@ class Room {
     Line::Ticket ticket = 0;
     SessionStatus status = SessionStatus::kWaiting;
     bool claimed = false;
+    bool drawn = false;  // kPrequeue: in the draw's order (not in prequeue_), not published yet
     uint32_t client = kNoClient;  // the client its join counted for (tracked joins only)
   };
   using Index = uint32_t;
@@ -256,6 +301,7 @@ class Room {
   void ReportSeenExpiry(Index i);  // before the session changes
   SessionView View(Index i, int64_t now) const;
   SessionView GoneView(std::string_view id) const;
+  SessionView ClosedView(std::string_view id) const;  // a join the room does not take
   // Out of the room for good: out of the line, or the slot released (and refilled).
   SessionView End(Index i, std::string_view id);
   void DropWaiting(Index i);
@@ -263,6 +309,29 @@ class Room {
   void ClaimPresence(Index i);
   std::optional<int64_t> Eta(int64_t position, int64_t now) const;
   void ForgetOldRevocations(int64_t now);
+  // Out of the line it waits in (the line, the pre-queue, or the draw's order).
+  void Unline(Index i);
+
+  // Launch day (room_events.cc).
+  RoomConfig EffectiveConfig() const;    // own_ with the running event's overrides
+  void ApplyEffective(int64_t now);      // config_ = EffectiveConfig(), and what that changes
+  const RoomEvent* OpenEvent() const;    // the event in its pre-queue or running, not suspended
+  const RoomEvent* StatusEvent() const;  // OpenEvent, else the next scheduled one
+  bool PrequeueOpen() const;             // arrivals go to the pre-queue (or a draw is on)
+  void ProcessBoundary(int64_t when);    // the earliest stage change, due at `when`
+  void ComputeNextBoundary();
+  uint64_t BoundaryKey() const;
+  void OpenPrequeue(const RoomEvent& e, int64_t now);
+  void StartEvent(RoomEvent& e, int64_t now);
+  void ReleasePrequeue();  // the pre-queue joins the line in arrival order
+  void SendHoldersBack(bool to_prequeue, int64_t now);
+  size_t DrawLeft() const;
+  void FinishDraw();
+  Index PickNext();
+  std::optional<WaitOdds> Odds(int64_t now) const;
+  void AddEventFields(SessionView& v, int64_t now) const;
+  bool RestoreLaunch(ByteReader& in);  // room_snapshot.cc
+  void SaveLaunch(ByteWriter& out) const;
 
   // Per-client limits (room.cc, "clients").
   bool LimitsClients() const {
@@ -282,7 +351,8 @@ class Room {
   void RefillAllBuckets();
   bool RestoreClients(ByteReader& in);  // room_snapshot.cc
 
-  RoomConfig config_;
+  RoomConfig own_;     // as PUT set it
+  RoomConfig config_;  // what the rules use: own_ with a running event's overrides
   int64_t revocation_ttl_ms_;
   int64_t now_ = 0;  // the latest time seen; time never goes backwards inside a room
 
@@ -317,6 +387,27 @@ class Room {
   // Clients that hold no place, by the time their bucket is full again (then forgotten).
   DeadlineHeap client_refills_;
   size_t max_clients_ = kDefaultMaxClientsPerRoom;
+
+  std::vector<RoomEvent> events_;  // in time order (they never overlap)
+  // Derived from events_ (ComputeNextBoundary): the earliest stage change of an event not
+  // suspended, the event in its pre-queue or running, and the next one scheduled (-1: none).
+  int64_t next_boundary_ = INT64_MAX;
+  int open_ = -1;
+  int upcoming_ = -1;
+  Line prequeue_;  // kPrequeue sessions not in a draw, in arrival order
+  struct Draw {
+    std::string event;
+    bool shuffle = false;
+    int64_t at = 0;
+    std::vector<Index> order;       // the pre-queue in arrival order, until seeded
+    std::optional<FisherYates> fy;  // shuffled draws, once seeded
+    size_t published = 0;           // positions moved into the line
+  };
+  std::optional<Draw> draw_;
+  std::vector<Index> free_after_draw_;  // freed while a draw holds indices
+  DrawSeed seed_{};
+  std::optional<DrawStream> picks_;  // the random method's stream, from seed_
+  uint64_t picks_used_ = 0;          // words of it used (saved: a restored room goes on)
 
   Presence presence_ = Presence::kTimed;
   std::vector<SeenExpiry> seen_expiries_;  // kReported: not yet taken by the backend

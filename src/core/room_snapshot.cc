@@ -2,6 +2,7 @@
 // behaves exactly like the original (same slab indices, same heap keys, same line order).
 #include <algorithm>
 
+#include "core/event_codec.h"
 #include "core/room.h"
 
 namespace anteroom::core {
@@ -25,19 +26,20 @@ std::optional<int64_t> LoadOptional(ByteReader& in) {
 
 void Room::Save(ByteWriter& out) const {
   out.Put(kRoomFormat);
-  out.Put(config_.capacity);
-  out.Put(config_.grace_ms);
-  out.Put(config_.checkin_timeout_ms);
-  SaveOptional(out, config_.idle_timeout_ms);
-  SaveOptional(out, config_.admit_per_minute);
-  out.PutBool(config_.paused);
-  out.PutBool(config_.target_url.has_value());
-  if (config_.target_url) out.PutString(*config_.target_url);
-  SaveOptional(out, config_.joins_per_minute_per_client);
-  SaveOptional(out, config_.places_per_client);
-  SaveOptional(out, config_.challenge_difficulty);
-  out.PutBool(config_.gate.has_value());
-  if (config_.gate) out.PutString(*config_.gate);
+  out.Put(own_.capacity);
+  out.Put(own_.grace_ms);
+  out.Put(own_.checkin_timeout_ms);
+  SaveOptional(out, own_.idle_timeout_ms);
+  SaveOptional(out, own_.admit_per_minute);
+  out.PutBool(own_.paused);
+  out.PutBool(own_.target_url.has_value());
+  if (own_.target_url) out.PutString(*own_.target_url);
+  SaveOptional(out, own_.joins_per_minute_per_client);
+  SaveOptional(out, own_.places_per_client);
+  SaveOptional(out, own_.challenge_difficulty);
+  out.PutBool(own_.gate.has_value());
+  if (own_.gate) out.PutString(*own_.gate);
+  out.Put(static_cast<uint8_t>(own_.queueing_method));
   out.Put(revocation_ttl_ms_);
   out.Put(now_);
 
@@ -49,6 +51,7 @@ void Room::Save(ByteWriter& out) const {
     out.Put(s.admission);
     out.Put(s.status);
     out.PutBool(s.claimed);
+    out.PutBool(s.drawn);
     out.Put(s.client);
   }
   out.Put<uint64_t>(free_.size());
@@ -71,6 +74,10 @@ void Room::Save(ByteWriter& out) const {
   std::sort(waiting.begin(), waiting.end());
   out.Put<uint64_t>(waiting.size());
   for (const auto& w : waiting) out.Put(w.second);
+  std::vector<Index> prequeued;
+  prequeue_.ForEach([&](Line::Member m) { prequeued.push_back(m); });
+  out.Put<uint64_t>(prequeued.size());
+  for (Index i : prequeued) out.Put(i);
 
   out.Put(holders_);
   out.Put(admissions_);
@@ -111,27 +118,52 @@ void Room::Save(ByteWriter& out) const {
     out.Put(e.key);
   }
   out.Put(incarnation_);
+  SaveLaunch(out);
+}
+
+// Events, the draw and the random method's stream.
+void Room::SaveLaunch(ByteWriter& out) const {
+  out.Put<uint64_t>(events_.size());
+  for (const RoomEvent& e : events_) SaveRoomEvent(out, e);
+  out.PutBool(draw_.has_value());
+  if (draw_) {
+    out.PutString(draw_->event);
+    out.PutBool(draw_->shuffle);
+    out.Put(draw_->at);
+    out.Put<uint64_t>(draw_->published);
+    out.Put<uint64_t>(draw_->order.size());
+    for (Index i : draw_->order) out.Put(i);
+    out.PutBool(draw_->fy.has_value());
+    if (draw_->fy) draw_->fy->Save(out);
+  }
+  out.Put<uint64_t>(free_after_draw_.size());
+  for (Index i : free_after_draw_) out.Put(i);
+  SaveSeed(out, seed_);
+  out.Put<uint64_t>(picks_ ? picks_->words_used() : picks_used_);
 }
 
 bool Room::Restore(ByteReader& in) {
   if (in.Get<uint32_t>() != kRoomFormat) return false;
   Room& r = *this;
-  r.config_.capacity = in.Get<int64_t>();
-  r.config_.grace_ms = in.Get<int64_t>();
-  r.config_.checkin_timeout_ms = in.Get<int64_t>();
-  r.config_.idle_timeout_ms = LoadOptional(in);
-  r.config_.admit_per_minute = LoadOptional(in);
-  r.config_.paused = in.GetBool();
-  r.config_.target_url.reset();
-  if (in.GetBool()) r.config_.target_url = in.GetString();
-  r.config_.joins_per_minute_per_client = LoadOptional(in);
-  r.config_.places_per_client = LoadOptional(in);
-  r.config_.challenge_difficulty = LoadOptional(in);
-  r.config_.gate.reset();
-  if (in.GetBool()) r.config_.gate = in.GetString();
+  r.own_.capacity = in.Get<int64_t>();
+  r.own_.grace_ms = in.Get<int64_t>();
+  r.own_.checkin_timeout_ms = in.Get<int64_t>();
+  r.own_.idle_timeout_ms = LoadOptional(in);
+  r.own_.admit_per_minute = LoadOptional(in);
+  r.own_.paused = in.GetBool();
+  r.own_.target_url.reset();
+  if (in.GetBool()) r.own_.target_url = in.GetString();
+  r.own_.joins_per_minute_per_client = LoadOptional(in);
+  r.own_.places_per_client = LoadOptional(in);
+  r.own_.challenge_difficulty = LoadOptional(in);
+  r.own_.gate.reset();
+  if (in.GetBool()) r.own_.gate = in.GetString();
+  auto method = in.Get<uint8_t>();
+  if (method > static_cast<uint8_t>(QueueingMethod::kQueueAll)) in.Fail();
+  r.own_.queueing_method = static_cast<QueueingMethod>(method);
   r.revocation_ttl_ms_ = in.Get<int64_t>();
   r.now_ = in.Get<int64_t>();
-  if (in.failed() || !InRange(r.config_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||
+  if (in.failed() || !InRange(r.own_) || r.now_ < 0 || r.now_ > kLatestTimeMs ||
       r.revocation_ttl_ms_ < 0 || r.revocation_ttl_ms_ > kMaxDurationMs) {
     return false;
   }
@@ -147,8 +179,10 @@ bool Room::Restore(ByteReader& in) {
     s.admission = in.Get<uint64_t>();
     s.status = in.Get<SessionStatus>();
     s.claimed = in.GetBool();
+    s.drawn = in.GetBool();
     s.client = in.Get<uint32_t>();
-    if (s.status > SessionStatus::kGone) in.Fail();
+    if (s.status > SessionStatus::kPrequeue) in.Fail();
+    if (s.drawn && s.status != SessionStatus::kPrequeue) in.Fail();
     // A free slot keeps nothing (Free).
     if (s.status == SessionStatus::kGone) {
       if (!s.id.view().empty()) in.Fail();
@@ -185,6 +219,15 @@ bool Room::Restore(ByteReader& in) {
       r.slab_[i].ticket = r.line_.PushBack(i);
     }
   }
+  uint64_t prequeued = in.GetCount(sizeof(Index));
+  for (uint64_t k = 0; k < prequeued && !in.failed(); ++k) {
+    Index i = in.Get<Index>();
+    if (i >= n || r.slab_[i].status != SessionStatus::kPrequeue || r.slab_[i].drawn) {
+      in.Fail();
+    } else {
+      r.slab_[i].ticket = r.prequeue_.PushBack(i);
+    }
+  }
   r.holders_ = in.Get<int64_t>();
   r.admissions_ = in.Get<uint64_t>();
   r.admitted_window_.Load(in);
@@ -206,6 +249,7 @@ bool Room::Restore(ByteReader& in) {
   }
   if (!RestoreClients(in)) return false;
   r.incarnation_ = in.Get<uint64_t>();
+  if (!RestoreLaunch(in)) return false;
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];
     if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;
@@ -214,7 +258,55 @@ bool Room::Restore(ByteReader& in) {
     if (s.admission == 0 || s.admission > r.admissions_) return false;
     if (!r.held_.emplace(s.admission, i).second) return false;  // two holders of one admission
   }
-  return !in.failed() && static_cast<size_t>(r.waiting()) == waiting;
+  return !in.failed() && static_cast<size_t>(r.waiting()) == waiting &&
+         r.prequeue_.size() == prequeued;
+}
+
+bool Room::RestoreLaunch(ByteReader& in) {
+  const size_t n = slab_.size();
+  uint64_t events = in.GetCount(4);
+  if (events > kMaxEventsPerRoom) return false;
+  for (uint64_t k = 0; k < events && !in.failed(); ++k) events_.push_back(LoadRoomEvent(in));
+  if (in.GetBool()) {
+    Draw d;
+    d.event = in.GetString();
+    d.shuffle = in.GetBool();
+    d.at = in.Get<int64_t>();
+    d.published = in.Get<uint64_t>();
+    uint64_t order = in.GetCount(sizeof(Index));
+    d.order.reserve(order);
+    for (uint64_t k = 0; k < order && !in.failed(); ++k) {
+      Index i = in.Get<Index>();
+      if (i >= n) in.Fail();
+      d.order.push_back(i);
+    }
+    if (in.GetBool()) {
+      d.fy = FisherYates::Restore(in);
+      if (!d.fy || !d.shuffle || !d.order.empty()) return false;
+      for (uint32_t i : d.fy->order()) {
+        if (i >= n) return false;
+      }
+    }
+    size_t total = d.fy ? d.fy->size() : d.order.size();
+    if (d.published > total || (d.fy && d.published > d.fy->done())) return false;
+    draw_ = std::move(d);
+  }
+  uint64_t deferred = in.GetCount(sizeof(Index));
+  for (uint64_t k = 0; k < deferred && !in.failed(); ++k) {
+    Index i = in.Get<Index>();
+    if (i >= n || slab_[i].status != SessionStatus::kGone || !draw_) return false;
+    free_after_draw_.push_back(i);
+  }
+  seed_ = LoadSeed(in);
+  picks_used_ = in.Get<uint64_t>();
+  if (in.failed()) return false;
+  // A drawn session is one the draw has not published yet.
+  for (const Session& s : slab_) {
+    if (s.drawn && !draw_) return false;
+  }
+  ComputeNextBoundary();
+  config_ = EffectiveConfig();
+  return true;
 }
 
 // The client table, checked against the sessions: every place a live session counts is in its

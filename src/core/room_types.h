@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/room_event.h"
+
 namespace anteroom::core {
 
 // Ranges accepted on the wire (enforced by the HTTP layer before the engine sees a value).
@@ -49,6 +51,8 @@ struct RoomConfig {
   // JSON text, validated and canonicalized by the HTTP layer; nullopt: no gate settings. Plain
   // data, as target_url: the rules never read it, and every backend keeps it byte for byte.
   std::optional<std::string> gate;
+  // How the room admits (core/room_event.h); an event running may override it.
+  QueueingMethod queueing_method = QueueingMethod::kFifo;
 };
 
 // What a join brings besides the session id (Room::Check). The default, no client and no
@@ -71,6 +75,10 @@ struct RoomPatch {
   std::optional<std::optional<int64_t>> places_per_client;
   std::optional<std::optional<int64_t>> challenge_difficulty;
   std::optional<std::optional<std::string>> gate;  // inner nullopt: clear it
+  std::optional<QueueingMethod> queueing_method;
+  // With queueing_method kQueueAll: everyone holding a slot goes back to the head of the line,
+  // in admission order, their tokens revoked. An action, not a setting: never stored.
+  bool include_active = false;
 
   void ApplyTo(RoomConfig& config) const;
 };
@@ -81,19 +89,35 @@ struct RoomPatch {
 bool InRange(const RoomConfig& config);
 bool InRange(const RoomPatch& patch);
 
-enum class SessionStatus : uint8_t { kWaiting, kActive, kGrace, kGone };
+// kPrequeue: in an event's pre-queue, waiting for its draw. kClosed: a join the room did not
+// take (queueing method kReject); nothing of it is kept.
+enum class SessionStatus : uint8_t { kWaiting, kActive, kGrace, kGone, kPrequeue, kClosed };
 const char* ToString(SessionStatus status);
+
+// In the random method a waiting session has no place, only odds: the chance that it is drawn
+// next, and the waits by which a quarter, half and three quarters of those waiting now will be
+// in (EtaMs of those ranks: a drawn rank is uniform over the line).
+struct WaitOdds {
+  double chance_next = 0;
+  std::optional<int64_t> p25_ms, p50_ms, p75_ms;
+};
 
 struct SessionView {
   std::string session;
   SessionStatus status = SessionStatus::kGone;
-  int64_t position = 0;  // 1 = next in; 0 unless waiting
+  int64_t position = 0;  // 1 = next in; 0 unless waiting (and in the random method)
   int64_t waiting = 0;
   int64_t active = 0;  // slot holders: active and in grace
   int64_t capacity = 0;
   std::optional<int64_t> eta_ms;
   uint64_t admission = 0;    // number of the admission that holds the slot (token claim "adm")
   uint64_t incarnation = 0;  // the room's incarnation, with the admission (token claim "inc")
+  RoomPhase phase = RoomPhase::kOpen;
+  QueueingMethod queueing_method = QueueingMethod::kFifo;
+  std::optional<WaitOdds> odds;         // waiting in the random method
+  std::optional<int64_t> starts_in_ms;  // the next event (or the one in its pre-queue) starts in
+  std::optional<int64_t> ends_in_ms;    // the running (or next) event ends in
+  int64_t refresh_after_ms = 0;         // how soon a polling client should ask again
 };
 
 struct RoomCounters {
@@ -108,6 +132,20 @@ struct RoomCounters {
 // channel use.
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
                              std::optional<int64_t> admit_per_minute);
+
+// The odds a waiting session has in the random method, with `waiting` in line (nullopt when
+// nobody waits): each is next with chance 1/waiting, and the wait by which a quarter, half and
+// three quarters of the line will be in is the EtaMs of that rank (nullopt when nobody moves:
+// `moving` false, or no slot freed in the last minute).
+std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
+                                   std::optional<int64_t> admit_per_minute, bool moving);
+
+// How soon a polling client should ask again (SessionView::refresh_after_ms), in
+// [250 ms, 30 s]: within half of what keeps it present (the check-in timeout, the idle
+// timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), at most
+// 10 s while waiting; 30 s when closed; 0 when gone (join again now).
+int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
+                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms);
 
 // Session ids packed in one buffer: a line of 100k costs two allocations, not 100k.
 class IdList {
@@ -146,6 +184,11 @@ struct LineView {
   bool paused = false;             // no ETA while admissions are paused
   int64_t checkin_timeout_ms = 0;  // how often connected sessions must be kept present
   std::optional<int64_t> idle_timeout_ms;
+  RoomPhase phase = RoomPhase::kOpen;
+  QueueingMethod queueing_method = QueueingMethod::kFifo;
+  // The event the statuses speak of (open, or the next scheduled): its times, ms since the epoch.
+  std::optional<int64_t> event_starts_at;
+  std::optional<int64_t> event_ends_at;
   IdList line;  // everyone waiting, first in line first
 };
 

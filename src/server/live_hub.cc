@@ -232,7 +232,10 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   const core::LineView& c = rw.counts;
   bool counts_changed = !rw.have_counts || v.active != c.active || v.waiting != c.waiting ||
                         v.capacity != c.capacity || v.freed_last_minute != c.freed_last_minute ||
-                        v.admit_per_minute != c.admit_per_minute || v.paused != c.paused;
+                        v.admit_per_minute != c.admit_per_minute || v.paused != c.paused ||
+                        v.phase != c.phase || v.queueing_method != c.queueing_method ||
+                        v.event_starts_at != c.event_starts_at ||
+                        v.event_ends_at != c.event_ends_at;
   if (v.changed) {
     // One ordered sweep: each connected session's position is its place in this walk.
     rw.version = v.version;
@@ -269,6 +272,10 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.counts.paused = v.paused;
   rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
   rw.counts.idle_timeout_ms = v.idle_timeout_ms;
+  rw.counts.phase = v.phase;
+  rw.counts.queueing_method = v.queueing_method;
+  rw.counts.event_starts_at = v.event_starts_at;
+  rw.counts.event_ends_at = v.event_ends_at;
   rw.have_counts = true;
   BoundStreams(rw, out);
   int64_t now = clock_.NowMs();
@@ -340,17 +347,41 @@ void LiveHub::OnPresent(const std::string& room, OpResult<std::vector<SessionVie
 
 // ---- what clients see ----------------------------------------------------------------------
 
+namespace {
+bool Moving(const core::LineView& c) {
+  return !c.paused && c.queueing_method != core::QueueingMethod::kQueueAll;
+}
+bool Drawn(const core::LineView& c) { return c.queueing_method == core::QueueingMethod::kRandom; }
+std::optional<int64_t> MsUntil(const std::optional<int64_t>& at, int64_t now) {
+  if (!at || *at <= now) return std::nullopt;
+  return *at - now;
+}
+}  // namespace
+
 SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   SessionView v = w.last;
   if (!rw.have_counts || v.status == SessionStatus::kGone) return v;
-  v.waiting = rw.counts.waiting;
-  v.active = rw.counts.active;
-  v.capacity = rw.counts.capacity;
-  if (v.status == SessionStatus::kWaiting) {
-    v.eta_ms = rw.counts.paused ? std::nullopt
-                                : core::EtaMs(v.position, rw.counts.freed_last_minute,
-                                              rw.counts.admit_per_minute);
+  const core::LineView& c = rw.counts;
+  v.waiting = c.waiting;
+  v.active = c.active;
+  v.capacity = c.capacity;
+  v.phase = c.phase;
+  v.queueing_method = c.queueing_method;
+  int64_t now = clock_.NowMs();
+  v.starts_in_ms = MsUntil(c.event_starts_at, now);
+  v.ends_in_ms = MsUntil(c.event_ends_at, now);
+  if (v.status == SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;  // drawing
+  v.odds.reset();
+  if (v.status == SessionStatus::kWaiting && Drawn(c)) {
+    v.position = 0;  // the random method has no places, only odds
+    v.odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
+    v.eta_ms = v.odds ? v.odds->p50_ms : std::nullopt;
+  } else if (v.status == SessionStatus::kWaiting) {
+    v.eta_ms =
+        Moving(c) ? core::EtaMs(v.position, c.freed_last_minute, c.admit_per_minute) : std::nullopt;
   }
+  v.refresh_after_ms =
+      core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms, v.starts_in_ms);
   return v;
 }
 
@@ -358,15 +389,22 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
 LiveHub::Shown LiveHub::ShownFromLine(const RoomWatch& rw, const Watch& w) const {
   const SessionView& v = w.last;
   bool waiting = v.status == SessionStatus::kWaiting;
-  Shown s{v.status, waiting ? v.position : 0, v.waiting, v.active, v.capacity, v.eta_ms};
+  Shown s{v.status, waiting ? v.position : 0, v.waiting, v.active, v.capacity, v.eta_ms,
+          v.phase,  v.queueing_method};
   if (!rw.have_counts || v.status == SessionStatus::kGone) return s;
-  s.waiting = rw.counts.waiting;
-  s.active = rw.counts.active;
-  s.capacity = rw.counts.capacity;
-  if (waiting) {
-    s.eta_ms = rw.counts.paused ? std::nullopt
-                                : core::EtaMs(v.position, rw.counts.freed_last_minute,
-                                              rw.counts.admit_per_minute);
+  const core::LineView& c = rw.counts;
+  s.waiting = c.waiting;
+  s.active = c.active;
+  s.capacity = c.capacity;
+  s.phase = c.phase;
+  s.queueing_method = c.queueing_method;
+  if (waiting && Drawn(c)) {
+    s.position = 0;
+    auto odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
+    s.eta_ms = odds ? odds->p50_ms : std::nullopt;
+  } else if (waiting) {
+    s.eta_ms =
+        Moving(c) ? core::EtaMs(v.position, c.freed_last_minute, c.admit_per_minute) : std::nullopt;
   }
   return s;
 }

@@ -117,6 +117,8 @@ class LiveHub {
     core::SessionStatus status = core::SessionStatus::kGone;
     int64_t position = -1, waiting = -1, active = -1, capacity = -1;
     std::optional<int64_t> eta_ms;
+    core::RoomPhase phase = core::RoomPhase::kOpen;
+    core::QueueingMethod queueing_method = core::QueueingMethod::kFifo;
     bool operator==(const Shown&) const = default;
   };
   struct Watch {  // one session with open streams in one room

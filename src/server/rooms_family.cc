@@ -57,6 +57,7 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
       {"joins_per_minute_per_client", Nullable(info.config.joins_per_minute_per_client)},
       {"places_per_client", Nullable(info.config.places_per_client)},
       {"challenge", ChallengeJson(info.config.challenge_difficulty)},
+      {"queueing_method", core::ToString(info.config.queueing_method)},
       {"admitted_total", info.counters.admitted_total},
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
@@ -183,6 +184,18 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   patch.joins_per_minute_per_client = *joins;
   patch.places_per_client = *places;
   patch.challenge_difficulty = *challenge;
+  if (const json::value* method = body.if_contains("queueing_method")) {
+    auto parsed =
+        method->is_string() ? core::ParseQueueingMethod(method->as_string()) : std::nullopt;
+    if (!parsed) return {OpStatus::kInvalidArgument, std::string(wire::kQueueingMethodShape)};
+    patch.queueing_method = *parsed;
+  }
+  auto include_active = ReadBool(body, "include_active");
+  if (!include_active.ok()) return {include_active.status(), include_active.message()};
+  patch.include_active = include_active->value_or(false);
+  if (patch.include_active && patch.queueing_method != core::QueueingMethod::kQueueAll) {
+    return {OpStatus::kInvalidArgument, std::string(wire::kIncludeActiveNeedsQueueAll)};
+  }
   if (const json::value* gate = body.if_contains("gate")) {
     if (gate->is_null()) {
       patch.gate.emplace();  // null clears them

@@ -12,6 +12,17 @@ std::optional<std::string> AdmissionToken(std::string_view room, const core::Ses
   return signer.Mint(room, v.incarnation, v.admission, clock.NowMs());
 }
 
+namespace {
+template <typename It>
+void AppendNullable(It it, std::string_view key, const std::optional<int64_t>& v) {
+  if (v) {
+    fmt::format_to(it, FMT_COMPILE("{}{}"), key, *v);
+  } else {
+    fmt::format_to(it, FMT_COMPILE("{}null"), key);
+  }
+}
+}  // namespace
+
 // Compiled formats: the live channel writes one of these per client per change.
 void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
                        const std::optional<std::string>& token, std::string_view type,
@@ -28,7 +39,7 @@ void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
     fmt::format_to(it, FMT_COMPILE(R"("session":null,)"));
   }
   fmt::format_to(it, FMT_COMPILE(R"("status":"{}","position":)"), core::ToString(v.status));
-  if (v.status == core::SessionStatus::kWaiting) {
+  if (v.status == core::SessionStatus::kWaiting && !v.odds) {
     fmt::format_to(it, FMT_COMPILE("{}"), v.position);
   } else {
     fmt::format_to(it, FMT_COMPILE("null"));
@@ -39,6 +50,19 @@ void AppendSessionJson(fmt::memory_buffer& out, const core::SessionView& v,
     fmt::format_to(it, FMT_COMPILE("{}"), *v.eta_ms);
   } else {
     fmt::format_to(it, FMT_COMPILE("null"));
+  }
+  fmt::format_to(it, FMT_COMPILE(R"(,"phase":"{}","queueing_method":"{}","refresh_after_ms":{})"),
+                 core::ToString(v.phase), core::ToString(v.queueing_method), v.refresh_after_ms);
+  AppendNullable(it, R"(,"starts_in_ms":)", v.starts_in_ms);
+  AppendNullable(it, R"(,"ends_in_ms":)", v.ends_in_ms);
+  if (v.odds) {
+    fmt::format_to(it, FMT_COMPILE(R"(,"odds":{{"chance_next":{})"), v.odds->chance_next);
+    AppendNullable(it, R"(,"p25_ms":)", v.odds->p25_ms);
+    AppendNullable(it, R"(,"p50_ms":)", v.odds->p50_ms);
+    AppendNullable(it, R"(,"p75_ms":)", v.odds->p75_ms);
+    fmt::format_to(it, FMT_COMPILE("}}"));
+  } else {
+    fmt::format_to(it, FMT_COMPILE(R"(,"odds":null)"));
   }
   if (token) {
     fmt::format_to(it, FMT_COMPILE(R"(,"token":"{}"}})"), *token);

@@ -71,6 +71,17 @@ class Backend {
   virtual void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
                                Completion<std::optional<std::string>> done) = 0;
 
+  // ---- launch day: a room's scheduled events (core/schedule.h says what may change).
+
+  // Adds or changes event `id`; answers it as stored (kInvalidArgument, kConflict: refused,
+  // nothing changed).
+  virtual void PutEvent(std::string room, std::string id, core::EventSpec spec,
+                        Completion<core::RoomEvent> done) = 0;
+  // Every event of the room, in time order.
+  virtual void ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) = 0;
+  // Cancels it (kNotFound when the room has no such event); answers it as it was.
+  virtual void DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) = 0;
+
   // ---- live channels (server/live_hub.h): everyone's place from one read per tick, not one
   // lookup per connected session per change.
 

@@ -57,7 +57,8 @@ class MemoryHarness : public Harness {
                          HarnessOptions options = {})
       : options_{.run_timer = false,
                  .max_queues = options.max_queues,
-                 .max_clients_per_room = max_clients_per_room} {
+                 .max_clients_per_room = max_clients_per_room,
+                 .draw_chunk = 64} {  // a draw of a few hundred takes several turns
     backend_.emplace(clock_, options_);
   }
   Backend& backend() override { return *backend_; }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <random>
 #include <vector>
 
 namespace anteroom::core {
@@ -62,6 +64,43 @@ TEST(LineTest, PositionsAreExactAfterRemovalsAndCompaction) {
   }
   EXPECT_EQ(line.size(), order.size());
   EXPECT_EQ(line.Front(), order.front());
+}
+
+// PushFront and At against a deque: random pushes at both ends and removals anywhere, with
+// every position and every At checked after each step (the line stays exact across the
+// compactions that make room in front).
+TEST(LineTest, PushFrontAndAtMatchADeque) {
+  constexpr uint32_t kMembers = 3'000;
+  std::vector<Line::Ticket> tickets(kMembers);
+  Line line([&](Line::Member m, Line::Ticket t) { tickets[m] = t; });
+  std::deque<uint32_t> model;
+  std::mt19937 rng(42);
+  for (uint32_t m = 0; m < kMembers; ++m) {
+    switch (rng() % 4) {
+      case 0:
+        tickets[m] = line.PushFront(m);
+        model.push_front(m);
+        break;
+      case 1:
+        if (!model.empty()) {
+          size_t k = rng() % model.size();
+          line.Remove(tickets[model[k]]);
+          model.erase(model.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+        [[fallthrough]];
+      default:
+        tickets[m] = line.PushBack(m);
+        model.push_back(m);
+    }
+    ASSERT_EQ(line.size(), model.size());
+    if (m % 97 == 0 || m + 1 == kMembers) {
+      for (size_t k = 0; k < model.size(); ++k) {
+        ASSERT_EQ(line.At(static_cast<int64_t>(k) + 1), model[k]) << k;
+        ASSERT_EQ(line.Position(tickets[model[k]]), static_cast<int64_t>(k) + 1);
+      }
+      ASSERT_EQ(line.Front(), model.front());
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // order (the layouts are in change_record.h).
 #include "store/memory/change_record.h"
 
+#include "core/event_codec.h"
+
 namespace anteroom::store {
 
 void PutOptional(ByteWriter& w, const std::optional<int64_t>& v) {
@@ -50,6 +52,9 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   }
   w.PutBool(p.gate.has_value());
   if (p.gate) PutOptionalString(w, *p.gate);
+  w.PutBool(p.queueing_method.has_value());
+  if (p.queueing_method) w.Put(static_cast<uint8_t>(*p.queueing_method));
+  w.PutBool(p.include_active);
 }
 
 core::RoomPatch GetRoomPatch(ByteReader& r) {
@@ -67,6 +72,12 @@ core::RoomPatch GetRoomPatch(ByteReader& r) {
     if (r.GetBool()) *field = GetOptional(r);
   }
   if (r.GetBool()) p.gate = GetOptionalString(r);
+  if (r.GetBool()) {
+    auto method = r.Get<uint8_t>();
+    if (method > static_cast<uint8_t>(core::QueueingMethod::kQueueAll)) r.Fail();
+    p.queueing_method = static_cast<core::QueueingMethod>(method);
+  }
+  p.include_active = r.GetBool();
   return p;
 }
 
@@ -74,10 +85,12 @@ core::RoomPatch GetRoomPatch(ByteReader& r) {
 
 void CreateRoomRecord::Encode(ByteWriter& w) const {
   w.Put(incarnation);
+  core::SaveSeed(w, seed);
   PutRoomPatch(w, patch);
 }
 bool CreateRoomRecord::Decode(ByteReader& r) {
   incarnation = r.Get<uint64_t>();
+  seed = core::LoadSeed(r);
   patch = GetRoomPatch(r);
   return !r.failed();
 }
@@ -95,6 +108,34 @@ void CheckRecord::Encode(ByteWriter& w) const {
 bool CheckRecord::Decode(ByteReader& r) {
   session = r.GetView();
   client = r.GetView();
+  return !r.failed();
+}
+
+void PutEventRecord::Encode(ByteWriter& w) const {
+  w.PutString(id);
+  core::SaveEventSpec(w, spec);
+}
+bool PutEventRecord::Decode(ByteReader& r) {
+  id = r.GetView();
+  spec = core::LoadEventSpec(r);
+  return !r.failed();
+}
+
+void DeleteEventRecord::Encode(ByteWriter& w) const { w.PutString(id); }
+bool DeleteEventRecord::Decode(ByteReader& r) {
+  id = r.GetView();
+  return !r.failed();
+}
+
+void DrawSeedRecord::Encode(ByteWriter& w) const { core::SaveSeed(w, seed); }
+bool DrawSeedRecord::Decode(ByteReader& r) {
+  seed = core::LoadSeed(r);
+  return !r.failed();
+}
+
+void DrawStepRecord::Encode(ByteWriter& w) const { w.Put(max); }
+bool DrawStepRecord::Decode(ByteReader& r) {
+  max = r.Get<uint64_t>();
   return !r.failed();
 }
 

@@ -49,6 +49,10 @@ enum class ChangeKind : uint8_t {
   kEvict = 7,
   kSeenExpired = 8,
   kPresent = 9,
+  kPutEvent = 10,
+  kDeleteEvent = 11,
+  kDrawSeed = 12,
+  kDrawStep = 13,
   // queues
   kPush = 16,
   kFetch = 17,
@@ -67,10 +71,12 @@ inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 
 
 // ---- rooms ---------------------------------------------------------------------------------
 
-// u64 incarnation | room patch: a new room (tokens name its incarnation).
+// u64 incarnation | str seed (32 bytes) | room patch: a new room (tokens name its
+// incarnation; the random method draws from its seed's stream).
 struct CreateRoomRecord {
   static constexpr ChangeKind kKind = ChangeKind::kCreateRoom;
   uint64_t incarnation = 0;
+  core::DrawSeed seed = {};
   core::RoomPatch patch = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
@@ -145,6 +151,40 @@ struct SeenExpiredRecord {
 struct PresentRecord {
   static constexpr ChangeKind kKind = ChangeKind::kPresent;
   std::vector<std::string_view> sessions = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str id | event spec (core/event_codec.h): an event scheduled or changed (Room::PutEvent).
+struct PutEventRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kPutEvent;
+  std::string_view id = {};
+  core::EventSpec spec = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str id: an event cancelled (Room::DeleteEvent).
+struct DeleteEventRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kDeleteEvent;
+  std::string_view id = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str seed (32 bytes): the seed of the draw the room's last Advance began (Room::SeedDraw),
+// logged before anything else changes the room.
+struct DrawSeedRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kDrawSeed;
+  core::DrawSeed seed = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u64 max: a chunk of a draw published (Room::DrawStep(max, now)).
+struct DrawStepRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kDrawStep;
+  uint64_t max = 0;
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };
@@ -284,7 +324,8 @@ void EncodeChange(std::string& out, int64_t now_ms, std::string_view name, const
 // that can be cleared) u8 has-value, then the value: capacity, grace_ms, checkin_timeout_ms
 // (opt-i64 each), idle_timeout_ms, admit_per_minute (u8 named [opt-i64]), paused (u8 named
 // [u8]), target_url (u8 named [opt-str]), joins_per_minute_per_client, places_per_client,
-// challenge_difficulty (u8 named [opt-i64]), gate (u8 named [opt-str], the gate's JSON text).
+// challenge_difficulty (u8 named [opt-i64]), gate (u8 named [opt-str], the gate's JSON text),
+// queueing_method (u8 named [u8]), include_active (u8).
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
 core::RoomPatch GetRoomPatch(ByteReader& r);
 

@@ -98,6 +98,27 @@ void MemoryBackend::LogSeenExpiries(RoomSlot& slot) {
   slot.room.ClearSeenExpiries();
 }
 
+core::DrawSeed MemoryBackend::NewDrawSeed() {
+  core::DrawSeed seed;
+  std::string bytes = RandomBytes(seed.size());
+  std::copy(bytes.begin(), bytes.end(), seed.begin());
+  return seed;
+}
+
+// A draw the time began gets its seed at once, logged after the expiries that came before it
+// and before anything else changes: a replay advances to the same time and seeds the same draw.
+// An empty draw is over at once, so the time may begin another: hence the loop.
+void MemoryBackend::LogTimeEffects(RoomSlot& slot, int64_t now) {
+  LogSeenExpiries(slot);
+  while (slot.room.NeedsSeed()) {
+    DrawSeedRecord record{.seed = NewDrawSeed()};
+    slot.room.SeedDraw(record.seed);
+    LogChange(slot, now, record);
+    slot.room.Advance(now);
+    LogSeenExpiries(slot);
+  }
+}
+
 template <typename T, typename Fn>
 void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T> done, Fn&& fn) {
   if (auto refusal = Refusal(access)) {
@@ -116,7 +137,7 @@ void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T>
       int64_t now = clock_.NowMs();
       // Expiries the time brings go in the log before whatever fn changes.
       it->second->room.Advance(now);
-      LogSeenExpiries(*it->second);
+      LogTimeEffects(*it->second, now);
       result.emplace(fn(*it->second, now));
       Schedule(it->second);
       lsn = it->second->last_lsn;
@@ -148,6 +169,7 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       patch.ApplyTo(config);
       slot = MakeRoomSlot(room, config, now);
       slot->room.set_incarnation(NewIncarnation());
+      slot->room.set_seed(NewDrawSeed());
       rooms_.emplace(room, slot);
     } else {
       result.emplace(OpStatus::kInvalidArgument, std::string(wire::kCapacityRequired));
@@ -156,13 +178,15 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
       std::lock_guard room_lock(slot->mu);
       if (it != rooms_.end()) {
         slot->room.Advance(now);
-        LogSeenExpiries(*slot);
+        LogTimeEffects(*slot, now);
         slot->room.Reconfigure(patch, now);
         Schedule(slot);
       }
       if (it == rooms_.end()) {
         LogChange(*slot, now,
-                  CreateRoomRecord{.incarnation = slot->room.incarnation(), .patch = patch});
+                  CreateRoomRecord{.incarnation = slot->room.incarnation(),
+                                   .seed = slot->room.seed(),
+                                   .patch = patch});
       } else {
         LogChange(*slot, now, PutRoomRecord{.patch = patch});
       }
@@ -189,8 +213,9 @@ void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
     rooms.reserve(rooms_.size());
     for (auto& [name, slot] : rooms_) {
       std::lock_guard room_lock(slot->mu);
-      slot->room.Advance(clock_.NowMs());
-      LogSeenExpiries(*slot);
+      int64_t now = clock_.NowMs();
+      slot->room.Advance(now);
+      LogTimeEffects(*slot, now);
       Schedule(slot);
       rooms.push_back(Info(*slot));
       lsn = std::max(lsn, slot->last_lsn);
@@ -217,7 +242,7 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
       std::lock_guard room_lock(it->second->mu);
       int64_t now = clock_.NowMs();
       it->second->room.Advance(now);
-      LogSeenExpiries(*it->second);
+      LogTimeEffects(*it->second, now);
       result.emplace(Info(*it->second));
       LogChange(*it->second, now, DeleteRoomRecord{});
       lsn = it->second->last_lsn;
@@ -313,6 +338,36 @@ void MemoryBackend::ReadLine(std::string room, uint64_t since, Completion<core::
   });
 }
 
+void MemoryBackend::PutEvent(std::string room, std::string id, core::EventSpec spec,
+                             Completion<core::RoomEvent> done) {
+  OnRoom<core::RoomEvent>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    OpResult<core::RoomEvent> put = slot.room.PutEvent(id, spec, now);
+    if (put.ok()) {
+      LogChange(slot, now, PutEventRecord{.id = id, .spec = spec});
+      LogTimeEffects(slot, now);  // a time already reached
+    }
+    return put;
+  });
+}
+
+void MemoryBackend::ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) {
+  using Events = std::vector<core::RoomEvent>;
+  OnRoom<Events>(room, Access::kRead, std::move(done),
+                 [&](RoomSlot& slot, int64_t) { return OpResult<Events>(slot.room.events()); });
+}
+
+void MemoryBackend::DeleteEvent(std::string room, std::string id,
+                                Completion<core::RoomEvent> done) {
+  OnRoom<core::RoomEvent>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    OpResult<core::RoomEvent> gone = slot.room.DeleteEvent(id, now);
+    if (gone.ok()) {
+      LogChange(slot, now, DeleteEventRecord{.id = id});
+      LogTimeEffects(slot, now);
+    }
+    return gone;
+  });
+}
+
 void MemoryBackend::Present(std::string room, std::vector<std::string> sessions,
                             Completion<std::vector<core::SessionView>> done) {
   using Views = std::vector<core::SessionView>;
@@ -327,6 +382,16 @@ void MemoryBackend::Present(std::string room, std::vector<std::string> sessions,
     }
     return OpResult<Views>(std::move(views));
   });
+}
+
+// The timer's turn at a room: its deadlines, then a chunk of a draw (the lock is let go between
+// chunks, so the room answers while a large pre-queue is published).
+void MemoryBackend::PublishDraw(RoomSlot& slot, int64_t now) {
+  LogTimeEffects(slot, now);
+  if (!slot.room.Drawing()) return;
+  slot.room.DrawStep(options_.draw_chunk, now);
+  LogChange(slot, now, DrawStepRecord{.max = options_.draw_chunk});
+  LogSeenExpiries(slot);
 }
 
 void MemoryBackend::RunDue() {
@@ -347,8 +412,9 @@ void MemoryBackend::RunDue() {
     std::shared_lock world(world_);
     {
       std::lock_guard slot_lock(slot->mu);
-      slot->RunDue(clock_.NowMs(), after);
-      if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) LogSeenExpiries(*room);
+      int64_t slot_now = clock_.NowMs();
+      slot->RunDue(slot_now, after);
+      if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) PublishDraw(*room, slot_now);
       slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
       Schedule(slot);
       lsn = std::max(lsn, slot->last_lsn);

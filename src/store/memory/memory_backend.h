@@ -47,6 +47,9 @@ struct MemoryBackendOptions {
   size_t max_queues = 0;
   // Clients each room keeps per-client state for (core::Room::set_max_clients).
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
+  // Positions of a draw published per turn of the timer (core::Room::DrawStep): the longest a
+  // draw holds its room's lock is about this many moves into the line.
+  size_t draw_chunk = 50'000;
 };
 
 class MemoryBackend final : public Backend {
@@ -71,6 +74,10 @@ class MemoryBackend final : public Backend {
   void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
                        Completion<std::optional<std::string>> done) override;
   void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) override;
+  void PutEvent(std::string room, std::string id, core::EventSpec spec,
+                Completion<core::RoomEvent> done) override;
+  void ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) override;
+  void DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) override;
   void Present(std::string room, std::vector<std::string> sessions,
                Completion<std::vector<core::SessionView>> done) override;
 
@@ -192,6 +199,10 @@ class MemoryBackend final : public Backend {
   // Logs the room's presence expiries not logged yet (core::Room::seen_expiries), so they
   // precede the next change's record. Under the room's lock, after anything that advances it.
   void LogSeenExpiries(RoomSlot& slot);
+  // LogSeenExpiries, then seeds (and logs the seed of) any draw the time began.
+  void LogTimeEffects(RoomSlot& slot, int64_t now);
+  static core::DrawSeed NewDrawSeed();
+  void PublishDraw(RoomSlot& slot, int64_t now);
   // What a room made or loaded now does with presence deadlines.
   core::Room::Presence LivePresence() const;
   static thread_local std::string scratch_;

@@ -3,6 +3,7 @@
 // would never have passed, changes nothing and stops recovery as damage.
 #include <fmt/format.h>
 
+#include "common/names.h"
 #include "common/wire_errors.h"
 #include "store/memory/memory_slots.h"
 
@@ -45,6 +46,7 @@ class ChangeReplayer {
     c.patch.ApplyTo(config);
     auto slot = b_.MakeRoomSlot(name_, config, now_);
     slot->room.set_incarnation(c.incarnation);
+    slot->room.set_seed(c.seed);
     b_.rooms_[name_] = std::move(slot);
     return Done{};
   }
@@ -96,6 +98,42 @@ class ChangeReplayer {
                         std::to_string(e.when));
       }
     }
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const PutEventRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    if (!IsValidName(c.id)) return Diverged("event id out of range");
+    auto put = room->PutEvent(c.id, c.spec, now_);
+    if (!put.ok()) return Diverged("event '" + std::string(c.id) + "': " + put.message());
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const DeleteEventRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    auto gone = room->DeleteEvent(c.id, now_);
+    if (!gone.ok()) return Diverged(gone.message());
+    return Done{};
+  }
+
+  // The seed goes to the draw the room's time began: advanced to the record's time first.
+  OpResult<Done> Apply(const DrawSeedRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    room->Advance(now_);
+    if (!room->NeedsSeed()) return Diverged("a draw's seed, and no draw waits for one");
+    room->SeedDraw(c.seed);
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const DrawStepRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    room->Advance(now_);
+    if (!room->Drawing() || c.max == 0) return Diverged("a chunk of a draw, and no draw is on");
+    room->DrawStep(static_cast<size_t>(c.max), now_);
     return Done{};
   }
 
@@ -264,6 +302,14 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<SeenExpiredRecord>(r);
     case ChangeKind::kPresent:
       return replay.DecodeAndApply<PresentRecord>(r);
+    case ChangeKind::kPutEvent:
+      return replay.DecodeAndApply<PutEventRecord>(r);
+    case ChangeKind::kDeleteEvent:
+      return replay.DecodeAndApply<DeleteEventRecord>(r);
+    case ChangeKind::kDrawSeed:
+      return replay.DecodeAndApply<DrawSeedRecord>(r);
+    case ChangeKind::kDrawStep:
+      return replay.DecodeAndApply<DrawStepRecord>(r);
     case ChangeKind::kPush:
       return replay.DecodeAndApply<PushRecord>(r);
     case ChangeKind::kFetch:

@@ -273,6 +273,11 @@ void RedisBackend::Uncounted(Shard& s, char kind, const std::string& name,
 
 void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
+  if ((patch.queueing_method && *patch.queueing_method != core::QueueingMethod::kFifo) ||
+      patch.include_active) {
+    return done(
+        OpResult<core::RoomInfo>(OpStatus::kUnavailable, std::string(wire::kMethodsNotOnRedis)));
+  }
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
     auto put = [this, &s, room, patch, done] {
       RoomScript(
@@ -415,6 +420,20 @@ void RedisBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint6
                  done(ParseAdmissionHolder(*r));
                });
   });
+}
+
+void RedisBackend::PutEvent(std::string, std::string, core::EventSpec,
+                            Completion<core::RoomEvent> done) {
+  done(OpResult<core::RoomEvent>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
+}
+
+void RedisBackend::ListEvents(std::string, Completion<std::vector<core::RoomEvent>> done) {
+  done(OpResult<std::vector<core::RoomEvent>>(OpStatus::kUnavailable,
+                                              std::string(wire::kEventsNotOnRedis)));
+}
+
+void RedisBackend::DeleteEvent(std::string, std::string, Completion<core::RoomEvent> done) {
+  done(OpResult<core::RoomEvent>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
 }
 
 void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {
