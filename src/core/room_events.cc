@@ -321,16 +321,20 @@ Room::Index Room::PickNext() {
 
 // ---- what a status shows -------------------------------------------------------------------
 
-RoomPhase Room::Phase() const {
-  QueueingMethod m = config_.queueing_method;
+RoomPhase PhaseOf(QueueingMethod m, bool prequeue_open, int64_t waiting, int64_t holders,
+                  int64_t capacity, bool paused) {
   if (m == QueueingMethod::kReject) return RoomPhase::kClosed;
-  if (PrequeueOpen()) return RoomPhase::kPrequeue;
+  if (prequeue_open) return RoomPhase::kPrequeue;
   if (m == QueueingMethod::kPassthrough) return RoomPhase::kOpen;
-  if (!line_.empty() || holders_ >= config_.capacity || config_.paused ||
-      m == QueueingMethod::kQueueAll) {
+  if (waiting > 0 || holders >= capacity || paused || m == QueueingMethod::kQueueAll) {
     return RoomPhase::kQueue;
   }
   return RoomPhase::kOpen;
+}
+
+RoomPhase Room::Phase() const {
+  return PhaseOf(config_.queueing_method, PrequeueOpen(), waiting(), holders_, config_.capacity,
+                 config_.paused);
 }
 
 std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,

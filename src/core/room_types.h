@@ -140,6 +140,14 @@ std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
 std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
                                    std::optional<int64_t> admit_per_minute, bool moving);
 
+// The phase a status shows (RoomPhase, core/room_event.h) of a room admitting by `method`:
+// closed under reject; prequeue while an event's pre-queue is open (or its draw is being
+// published); open under passthrough; queue while anyone waits, every slot is held, admissions
+// are paused or braked (queue_all); open otherwise. Room::Phase, and the Redis backend from
+// what its scripts answer.
+RoomPhase PhaseOf(QueueingMethod method, bool prequeue_open, int64_t waiting, int64_t holders,
+                  int64_t capacity, bool paused);
+
 // How soon a polling client should ask again (SessionView::refresh_after_ms), in
 // [250 ms, 30 s]: within half of what keeps it present (the check-in timeout, the idle
 // timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), at most
