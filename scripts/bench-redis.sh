@@ -210,10 +210,13 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
-# Every key the scripts take (room.lua's 11, queue.lua's 16: see their headers). With fewer, the
+# Every key the scripts take (room.lua's 14, queue.lua's 16: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x c cf g ln ld; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g ln ld ev pq dw; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+# room.lua's ARGV[4]: the 32 random bytes in hex every call carries (ENTROPY); a fixed value
+# here, as nothing timed draws with it.
+ROOM_ENTROPY="$(printf '5eed%.0s' {1..16})"
 QUEUE_KEYS=()
 for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
@@ -260,25 +263,25 @@ room_ceiling() {
   sha="$(eval_form "$ROOM_LUA" | rcli -x script load)"
   load_library bench_room "$ROOM_LUA"
   # capacity, grace 30 s, check-in timeout 1 h, no idle time-out, no rate cap (as bench rooms)
-  rcli evalsha "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
-  python3 - "$sha" "$SESSIONS" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
+  rcli evalsha "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 "$ROOM_ENTROPY" "$CAPACITY" 30000 3600000 -1 -1 >/dev/null
+  python3 - "$sha" "$SESSIONS" "$ROOM_ENTROPY" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
 import sys
-sha, n, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+sha, n, entropy, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), sys.argv[4:]
 out = sys.stdout.buffer
 for i in range(n):
     args = [b"EVALSHA", sha.encode(), str(len(keys)).encode(), *(k.encode() for k in keys), b"check", b"", b"600000",
-            b"rb-%012d" % i]
+            entropy, b"rb-%012d" % i]
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
 PY
   echo "room rb: $(rcli zcard "${ROOM_KEYS[1]}") waiting, $(rcli hlen "${ROOM_KEYS[2]}") sessions"
-  rb_run room-check 40000 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 "rb-__rand_int__"
+  rb_run room-check 40000 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 "$ROOM_ENTROPY" "rb-__rand_int__"
   # as a Redis 6 gets it: the EVAL form by EVALSHA (every call makes the script's closures)
   rb_run room-check-evalsha 40000 EVALSHA "$sha" "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 \
-    "rb-__rand_int__"
+    "$ROOM_ENTROPY" "rb-__rand_int__"
   # the same with 16 calls in flight per connection: what Redis does when its network cost is
   # shared, as anteroom shares it (one pipelined connection per process)
   RB_PIPELINE=16 rb_run room-check-p16 80000 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" check "" 600000 \
-    "rb-__rand_int__"
+    "$ROOM_ENTROPY" "rb-__rand_int__"
 }
 
 queue_ceiling() {
@@ -314,14 +317,14 @@ line_read() {
   local n="${LINE_SESSIONS:-100000}" build_us read_us zrange_us
   rcli flushall >/dev/null
   load_library bench_room "$ROOM_LUA"
-  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 10 30000 3600000 -1 -1 >/dev/null
-  python3 - "$n" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
+  rcli fcall bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" put '' 600000 "$ROOM_ENTROPY" 10 30000 3600000 -1 -1 >/dev/null
+  python3 - "$n" "$ROOM_ENTROPY" "${ROOM_KEYS[@]}" <<'PY' | rcli --pipe >/dev/null
 import sys
-n, keys = int(sys.argv[1]), sys.argv[2:]
+n, entropy, keys = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3:]
 out = sys.stdout.buffer
 for i in range(n):
     args = [b"FCALL", b"bench_room", str(len(keys)).encode(), *(k.encode() for k in keys),
-            b"check", b"", b"600000", b"s%021d" % i]
+            b"check", b"", b"600000", entropy, b"s%021d" % i]
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
 PY
   # line_us [-r N] COMMAND...: usec_per_call of the command's type after running it once (N times)
@@ -333,8 +336,8 @@ PY
     rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$(echo "$1" | tr 'A-Z' 'a-z')" \
       '$1 == c { print $7 }'
   }
-  build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
-  read_us="$(line_us -r 5 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 0)"
+  build_us="$(line_us FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 "$ROOM_ENTROPY" 0)"
+  read_us="$(line_us -r 5 FCALL bench_room "${#ROOM_KEYS[@]}" "${ROOM_KEYS[@]}" line "" 600000 "$ROOM_ENTROPY" 0)"
   zrange_us="$(line_us ZRANGE "${ROOM_KEYS[1]}" 0 -1)"
   local size
   size="$(rcli strlen "${ROOM_KEYS[9]}")"
@@ -344,9 +347,9 @@ PY
   rcli config set slowlog-log-slower-than 0 >/dev/null
   rcli config set slowlog-max-len 1000 >/dev/null
   rcli slowlog reset >/dev/null
-  python3 - "$REDIS_PORT" "$n" "${ROOM_KEYS[@]}" <<'PY'
+  python3 - "$REDIS_PORT" "$n" "$ROOM_ENTROPY" "${ROOM_KEYS[@]}" <<'PY'
 import socket, sys
-port, n, keys = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+port, n, entropy, keys = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 s = socket.create_connection(("127.0.0.1", port))
 f = s.makefile("rb")
 def reply():
@@ -361,8 +364,8 @@ def call(*args):
     args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
     s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
     return reply()
-def room(*args):
-    return call("FCALL", "bench_room", len(keys), *keys, *args)
+def room(op, now, ttl, *args):
+    return call("FCALL", "bench_room", len(keys), *keys, op, now, ttl, entropy, *args)
 counts = room("line", "", 600000, 0)[2]
 ver, inc = int(counts[0]), int(counts[9])
 call("SLOWLOG", "RESET")
@@ -383,8 +386,9 @@ out = {"delta": [], "counts": [], "check": [], "leave": []}
 i = 0
 while i < len(lines):
     if lines[i + 3:i + 4] == ["FCALL"] and lines[i + 4] == "bench_room":
-        # FCALL bench_room 11 KEYS... op now ttl [since kept-version kept-incarnation]
-        dur, op, since = int(lines[i + 2]), lines[i + 17], lines[i + 20]
+        # FCALL bench_room NKEYS KEYS... op now ttl entropy [since kept-version kept-incarnation]
+        at = i + 6 + int(lines[i + 5])
+        dur, op, since = int(lines[i + 2]), lines[at], lines[at + 4]
         if op == "line":
             out["delta" if since == "0" else "counts"].append(dur)
         elif op in out:

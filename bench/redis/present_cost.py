@@ -3,10 +3,11 @@
 # session in that room, for room.lua libraries loaded side
 # by side: python3 bench/redis/present_cost.py PORT LIB... (each LIB a FUNCTION LOADed room.lua as
 # anteroom sends it, `build/release/bench/assembled_script room`, registered under that name; BUCKETS=N for another window; docs/benchmarks.md, "100,000 live
-# clients over 6 processes").
+# clients over 6 processes"). Calls are made as anteroom makes them now (14 keys, ARGV 4 the
+# entropy): a library from before that calling convention needs the script of its own day.
 import os, socket, sys
 port = int(sys.argv[1]); libs = sys.argv[2:]
-keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld"]]
+keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw"]]
 s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
 def reply():
     line = f.readline(); kind, rest = line[:1], line[1:-2]
@@ -21,7 +22,9 @@ def call(*args):
 T0 = 1_800_000_000_000
 for lib in libs:
     call("DEL", *keys)
-    room = lambda *a: call("FCALL", lib, len(keys), *keys, *a)
+    # op, now, token ttl, then the 32 random bytes (in hex) every call carries (room.lua ENTROPY)
+    room = lambda op, now, ttl, *a: call("FCALL", lib, len(keys), *keys, op, now, ttl,
+                                         os.urandom(32).hex(), *a)
     room("put", T0, 600000, 10, 30000, 3600000, -1, -1)
     for i in range(10): room("check", T0, 600000, "h%d" % i)
     for i in range(10000): room("check", T0, 600000, "w%05d" % i)

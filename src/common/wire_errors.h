@@ -281,10 +281,6 @@ inline constexpr std::string_view kPrequeueAfterStart =
     "'prequeue_at' must not be later than 'starts_at'";
 inline constexpr std::string_view kEndsBeforeStart = "'ends_at' must be later than 'starts_at'";
 inline constexpr std::string_view kEventOver = "'ends_at' is in the past: the event would be over";
-inline constexpr std::string_view kEventsNotOnRedis =
-    "scheduled events are not available on the Redis backend yet: run on the embedded backend";
-inline constexpr std::string_view kMethodsNotOnRedis =
-    "queueing methods other than fifo are not available on the Redis backend yet";
 inline std::string UnknownEvent(std::string_view id) {
   return fmt::format("this room has no scheduled event '{}'", id);
 }

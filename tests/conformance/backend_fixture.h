@@ -126,7 +126,8 @@ class RedisHarness final : public Harness {
                  .redis_time = false,
                  .run_timer = false,
                  .max_queues = options.max_queues,
-                 .max_clients_per_room = max_clients_per_room} {
+                 .max_clients_per_room = max_clients_per_room,
+                 .draw_chunk = 64} {  // as the memory harness: a draw of a few hundred takes turns
     backend_.emplace(clock_, options_);
   }
   Backend& backend() override { return *backend_; }

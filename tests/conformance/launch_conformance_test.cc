@@ -1,7 +1,6 @@
 // The launch-day conformance suite: scheduled events, the pre-queue and its draw, queueing
-// methods, through store::Backend with the backend's own timer driving the draw. Every backend
-// runs it; the Redis backend does not have events and methods in its scripts yet and answers
-// kUnavailable, so there each test stops at that answer (and checks it).
+// methods, through store::Backend with the backend's own timer driving the draw (the embedded
+// backend's timer, the Redis backend's sweeper). Every backend runs all of it.
 
 #include <gtest/gtest.h>
 
@@ -26,8 +25,6 @@ using core::SessionView;
 
 class LaunchConformanceTest : public conformance::BackendTest {
  protected:
-  bool OnRedis() const { return GetParam().name.rfind("redis", 0) == 0; }
-
   OpResult<core::RoomInfo> Put(const std::string& room, RoomPatch patch) {
     return Await<core::RoomInfo>([&](auto done) { b().PutRoom(room, patch, done); });
   }
@@ -68,12 +65,7 @@ class LaunchConformanceTest : public conformance::BackendTest {
     e.shuffle_at_start = shuffle;
     return e;
   }
-  // On Redis: the refusal is the answer (nothing half-applied). Elsewhere: it must succeed.
   bool Scheduled(const OpResult<RoomEvent>& put) {
-    if (OnRedis()) {
-      EXPECT_EQ(put.status(), OpStatus::kUnavailable);
-      return false;
-    }
     EXPECT_TRUE(put.ok()) << put.message();
     return put.ok();
   }
@@ -169,10 +161,6 @@ TEST_P(LaunchConformanceTest, MethodSwitchesKeepEveryPlace) {
   RoomPatch random;
   random.queueing_method = QueueingMethod::kRandom;
   auto put = Put("r", random);
-  if (OnRedis()) {
-    EXPECT_EQ(put.status(), OpStatus::kUnavailable);
-    return;
-  }
   ASSERT_TRUE(put.ok()) << put.message();
   EXPECT_EQ(put->config.queueing_method, QueueingMethod::kRandom);
   auto v = Check("r", "s3");

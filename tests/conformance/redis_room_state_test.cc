@@ -141,7 +141,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
   ASSERT_TRUE(put(limits).ok());
 
   const std::string meta = prefix + "{r:old}:m";
-  ASSERT_EQ(FieldCount(meta), kFieldsBeforeLimits + 4);  // + jpm ppc pow inc
+  ASSERT_GE(FieldCount(meta), kFieldsBeforeLimits + 4);  // + jpm ppc pow inc, and later ones
   std::string cut = EvalOnSingle(
       "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
       "for i = 1, " +
@@ -163,6 +163,60 @@ TEST(RedisRoomStateTest, RoomWrittenBeforePerClientLimitsStillLoads) {
   ASSERT_TRUE(put(one).ok());
   EXPECT_TRUE(join("b", "192.0.2.1").ok());
   EXPECT_EQ(join("c", "192.0.2.1").status(), OpStatus::kRateLimited);
+}
+
+// Rooms written before launch day (23 fields: up to `inc`) load as fifo rooms with no
+// schedule, no pre-queue and no draw, and take a schedule and a method from then on.
+TEST(RedisRoomStateTest, RoomWrittenBeforeLaunchDayStillLoads) {
+  constexpr int kFieldsBeforeLaunchDay = 23;
+  FakeClock clock;
+  std::string prefix = "legacy-launch" + std::to_string(getpid()) + ":";
+  redis::RedisBackend backend(clock, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                                .key_prefix = prefix,
+                                                                .redis_time = false,
+                                                                .run_timer = false});
+  auto put = [&](const core::RoomPatch& patch) {
+    return AwaitAnswer<core::RoomInfo>([&](auto done) { backend.PutRoom("old", patch, done); });
+  };
+  auto check = [&](const std::string& session) {
+    return AwaitAnswer<core::SessionView>([&](auto done) { backend.Check("old", session, done); });
+  };
+  core::RoomPatch create;
+  create.capacity = 1;
+  ASSERT_TRUE(put(create).ok());
+  ASSERT_EQ(check("a")->status, core::SessionStatus::kActive);
+  ASSERT_EQ(check("b")->status, core::SessionStatus::kWaiting);
+  const std::string meta = prefix + "{r:old}:m";
+  ASSERT_GT(FieldCount(meta), kFieldsBeforeLaunchDay);
+  std::string cut = EvalOnSingle(
+      "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
+      "for i = 1, " +
+          std::to_string(kFieldsBeforeLaunchDay) +
+          " do old[i] = t[i] end "
+          "redis.call('SET', KEYS[1], cmsgpack.pack(old)) return #old",
+      meta);
+  ASSERT_EQ(cut, std::to_string(kFieldsBeforeLaunchDay));
+
+  auto info = AwaitAnswer<core::RoomInfo>([&](auto done) { backend.GetRoom("old", done); });
+  ASSERT_TRUE(info.ok()) << info.message();
+  EXPECT_EQ(info->config.queueing_method, core::QueueingMethod::kFifo);
+  auto b = check("b");
+  EXPECT_EQ(b->position, 1);
+  EXPECT_EQ(b->phase, core::RoomPhase::kQueue);
+  EXPECT_FALSE(b->starts_in_ms.has_value());
+  auto events = AwaitAnswer<std::vector<core::RoomEvent>>(
+      [&](auto done) { backend.ListEvents("old", done); });
+  ASSERT_TRUE(events.ok()) << events.message();
+  EXPECT_TRUE(events->empty());
+  core::EventSpec drop;
+  drop.prequeue_at = clock.NowMs();
+  drop.starts_at = clock.NowMs() + 1'000;
+  drop.ends_at = clock.NowMs() + 2'000;
+  ASSERT_TRUE(AwaitAnswer<core::RoomEvent>([&](auto done) {
+                backend.PutEvent("old", "drop", drop, done);
+              }).ok());
+  EXPECT_EQ(check("c")->status, core::SessionStatus::kPrequeue);
+  EXPECT_EQ(FieldCount(meta), 30) << "written back whole";
 }
 
 // The gate is a key of its own ({r:NAME}:g, KEYS[9] of room.lua: "INC:TEXT"), so rooms written

@@ -8,6 +8,7 @@
 #include "core/minute_window.h"
 #include "core/queue_types.h"
 #include "core/room.h"
+#include "core/room_event.h"
 #include "core/room_types.h"
 
 namespace anteroom::store::redis {
@@ -41,13 +42,39 @@ std::string LuaRules() {
       Room::kKindOther, core::MinuteWindow::kSeconds, core::MinuteWindow::kWindowMs,
       core::kBackoffBaseMs, core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs,
       core::kAckMemoryMax, core::kKeptAttempts);
+  // Launch day: the queueing methods by their names (the scripts store and answer names, which
+  // the backend reads with core::ParseQueueingMethod), the event stages by their codes, and the
+  // schedule's bound.
+  using core::EventStage;
+  using core::QueueingMethod;
+  rules += "RULES.method = {";
+  for (auto m : {QueueingMethod::kFifo, QueueingMethod::kRandom, QueueingMethod::kPassthrough,
+                 QueueingMethod::kReject, QueueingMethod::kQueueAll}) {
+    rules += fmt::format("{0} = '{0}', ", core::ToString(m));
+  }
+  rules += "}\nRULES.stage = {";
+  for (auto st :
+       {EventStage::kScheduled, EventStage::kPrequeue, EventStage::kRunning, EventStage::kEnded}) {
+    rules += fmt::format("{} = {}, ", core::ToString(st), static_cast<int>(st));
+  }
+  rules += fmt::format("}}\nRULES.max_events = {}\n", core::kMaxEventsPerRoom);
   rules += fmt::format(
       "local MSG = {{capacity_required = [==[{}]==],\n"
       "  join_needs_challenge = {},\n  client_table_full = {},\n"
-      "  places_per_client_used = {},\n  joins_per_minute_used = {}}}\n",
+      "  places_per_client_used = {},\n  joins_per_minute_used = {},\n",
       wire::kCapacityRequired, LuaMessage(wire::JoinNeedsChallenge(kFigure)),
       LuaMessage(wire::ClientTableFull(kFigure)), LuaMessage(wire::PlacesPerClientUsed(kFigure)),
       LuaMessage(wire::JoinsPerMinuteUsed(kFigure)));
+  // The schedule's refusals (core::CheckEventChange, DeleteEvent).
+  rules += fmt::format(
+      "  prequeue_after_start = [==[{}]==],\n  ends_before_start = [==[{}]==],\n"
+      "  event_over = [==[{}]==],\n  too_many_events = [==[{}]==],\n  event_ended = {},\n"
+      "  prequeue_opened = {},\n  event_started = {},\n  events_overlap = {},\n"
+      "  unknown_event = {}}}\n",
+      wire::kPrequeueAfterStart, wire::kEndsBeforeStart, wire::kEventOver,
+      wire::TooManyEvents(core::kMaxEventsPerRoom), LuaMessage(wire::EventEnded(kFigure)),
+      LuaMessage(wire::PrequeueOpened(kFigure)), LuaMessage(wire::EventStarted(kFigure)),
+      LuaMessage(wire::EventsOverlap(kFigure)), LuaMessage(wire::UnknownEvent(kFigure)));
   return rules;
 }
 

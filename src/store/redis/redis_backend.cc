@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <charconv>
 #include <future>
+#include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include "common/random_id.h"
@@ -49,6 +51,33 @@ std::string OptText(const std::optional<std::optional<std::string>>& v) {
   return *v ? "=" + **v : "-";
 }
 
+core::DrawSeed OsSeed() {
+  core::DrawSeed seed;
+  std::string bytes = RandomBytes(seed.size());
+  std::copy(bytes.begin(), bytes.end(), seed.begin());
+  return seed;
+}
+
+// room.lua event_put's arguments after the id (event_of_args).
+std::vector<std::string> EventArgs(const std::string& id, const core::EventSpec& spec) {
+  const core::EventOverrides& o = spec.overrides;
+  return {"event_put",
+          id,
+          spec.name,
+          Opt(spec.prequeue_at),
+          std::to_string(spec.starts_at),
+          std::to_string(spec.ends_at),
+          spec.shuffle_at_start ? "1" : "0",
+          core::ToString(spec.prequeue_scope),
+          spec.suspended ? "1" : "0",
+          Opt(o.capacity),
+          Opt(o.admit_per_minute),
+          Opt(o.grace_ms),
+          Opt(o.checkin_timeout_ms),
+          o.queueing_method ? core::ToString(*o.queueing_method) : "",
+          o.page ? "=" + *o.page : ""};
+}
+
 }  // namespace
 
 RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
@@ -68,7 +97,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
     contexts.push_back(own_io_.get());
   }
   for (asio::io_context* io : contexts) {
-    shards_.push_back(std::make_unique<Shard>(*io, *url, options_.timeout_ms, lease_key_));
+    shards_.push_back(
+        std::make_unique<Shard>(*io, *url, options_.timeout_ms, lease_key_, OsSeed()));
   }
   sweep_timer_ = std::make_unique<asio::steady_timer>(home().io);
   shared_watch_ = std::make_unique<SharedValueWatch>(
@@ -156,6 +186,20 @@ std::string RedisBackend::NowArg() const {
   return options_.redis_time ? std::string() : std::to_string(clock_.NowMs());
 }
 
+std::string RedisBackend::Entropy(Shard& s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * sizeof(core::DrawSeed));
+  for (size_t words = 0; words < sizeof(core::DrawSeed) / sizeof(uint32_t); ++words) {
+    uint32_t word = s.entropy.Next32();
+    for (int byte = 0; byte < 4; ++byte, word >>= 8) {
+      hex += kHex[(word >> 4) & 0xf];
+      hex += kHex[word & 0xf];
+    }
+  }
+  return hex;
+}
+
 // ---- scripts -------------------------------------------------------------------------------
 
 namespace {
@@ -183,13 +227,16 @@ OpResult<Reply> Checked(Reply r) {
     return {OpStatus::kChallengeRequired, std::move(status.message)};
   }
   if (word == "unknown_room") return {OpStatus::kUnknownRoom, ""};
+  if (word == "invalid") return {OpStatus::kInvalidArgument, std::move(status.message)};
+  if (word == "conflict") return {OpStatus::kConflict, std::move(status.message)};
+  if (word == "not_found") return {OpStatus::kNotFound, std::move(status.message)};
   return {OpStatus::kInternal, "redis: unexpected answer from a script"};
 }
 }  // namespace
 
 void RedisBackend::RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv,
                               ReplyFn k) {
-  argv.insert(argv.begin() + 1, {NowArg(), std::to_string(options_.token_ttl_ms)});
+  argv.insert(argv.begin() + 1, {NowArg(), std::to_string(options_.token_ttl_ms), Entropy(s)});
   s.client->Eval(room_script_, keys_.Room(room), std::move(argv), [this, &s, room, k](Reply r) {
     AfterScript(s, 'r', room, r);
     OpResult<Reply> result = Checked(std::move(r));
@@ -273,11 +320,6 @@ void RedisBackend::Uncounted(Shard& s, char kind, const std::string& name,
 
 void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
                            Completion<core::RoomInfo> done) {
-  if ((patch.queueing_method && *patch.queueing_method != core::QueueingMethod::kFifo) ||
-      patch.include_active) {
-    return done(
-        OpResult<core::RoomInfo>(OpStatus::kUnavailable, std::string(wire::kMethodsNotOnRedis)));
-  }
   Post([this, room = std::move(room), patch, done = std::move(done)](Shard& s) {
     auto put = [this, &s, room, patch, done] {
       RoomScript(
@@ -286,7 +328,9 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
            OptNone(patch.idle_timeout_ms), OptNone(patch.admit_per_minute), OptBool(patch.paused),
            OptText(patch.target_url), OptNone(patch.joins_per_minute_per_client),
            OptNone(patch.places_per_client), OptNone(patch.challenge_difficulty),
-           std::to_string(NewIncarnation()), OptText(patch.gate)},
+           std::to_string(NewIncarnation()), OptText(patch.gate),
+           patch.queueing_method ? core::ToString(*patch.queueing_method) : "",
+           patch.include_active ? "1" : "0"},
           [this, &s, room, done](OpResult<Reply> r) {
             if (!r.ok()) return done({r.status(), r.message()});
             Created(s, 'r', room, [done, info = ParseRoomInfo(room, *r)] { done(info); });
@@ -422,18 +466,33 @@ void RedisBackend::AdmissionHolder(std::string room, uint64_t incarnation, uint6
   });
 }
 
-void RedisBackend::PutEvent(std::string, std::string, core::EventSpec,
+void RedisBackend::PutEvent(std::string room, std::string id, core::EventSpec spec,
                             Completion<core::RoomEvent> done) {
-  done(OpResult<core::RoomEvent>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
+  Post([this, room = std::move(room), argv = EventArgs(id, spec),
+        done = std::move(done)](Shard& s) mutable {
+    RoomScript(s, room, std::move(argv), [done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      done(ParseRoomEvent(*r));
+    });
+  });
 }
 
-void RedisBackend::ListEvents(std::string, Completion<std::vector<core::RoomEvent>> done) {
-  done(OpResult<std::vector<core::RoomEvent>>(OpStatus::kUnavailable,
-                                              std::string(wire::kEventsNotOnRedis)));
+void RedisBackend::ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) {
+  Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"events"}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      done(ParseEvents(*r));
+    });
+  });
 }
 
-void RedisBackend::DeleteEvent(std::string, std::string, Completion<core::RoomEvent> done) {
-  done(OpResult<core::RoomEvent>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
+void RedisBackend::DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) {
+  Post([this, room = std::move(room), id = std::move(id), done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"event_delete", id}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      done(ParseRoomEvent(*r));
+    });
+  });
 }
 
 void RedisBackend::ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) {
@@ -612,7 +671,9 @@ void RedisBackend::Present(std::string room, std::vector<std::string> sessions,
 
 void RedisBackend::ArmSweeper() {
   if (!options_.run_timer) return;
-  sweep_timer_->expires_after(std::chrono::milliseconds(options_.sweep_interval_ms));
+  // A draw left to publish: its next chunk at once (as the embedded backend's timer does). Other
+  // clients' commands still run between two chunks: each is a script call of its own.
+  sweep_timer_->expires_after(std::chrono::milliseconds(drawing_ ? 0 : options_.sweep_interval_ms));
   sweep_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     Sweep([this] { ArmSweeper(); });
@@ -631,6 +692,7 @@ void RedisBackend::Sweep(std::function<void()> done) {
     sweeping_ = false;
     done();
   };
+  drawing_ = false;  // until SweepOne publishes a chunk that leaves more
   home().client->Eval(sweep_script_, {keys_.Registry()}, {NowArg(), kSweepBatch},
                       [this, finish](Reply r) {
                         if (r.failed() || r.elements.empty()) return finish();
@@ -672,10 +734,62 @@ void RedisBackend::SweepOne(const std::string& member, std::function<void()> don
                         });
   };
   if (kind == 'r') {
-    RoomScript(home(), name, {"advance"}, after);
+    // A draw being published gets its next chunk; the chunk's answer then stands for the
+    // advance's (its next deadline, forced as the advance's is).
+    RoomScript(home(), name, {"advance"}, [this, name, after](OpResult<Reply> r) {
+      std::optional<DrawState> draw = r.ok() ? ParseDrawState(*r) : std::nullopt;
+      if (!draw) {
+        draws_.erase(name);
+        return after(std::move(r));
+      }
+      RoomScript(home(), name, DrawChunkArgs(name, *draw), [this, name, after](OpResult<Reply> r) {
+        if (r.ok() && ParseDrawState(*r)) {
+          drawing_ = true;
+        } else {
+          if (!r.ok())
+            spdlog::warn("redis: a draw of room '{}' refused a chunk: {}", name, r.message());
+          draws_.erase(name);
+        }
+        after(std::move(r));
+      });
+    });
   } else {
     QueueScript(home(), name, {"advance"}, after);
   }
+}
+
+std::vector<std::string> RedisBackend::DrawChunkArgs(const std::string& room, const DrawState& d) {
+  const size_t chunk = std::max<size_t>(1, options_.draw_chunk);
+  std::vector<std::string> argv{"draw", std::to_string(d.published), std::to_string(chunk),
+                                d.shuffled ? d.seed : ""};
+  if (!d.shuffled || d.people > std::numeric_limits<uint32_t>::max()) {
+    draws_.erase(room);
+    return argv;  // arrival order: the script takes the next `chunk` itself
+  }
+  core::DrawSeed seed{};
+  std::copy_n(d.seed.begin(), std::min(d.seed.size(), seed.size()), seed.begin());
+  auto it = draws_.find(room);
+  if (it == draws_.end() || it->second.event != d.event || it->second.seed != seed ||
+      it->second.shuffle.size() != d.people) {
+    if (draws_.size() >= kDrawsKept) draws_.clear();
+    // Rank r is the pre-queue's r-th arrival (the draw key's order in room.lua).
+    std::vector<uint32_t> arrival(d.people);
+    std::iota(arrival.begin(), arrival.end(), 0u);
+    it = draws_
+             .insert_or_assign(room,
+                               DrawWork{.event = d.event,
+                                        .seed = seed,
+                                        .shuffle = core::FisherYates(seed, std::move(arrival))})
+             .first;
+  }
+  core::FisherYates& shuffle = it->second.shuffle;
+  // Positions below done() are final: a process that comes to a draw mid-way steps up to it
+  // once, then a chunk's worth per chunk.
+  const size_t to = static_cast<size_t>(std::min<uint64_t>(d.published + chunk, d.people));
+  while (shuffle.done() < to) shuffle.Step(to - shuffle.done());
+  argv.reserve(argv.size() + to - std::min<size_t>(to, d.published));
+  for (size_t k = d.published; k < to; ++k) argv.push_back(std::to_string(shuffle.order()[k]));
+  return argv;
 }
 
 void RedisBackend::RunDue() {

@@ -37,6 +37,7 @@
 
 #include "common/clock.h"
 #include "common/wire_errors.h"
+#include "core/draw.h"
 #include "core/hmac.h"
 #include "core/lease_mac.h"
 #include "store/backend.h"
@@ -69,6 +70,10 @@ struct RedisBackendOptions {
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
   // How often the values given to WatchShared are checked (also after each reconnection).
   int64_t shared_check_ms = 2000;
+  // Positions of a draw published per script call (room.lua `draw`): the longest such a call
+  // holds Redis is about this many moves into the line. A sweep publishes one chunk of each
+  // draw it finds and, while any is left, the next sweep comes at once.
+  size_t draw_chunk = 10'000;
 };
 
 class RedisBackend final : public Backend {
@@ -94,8 +99,6 @@ class RedisBackend final : public Backend {
   void AdmissionHolder(std::string room, uint64_t incarnation, uint64_t admission,
                        Completion<std::optional<std::string>> done) override;
   void ReadLine(std::string room, uint64_t since, Completion<core::LineView> done) override;
-  // Scheduled events are not in the Redis scripts yet: refused with kUnavailable and a message
-  // that says so (wire::kEventsNotOnRedis), never half-applied.
   void PutEvent(std::string room, std::string id, core::EventSpec spec,
                 Completion<core::RoomEvent> done) override;
   void ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) override;
@@ -173,14 +176,19 @@ class RedisBackend final : public Backend {
   // What one thread uses, only on that thread.
   struct Shard {
     Shard(boost::asio::io_context& context, const RedisUrl& url, int64_t timeout_ms,
-          const core::Hmac& lease_key)
+          const core::Hmac& lease_key, const core::DrawSeed& entropy_seed)
         : io(context),
           client(std::make_unique<ClusterClient>(context, url, timeout_ms)),
-          lease_mac(lease_key) {}
+          lease_mac(lease_key),
+          entropy(entropy_seed) {}
     boost::asio::io_context& io;
     std::unique_ptr<ClusterClient> client;
     core::LeaseMac lease_mac;
     std::mt19937_64 rng{std::random_device{}()};  // backoff jitter for nacks
+    // What every room script call carries as ARGV[4] (room.lua ENTROPY: a draw's seed, the
+    // random method's picks): 32 bytes of a ChaCha20 keystream keyed once from the OS CSPRNG
+    // (so a call costs no system call), in hex.
+    core::DrawStream entropy;
     // Rooms ('r' + name) and queues ('q' + name) seen to exist: no cap check for them. Bounded:
     // cleared when it grows past kKnownNames.
     std::unordered_set<std::string> known;
@@ -191,6 +199,7 @@ class RedisBackend final : public Backend {
     std::chrono::steady_clock::time_point lines_swept{};
   };
   static constexpr size_t kKnownNames = 100'000;
+  static constexpr size_t kDrawsKept = 64;  // draws_ beyond this are dropped (recomputed if needed)
   static constexpr size_t kLineRooms = 10'000;
   static constexpr int64_t kLineIdleMs = 60'000;
   // ReadLine on shard `s`; with `deltas` false the snapshot is asked for whatever is kept.
@@ -217,6 +226,7 @@ class RedisBackend final : public Backend {
   }
   Shard& home() { return *shards_.front(); }
   std::string NowArg() const;
+  static std::string Entropy(Shard& s);
   // One script call; `k` gets the reply after the status word was checked (errors mapped).
   void RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv, ReplyFn k);
   // A room operation on one session answered with its view: check, touch, leave, evict
@@ -306,6 +316,20 @@ class RedisBackend final : public Backend {
   void Sweep(std::function<void()> done);
   void SweepOne(const std::string& member, std::function<void()> done);
   void ArmSweeper();
+  // The draws being published (room.lua `draw`), on the home shard: the arguments of the next
+  // chunk of `room`'s draw as `state` says it stands. A shuffled draw's order is computed here,
+  // with core::FisherYates over its seed (as the embedded backend's): deterministic, so any
+  // process computes the same ranks and may send any chunk; the script takes a chunk only at
+  // the count already published. Each process keeps the shuffle it computed per room (so a
+  // chunk costs its own steps) and drops it once the draw is over or another one is on.
+  std::vector<std::string> DrawChunkArgs(const std::string& room, const DrawState& state);
+  struct DrawWork {
+    std::string event;
+    core::DrawSeed seed{};
+    core::FisherYates shuffle;
+  };
+  std::unordered_map<std::string, DrawWork> draws_;
+  bool drawing_ = false;  // the last sweep published a chunk and left more: sweep again at once
 
   const Clock& clock_;
   RedisBackendOptions options_;

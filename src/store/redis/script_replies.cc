@@ -1,5 +1,6 @@
 #include "store/redis/script_replies.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace anteroom::store::redis {
@@ -13,6 +14,12 @@ const Reply& QueuePayload(const Reply& answer) { return answer.at(3); }
 
 std::optional<int64_t> OffWhenNegative(int64_t v) {
   return v >= 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+// A queueing method by its name (room.lua stores and answers core::ToString's names); fifo for
+// a name it does not know.
+core::QueueingMethod MethodOf(const Reply& name) {
+  return core::ParseQueueingMethod(name.str).value_or(core::QueueingMethod::kFifo);
 }
 
 // queue.lua's lease outcomes: OK, LOST, INVALID.
@@ -42,7 +49,8 @@ ScriptStatus ParseStatus(const Reply& answer) {
   } else if (s.word == "rate_limited") {
     s.retry_after_ms = answer.at(2).AsInt();
     s.message = answer.at(3).str;
-  } else if (s.word == "challenge_required") {
+  } else if (s.word == "challenge_required" || s.word == "invalid" || s.word == "conflict" ||
+             s.word == "not_found") {
     s.message = answer.at(2).str;
   }
   return s;
@@ -59,10 +67,21 @@ ScriptEffects ParseEffects(const Reply& answer, bool queue) {
 
 int64_t ParseNextDeadline(const Reply& answer) { return answer.at(1).AsInt(); }
 
+// {} or {event, shuffled (0/1), people, published, seed}
+std::optional<DrawState> ParseDrawState(const Reply& answer) {
+  const Reply& d = RoomPayload(answer);
+  if (d.type != Reply::Type::kArray || d.elements.size() < 5) return std::nullopt;
+  return DrawState{.event = d.at(0).str,
+                   .shuffled = d.at(1).AsInt() == 1,
+                   .people = static_cast<uint64_t>(std::max<int64_t>(0, d.at(2).AsInt())),
+                   .published = static_cast<uint64_t>(std::max<int64_t>(0, d.at(3).AsInt())),
+                   .seed = d.at(4).str};
+}
+
 // ---- room.lua ------------------------------------------------------------------------------
 
 // {cap, grace, cto, idle, apm, holders, waiting, admitted, dropped, released, paused, url, jpm,
-// ppc, pow, gate (nil: none)}
+// ppc, pow, queueing method, gate (nil: none)}
 core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   const Reply& a = RoomPayload(answer);
   core::RoomInfo info;
@@ -82,45 +101,104 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   info.config.joins_per_minute_per_client = OffWhenNegative(a.at(12).AsInt());
   info.config.places_per_client = OffWhenNegative(a.at(13).AsInt());
   info.config.challenge_difficulty = OffWhenNegative(a.at(14).AsInt());
-  if (const Reply& gate = a.at(15); gate.type == Reply::Type::kString) info.config.gate = gate.str;
+  info.config.queueing_method = MethodOf(a.at(15));
+  if (const Reply& gate = a.at(16); gate.type == Reply::Type::kString) info.config.gate = gate.str;
   return info;
 }
 
 namespace {
-// {status, position, waiting, active, capacity, eta (-1: unknown), admission[, incarnation]}
-core::SessionView ToView(const std::string& session, const Reply& a) {
+// What room.lua context() answers beside the views of one call:
+// {now, method, pre-queue open (0/1), paused, freed, apm, cto, idle, starts_at, ends_at}
+// (-1: none, for apm, idle and the event's times).
+struct ViewContext {
+  int64_t now = 0;
+  core::QueueingMethod method = core::QueueingMethod::kFifo;
+  bool prequeue_open = false;
+  bool paused = false;
+  int64_t freed = 0;
+  std::optional<int64_t> admit_per_minute;
+  int64_t checkin_timeout_ms = 0;
+  std::optional<int64_t> idle_timeout_ms;
+  std::optional<int64_t> event_starts_at, event_ends_at;
+};
+ViewContext ToContext(const Reply& c) {
+  return ViewContext{.now = c.at(0).AsInt(),
+                     .method = MethodOf(c.at(1)),
+                     .prequeue_open = c.at(2).AsInt() == 1,
+                     .paused = c.at(3).AsInt() == 1,
+                     .freed = c.at(4).AsInt(),
+                     .admit_per_minute = OffWhenNegative(c.at(5).AsInt()),
+                     .checkin_timeout_ms = c.at(6).AsInt(),
+                     .idle_timeout_ms = OffWhenNegative(c.at(7).AsInt()),
+                     .event_starts_at = OffWhenNegative(c.at(8).AsInt()),
+                     .event_ends_at = OffWhenNegative(c.at(9).AsInt())};
+}
+
+std::optional<int64_t> MsUntil(const std::optional<int64_t>& at, int64_t now) {
+  if (!at || *at <= now) return std::nullopt;
+  return *at - now;
+}
+
+// {status, position, waiting, active, capacity, admission, incarnation}, finished as
+// core::Room::View and AddEventFields finish a view.
+core::SessionView ToView(const std::string& session, const Reply& a, const ViewContext& c) {
   core::SessionView v;
   v.session = session;
   const std::string& st = a.at(0).str;
-  v.status = st == "waiting"  ? core::SessionStatus::kWaiting
-             : st == "active" ? core::SessionStatus::kActive
-             : st == "grace"  ? core::SessionStatus::kGrace
-                              : core::SessionStatus::kGone;
+  v.status = st == "waiting"    ? core::SessionStatus::kWaiting
+             : st == "active"   ? core::SessionStatus::kActive
+             : st == "grace"    ? core::SessionStatus::kGrace
+             : st == "prequeue" ? core::SessionStatus::kPrequeue
+             : st == "closed"   ? core::SessionStatus::kClosed
+                                : core::SessionStatus::kGone;
   v.position = a.at(1).AsInt();
   v.waiting = a.at(2).AsInt();
   v.active = a.at(3).AsInt();
   v.capacity = a.at(4).AsInt();
-  if (int64_t eta = a.at(5).AsInt(); eta >= 0) v.eta_ms = eta;
-  v.admission = static_cast<uint64_t>(a.at(6).AsInt());
-  if (a.elements.size() > 7) v.incarnation = static_cast<uint64_t>(a.at(7).AsInt());
+  v.admission = static_cast<uint64_t>(a.at(5).AsInt());
+  v.incarnation = static_cast<uint64_t>(a.at(6).AsInt());
+  // Nobody moves while admissions are paused or braked.
+  bool moving = !c.paused && c.method != core::QueueingMethod::kQueueAll;
+  if (v.status == core::SessionStatus::kWaiting) {
+    if (c.method == core::QueueingMethod::kRandom) {
+      v.position = 0;
+      v.odds = core::RandomOdds(v.waiting, c.freed, c.admit_per_minute, moving);
+      if (v.odds) v.eta_ms = v.odds->p50_ms;
+    } else if (moving) {
+      v.eta_ms = core::EtaMs(v.position, c.freed, c.admit_per_minute);
+    }
+  } else if (v.status == core::SessionStatus::kActive || v.status == core::SessionStatus::kGrace) {
+    v.eta_ms = 0;
+  }
+  v.phase = core::PhaseOf(c.method, c.prequeue_open, v.waiting, v.active, v.capacity, c.paused);
+  v.queueing_method = c.method;
+  v.starts_in_ms = MsUntil(c.event_starts_at, c.now);
+  v.ends_in_ms = MsUntil(c.event_ends_at, c.now);
+  if (v.status == core::SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;
+  v.refresh_after_ms =
+      core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms, v.starts_in_ms);
   return v;
 }
 }  // namespace
 
 core::SessionView ParseSessionView(const std::string& session, const Reply& answer) {
-  return ToView(session, RoomPayload(answer));
+  return ToView(session, RoomPayload(answer), ToContext(answer.at(3)));
 }
 
 std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sessions,
                                             const Reply& answer) {
   const Reply& list = RoomPayload(answer);
+  ViewContext context = ToContext(answer.at(3));
   std::vector<core::SessionView> views;
   views.reserve(sessions.size());
-  for (size_t i = 0; i < sessions.size(); ++i) views.push_back(ToView(sessions[i], list.at(i)));
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    views.push_back(ToView(sessions[i], list.at(i), context));
+  }
   return views;
 }
 
-// {{ver, holders, waiting, cap, freed, apm, cto, idle, paused, inc}, line}
+// {{ver, holders, waiting, cap, freed, apm, cto, idle, paused, inc, method, pre-queue open,
+// event starts_at, event ends_at}, line}
 LineReply ParseLine(Reply&& answer) {
   const Reply& c = RoomPayload(answer);
   LineReply r;
@@ -135,6 +213,11 @@ LineReply ParseLine(Reply&& answer) {
   if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;
   v.paused = c.at(8).AsInt() == 1;
   r.incarnation = static_cast<uint64_t>(c.at(9).AsInt());
+  v.queueing_method = MethodOf(c.at(10));
+  v.phase = core::PhaseOf(v.queueing_method, c.at(11).AsInt() == 1, v.waiting, v.active, v.capacity,
+                          v.paused);
+  v.event_starts_at = OffWhenNegative(c.at(12).AsInt());
+  v.event_ends_at = OffWhenNegative(c.at(13).AsInt());
   if (answer.elements.size() <= 3) return r;
   Reply& line = answer.elements[3];
   if (line.type == Reply::Type::kArray) {
@@ -147,6 +230,51 @@ LineReply ParseLine(Reply&& answer) {
     r.snapshot = std::move(line.str);
   }
   return r;
+}
+
+namespace {
+// {id, name, prequeue_at, starts_at, ends_at, shuffle, scope, suspended, cap, apm, grace, cto,
+// method (''), page (nil), stage, seed (nil), count, at}; -1: none
+core::RoomEvent ToEvent(const Reply& a) {
+  core::RoomEvent e;
+  e.id = a.at(0).str;
+  core::EventSpec& s = e.spec;
+  s.name = a.at(1).str;
+  s.prequeue_at = OffWhenNegative(a.at(2).AsInt());
+  s.starts_at = a.at(3).AsInt();
+  s.ends_at = a.at(4).AsInt();
+  s.shuffle_at_start = a.at(5).AsInt() == 1;
+  s.prequeue_scope = core::ParsePrequeueScope(a.at(6).str).value_or(core::PrequeueScope::kNew);
+  s.suspended = a.at(7).AsInt() == 1;
+  core::EventOverrides& o = s.overrides;
+  o.capacity = OffWhenNegative(a.at(8).AsInt());
+  o.admit_per_minute = OffWhenNegative(a.at(9).AsInt());
+  o.grace_ms = OffWhenNegative(a.at(10).AsInt());
+  o.checkin_timeout_ms = OffWhenNegative(a.at(11).AsInt());
+  if (!a.at(12).str.empty()) o.queueing_method = core::ParseQueueingMethod(a.at(12).str);
+  if (const Reply& page = a.at(13); page.type == Reply::Type::kString) o.page = page.str;
+  int64_t stage = a.at(14).AsInt();
+  e.stage = stage >= 0 && stage <= static_cast<int64_t>(core::EventStage::kEnded)
+                ? static_cast<core::EventStage>(stage)
+                : core::EventStage::kScheduled;
+  if (const Reply& seed = a.at(15); seed.type == Reply::Type::kString) {
+    core::ShuffleOutcome shuffle;
+    std::copy_n(seed.str.begin(), std::min(seed.str.size(), shuffle.seed.size()),
+                shuffle.seed.begin());
+    shuffle.count = a.at(16).AsInt();
+    shuffle.at = a.at(17).AsInt();
+    e.shuffle = shuffle;
+  }
+  return e;
+}
+}  // namespace
+
+core::RoomEvent ParseRoomEvent(const Reply& answer) { return ToEvent(RoomPayload(answer)); }
+
+std::vector<core::RoomEvent> ParseEvents(const Reply& answer) {
+  std::vector<core::RoomEvent> events;
+  for (const Reply& e : RoomPayload(answer).elements) events.push_back(ToEvent(e));
+  return events;
 }
 
 std::optional<std::string> ParseAdmissionHolder(const Reply& answer) {

@@ -19,9 +19,11 @@ namespace anteroom::store::redis {
 
 // ---- every answer --------------------------------------------------------------------------
 
-// The status word and, for a refusal, what it says. Refusals: {'invalid_argument', message},
-// {'unknown_session', register}, {'rate_limited', register, retry ms, message},
-// {'challenge_required', register, message}, {'unknown_room'}.
+// The status word and, for a refusal, what it says. Refusals: {'invalid_argument', message}
+// (before anything was read), {'unknown_session', register}, {'rate_limited', register, retry
+// ms, message}, {'challenge_required', register, message}, {'unknown_room'}; and the
+// schedule's, after the room was brought to now: {'invalid' | 'conflict' | 'not_found',
+// register, message} (kInvalidArgument, kConflict, kNotFound).
 struct ScriptStatus {
   std::string word;  // "ok", or the refusal's code
   std::string message;
@@ -40,13 +42,26 @@ ScriptEffects ParseEffects(const Reply& answer, bool queue);
 // Both scripts' `advance` (the sweeper): the next deadline.
 int64_t ParseNextDeadline(const Reply& answer);
 
+// room.lua's `advance` and `draw`: the draw being published, if one is (room.lua draw_state()).
+struct DrawState {
+  std::string event;
+  bool shuffled = false;  // else in arrival order: the script takes the next positions itself
+  uint64_t people = 0;
+  uint64_t published = 0;
+  std::string seed;  // its 32 bytes; empty unshuffled
+};
+std::optional<DrawState> ParseDrawState(const Reply& answer);
+
 // ---- room.lua ------------------------------------------------------------------------------
 
-// put, get, delete: the room's settings and counts, its gate last (room.lua info()).
+// put, get, delete: the room's own settings and counts, its gate last (room.lua info()).
 core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer);
-// check, touch, leave, evict: the session's view (room.lua view()).
+// check, touch, leave, evict: the session's view (room.lua view()), finished from the room's
+// context (room.lua context()) with the core's formulas: the phase (core::PhaseOf), the ETA
+// (core::EtaMs) or, in the random method, the odds (core::RandomOdds), starts_in/ends_in, and
+// refresh_after (core::RefreshAfterMs), as core::Room::View does.
 core::SessionView ParseSessionView(const std::string& session, const Reply& answer);
-// present: a view of each session asked about, in order.
+// present: a view of each session asked about, in order, finished alike.
 std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sessions,
                                             const Reply& answer);
 
@@ -62,6 +77,10 @@ struct LineReply {
 };
 // Moves the line's text out of `answer`.
 LineReply ParseLine(Reply&& answer);
+
+// event_put, event_delete: the event (room.lua event_answer()); events: each of them, in order.
+core::RoomEvent ParseRoomEvent(const Reply& answer);
+std::vector<core::RoomEvent> ParseEvents(const Reply& answer);
 
 // holder: the session holding the admission, if any.
 std::optional<std::string> ParseAdmissionHolder(const Reply& answer);

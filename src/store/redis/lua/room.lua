@@ -19,35 +19,79 @@
 --       11 line deltas (list: one entry per call that moved the version on, "INC OLD NEW K"
 --         then K lines "+ID" (joined: the end of the line) or "-ID" (left it), in the order
 --         made; the last LOG_ENTRIES calls, kept a minute, reset when the room is made: log_delta)
--- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4.. the op's arguments
+--       12 events (string: msgpack array of the room's scheduled events, in the order they open;
+--         read only when the schedule is asked for or changes, or a stage change is due: what
+--         every call needs of it is cached in KEYS[1], see compute_next_boundary)
+--       13 pre-queue (zset: session -> arrival ticket; the sessions in status 'p' that no draw
+--         holds, in arrival order)
+--       14 draw (zset: the pre-queue as it stood when its event started, renamed from KEYS[13]
+--         in O(1), in arrival order: a draw's rank r is its arrival number r; kept, never
+--         shortened, until every position is published, then unlinked. A session in status 'p'
+--         that is not in KEYS[13] is in the draw and not published yet)
+-- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4 entropy (32 random bytes from the
+--       calling process's CSPRNG, fresh for each call, in hex: see ENTROPY)  5.. the op's
+--       arguments
 -- Answers start with a status word: 'ok', or an error code the backend maps to OpStatus.
--- Invariants: holders <= capacity (unless lowered); nobody waits while holders < capacity
--- unless the room is paused or the rate cap forbids it; the line is admitted in arrival order.
+-- Invariants: holders <= capacity (unless lowered, or under passthrough); nobody waits while
+-- holders < capacity unless the room is paused, braked (queue_all) or the rate cap forbids it;
+-- the line is admitted in arrival order (fifo) or by a uniform draw from it (random), and a
+-- method switch never reorders it; the rules read the effective settings (cfg: the room's own
+-- with a running event's overrides), GetRoom answers the room's own.
 
 -- Deadline kinds, in the order deadlines at equal times go (core::Room's).
 local KIND_DROPOUT, KIND_OTHER = RULES.kind_dropout, RULES.kind_other
 local TOKEN_UNITS = RULES.token_units  -- a join's share of a bucket; refilled at jpm units per ms
 local WINDOW_SECONDS = RULES.window_seconds  -- a minute window (core::MinuteWindow)
+local METHOD, STAGE = RULES.method, RULES.stage  -- core::QueueingMethod names, EventStage codes
 -- Set by run() for each call, beside KEYS and ARGV (prelude.lua): how long a revocation is kept.
 local revocation_ttl
+-- Set by run(): ARGV[4]. Redis has no randomness a script may use (math.random is seeded alike
+-- for every call, and a script must stay a function of its keys and arguments for replication
+-- and AOF), so the calling process sends 32 bytes from its CSPRNG with every call, as 64 hex
+-- digits (printable in MONITOR, SLOWLOG and the benchmarks' parsers): the seed of a draw that
+-- starts during the call (the bytes, as the core's DrawSeed), and the key of the random
+-- method's picks (random_word). A process passes them whether or not they are used: which
+-- calls will need them only the script knows.
+local ENTROPY
+local function entropy_bytes()
+  return (string.gsub(ENTROPY, '%x%x', function(h) return string.char(tonumber(h, 16)) end))
+end
 -- The keys, named as KEYS above lists them.
 local K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS
-local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS
+local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE, K_DRAW
 -- The line's changes made by this call since its last log entry, in order (see log_delta), and
 -- the version they start from (nil: the room was made by this call, and its log reset).
-local call_deltas, ver0
+-- call_reordered: this call put someone ahead of the line (or emptied it at once): no entry of
+-- it can be read as appends and removals, so its entry says '-' (readers take the snapshot).
+local call_deltas, ver0, call_reordered
 
 local function deadline_key(when, kind) return when * 2 + kind end
 
 -- ---- the room's scalar state: one msgpack array in KEYS[1], read once, written once -------
 local room = {}
+-- The settings the rules read (core Room::effective()): the room's own (room.cap, ...) with the
+-- overrides of the event running (room.ov); made by effective() whenever either changes.
+local cfg = {}
 -- New fields go at the end, with a default for state written before they existed (below).
 -- paused: 0/1; url: the target URL, '' when unset (never nil: a nil would end the array).
 -- jpm, ppc, pow: joins_per_minute_per_client, places_per_client, challenge difficulty; -1 off.
 -- inc: the room's incarnation (random, chosen by the creating process; 0 for older rooms).
+-- qm: the room's own queueing method (a METHOD name). Cached from KEYS[12] by
+-- compute_next_boundary (core Room's next_boundary_, open_, upcoming_): nb, the next stage
+-- change of an event not suspended (NEVER: none); pq, 1 while an event's pre-queue is open;
+-- es, ee: starts_at and ends_at of the event statuses speak of (open, else the next scheduled;
+-- -1: none); ov, the overrides of the event running (a table, false: none). dr: the draw being
+-- published (false: none), {ev = event id, sh = 1 shuffled / 0 arrival order, at, n = its
+-- people, pub = positions published, seed = the seed's 32 bytes ('' unshuffled)}.
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
--- released hint rvmin aw fw paused url ver jpm ppc pow inc
-local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0}
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr
+local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0,
+                  qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false}
+local function effective()
+  local r, o = room, room.ov or {}
+  cfg = {cap = o.cap or r.cap, grace = o.grace or r.grace, cto = o.cto or r.cto,
+         apm = o.apm or r.apm, qm = o.qm or r.qm, idle = r.idle}
+end
 -- load_room and save_room spell FIELDS out, in order, with DEFAULTS: a table built by one
 -- constructor is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us
 -- a call, half of what reading and writing the state costs; scripts/bench-redis.sh).
@@ -60,8 +104,10 @@ local function load_room()
           adm = t[8], seq = t[9], admitted = t[10], dropped = t[11], released = t[12], hint = t[13],
           rvmin = t[14], aw = t[15], fw = t[16], paused = t[17] or d.paused, url = t[18] or d.url,
           ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
-          inc = t[23] or d.inc}
+          inc = t[23] or d.inc, qm = t[24] or d.qm, nb = t[25] or d.nb, pq = t[26] or d.pq,
+          es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr}
   ver0 = room.ver
+  effective()
   return true
 end
 local log_delta
@@ -70,7 +116,8 @@ local function save_room()
   local r = room
   redis.call('SET', K_META, cmsgpack.pack({r.cap, r.grace, r.cto, r.idle, r.apm, r.now, r.holders,
              r.adm, r.seq, r.admitted, r.dropped, r.released, r.hint, r.rvmin, r.aw, r.fw,
-             r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc}))
+             r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc, r.qm, r.nb, r.pq, r.es, r.ee, r.ov,
+             r.dr}))
 end
 
 -- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last WINDOW_SECONDS whole seconds
@@ -139,6 +186,7 @@ local LOG_ENTRIES, LOG_MS = 1024, 60000
 -- Deltas naming more sessions than this, or than a quarter of the line, are not worth reading;
 -- nor, to bound the log, entries of more than DELTA_MAX_IDS.
 local DELTA_MIN_IDS, DELTA_MAX_IDS = 64, 4096
+-- At the end of the line (the ticket room.seq, which the caller has just taken).
 local function line_add(id)
   if redis.call('ZADD', K_LINE, room.seq, id) == 1 then
     call_deltas[#call_deltas + 1] = '+' .. id
@@ -153,7 +201,9 @@ end
 log_delta = function()
   if ver0 == nil or room.ver == ver0 then return end
   local head, n = digits(room.inc) .. ' ' .. digits(ver0) .. ' ' .. digits(room.ver) .. ' '
-  if #call_deltas == 0 then
+  if call_reordered then
+    n = redis.call('RPUSH', K_LINE_DELTAS, head .. '-')
+  elseif #call_deltas == 0 then
     n = redis.call('RPUSH', K_LINE_DELTAS, head .. '0')
   elseif #call_deltas > DELTA_MIN_IDS and
          (#call_deltas > DELTA_MAX_IDS or #call_deltas * 4 > redis.call('ZCARD', K_LINE)) then
@@ -166,7 +216,7 @@ log_delta = function()
   if n > LOG_ENTRIES + 64 then redis.call('LTRIM', K_LINE_DELTAS, -LOG_ENTRIES, -1) end
   -- Expiring on each call would cost a join ~5 us.
   if n % 64 == 1 then redis.call('PEXPIRE', K_LINE_DELTAS, LOG_MS) end
-  ver0, call_deltas = room.ver, {}
+  ver0, call_deltas, call_reordered = room.ver, {}, false
 end
 -- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
 local function load_session(id)
@@ -279,7 +329,7 @@ local function join_refusal(client, bits, max_clients)
     return {'rate_limited', RULES.table_full_retry_ms, MSG.client_table_full(digits(max_clients))}
   end
   if room.ppc >= 0 and e.places >= room.ppc then
-    return {'rate_limited', math.max(room.cto, RULES.places_retry_min_ms),
+    return {'rate_limited', math.max(cfg.cto, RULES.places_retry_min_ms),
             MSG.places_per_client_used(digits(room.ppc))}
   end
   if room.jpm >= 0 then
@@ -292,11 +342,12 @@ local function join_refusal(client, bits, max_clients)
   return nil
 end
 local function due_key(x)
-  if x.st == 'w' then return deadline_key(x.last_seen + room.cto, KIND_DROPOUT) end
+  -- A pre-queued session keeps its place by checking in, as one waiting (core DueKey).
+  if x.st == 'w' or x.st == 'p' then return deadline_key(x.last_seen + cfg.cto, KIND_DROPOUT) end
   if x.st == 'a' then
     local t = NEVER
     if room.idle >= 0 then t = x.last_seen + room.idle end
-    if not x.claimed then t = math.min(t, x.since + room.cto) end
+    if not x.claimed then t = math.min(t, x.since + cfg.cto) end
     if t == NEVER then return nil end
     return deadline_key(t, KIND_OTHER)
   end
@@ -306,6 +357,12 @@ end
 local function set_deadline(x)
   local k = due_key(x)
   if k then redis.call('ZADD', K_DEADLINES, k, x.id) else redis.call('ZREM', K_DEADLINES, x.id) end
+end
+-- Every session's deadline keyed exactly again (core RekeyAll): after the settings they follow
+-- changed. O(sessions) in one call, as the settings' change that asks for it.
+local function rekey_all()
+  local all = redis.call('HGETALL', K_SESSIONS)
+  for i = 1, #all, 2 do set_deadline(load_session(all[i])) end
 end
 -- Lowers the heap key if the true deadline moved earlier (a later one is re-keyed lazily).
 local function reschedule(x)
@@ -334,8 +391,17 @@ local function release(x, now, dropped)
   revoke(x, now)
   free_session(x)
 end
+-- Out of the line it waits in (core Room::Unline): the line, or the pre-queue. One the draw
+-- holds stays in KEYS[14]: publishing skips it when its place comes (it is gone by then).
+local function unline(x)
+  if x.st == 'w' then
+    line_remove(x.id)
+  elseif x.st == 'p' then
+    redis.call('ZREM', K_PREQUEUE, x.id)
+  end
+end
 local function drop_waiting(x)
-  line_remove(x.id)
+  unline(x)
   free_session(x)
 end
 local function admit(id, now)
@@ -352,36 +418,261 @@ local function admit(id, now)
   save_session(x)
   set_deadline(x)
 end
+local function waiting() return redis.call('ZCARD', K_LINE) end
+
+-- ---- queueing methods (core Room::Fill, PickNext) --------------------------------------------
+-- The random method's words: the first 32 bits of SHA-1 over this call's ENTROPY and a counter,
+-- a keyed stream as unpredictable as the entropy and as uniform as SHA-1's output. (Not the
+-- core's DrawStream: no ChaCha20 in Redis's Lua, and no picks to replay here: the core's room
+-- replays its log, a Redis room is never replayed.)
+local picks_used
+local TWO_32 = 4294967296
+local function random_word()
+  picks_used = picks_used + 1
+  return tonumber(string.sub(redis.sha1hex('pick:' .. ENTROPY .. digits(picks_used)), 1, 8), 16)
+end
+-- Uniform in [0, bound), unbiased by rejection exactly as core DrawStream::Below: words at or
+-- above 2^32 - (2^32 mod bound) are drawn again.
+local function below(bound)
+  while true do
+    local word = random_word()
+    if word < TWO_32 - TWO_32 % bound then return word % bound end
+  end
+end
+-- Who is admitted next: the head of the line, or in the random method someone drawn uniformly
+-- from it (ZRANGE by a random rank). The line itself stays in arrival order under every method.
+local function pick_next()
+  if cfg.qm ~= METHOD.random then return redis.call('ZRANGE', K_LINE, 0, 0)[1] end
+  local n = waiting()
+  if n == 0 then return nil end
+  local rank = below(n)
+  return redis.call('ZRANGE', K_LINE, rank, rank)[1]
+end
 local function fill(now)
   if room.paused == 1 then return end  -- freed slots stay free until an admin resumes
-  while room.holders < room.cap do
-    if room.apm >= 0 and win_count(room.aw, now) >= room.apm then return end
-    local first = redis.call('ZRANGE', K_LINE, 0, 0)[1]
-    if not first then return end
-    admit(first, now)
+  if cfg.qm == METHOD.queue_all then return end  -- the brake: letting go of it fills them
+  if cfg.qm == METHOD.passthrough then  -- nobody waits, whatever the capacity
+    for _, id in ipairs(redis.call('ZRANGE', K_LINE, 0, -1)) do admit(id, now) end
+    return
+  end
+  while room.holders < cfg.cap do
+    if cfg.apm >= 0 and win_count(room.aw, now) >= cfg.apm then return end
+    local next = pick_next()
+    if not next then return end
+    admit(next, now)
   end
 end
 local function rate_open_key(now)
-  if room.paused == 1 or room.apm < 0 or room.holders >= room.cap or
-     redis.call('ZCARD', K_LINE) == 0 then
+  if room.paused == 1 or cfg.apm < 0 or room.holders >= cfg.cap or cfg.qm == METHOD.queue_all or
+     cfg.qm == METHOD.passthrough or redis.call('ZCARD', K_LINE) == 0 then
     return NEVER
   end
-  return deadline_key(win_next_below(room.aw, now, room.apm), KIND_OTHER)
+  return deadline_key(win_next_below(room.aw, now, cfg.apm), KIND_OTHER)
+end
+-- The holders, active and in grace, in admission order.
+local function holders_by_admission()
+  local out = {}
+  local all = redis.call('HGETALL', K_SESSIONS)
+  for i = 1, #all, 2 do
+    local st = string.sub(all[i + 1], 1, 1)
+    if st == 'a' or st == 'g' then out[#out + 1] = load_session(all[i]) end
+  end
+  table.sort(out, function(a, b) return a.admission < b.admission end)
+  return out
+end
+-- Every holder gives back its slot, its tokens revoked, and keeps its head start (core
+-- SendHoldersBack): ahead of the line in admission order, or first into the pre-queue. A full
+-- check-in timeout to come back.
+local function send_holders_back(to_prequeue, now)
+  local holders = holders_by_admission()
+  for _, x in ipairs(holders) do
+    revoke(x, now)
+    redis.call('HDEL', K_REVOKED, '#' .. digits(x.admission))
+    room.holders = room.holders - 1
+    x.admission, x.claimed, x.since, x.last_seen = 0, false, 0, now
+    x.st = to_prequeue and 'p' or 'w'
+    save_session(x)
+    set_deadline(x)
+  end
+  local front = first_score(K_LINE)
+  if to_prequeue or front == NEVER then
+    for _, x in ipairs(holders) do
+      room.seq = room.seq + 1
+      if to_prequeue then redis.call('ZADD', K_PREQUEUE, room.seq, x.id) else line_add(x.id) end
+    end
+  else  -- tickets below the head's, the earliest admission first
+    for k = #holders, 1, -1 do
+      front = front - 1
+      redis.call('ZADD', K_LINE, front, holders[k].id)
+    end
+    if #holders > 0 then call_reordered = true end
+  end
+  bump_version()
+end
+
+-- ---- launch day: the pre-queue and the schedule (core room_events.cc) -------------------------
+-- Arrivals go to the pre-queue while an event's is open, and while a draw is published (they
+-- follow the drawn).
+local function prequeue_open() return room.pq == 1 or room.dr ~= false end
+-- The pre-queue joins the line in arrival order (core ReleasePrequeue); not while a draw is
+-- published (those who came during it follow the drawn when it is over). O(pre-queue).
+local function release_prequeue()
+  if room.dr then return end
+  local ids = redis.call('ZRANGE', K_PREQUEUE, 0, -1)
+  redis.call('DEL', K_PREQUEUE)
+  for _, id in ipairs(ids) do
+    local x = load_session(id)
+    x.st = 'w'  -- its drop-out deadline stays: a waiting session's is the same
+    save_session(x)
+    room.seq = room.seq + 1
+    line_add(id)
+  end
+  bump_version()
+end
+-- The settings the rules read changed, or may have (core ApplyEffective): deadlines follow
+-- them, and freed or added slots are filled.
+local function apply_effective(now)
+  local before = cfg
+  effective()
+  bump_version()
+  if before.grace ~= cfg.grace or before.cto ~= cfg.cto or before.idle ~= cfg.idle then
+    rekey_all()
+  end
+  fill(now)
+end
+
+-- Events as KEYS[12] keeps them (msgpack maps; a field left out is absent): id, name, pq
+-- (prequeue_at), st, en (starts_at, ends_at), sh (shuffle_at_start), sc (prequeue_scope: 'all'
+-- or 'new'), su (suspended), o (overrides: cap apm grace cto qm), page (JSON text), stage (a
+-- STAGE code), and once drawn with a shuffle seed (32 bytes), cnt, at (core ShuffleOutcome).
+local function load_events()
+  local v = redis.call('GET', K_EVENTS)
+  if not v then return {} end
+  return cmsgpack.unpack(v)
+end
+local function save_events(events)
+  if #events == 0 then return redis.call('DEL', K_EVENTS) end
+  redis.call('SET', K_EVENTS, cmsgpack.pack(events))
+end
+local function opens_at(e) return e.pq or e.st end
+local function find_event(events, id)
+  for k, e in ipairs(events) do if e.id == id then return k end end
+  return nil
+end
+-- What every call needs of the schedule, cached in the room's state (see FIELDS; core
+-- ComputeNextBoundary): a suspended event stays where it is and counts for nothing.
+local function compute_next_boundary(events)
+  local nb, open, upcoming = NEVER, nil, nil
+  for _, e in ipairs(events) do
+    if not e.su then
+      local t = NEVER
+      if e.stage == STAGE.scheduled then
+        t = opens_at(e)
+        upcoming = upcoming or e
+      elseif e.stage == STAGE.prequeue then
+        t, open = e.st, e
+      elseif e.stage == STAGE.running then
+        t, open = e.en, e
+      end
+      nb = math.min(nb, t)
+    end
+  end
+  room.nb = nb
+  room.pq = (open and open.stage == STAGE.prequeue) and 1 or 0
+  room.ov = (open and open.stage == STAGE.running) and (open.o or {}) or false
+  local shown = open or upcoming
+  room.es, room.ee = shown and shown.st or -1, shown and shown.en or -1
+end
+-- Stage changes wait while a draw is published (core BoundaryKey).
+local function boundary_key()
+  if room.dr or room.nb == NEVER then return NEVER end
+  return deadline_key(room.nb, KIND_OTHER)
+end
+-- The pre-queue opens (core OpenPrequeue); with scope 'all' everyone goes to it: the holders
+-- first, in admission order (their tokens revoked), then the line in order. O(line) then.
+local function open_prequeue(e, now)
+  bump_version()
+  if e.sc ~= 'all' then return end
+  send_holders_back(true, now)
+  local ids = redis.call('ZRANGE', K_LINE, 0, -1)
+  redis.call('DEL', K_LINE)
+  if #ids > 0 then call_reordered = true end
+  for _, id in ipairs(ids) do
+    local x = load_session(id)
+    x.st = 'p'
+    save_session(x)
+    room.seq = room.seq + 1
+    redis.call('ZADD', K_PREQUEUE, room.seq, id)
+  end
+end
+-- Publishing is over: the draw's key goes (UNLINK: freed off Redis's main thread), and those
+-- who came during it follow the drawn (core FinishDraw).
+local function finish_draw()
+  room.dr = false
+  redis.call('UNLINK', K_DRAW)
+  release_prequeue()
+  bump_version()
+end
+-- The event starts (core StartEvent): its pre-queue is drawn. The draw takes the pre-queue
+-- whole, in O(1) (RENAME to KEYS[14]); with shuffle_at_start its seed is this call's entropy,
+-- kept with the event (its "shuffle"). A shuffle of nobody is over at once. Its positions are
+-- published by the draw op, in chunks the processes' sweepers send (RedisBackend::SweepOne).
+local function start_event(e, events, now)
+  e.stage = STAGE.running
+  compute_next_boundary(events)
+  local n = redis.call('ZCARD', K_PREQUEUE)
+  if n > 0 or e.sh then
+    if e.sh then e.seed, e.cnt, e.at = entropy_bytes(), n, now end
+    if n > 0 then
+      redis.call('UNLINK', K_DRAW)  -- none is left behind; a RENAME onto one would free it here
+      redis.call('RENAME', K_PREQUEUE, K_DRAW)
+      room.dr = {ev = e.id, sh = e.sh and 1 or 0, at = now, n = n, pub = 0, seed = e.seed or ''}
+    end
+  end
+  apply_effective(now)
+end
+-- The earliest stage change, due at `when` (core ProcessBoundary): the first event, in time
+-- order, whose next stage begins at room.nb.
+local function process_boundary(when)
+  local events = load_events()
+  for _, e in ipairs(events) do
+    if not e.su then
+      if e.stage == STAGE.scheduled and opens_at(e) == room.nb then
+        if e.pq then
+          e.stage = STAGE.prequeue
+          compute_next_boundary(events)
+          open_prequeue(e, when)
+        else
+          start_event(e, events, when)
+        end
+        return save_events(events)
+      elseif e.stage == STAGE.prequeue and e.st == room.nb then
+        start_event(e, events, when)
+        return save_events(events)
+      elseif e.stage == STAGE.running and e.en == room.nb then
+        e.stage = STAGE.ended
+        compute_next_boundary(events)
+        apply_effective(when)
+        return save_events(events)
+      end
+    end
+  end
+  compute_next_boundary(events)  -- not reached while the cache is right
 end
 
 -- ---- time -----------------------------------------------------------------------------------
 -- `at`: the deadline's own time (when is the room's, later if a reconfiguration moved it into the
 -- past); an idle expiry keyed before the claim deadline is an idle expiry (as core/room.cc).
 local function process_due(x, when, at)
-  if x.st == 'w' then
+  if x.st == 'w' or x.st == 'p' then  -- a drop-out from the pre-queue loses its draw
     room.dropped = room.dropped + 1
     drop_waiting(x)
   elseif x.st == 'a' then
-    if not x.claimed and x.since + room.cto <= at then
+    if not x.claimed and x.since + cfg.cto <= at then
       release(x, when, true)
     else  -- idle: as if it had left at this moment
       bump_version()
-      x.st, x.since = 'g', when + room.grace
+      x.st, x.since = 'g', when + cfg.grace
       save_session(x)
       set_deadline(x)
     end
@@ -395,16 +686,22 @@ local function forget_old_revocations(now)
   if now >= room.rvmin then room.rvmin = forget_expired(K_REVOKED, K_REVOKED_EXPIRY, now) end
 end
 
+-- Every deadline up to `now` in key order (core ProcessBefore): at equal keys a session's
+-- deadline, then an event's stage change, then the rate cap; each followed by a fill.
 local function advance(now)
   local target = math.max(now, room.now)
   while true do
     local heap_key, first = first_score(K_DEADLINES)
     local rate_key = rate_open_key(room.now)
-    local k = math.min(heap_key, rate_key)
+    local stage_key = boundary_key()
+    local k = math.min(heap_key, rate_key, stage_key)
     if k == NEVER or math.floor(k / 2) > target then break end
     local when = math.max(math.floor(k / 2), room.now)
     local again = false
-    if heap_key <= rate_key then
+    if heap_key > k and stage_key == k then
+      room.now = when
+      process_boundary(when)
+    elseif heap_key == k then
       local x = load_session(first)
       local due = x and due_key(x)
       if due ~= heap_key then  -- a lazy key: the session was seen since
@@ -431,8 +728,10 @@ local function advance(now)
   if room.jpm >= 0 then forget_full_buckets(room.now, 256) end
 end
 
+-- While a draw is published the room is due at once: each sweep publishes a chunk.
 local function next_deadline()
-  local k = math.min((first_score(K_DEADLINES)), rate_open_key(room.now))
+  if room.dr then return room.now end
+  local k = math.min((first_score(K_DEADLINES)), rate_open_key(room.now), boundary_key())
   if k == NEVER then return NEVER end
   return math.floor(k / 2)
 end
@@ -441,8 +740,7 @@ end
 local function to_register(force) return register_deadline(room, next_deadline(), force) end
 
 -- ---- answers --------------------------------------------------------------------------------
--- The freed count of the window as of `now`, counted once per call for a given window and second:
--- a `present` answers up to 2,000 waiting sessions, each with an ETA from the same count.
+-- The freed count of the window as of `now`, counted once per call for a given window and second.
 local freed_w, freed_sec, freed_n
 local function freed_now(now)
   local sec = second_of(now)
@@ -451,24 +749,29 @@ local function freed_now(now)
   end
   return freed_n
 end
-local function eta(position, now)
-  if room.paused == 1 then return -1 end
-  local freed = freed_now(now)
-  if freed == 0 then return -1 end
-  local e = math.ceil(position * RULES.window_ms / freed)
-  if room.apm >= 0 then e = math.max(e, math.ceil(position * RULES.window_ms / room.apm)) end
-  return e
-end
-local function waiting() return redis.call('ZCARD', K_LINE) end
--- {status, position, waiting, active, capacity, eta (-1: unknown), admission}
+-- A session's part of its view: {status, position, waiting, active, capacity, admission,
+-- incarnation}. No position in the random method (odds instead: made by the backend from
+-- context()), none in the pre-queue.
 local function view(x)
-  if not x then return {'gone', 0, waiting(), room.holders, room.cap, -1, 0} end
+  if not x then return {'gone', 0, waiting(), room.holders, cfg.cap, 0, 0} end
   if x.st == 'w' then
-    local pos = redis.call('ZRANK', K_LINE, x.id) + 1
-    return {'waiting', pos, waiting(), room.holders, room.cap, eta(pos, room.now), 0}
+    local pos = 0
+    if cfg.qm ~= METHOD.random then pos = redis.call('ZRANK', K_LINE, x.id) + 1 end
+    return {'waiting', pos, waiting(), room.holders, cfg.cap, 0, 0}
   end
+  if x.st == 'p' then return {'prequeue', 0, waiting(), room.holders, cfg.cap, 0, 0} end
   local st = x.st == 'a' and 'active' or 'grace'
-  return {st, 0, waiting(), room.holders, room.cap, 0, x.admission, room.inc}
+  return {st, 0, waiting(), room.holders, cfg.cap, x.admission, room.inc}
+end
+-- A join the room does not take (queueing method reject): nothing of it is kept.
+local function closed_view() return {'closed', 0, waiting(), room.holders, cfg.cap, 0, 0} end
+-- The room's part of every view, answered once beside them (script_replies.h ViewContext):
+-- {now, method, pre-queue open (0/1), paused, freed in the last minute, apm, cto, idle,
+-- starts_at and ends_at of the event statuses speak of (-1: none)}. The backend makes the
+-- phase, the ETA or odds, starts_in/ends_in and refresh_after from it with the core's formulas.
+local function context()
+  return {room.now, cfg.qm, prequeue_open() and 1 or 0, room.paused, freed_now(room.now), cfg.apm,
+          cfg.cto, room.idle, room.es, room.ee}
 end
 -- A check-in of a known session: now present; grace ends, an admission is claimed.
 local function claim_presence(x)
@@ -492,11 +795,28 @@ local function gate_text()
   if not colon or string.sub(v, 1, colon - 1) ~= digits(room.inc) then return false end
   return string.sub(v, colon + 1)
 end
--- The room's settings and counts; the gate last.
+-- The room's own settings (not an event's overrides) and counts; the gate last.
 local function info()
   local r = room
   return {r.cap, r.grace, r.cto, r.idle, r.apm, r.holders, waiting(), r.admitted, r.dropped,
-          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, gate_text()}
+          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text()}
+end
+-- An event as answered (script_replies.h ParseRoomEvent): {id, name, prequeue_at, starts_at,
+-- ends_at, shuffle_at_start, prequeue_scope, suspended, capacity, apm, grace, cto (-1: none),
+-- method ('': none), page (nil: none), stage, then the shuffle: seed (nil: none), count, at}.
+local function event_answer(e)
+  local o = e.o or {}
+  return {e.id, e.name, e.pq or -1, e.st, e.en, e.sh and 1 or 0, e.sc, e.su and 1 or 0,
+          o.cap or -1, o.apm or -1, o.grace or -1, o.cto or -1, o.qm or '', e.page or false,
+          e.stage, e.seed or false, e.cnt or 0, e.at or 0}
+end
+-- What the draw being published is, for the process that publishes its next chunk
+-- (script_replies.h ParseDrawState): {} when none, else {event, shuffled (0/1), people,
+-- positions published, seed ('' unshuffled)}.
+local function draw_state()
+  local d = room.dr
+  if not d then return {} end
+  return {d.ev, d.sh, d.n, d.pub, d.seed}
 end
 -- The line as one string, "VER\nID\nID...", built once per version and kept (KEYS[10], for a
 -- minute): every process's live channels poll the line, and a GET of one string costs Redis a
@@ -556,17 +876,21 @@ local function no_room() return {'unknown_room'} end
 
 -- ---- operations -----------------------------------------------------------------------------
 -- One function per call of the backend (RedisBackend, store/backend.h), named as the core::Room
--- operation it mirrors. Each is given the time of the call; its arguments are ARGV 4.., and it
+-- operation it mirrors. Each is given the time of the call; its arguments are ARGV 5.., and it
 -- answers its own refusals.
 
 -- A new room with the core's defaults (RoomConfig), as of `now`, of incarnation `inc`.
 local function create_room(now, inc)
+  local d = DEFAULTS
   room = {cap = RULES.capacity, grace = RULES.grace_ms, cto = RULES.checkin_timeout_ms,
        idle = RULES.idle_timeout_ms, apm = -1, now = now, holders = 0,
        adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
        aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
-       inc = inc}
-  redis.call('DEL', K_LINE_DELTAS)  -- one left by a process whose script predates KEYS[11]
+       inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr}
+  -- Left by a process whose script predates these keys (it deleted the room without them).
+  redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
+  redis.call('UNLINK', K_DRAW)
+  effective()
 end
 -- The gate's argument ('' = keep, '-' = clear, '=TEXT' = set). A new room starts without a gate
 -- (one left behind, see gate_text, is removed).
@@ -577,34 +901,34 @@ local function set_gate(gate, exists)
     redis.call('SET', K_GATE, digits(room.inc) .. ':' .. string.sub(gate, 2))
   end
 end
--- PutRoom: creates the room, or changes its settings (core Room::Reconfigure).
--- ARGV 4..8: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
--- ARGV 9: paused ('' = keep, '0', '1')  10: target URL ('' = keep, '-' = clear, '=URL' = set)
--- ARGV 11..13: jpm ppc pow ('' = keep, -1 = none)  14: the incarnation, if this creates it
--- ARGV 15: gate ('' = keep, '-' = clear, '=TEXT' = set)
+-- PutRoom: creates the room, or changes its own settings (core Room::Reconfigure).
+-- ARGV 5..9: capacity grace cto idle apm ('' = keep; idle/apm -1 = none)
+-- ARGV 10: paused ('' = keep, '0', '1')  11: target URL ('' = keep, '-' = clear, '=URL' = set)
+-- ARGV 12..14: jpm ppc pow ('' = keep, -1 = none)  15: the incarnation, if this creates it
+-- ARGV 16: gate ('' = keep, '-' = clear, '=TEXT' = set)  17: queueing method ('' = keep, or a
+-- METHOD name)  18: '1': include_active (with queue_all taking effect: the holders go back to
+-- the head of the line, core SendHoldersBack)
 local function op_put_room(now)
-  local patch = {cap = ARGV[4], grace = ARGV[5], cto = ARGV[6], idle = ARGV[7], apm = ARGV[8],
-                 paused = ARGV[9], jpm = ARGV[11] or '', ppc = ARGV[12] or '', pow = ARGV[13] or ''}
-  local url = ARGV[10] or ''
+  local patch = {cap = ARGV[5], grace = ARGV[6], cto = ARGV[7], idle = ARGV[8], apm = ARGV[9],
+                 paused = ARGV[10], jpm = ARGV[12] or '', ppc = ARGV[13] or '', pow = ARGV[14] or ''}
+  local url, method = ARGV[11] or '', ARGV[17] or ''
   local exists = load_room()
   if not exists then
     if patch.cap == '' then return {'invalid_argument', MSG.capacity_required} end
-    create_room(now, tonumber(ARGV[14] or '0') or 0)
+    create_room(now, tonumber(ARGV[15] or '0') or 0)
   else
     advance(now)
   end
   -- Debts are in units of the old rate: every bucket starts full rather than be converted.
   local new_rate = patch.jpm ~= '' and tonumber(patch.jpm) ~= room.jpm
   for f, v in pairs(patch) do if v ~= '' then room[f] = tonumber(v) end end
+  if method ~= '' then room.qm = method end
   if new_rate then refill_all_buckets(room.now) end
   if url == '-' then room.url = '' elseif url ~= '' then room.url = string.sub(url, 2) end
-  set_gate(ARGV[15] or '', exists)
+  set_gate(ARGV[16] or '', exists)
   bump_version()
-  if exists and (patch.grace ~= '' or patch.cto ~= '' or patch.idle ~= '') then
-    local all = redis.call('HGETALL', K_SESSIONS)
-    for i = 1, #all, 2 do set_deadline(load_session(all[i])) end
-  end
-  fill(room.now)
+  apply_effective(room.now)
+  if ARGV[18] == '1' and cfg.qm == METHOD.queue_all then send_holders_back(false, room.now) end
   return answer(to_register(true), info())
 end
 local function op_get_room(now)
@@ -617,15 +941,18 @@ local function op_delete_room(now)
   if not load_room() then return no_room() end
   advance(now)
   local out = info()
-  redis.call('DEL', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
-             K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS)
+  -- UNLINK: a large line or draw is freed off Redis's main thread.
+  redis.call('UNLINK', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
+             K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE,
+             K_DRAW)
   return {'ok', NOTHING_TO_REGISTER, out}
 end
--- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it).
+-- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and the
+-- draw being published, if one is (draw_state).
 local function op_advance(now)
   if not load_room() then return no_room() end
   advance(now)
-  return answer(to_register(true))
+  return answer(to_register(true), draw_state())
 end
 -- The sweeper, after recording that: the deadline last reported.
 local function op_hint()
@@ -633,13 +960,19 @@ local function op_hint()
   return {'ok', room.hint}
 end
 
--- A new session at the end of the line, made by `client` (as core Room::Join, CountJoin):
--- admitted at once when a place is free.
+-- A new session at the end of the line, or of the pre-queue while one is open, made by `client`
+-- (as core Room::Join, CountJoin): admitted at once when a place is free.
 local function join(id, client)
   room.seq = room.seq + 1
-  line_add(id)
+  local st = 'w'
+  if prequeue_open() then
+    st = 'p'
+    redis.call('ZADD', K_PREQUEUE, room.seq, id)
+  else
+    line_add(id)
+  end
   bump_version()
-  local x = {id = id, st = 'w', last_seen = room.now, since = 0, admission = 0, claimed = false}
+  local x = {id = id, st = st, last_seen = room.now, since = 0, admission = 0, claimed = false}
   count_join(x, client, room.now)
   save_session(x)
   set_deadline(x)
@@ -647,35 +980,36 @@ local function join(id, client)
   return load_session(id)
 end
 -- Joins (unknown session), or checks in: a join may be refused (join_refusal), a check-in never.
--- ARGV 4: session  5: the client ('' = none)  6: proof bits  7: clients the room may keep
+-- ARGV 5: session  6: the client ('' = none)  7: proof bits  8: clients the room may keep
 -- state for
 local function op_check(now)
   if not load_room() then return no_room() end
-  local id, client = ARGV[4], ARGV[5] or ''
+  local id, client = ARGV[5], ARGV[6] or ''
   advance(now)
   local x = load_session(id)
   if not x then
-    local refusal = join_refusal(client, tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or '0'))
+    if cfg.qm == METHOD.reject then return answer(to_register(false), closed_view(), context()) end
+    local refusal = join_refusal(client, tonumber(ARGV[7] or '0'), tonumber(ARGV[8] or '0'))
     if refusal then return reply(refusal[1], to_register(false), unpack(refusal, 2)) end
     x = join(id, client)
   end
   claim_presence(x)
-  return answer(to_register(false), view(x))
+  return answer(to_register(false), view(x), context())
 end
--- Live connections: a check-in of each known session (ARGV 4..), no joins.
+-- Live connections: a check-in of each known session (ARGV 5..), no joins.
 local function op_present(now)
   if not load_room() then return no_room() end
   advance(now)
   local views = {}
-  for i = 4, #ARGV do
+  for i = 5, #ARGV do
     local x = load_session(ARGV[i])
     if x then claim_presence(x) end
     views[#views + 1] = view(x)
   end
-  return answer(to_register(false), views)
+  return answer(to_register(false), views, context())
 end
--- Live channels: the counts, and the line when ver moved on (ARGV 4: the caller's version).
--- ARGV 5, 6: the version and incarnation of the line the calling process keeps ('' or 0:
+-- Live channels: the counts, and the line when ver moved on (ARGV 5: the caller's version).
+-- ARGV 6, 7: the version and incarnation of the line the calling process keeps ('' or 0:
 -- none). The line is then answered as the entries of KEYS[11] from that version on (an
 -- array) when the log holds them and they are few, else as the snapshot (a string).
 local function op_read_line(now)
@@ -684,32 +1018,33 @@ local function op_read_line(now)
   log_delta()  -- this call's own changes (advance) first: the entries reach room.ver
   local ver = room.ver or 0
   local line = ''
-  if digits(ver) ~= ARGV[4] then
-    line = line_deltas(tonumber(ARGV[5] or ''), tonumber(ARGV[6] or '')) or
+  if digits(ver) ~= ARGV[5] then
+    line = line_deltas(tonumber(ARGV[6] or ''), tonumber(ARGV[7] or '')) or
            line_snapshot(digits(ver))
   end
   local r = room
-  return answer(to_register(false), {ver, r.holders, waiting(), r.cap, win_count(r.fw, r.now),
-                                     r.apm, r.cto, r.idle, r.paused, r.inc}, line)
+  return answer(to_register(false), {ver, r.holders, waiting(), cfg.cap, win_count(r.fw, r.now),
+                                     cfg.apm, cfg.cto, r.idle, r.paused, r.inc, cfg.qm,
+                                     prequeue_open() and 1 or 0, r.es, r.ee}, line)
 end
 
--- The session ARGV 4 names, in the room brought to now; else nil and the refusal to answer.
+-- The session ARGV 5 names, in the room brought to now; else nil and the refusal to answer.
 local function load_session_or_refuse(now)
   if not load_room() then return nil, no_room() end
   advance(now)
-  local x = load_session(ARGV[4])
+  local x = load_session(ARGV[5])
   if not x then return nil, reply('unknown_session', to_register(false)) end
   return x
 end
 -- x leaves the room for good (core Room::End): out of the line, or its place freed for the next.
 local function end_session(x)
-  if x.st == 'w' then
+  if x.st == 'w' or x.st == 'p' then
     drop_waiting(x)
   else
     release(x, room.now, false)
     fill(room.now)
   end
-  return answer(to_register(false), view(nil))
+  return answer(to_register(false), view(nil), context())
 end
 local function op_touch(now)
   local x, refusal = load_session_or_refuse(now)
@@ -718,20 +1053,20 @@ local function op_touch(now)
   if x.st == 'g' then x.st = 'a'; bump_version() end
   save_session(x)
   reschedule(x)
-  return answer(to_register(false), view(x))
+  return answer(to_register(false), view(x), context())
 end
--- ARGV 5: '1' final (the place is given up at once), else a holder keeps it for the grace time.
+-- ARGV 6: '1' final (the place is given up at once), else a holder keeps it for the grace time.
 local function op_leave(now)
   local x, refusal = load_session_or_refuse(now)
   if not x then return refusal end
-  if x.st == 'w' or ARGV[5] == '1' then return end_session(x) end
+  if x.st == 'w' or x.st == 'p' or ARGV[6] == '1' then return end_session(x) end
   if x.st == 'a' then
     bump_version()
-    x.st, x.since = 'g', room.now + room.grace
+    x.st, x.since = 'g', room.now + cfg.grace
     save_session(x)
     reschedule(x)
   end
-  return answer(to_register(false), view(x))
+  return answer(to_register(false), view(x), context())
 end
 local function op_evict(now)
   local x, refusal = load_session_or_refuse(now)
@@ -746,36 +1081,179 @@ local function holder_by_scan(adm)
   local all = redis.call('HGETALL', K_SESSIONS)
   for i = 1, #all, 2 do
     local x = load_session(all[i])
-    if x.st ~= 'w' and digits(x.admission) == adm then
+    if (x.st == 'a' or x.st == 'g') and digits(x.admission) == adm then
       redis.call('HSET', K_REVOKED, '#' .. adm, x.id)
       id = x.id
     end
   end
   return id
 end
--- ARGV 4: incarnation  5: admission. Answers the session holding it, '' when none.
+-- ARGV 5: incarnation  6: admission. Answers the session holding it, '' when none.
 local function op_admission_holder(now)
   if not load_room() then return no_room() end
   advance(now)
-  if tonumber(ARGV[4]) ~= room.inc then return answer(to_register(false), '') end
-  local id = redis.call('HGET', K_REVOKED, '#' .. ARGV[5])
-  if not id and room.inc == 0 then id = holder_by_scan(ARGV[5]) end
+  if tonumber(ARGV[5]) ~= room.inc then return answer(to_register(false), '') end
+  local id = redis.call('HGET', K_REVOKED, '#' .. ARGV[6])
+  if not id and room.inc == 0 then id = holder_by_scan(ARGV[6]) end
   return answer(to_register(false), id or '')
 end
--- ARGV 4: session  5: admission. Answers 1 when that admission of the session was revoked.
+-- ARGV 5: session  6: admission. Answers 1 when that admission of the session was revoked.
 local function op_is_revoked(now)
   if not load_room() then return no_room() end
-  local id, adm = ARGV[4], tonumber(ARGV[5])
+  local id, adm = ARGV[5], tonumber(ARGV[6])
   advance(now)
   local r = redis.call('HGET', K_REVOKED, id)
   return answer(to_register(false), (r and adm <= tonumber(r)) and 1 or 0)
+end
+
+-- ---- launch day: the schedule and the draw ----------------------------------------------------
+-- Whether event `spec` may be stored (core::CheckEventChange, core/schedule.h: the same rules,
+-- in the same order, with the core's messages): nil, or {refusal word, message}.
+local function event_refusal(events, spec, now)
+  if spec.pq and spec.pq > spec.st then return {'invalid', MSG.prequeue_after_start} end
+  if spec.st >= spec.en then return {'invalid', MSG.ends_before_start} end
+  local at = find_event(events, spec.id)
+  if not at then
+    if spec.en <= now then return {'invalid', MSG.event_over} end
+    if #events >= RULES.max_events then return {'conflict', MSG.too_many_events} end
+  else
+    local was = events[at]
+    if was.stage == STAGE.ended then return {'conflict', MSG.event_ended(spec.id)} end
+    if was.stage ~= STAGE.scheduled and spec.pq ~= was.pq then
+      return {'conflict', MSG.prequeue_opened(spec.id)}
+    end
+    if was.stage == STAGE.running and (spec.st ~= was.st or spec.en > was.en) then
+      return {'conflict', MSG.event_started(spec.id)}
+    end
+  end
+  for _, other in ipairs(events) do
+    if other.id ~= spec.id and
+       math.max(opens_at(spec), opens_at(other)) < math.min(spec.en, other.en) then
+      return {'conflict', MSG.events_overlap(other.id)}
+    end
+  end
+  return nil
+end
+-- The event of a put: ARGV 5: id  6: name  7: prequeue_at ('' = none)  8: starts_at  9: ends_at
+-- 10: shuffle_at_start ('1'/'0')  11: prequeue_scope ('all'/'new')  12: suspended ('1'/'0')
+-- 13..16: the overrides capacity, admit_per_minute, grace_ms, checkin_timeout_ms ('' = none)
+-- 17: the queueing method override ('' = none)  18: page ('' = none, '=TEXT')
+-- The HTTP layer checked every value's range (core InRange(EventSpec)).
+local function event_of_args()
+  local function opt(v) if v == nil or v == '' then return nil end return tonumber(v) end
+  local e = {id = ARGV[5], name = ARGV[6], pq = opt(ARGV[7]), st = tonumber(ARGV[8]),
+             en = tonumber(ARGV[9]), sh = ARGV[10] == '1', sc = ARGV[11], su = ARGV[12] == '1',
+             o = {cap = opt(ARGV[13]), apm = opt(ARGV[14]), grace = opt(ARGV[15]),
+                  cto = opt(ARGV[16])}}
+  if (ARGV[17] or '') ~= '' then e.o.qm = ARGV[17] end
+  if (ARGV[18] or '') ~= '' then e.page = string.sub(ARGV[18], 2) end
+  return e
+end
+-- PutEvent: adds or changes event ARGV 5 (core Room::PutEvent); answers it as stored, after a
+-- time it names that has already come took effect.
+local function op_put_event(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  local e = event_of_args()
+  local events = load_events()
+  local refusal = event_refusal(events, e, room.now)
+  if refusal then return reply(refusal[1], to_register(false), refusal[2]) end
+  local at = find_event(events, e.id)
+  if not at then
+    e.stage = STAGE.scheduled
+    events[#events + 1] = e
+  else
+    local was = events[at]
+    -- Suspending an open pre-queue lets it into the line, in arrival order.
+    if e.su and not was.su and was.stage == STAGE.prequeue then release_prequeue() end
+    e.stage, e.seed, e.cnt, e.at = was.stage, was.seed, was.cnt, was.at
+    events[at] = e
+  end
+  -- No two events overlap, so no two open at the same time: the order is total.
+  table.sort(events, function(a, b) return opens_at(a) < opens_at(b) end)
+  compute_next_boundary(events)
+  save_events(events)
+  apply_effective(room.now)
+  advance(room.now)
+  events = load_events()
+  return answer(to_register(false), event_answer(events[find_event(events, e.id)]))
+end
+-- ListEvents: every event of the room, in time order.
+local function op_list_events(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  local out = {}
+  for _, e in ipairs(load_events()) do out[#out + 1] = event_answer(e) end
+  return answer(to_register(false), out)
+end
+-- DeleteEvent: cancels event ARGV 5 (core Room::DeleteEvent); answers it as it was. A pre-queue
+-- it held joins the line in arrival order; its overrides end.
+local function op_delete_event(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  local events = load_events()
+  local at = find_event(events, ARGV[5])
+  if not at then return reply('not_found', to_register(false), MSG.unknown_event(ARGV[5])) end
+  local gone = table.remove(events, at)
+  if gone.stage == STAGE.prequeue and not gone.su then release_prequeue() end
+  compute_next_boundary(events)
+  save_events(events)
+  apply_effective(room.now)
+  return answer(to_register(false), event_answer(gone))
+end
+-- Publishes the next positions of the draw (core Room::DrawStep), at most once each: only when
+-- ARGV 5 (`from`) is the count published so far, so a chunk sent twice, by two processes or
+-- by one that retried, moves nobody twice; a crash between chunks loses nothing (any process
+-- sends the next). ARGV 6: at most this many positions (arrival order)  7: the seed (shuffled:
+-- must be the draw's)  8..: shuffled, the draw's ranks (arrival numbers) at positions from,
+-- from+1, ... as core::FisherYates over the seed orders them: the script cannot run ChaCha20,
+-- the process does, and every process computes the same. Whoever no longer waits in the draw
+-- (dropped out, left, came back into the pre-queue) is skipped. Answers draw_state().
+local function op_draw_step(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  local d, from = room.dr, tonumber(ARGV[5])
+  if d and d.pub == from and (d.sh == 0 or ARGV[7] == d.seed) then
+    local ids, count
+    if d.sh == 1 then
+      ids, count = {}, #ARGV - 7
+      if count > d.n - from then
+        return reply('invalid', to_register(true), 'draw: more positions than are left')
+      end
+      for i = 8, #ARGV do
+        local rank = tonumber(ARGV[i])
+        if not rank or rank < 0 or rank >= d.n or rank % 1 ~= 0 then
+          return reply('invalid', to_register(true), 'draw: a rank out of range')
+        end
+        ids[#ids + 1] = redis.call('ZRANGE', K_DRAW, rank, rank)[1]
+      end
+    else
+      ids = redis.call('ZRANGE', K_DRAW, from, math.min(from + tonumber(ARGV[6]), d.n) - 1)
+      count = #ids
+    end
+    for _, id in ipairs(ids) do
+      local x = load_session(id)
+      if x and x.st == 'p' and not redis.call('ZSCORE', K_PREQUEUE, id) then
+        x.st = 'w'
+        save_session(x)
+        room.seq = room.seq + 1
+        line_add(id)
+      end
+    end
+    d.pub = from + count
+    bump_version()
+    if d.pub >= d.n then finish_draw() end
+    fill(room.now)
+  end
+  return answer(to_register(true), draw_state())
 end
 
 -- ARGV[1] names the operation.
 local OPS = {put = op_put_room, get = op_get_room, delete = op_delete_room,
              advance = op_advance, hint = op_hint, check = op_check, present = op_present,
              line = op_read_line, touch = op_touch, leave = op_leave, evict = op_evict,
-             holder = op_admission_holder, revoked = op_is_revoked}
+             holder = op_admission_holder, revoked = op_is_revoked, event_put = op_put_event,
+             events = op_list_events, event_delete = op_delete_event, draw = op_draw_step}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -785,8 +1263,13 @@ local function run(keys, argv)
   K_META, K_LINE, K_SESSIONS, K_DEADLINES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS = KEYS[9], KEYS[10], KEYS[11]
+  K_EVENTS, K_PREQUEUE, K_DRAW = KEYS[12], KEYS[13], KEYS[14]
   revocation_ttl = tonumber(ARGV[3])
-  room, call_deltas, ver0 = {}, {}, nil
-  freed_w, freed_sec, freed_n = nil, nil, nil
+  ENTROPY = ARGV[4] or ''
+  if #ENTROPY ~= 64 or string.find(ENTROPY, '[^%x]') then
+    return {'invalid_argument', 'room.lua: ARGV[4] must be 32 random bytes in hex'}
+  end
+  room, cfg, call_deltas, ver0, call_reordered = {}, {}, {}, nil, false
+  freed_w, freed_sec, freed_n, picks_used = nil, nil, nil, 0
   return dispatch(OPS, 'room')
 end
