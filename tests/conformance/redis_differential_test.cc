@@ -5,6 +5,10 @@
 // both sides); long polls are left to the conformance suite.
 //
 // Durations and time steps are whole 100 ms, so deadlines are often hit to the millisecond.
+// Launch day goes in too: queueing methods (all but random, whose picks come from each
+// backend's own randomness), scheduled events with pre-queues, overrides, suspensions and
+// cancellations, and their draws in arrival order (a shuffle's order follows its seed, drawn
+// by each backend: redis_draw_test.cc holds Redis's shuffles to core::FisherYates instead).
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -37,21 +41,27 @@ OpResult<T> Wait(Call&& call) {
   return future.get();
 }
 
+std::string Show(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "none"; }
 std::string Show(const core::SessionView& v) {
-  return fmt::format("{} {} pos={} waiting={} active={} cap={} eta={} adm={}", v.session,
-                     core::ToString(v.status), v.position, v.waiting, v.active, v.capacity,
-                     v.eta_ms ? *v.eta_ms : -1, v.admission);
+  return fmt::format(
+      "{} {} pos={} waiting={} active={} cap={} eta={} adm={} phase={} method={} starts_in={} "
+      "ends_in={} refresh={} odds={}",
+      v.session, core::ToString(v.status), v.position, v.waiting, v.active, v.capacity,
+      v.eta_ms ? *v.eta_ms : -1, v.admission, core::ToString(v.phase),
+      core::ToString(v.queueing_method), Show(v.starts_in_ms), Show(v.ends_in_ms),
+      v.refresh_after_ms, v.odds ? fmt::format("{}", v.odds->chance_next) : "none");
 }
 std::string Show(const core::RoomInfo& i) {
   return fmt::format(
       "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} gate={} "
-      "active={} waiting={} adm={} drop={} rel={}",
+      "method={} active={} waiting={} adm={} drop={} rel={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
       i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
       i.config.paused, i.config.target_url.value_or("(none)"),
       i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
-      i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"), i.active,
-      i.waiting, i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total);
+      i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"),
+      core::ToString(i.config.queueing_method), i.active, i.waiting, i.counters.admitted_total,
+      i.counters.dropped_total, i.counters.released_total);
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -100,11 +110,31 @@ std::string Show(const std::vector<core::SessionView>& v) {
 }
 // Versions start from each backend's own origin: only the line and the counts are compared.
 std::string Show(const core::LineView& v) {
-  std::string s =
-      fmt::format("active={} waiting={} cap={} freed={} apm={} cto={} paused={} line=", v.active,
-                  v.waiting, v.capacity, v.freed_last_minute,
-                  v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms, v.paused);
+  std::string s = fmt::format(
+      "active={} waiting={} cap={} freed={} apm={} cto={} paused={} phase={} method={} event={}-{} "
+      "line=",
+      v.active, v.waiting, v.capacity, v.freed_last_minute,
+      v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms, v.paused,
+      core::ToString(v.phase), core::ToString(v.queueing_method), Show(v.event_starts_at),
+      Show(v.event_ends_at));
   for (size_t i = 0; i < v.line.size(); ++i) s += std::string(v.line[i]) + ",";
+  return s;
+}
+std::string Show(const core::RoomEvent& e) {
+  const core::EventSpec& s = e.spec;
+  const core::EventOverrides& o = s.overrides;
+  return fmt::format(
+      "[{} '{}' pq={} {}-{} shuffle={} scope={} suspended={} cap={} apm={} grace={} cto={} "
+      "method={} page={} stage={} drawn={}]",
+      e.id, s.name, Show(s.prequeue_at), s.starts_at, s.ends_at, s.shuffle_at_start,
+      core::ToString(s.prequeue_scope), s.suspended, Show(o.capacity), Show(o.admit_per_minute),
+      Show(o.grace_ms), Show(o.checkin_timeout_ms),
+      o.queueing_method ? core::ToString(*o.queueing_method) : "none", o.page.value_or("none"),
+      core::ToString(e.stage), e.shuffle ? e.shuffle->count : -1);
+}
+std::string Show(const std::vector<core::RoomEvent>& v) {
+  std::string s;
+  for (const auto& e : v) s += Show(e) + " ";
   return s;
 }
 std::string Show(bool b) { return b ? "true" : "false"; }
@@ -125,6 +155,11 @@ std::string Describe(const OpResult<T>& r) {
   if (r.status() == OpStatus::kRateLimited || r.status() == OpStatus::kChallengeRequired) {
     return fmt::format("error {} retry={} '{}'", static_cast<int>(r.status()), r.retry_after_ms(),
                        r.message());
+  }
+  // The schedule's refusals say why in the core's words, on every backend.
+  if (r.status() == OpStatus::kConflict || r.status() == OpStatus::kInvalidArgument ||
+      r.status() == OpStatus::kNotFound) {
+    return fmt::format("error {} '{}'", static_cast<int>(r.status()), r.message());
   }
   if (!r.ok()) return fmt::format("error {}", static_cast<int>(r.status()));
   return Show(*r);
@@ -188,7 +223,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(27);
+      int op = pick(31);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -400,6 +435,63 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           }
           break;
         }
+        case 27: {
+          // A queueing method (random aside: see the top), with the brake's include_active.
+          core::RoomPatch p;
+          const core::QueueingMethod methods[] = {
+              core::QueueingMethod::kFifo, core::QueueingMethod::kPassthrough,
+              core::QueueingMethod::kReject, core::QueueingMethod::kQueueAll};
+          p.queueing_method = methods[pick(4)];
+          p.include_active = p.queueing_method == core::QueueingMethod::kQueueAll && pick(2) == 0;
+          if (pick(3) == 0) p.capacity = 1 + pick(4);
+          (void)same("method", [&](Backend& b) {
+            return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });
+          });
+          break;
+        }
+        case 28:
+        case 29: {
+          // An event: a pre-queue (often), times a few seconds around now in 100 ms steps (so
+          // some are refused: in the past, out of order, overlapping), overrides, a suspension.
+          int64_t now = memory.NowMs();
+          core::EventSpec e;
+          e.name = "n" + std::to_string(pick(3));
+          int64_t starts = now + 100 * (pick(40) - 5);
+          if (pick(4) != 0) e.prequeue_at = starts - 100 * pick(20);
+          e.starts_at = starts;
+          e.ends_at = starts + 100 * (pick(40) - 2);
+          e.prequeue_scope = pick(3) == 0 ? core::PrequeueScope::kAll : core::PrequeueScope::kNew;
+          e.suspended = pick(6) == 0;
+          if (pick(3) == 0) e.overrides.capacity = 1 + pick(4);
+          if (pick(5) == 0) e.overrides.admit_per_minute = 2 + pick(3);
+          if (pick(5) == 0) e.overrides.grace_ms = 500 + 500 * pick(3);
+          if (pick(5) == 0) e.overrides.checkin_timeout_ms = 1000 + 1000 * pick(3);
+          if (pick(4) == 0) {
+            const core::QueueingMethod methods[] = {core::QueueingMethod::kPassthrough,
+                                                    core::QueueingMethod::kReject,
+                                                    core::QueueingMethod::kQueueAll};
+            e.overrides.queueing_method = methods[pick(3)];
+          }
+          if (pick(4) == 0)
+            e.overrides.page = R"({"title":"drop )" + std::to_string(pick(9)) + "\"}";
+          std::string id = "e" + std::to_string(pick(3));
+          (void)same("event", [&](Backend& b) {
+            return Wait<core::RoomEvent>([&](auto done) { b.PutEvent(r, id, e, done); });
+          });
+          break;
+        }
+        case 30:
+          if (pick(3) == 0) {
+            std::string id = "e" + std::to_string(pick(3));
+            (void)same("cancel-event", [&](Backend& b) {
+              return Wait<core::RoomEvent>([&](auto done) { b.DeleteEvent(r, id, done); });
+            });
+          } else {
+            (void)same("events", [&](Backend& b) {
+              return Wait<std::vector<core::RoomEvent>>([&](auto done) { b.ListEvents(r, done); });
+            });
+          }
+          break;
         default: {
           // Whole 100 ms steps, as every duration above: deadlines are often hit exactly.
           int64_t ms = pick(4) == 0 ? 2500 : 100 * pick(8);
