@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -158,6 +159,29 @@ TEST_F(RedisDrawTest, ARestartedProcessGoesOnWhereTheDrawWas) {
   auto shuffle = Shuffle(*b);
   ASSERT_TRUE(shuffle.has_value());
   EXPECT_EQ(Line(*b), Expected(*shuffle));
+}
+
+// With its own timer (as `anteroom serve` runs it), a sweep that published a chunk sweeps
+// again at once: a draw of 2,000 in chunks of 20 (100 chunks) is over long before 100 sweeps
+// 100 ms apart would be (10 s).
+TEST_F(RedisDrawTest, TheTimerPublishesChunkAfterChunk) {
+  redis::RedisBackend b(clock_, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                           .key_prefix = prefix_,
+                                                           .redis_time = false,
+                                                           .run_timer = true,
+                                                           .draw_chunk = 20});
+  Prepare(b, 2'000);
+  clock_.Advance(1'000);
+  auto start = std::chrono::steady_clock::now();
+  while (Line(b).size() < 2'000 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto took = std::chrono::steady_clock::now() - start;
+  auto shuffle = Shuffle(b);
+  ASSERT_TRUE(shuffle.has_value());
+  EXPECT_EQ(Line(b), Expected(*shuffle));
+  EXPECT_LT(took, std::chrono::seconds(8)) << "chunk after chunk, not a sweep interval apart";
 }
 
 TEST_F(RedisDrawTest, ADrawSkipsWhoLeftAndPutsWhoCameBackBehindTheDrawn) {
