@@ -71,9 +71,10 @@ struct RedisBackendOptions {
   // How often the values given to WatchShared are checked (also after each reconnection).
   int64_t shared_check_ms = 2000;
   // Positions of a draw published per script call (room.lua `draw`): the longest such a call
-  // holds Redis is about this many moves into the line. A sweep publishes one chunk of each
-  // draw it finds and, while any is left, the next sweep comes at once.
-  size_t draw_chunk = 10'000;
+  // holds Redis is about this many moves into the line, ~6-12 us each (docs/benchmarks.md, "The
+  // draw on Redis"). A sweep publishes one chunk of each draw it finds and, while any is left,
+  // the next sweep comes at once.
+  size_t draw_chunk = 5'000;
 };
 
 class RedisBackend final : public Backend {
