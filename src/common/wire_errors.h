@@ -23,6 +23,7 @@ inline constexpr std::string_view kQueueNames = "queue names";
 inline constexpr std::string_view kWorkerNames = "worker names";
 inline constexpr std::string_view kSessionIds = "session ids";
 inline constexpr std::string_view kEventIds = "event ids";
+inline constexpr std::string_view kPassIds = "pass ids";
 // "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
@@ -323,6 +324,27 @@ inline constexpr std::string_view kQueueingMethodShape =
     "'queueing_method' must be one of fifo, random, passthrough, reject, queue_all";
 inline constexpr std::string_view kIncludeActiveNeedsQueueAll =
     "'include_active' goes with \"queueing_method\": \"queue_all\" in the same update";
+// Passes (core/room_pass.h): the same words from every backend.
+inline constexpr std::string_view kPassNotValid = "this pass is not valid for this room";
+inline constexpr std::string_view kPassUsedUp = "this pass has been used as often as it may";
+inline constexpr std::string_view kPassExpired = "this pass has expired";
+inline std::string UnknownPass(std::string_view id) {
+  return fmt::format("this room has no pass '{}'", id);
+}
+inline std::string PassIdTaken(std::string_view id) {
+  return fmt::format("this room has a pass '{}' already", id);
+}
+inline std::string TooManyPasses(size_t cap) {
+  return fmt::format("a room holds at most {} passes: revoke some first", cap);
+}
+inline constexpr std::string_view kPassKindShape = "'kind' must be admit or front";
+inline std::string UnknownPassField(std::string_view key) {
+  return fmt::format("'{}' is not a field of a pass: count, uses, expires_at, kind",
+                     PrintableField(key));
+}
+inline constexpr std::string_view kPassesNotOnRedis =
+    "passes are not available on the Redis backend yet: run on the embedded backend";
+
 // The schedule (core/schedule.cc): the same words from every backend.
 inline constexpr std::string_view kPrequeueAfterStart =
     "'prequeue_at' must not be later than 'starts_at'";

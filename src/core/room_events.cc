@@ -308,6 +308,8 @@ void Room::set_seed(const DrawSeed& seed) {
   picks_used_ = 0;
 }
 
+Room::Index Room::NextToAdmit() { return front_.empty() ? PickNext() : front_.Front(); }
+
 Room::Index Room::PickNext() {
   if (config_.queueing_method != QueueingMethod::kRandom) return line_.Front();
   if (!picks_) {
@@ -326,7 +328,7 @@ RoomPhase Room::Phase() const {
   if (m == QueueingMethod::kReject) return RoomPhase::kClosed;
   if (PrequeueOpen()) return RoomPhase::kPrequeue;
   if (m == QueueingMethod::kPassthrough) return RoomPhase::kOpen;
-  if (!line_.empty() || holders_ >= config_.capacity || config_.paused ||
+  if (waiting() > 0 || holders_ >= config_.capacity || config_.paused ||
       m == QueueingMethod::kQueueAll) {
     return RoomPhase::kQueue;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/room_event.h"
+#include "core/room_pass.h"
 
 namespace anteroom::core {
 
@@ -60,6 +61,7 @@ struct RoomConfig {
 struct Arrival {
   std::string client;      // the key per-client limits count under; empty: none
   int64_t proof_bits = 0;  // leading zero bits of a verified proof for this room and session
+  std::string pass = {};   // a pass's code (core/room_pass.h); empty: none
 };
 
 // The fields a PUT names; the rest keep their value. Creating a room requires capacity.
@@ -124,6 +126,7 @@ struct RoomCounters {
   int64_t admitted_total = 0;  // sessions let in from the line
   int64_t dropped_total = 0;   // waiting sessions that stopped checking in, unclaimed admissions
   int64_t released_total = 0;  // slots freed (final leave, grace over, eviction, unclaimed)
+  int64_t passes_used = 0;     // redemptions of passes
 };
 
 // Estimated wait of the waiting session at `position`: the position over the rate at which

@@ -158,6 +158,14 @@ const char* Phase(const core::RoomEvent& e) {
 
 }  // namespace
 
+OpResult<int64_t> ReadWireTime(const json::value& v, std::string_view key, bool nullable) {
+  return TimeValue(v, key, nullable);
+}
+
+void PutWireTime(json::object& o, std::string_view key, const std::optional<int64_t>& ms) {
+  PutTime(o, key, ms);
+}
+
 OpResult<core::EventSpec> ReadEventSpec(const json::object& body) {
   // Unknown fields first: a misspelt "start_at" is named as such, not as a missing "starts_at".
   for (const auto& field : body) {

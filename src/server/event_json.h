@@ -11,11 +11,19 @@
 #include <boost/json/object.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "common/op_status.h"
 #include "core/room_event.h"
 
 namespace anteroom::server {
+
+// A time field's value: RFC 3339 text or an integer of ms since the epoch, in the engine's
+// range; invalid_argument naming `key` otherwise (saying null is allowed when `nullable`).
+OpResult<int64_t> ReadWireTime(const boost::json::value& v, std::string_view key, bool nullable);
+// Writes "key" (RFC 3339) and "key_ms" (the integer), both null for no time.
+void PutWireTime(boost::json::object& o, std::string_view key, const std::optional<int64_t>& ms);
 
 // The body as PUT sends it:
 //   {"name"?: string (<= core::kMaxEventNameBytes; default ""),

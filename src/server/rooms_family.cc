@@ -317,6 +317,11 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
   if (!nonce.ok()) return respond(ErrorReply(nonce));
   auto solution = ReadString(in.body(), "solution");
   if (!solution.ok()) return respond(ErrorReply(solution));
+  auto pass = ReadString(in.body(), "pass");
+  if (!pass.ok()) return respond(ErrorReply(pass));
+  if (*pass && (*pass)->size() > core::kMaxPassCodeBytes) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kPassNotValid));
+  }
   if (*session) {
     if (auto allowed = SessionIdAllowed(req, **session); !allowed.ok()) {
       return respond(ErrorReply(allowed));
@@ -326,6 +331,7 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
   ArrivalRead arrival =
       ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
                   solution->has_value() ? &**solution : nullptr);
+  if (*pass) arrival.arrival.pass = std::move(**pass);
   s.backend.Check(req.params[0], id, std::move(arrival.arrival),
                   [room = req.params[0], id, problem = std::move(arrival.proof_problem),
                    respond = std::move(respond), &s](OpResult<SessionView> r) {

@@ -194,6 +194,37 @@ TEST_F(LaunchHttpTest, QueueingMethodsOverHttp) {
   EXPECT_EQ(IntField(client().Check("r", Session(1)).json, "position"), 2);
 }
 
+TEST_F(LaunchHttpTest, PassesOverHttp) {
+  MustPut("r", {{"capacity", 1}});
+  client().Check("r", Session(0));
+  client().Check("r", Session(1));
+  HttpResult minted = client().Request(
+      "POST", "/v1/rooms/r/passes", Body({{"count", 2}, {"kind", "admit"}, {"uses", 1}}));
+  ASSERT_EQ(minted.status, 201) << minted.body;
+  const json::array& passes = minted.json.at("passes").as_array();
+  ASSERT_EQ(passes.size(), 2u);
+  std::string code = std::string(passes[0].at("code").as_string());
+  std::string id = std::string(passes[0].at("id").as_string());
+  HttpResult in = client().Request("POST", "/v1/rooms/r/check",
+                                   Body({{"session", Session(2)}, {"pass", code}}));
+  ASSERT_EQ(in.status, 200) << in.body;
+  EXPECT_EQ(IntField(in.json, "position"), 1) << "no slot free: first in line";
+  HttpResult used = client().Request("POST", "/v1/rooms/r/check",
+                                     Body({{"session", Session(3)}, {"pass", code}}));
+  EXPECT_TRUE(IsError(used, 400, "invalid_argument")) << used.body;
+  EXPECT_TRUE(IsError(client().Request("POST", "/v1/rooms/r/passes", Body({{"kind", "vip"}})), 400,
+                      "invalid_argument"));
+  HttpResult list = client().Request("GET", "/v1/rooms/r/passes");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(list.json.at("passes").as_array().size(), 2u);
+  EXPECT_EQ(list.body.find(code), std::string::npos) << "a code is shown once";
+  HttpResult gone = client().Request("DELETE", "/v1/rooms/r/passes/" + id);
+  ASSERT_EQ(gone.status, 200) << gone.body;
+  EXPECT_EQ(gone.json.at("revoked"), json::value(1));
+  EXPECT_TRUE(IsError(client().Request("DELETE", "/v1/rooms/r/passes/" + id), 404, "not_found"));
+  EXPECT_EQ(client().Request("DELETE", "/v1/rooms/r/passes").json.at("revoked"), json::value(1));
+}
+
 // SIGKILL right at the start of a large draw (published a few places a turn), then a restart
 // on the same data directory: the line is the order the logged seed gives, whenever the kill
 // landed, and nobody is lost or twice in it.

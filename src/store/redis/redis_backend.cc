@@ -427,6 +427,22 @@ void RedisBackend::PutEvent(std::string, std::string, core::EventSpec,
   done(OpResult<core::RoomEvent>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
 }
 
+void RedisBackend::MintPasses(std::string, core::PassMint,
+                              Completion<std::vector<core::MintedPass>> done) {
+  done(OpResult<std::vector<core::MintedPass>>(OpStatus::kUnavailable,
+                                               std::string(wire::kPassesNotOnRedis)));
+}
+
+void RedisBackend::ListPasses(std::string, Completion<std::vector<core::RoomPass>> done) {
+  done(OpResult<std::vector<core::RoomPass>>(OpStatus::kUnavailable,
+                                             std::string(wire::kPassesNotOnRedis)));
+}
+
+void RedisBackend::RevokePasses(std::string, std::optional<std::string>,
+                                Completion<int64_t> done) {
+  done(OpResult<int64_t>(OpStatus::kUnavailable, std::string(wire::kPassesNotOnRedis)));
+}
+
 void RedisBackend::ListEvents(std::string, Completion<std::vector<core::RoomEvent>> done) {
   done(OpResult<std::vector<core::RoomEvent>>(OpStatus::kUnavailable,
                                               std::string(wire::kEventsNotOnRedis)));
