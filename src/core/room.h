@@ -138,6 +138,8 @@ class Room {
   // The phase a status shows (RoomPhase), as of the room's time.
   RoomPhase Phase() const;
   int64_t prequeued() const { return static_cast<int64_t>(prequeue_.size() + DrawLeft()); }
+  // The id of the event in its pre-queue or running (not suspended), if any.
+  std::optional<std::string> open_event() const;
 
   // Joins (unknown or gone session), or checks in. Answers only active or waiting. A join is
   // refused by the challenge or a per-client limit (see above); a check-in never is.

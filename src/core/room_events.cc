@@ -24,6 +24,11 @@ const RoomEvent* Room::OpenEvent() const {
   return open_ < 0 ? nullptr : &events_[static_cast<size_t>(open_)];
 }
 
+std::optional<std::string> Room::open_event() const {
+  const RoomEvent* e = OpenEvent();
+  return e ? std::optional<std::string>(e->id) : std::nullopt;
+}
+
 RoomConfig Room::EffectiveConfig() const {
   RoomConfig c = own_;
   if (const RoomEvent* e = OpenEvent(); e && e->stage == EventStage::kRunning) {
@@ -32,7 +37,10 @@ RoomConfig Room::EffectiveConfig() const {
     if (o.admit_per_minute) c.admit_per_minute = *o.admit_per_minute;
     if (o.grace_ms) c.grace_ms = *o.grace_ms;
     if (o.checkin_timeout_ms) c.checkin_timeout_ms = *o.checkin_timeout_ms;
-    if (o.queueing_method) c.queueing_method = *o.queueing_method;
+    // The brake is the operator's: an event's method never lets go of it.
+    if (o.queueing_method && own_.queueing_method != QueueingMethod::kQueueAll) {
+      c.queueing_method = *o.queueing_method;
+    }
   }
   return c;
 }
@@ -352,8 +360,8 @@ std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
 }
 
 int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
-                       std::optional<int64_t> idle_timeout_ms,
-                       std::optional<int64_t> starts_in_ms) {
+                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms,
+                       std::optional<int64_t> eta_ms) {
   int64_t presence = checkin_timeout_ms;
   if (idle_timeout_ms) presence = std::min(presence, *idle_timeout_ms);
   int64_t half = presence / 2;
@@ -361,8 +369,11 @@ int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
     case SessionStatus::kPrequeue:
       if (starts_in_ms.value_or(0) == 0) return kDrawingRefreshMs;
       return Clamp(std::min(half, *starts_in_ms), kMinRefreshMs, kMaxRefreshMs);
-    case SessionStatus::kWaiting:
-      return Clamp(std::min(half, kWaitingRefreshMaxMs), kMinRefreshMs, kMaxRefreshMs);
+    case SessionStatus::kWaiting: {
+      // Sooner near the front: about half the expected wait.
+      int64_t soon = eta_ms ? std::max<int64_t>(*eta_ms / 2, kMinRefreshMs) : kWaitingRefreshMaxMs;
+      return Clamp(std::min({half, kWaitingRefreshMaxMs, soon}), kMinRefreshMs, kMaxRefreshMs);
+    }
     case SessionStatus::kActive:
     case SessionStatus::kGrace:
       return Clamp(half, kMinRefreshMs, kMaxRefreshMs);
@@ -393,8 +404,8 @@ void Room::AddEventFields(SessionView& v, int64_t now) const {
     if (e->spec.ends_at > now) v.ends_in_ms = e->spec.ends_at - now;
   }
   if (v.status == SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;  // drawing
-  v.refresh_after_ms =
-      RefreshAfterMs(v.status, config_.checkin_timeout_ms, config_.idle_timeout_ms, v.starts_in_ms);
+  v.refresh_after_ms = RefreshAfterMs(v.status, config_.checkin_timeout_ms, config_.idle_timeout_ms,
+                                      v.starts_in_ms, v.eta_ms);
 }
 
 SessionView Room::ClosedView(std::string_view id) const {

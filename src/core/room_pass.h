@@ -30,7 +30,7 @@ struct RoomPass {
   std::string id;      // a name by the naming rule; the code starts with it (PassIdOfCode)
   std::string digest;  // PassDigest(code): kPassDigestBytes raw bytes
   PassKind kind = PassKind::kAdmit;
-  int64_t uses = 1;                   // as minted
+  int64_t uses = 1;  // as minted
   int64_t uses_left = 1;
   std::optional<int64_t> expires_at;  // ms since the epoch; nullopt: never
   int64_t created_at = 0;

@@ -145,10 +145,12 @@ std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
 
 // How soon a polling client should ask again (SessionView::refresh_after_ms), in
 // [250 ms, 30 s]: within half of what keeps it present (the check-in timeout, the idle
-// timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), at most
-// 10 s while waiting; 30 s when closed; 0 when gone (join again now).
+// timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), while
+// waiting at most 10 s and about half the `eta_ms` (sooner near the front); 30 s when closed;
+// 0 when gone (join again now).
 int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
-                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms);
+                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms,
+                       std::optional<int64_t> eta_ms);
 
 // Session ids packed in one buffer: a line of 100k costs two allocations, not 100k.
 class IdList {
@@ -197,7 +199,11 @@ struct LineView {
 
 struct RoomInfo {
   std::string room;
-  RoomConfig config;
+  RoomConfig config;                 // the room's own settings
+  RoomConfig effective;              // what applies now: with a running event's overrides
+  std::optional<std::string> event;  // the event in its pre-queue or running (not suspended)
+  RoomPhase phase = RoomPhase::kOpen;
+  int64_t prequeued = 0;  // in the pre-queue or a draw not yet published
   int64_t active = 0;
   int64_t waiting = 0;
   RoomCounters counters;

@@ -19,10 +19,8 @@ namespace {
 
 // A pass as listed (never its code: the room does not keep it).
 json::object PassJson(const RoomPass& p) {
-  json::object o{{"id", p.id},
-                 {"kind", core::ToString(p.kind)},
-                 {"uses", p.uses},
-                 {"uses_left", p.uses_left}};
+  json::object o{
+      {"id", p.id}, {"kind", core::ToString(p.kind)}, {"uses", p.uses}, {"uses_left", p.uses_left}};
   PutWireTime(o, "expires_at", p.expires_at);
   PutWireTime(o, "created_at", p.created_at);
   return o;

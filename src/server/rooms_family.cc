@@ -63,6 +63,17 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
       {"released_total", info.counters.released_total},
   };
   if (admin) o["gate"] = info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr);
+  // What applies now, and why: a running event's overrides on top of the room's own settings.
+  o["phase"] = core::ToString(info.phase);
+  o["prequeued"] = info.prequeued;
+  o["event"] = info.event ? json::value(*info.event) : json::value(nullptr);
+  o["effective"] = json::object{
+      {"capacity", info.effective.capacity},
+      {"grace_ms", info.effective.grace_ms},
+      {"checkin_timeout_ms", info.effective.checkin_timeout_ms},
+      {"admit_per_minute", Nullable(info.effective.admit_per_minute)},
+      {"queueing_method", core::ToString(info.effective.queueing_method)},
+  };
   return o;
 }
 

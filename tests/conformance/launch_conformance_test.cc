@@ -197,10 +197,10 @@ TEST_P(LaunchConformanceTest, PassesAreMintedRedeemedAndRevoked) {
   MakeRoom("r", 1);
   ASSERT_TRUE(Check("r", "holder").ok());
   ASSERT_TRUE(Check("r", "w1").ok());
-  core::PassMint mint{.kind = core::PassKind::kFront, .uses = 2, .expires_at = std::nullopt,
-                      .count = 3};
-  auto minted = Await<std::vector<core::MintedPass>>(
-      [&](auto done) { b().MintPasses("r", mint, done); });
+  core::PassMint mint{
+      .kind = core::PassKind::kFront, .uses = 2, .expires_at = std::nullopt, .count = 3};
+  auto minted =
+      Await<std::vector<core::MintedPass>>([&](auto done) { b().MintPasses("r", mint, done); });
   if (OnRedis()) {
     EXPECT_EQ(minted.status(), OpStatus::kUnavailable);
     return;
@@ -220,15 +220,13 @@ TEST_P(LaunchConformanceTest, PassesAreMintedRedeemedAndRevoked) {
   if (harness_->Restart()) {
     EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "w1"}));
   }
-  auto passes =
-      Await<std::vector<core::RoomPass>>([&](auto done) { b().ListPasses("r", done); });
+  auto passes = Await<std::vector<core::RoomPass>>([&](auto done) { b().ListPasses("r", done); });
   ASSERT_TRUE(passes.ok());
   ASSERT_EQ(passes->size(), 3u);
   int64_t left = 0;
   for (const auto& p : *passes) left += p.uses_left;
   EXPECT_EQ(left, 5);
-  auto one = Await<int64_t>(
-      [&](auto done) { b().RevokePasses("r", (*minted)[1].pass.id, done); });
+  auto one = Await<int64_t>([&](auto done) { b().RevokePasses("r", (*minted)[1].pass.id, done); });
   EXPECT_EQ(one.ok() ? *one : -1, 1);
   auto rest = Await<int64_t>([&](auto done) { b().RevokePasses("r", std::nullopt, done); });
   EXPECT_EQ(rest.ok() ? *rest : -1, 2);

@@ -198,8 +198,8 @@ TEST_F(LaunchHttpTest, PassesOverHttp) {
   MustPut("r", {{"capacity", 1}});
   client().Check("r", Session(0));
   client().Check("r", Session(1));
-  HttpResult minted = client().Request(
-      "POST", "/v1/rooms/r/passes", Body({{"count", 2}, {"kind", "admit"}, {"uses", 1}}));
+  HttpResult minted = client().Request("POST", "/v1/rooms/r/passes",
+                                       Body({{"count", 2}, {"kind", "admit"}, {"uses", 1}}));
   ASSERT_EQ(minted.status, 201) << minted.body;
   const json::array& passes = minted.json.at("passes").as_array();
   ASSERT_EQ(passes.size(), 2u);

@@ -406,6 +406,26 @@ TEST(RoomLaunchTest, OverridesApplyWhileTheEventRunsAndTheRoomsOwnReturn) {
   EXPECT_EQ(room->waiting(), 1);
 }
 
+// The operator's brake wins over a running event's method (and include_active works then).
+TEST(RoomLaunchTest, TheBrakeHoldsWhileAnEventSetsItsOwnMethod) {
+  auto room = MakeRoom(Config(1));
+  EventSpec e;
+  e.starts_at = kT0;
+  e.ends_at = kT0 + 60'000;
+  e.overrides.queueing_method = QueueingMethod::kFifo;
+  ASSERT_TRUE(room->PutEvent("e", e, kT0).ok());
+  room->Check("a", kT0 + 1);
+  room->Check("b", kT0 + 2);
+  RoomPatch brake = Method(QueueingMethod::kQueueAll);
+  brake.include_active = true;
+  room->Reconfigure(brake, kT0 + 3);
+  EXPECT_EQ(room->effective().queueing_method, QueueingMethod::kQueueAll);
+  EXPECT_EQ(room->holders(), 0) << "a went back to the head of the line";
+  EXPECT_EQ(Line(*room, kT0 + 4), (std::vector<std::string>{"a", "b"}));
+  room->Reconfigure(Method(QueueingMethod::kFifo), kT0 + 5);
+  EXPECT_EQ(room->Check("a", kT0 + 6).status, SessionStatus::kActive);
+}
+
 TEST(RoomLaunchTest, PrequeueScopeAllStartsTheDropFromAnEmptyRoom) {
   auto room = MakeRoom(Config(2));
   room->Check("a", kT0);

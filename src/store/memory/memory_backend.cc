@@ -39,6 +39,10 @@ core::RoomInfo MemoryBackend::Info(const RoomSlot& slot) {
   core::RoomInfo info;
   info.room = slot.name;
   info.config = slot.room.config();
+  info.effective = slot.room.effective();
+  info.event = slot.room.open_event();
+  info.phase = slot.room.Phase();
+  info.prequeued = slot.room.prequeued();
   info.active = slot.room.holders();
   info.waiting = slot.room.waiting();
   info.counters = slot.room.counters();
@@ -401,9 +405,8 @@ void MemoryBackend::MintPasses(std::string room, core::PassMint mint,
 
 void MemoryBackend::ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) {
   using Passes = std::vector<core::RoomPass>;
-  OnRoom<Passes>(room, Access::kRead, std::move(done), [&](RoomSlot& slot, int64_t) {
-    return OpResult<Passes>(slot.room.Passes());
-  });
+  OnRoom<Passes>(room, Access::kRead, std::move(done),
+                 [&](RoomSlot& slot, int64_t) { return OpResult<Passes>(slot.room.Passes()); });
 }
 
 void MemoryBackend::RevokePasses(std::string room, std::optional<std::string> id,

@@ -438,8 +438,7 @@ void RedisBackend::ListPasses(std::string, Completion<std::vector<core::RoomPass
                                              std::string(wire::kPassesNotOnRedis)));
 }
 
-void RedisBackend::RevokePasses(std::string, std::optional<std::string>,
-                                Completion<int64_t> done) {
+void RedisBackend::RevokePasses(std::string, std::optional<std::string>, Completion<int64_t> done) {
   done(OpResult<int64_t>(OpStatus::kUnavailable, std::string(wire::kPassesNotOnRedis)));
 }
 

@@ -83,6 +83,9 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   info.config.places_per_client = OffWhenNegative(a.at(13).AsInt());
   info.config.challenge_difficulty = OffWhenNegative(a.at(14).AsInt());
   if (const Reply& gate = a.at(15); gate.type == Reply::Type::kString) info.config.gate = gate.str;
+  info.effective = info.config;  // no events on Redis yet: the room's own settings apply
+  bool waits = info.waiting > 0 || info.active >= info.config.capacity || info.config.paused;
+  info.phase = waits ? core::RoomPhase::kQueue : core::RoomPhase::kOpen;
   return info;
 }
 
