@@ -348,6 +348,8 @@ inline constexpr std::string_view kPassesNotOnRedis =
 // The schedule (core/schedule.cc): the same words from every backend.
 inline constexpr std::string_view kPrequeueAfterStart =
     "'prequeue_at' must not be later than 'starts_at'";
+inline constexpr std::string_view kEventCheckinTimeoutZero =
+    "'overrides': 'checkin_timeout_ms' must be at least 1 for an event";
 inline constexpr std::string_view kEndsBeforeStart = "'ends_at' must be later than 'starts_at'";
 inline constexpr std::string_view kEventOver = "'ends_at' is in the past: the event would be over";
 inline constexpr std::string_view kEventsNotOnRedis =

@@ -329,8 +329,9 @@ class Room {
   void Unline(Index i);
 
   // Launch day (room_events.cc).
-  RoomConfig EffectiveConfig() const;    // own_ with the running event's overrides
-  void ApplyEffective(int64_t now);      // config_ = EffectiveConfig(), and what that changes
+  RoomConfig EffectiveConfig() const;  // own_ with the running event's overrides
+  // config_ = EffectiveConfig(), and what that changes; `fresh_presence` for an event's change.
+  void ApplyEffective(int64_t now, bool fresh_presence = false);
   const RoomEvent* OpenEvent() const;    // the event in its pre-queue or running, not suspended
   const RoomEvent* StatusEvent() const;  // OpenEvent, else the next scheduled one
   bool PrequeueOpen() const;             // arrivals go to the pre-queue (or a draw is on)

@@ -45,13 +45,20 @@ RoomConfig Room::EffectiveConfig() const {
   return c;
 }
 
-void Room::ApplyEffective(int64_t now) {
+// An event's change of presence timeouts counts everyone present as seen now: nobody loses
+// a place through an event's start or end (a shorter check-in timeout runs from now), and no
+// presence deadline lands before the stage change that moved it, so a replay, which applies
+// presence expiries from the log in time order, meets them in the same order as the room did.
+void Room::ApplyEffective(int64_t now, bool fresh_presence) {
   RoomConfig before = std::move(config_);
   config_ = EffectiveConfig();
   ++version_;
   if (before.grace_ms != config_.grace_ms ||
       before.checkin_timeout_ms != config_.checkin_timeout_ms ||
       before.idle_timeout_ms != config_.idle_timeout_ms) {
+    if (fresh_presence) {
+      for (Index i : index_) slab_[i].last_seen = std::max(slab_[i].last_seen, now_);
+    }
     RekeyAll();
   }
   Fill(now);
@@ -122,7 +129,7 @@ void Room::ProcessBoundary(int64_t when) {
         if (e.spec.ends_at != next_boundary_) continue;
         e.stage = EventStage::kEnded;
         ComputeNextBoundary();
-        ApplyEffective(when);
+        ApplyEffective(when, /*fresh_presence=*/true);
         break;
       case EventStage::kEnded:
         continue;
@@ -162,7 +169,7 @@ void Room::StartEvent(RoomEvent& e, int64_t now) {
     draw_ = std::move(d);
     if (!draw_->shuffle && draw_->order.empty()) FinishDraw();
   }
-  ApplyEffective(now);
+  ApplyEffective(now, /*fresh_presence=*/true);
 }
 
 void Room::ReleasePrequeue() {
@@ -195,8 +202,9 @@ OpResult<RoomEvent> Room::PutEvent(std::string_view id, const EventSpec& spec, i
     return a.spec.OpensAt() < b.spec.OpensAt();
   });
   ComputeNextBoundary();
-  ApplyEffective(now_);
-  Advance(now_);  // a time already reached takes effect now
+  // A time already reached takes effect at the room's next Advance (the backend advances at
+  // once): not here, so that what it brings is logged after this change, in time order.
+  ApplyEffective(now_, /*fresh_presence=*/true);
   auto stored =
       std::find_if(events_.begin(), events_.end(), [&](const auto& e) { return e.id == id; });
   return *stored;
@@ -210,7 +218,7 @@ OpResult<RoomEvent> Room::DeleteEvent(std::string_view id, int64_t now_ms) {
   events_.erase(it);
   if (gone.stage == EventStage::kPrequeue && !gone.spec.suspended) ReleasePrequeue();
   ComputeNextBoundary();
-  ApplyEffective(now_);
+  ApplyEffective(now_, /*fresh_presence=*/true);
   return gone;
 }
 

@@ -350,9 +350,13 @@ void MemoryBackend::PutEvent(std::string room, std::string id, core::EventSpec s
                              Completion<core::RoomEvent> done) {
   OnRoom<core::RoomEvent>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
     OpResult<core::RoomEvent> put = slot.room.PutEvent(id, spec, now);
-    if (put.ok()) {
-      LogChange(slot, now, PutEventRecord{.id = id, .spec = spec});
-      LogTimeEffects(slot, now);  // a time already reached
+    if (!put.ok()) return put;
+    LogChange(slot, now, PutEventRecord{.id = id, .spec = spec});
+    // A time already reached takes effect now, logged after the change (Room::PutEvent).
+    slot.room.Advance(now);
+    LogTimeEffects(slot, now);
+    for (const core::RoomEvent& e : slot.room.events()) {
+      if (e.id == id) return OpResult<core::RoomEvent>(e);
     }
     return put;
   });
