@@ -1,6 +1,7 @@
-// Request bodies: the first byte picks a POST/PUT route (or the readers of json_body.h
-// directly), the rest is the body. The routes run against a room and a queue that already
-// hold sessions, jobs and a live lease, so bodies that pass validation reach the engine.
+// Request bodies: the first byte picks a POST/PUT route (or the readers of json_body.h,
+// scheduled events' and RFC 3339 times' directly), the rest is the body. The routes run against a
+// room and a queue that already hold sessions, jobs and a live lease, so bodies that pass
+// validation reach the engine.
 //
 // In a body, @LEASE@ becomes the lease of a job now in flight and @TOKEN@ an admission token
 // of the room, both valid: the seeds use them, and mutations keep them, to reach the paths
@@ -14,8 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/wire_time.h"
 #include "harness.h"
 #include "http/json_body.h"
+#include "server/event_json.h"
 #include "server/target_url.h"
 
 namespace {
@@ -70,9 +73,25 @@ void ReadEverything(std::string_view body) {
       (void)ReadString(*o, key);
       auto name = ReadName(*o, key);
       if (name.ok() && *name && (*name)->empty()) anteroom::fuzz::Fail("an empty name read");
-      if (member.value().is_string()) (void)CheckTargetUrl(member.value().as_string());
+      if (member.value().is_string()) {
+        (void)CheckTargetUrl(member.value().as_string());
+        // A time read is written back as text that reads to the same ms.
+        if (auto ms = anteroom::ParseRfc3339Ms(member.value().as_string())) {
+          if (anteroom::ParseRfc3339Ms(anteroom::FormatRfc3339Ms(*ms)) != ms) {
+            anteroom::fuzz::Fail("a time does not read back");
+          }
+        }
+      }
     }
     (void)ReadInt(*o, "absent", 0, 1);
+    // A scheduled event's body: one read is written as a body that reads to the same spec, and
+    // answered without trouble.
+    if (auto spec = anteroom::server::ReadEventSpec(*o); spec.ok()) {
+      auto again = anteroom::server::ReadEventSpec(anteroom::server::EventSpecJson(*spec));
+      if (!again.ok() || !(*again == *spec)) anteroom::fuzz::Fail("an event does not read back");
+      anteroom::core::RoomEvent event{"e", *spec, anteroom::core::EventStage::kRunning, {}};
+      (void)anteroom::server::EventJson(event, spec->starts_at);
+    }
   }
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seeds of the log_records fuzz target (fuzz/corpus/log_records) from a real data
 directory: runs `anteroom serve` on a fresh one, makes every kind of change over HTTP (rooms
-with limits and a gate, check-ins, leaves, a drop-out, a queue's whole life; all but the live
-channel's check-ins), snapshots it with SIGUSR1, makes more changes, stops it, and cuts the seeds
+with limits and a gate, check-ins, leaves, a drop-out, queueing methods, passes, a scheduled
+event with its pre-queue drawn in chunks, a queue's whole life; all but the live channel's
+check-ins), snapshots it with SIGUSR1, makes more changes, stops it, and cuts the seeds
 from its files in the target's input modes (fuzz/log_records.cc): 0 a segment as on disk, 1 a
 snapshot file, 2 and 3 unframed state and records. Run it when the data format changes:
 
@@ -76,6 +77,33 @@ def changes(base, phase):
     call(base, "POST", f"/v1/queues/{dead}/nack",
          {"leases": [j["lease"] for j in got.get("jobs", [])], "error": "fatal"})
     call(base, "POST", f"/v1/queues/{dead}/dead/requeue", {})
+    # Launch day: methods (the brake with include_active), passes, and an event whose
+    # pre-queue is drawn (a seed and its published chunks), one left mid-draw at the snapshot.
+    drop = f"drop{phase}"
+    call(base, "PUT", f"/v1/rooms/{drop}", {"capacity": 1, "checkin_timeout_ms": 60000})
+    call(base, "POST", f"/v1/rooms/{drop}/check", {"session": "h"})
+    call(base, "PUT", f"/v1/rooms/{drop}", {"queueing_method": "random"})
+    call(base, "PUT", f"/v1/rooms/{drop}",
+         {"queueing_method": "queue_all", "include_active": True})
+    call(base, "PUT", f"/v1/rooms/{drop}", {"queueing_method": "fifo"})
+    minted = call(base, "POST", f"/v1/rooms/{drop}/passes",
+                  {"count": 2, "uses": 2, "kind": "front"})
+    codes = [p["code"] for p in minted.get("passes", [])]
+    if codes:
+        call(base, "POST", f"/v1/rooms/{drop}/check", {"session": "vip", "pass": codes[0]})
+        call(base, "DELETE", f"/v1/rooms/{drop}/passes/{minted['passes'][1]['id']}")
+    now = int(time.time() * 1000)
+    call(base, "PUT", f"/v1/rooms/{drop}/schedule/e",
+         {"name": "drop", "prequeue_at": now - 1000, "starts_at": now + 600,
+          "ends_at": now + 3_600_000, "shuffle_at_start": True,
+          "overrides": {"capacity": 2, "queueing_method": "fifo", "page": {"title": "t"}}})
+    for i in range(40):
+        call(base, "POST", f"/v1/rooms/{drop}/check", {"session": f"p{i}"})
+    call(base, "PUT", f"/v1/rooms/{drop}/schedule/later",
+         {"starts_at": now + 7_200_000, "ends_at": now + 7_300_000})
+    call(base, "DELETE", f"/v1/rooms/{drop}/schedule/later")
+    time.sleep(1.0)
+    call(base, "POST", f"/v1/rooms/{drop}/check", {"session": "p1"})
     # A waiting session that stops checking in drops out: a presence expiry.
     brief = f"brief{phase}"
     call(base, "PUT", f"/v1/rooms/{brief}", {"capacity": 1, "checkin_timeout_ms": 1000})
@@ -104,7 +132,7 @@ def main():
     log = open(os.path.join(data_dir, "..", os.path.basename(data_dir) + ".log"), "w")
     env = dict(os.environ, ANTEROOM_TOKEN_SECRET="seeds", ANTEROOM_ADMIN_KEY="")
     server = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data", data_dir,
-                               "--fsync", "always", "--threads", "1"],
+                               "--fsync", "always", "--threads", "1", "--draw-chunk", "8"],
                               stdout=subprocess.PIPE, stderr=log, env=env, text=True)
     try:
         line = server.stdout.readline()

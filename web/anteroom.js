@@ -7,10 +7,17 @@
  * Anteroom.wait({room, server?, onUpdate?}) -> Promise<token>
  *   Joins the room's line (or resumes this tab's place in it) and resolves with the admission
  *   token (a JWT) once admitted. onUpdate(status) gets every status object:
- *   {type:"status", session, status:"waiting"|"active"|"grace"|"gone", position, waiting,
- *    active, capacity, eta_ms, token}. Rejects with an Anteroom.ApiError when the API refuses
- *   (e.g. 404 unknown_room). The connection stays open after admission, holding the slot,
- *   until the page goes away or stay()/wait()/leave() is called.
+ *   {type:"status", session, status:"waiting"|"active"|"grace"|"gone"|"prequeue"|"closed",
+ *    position, waiting, active, capacity, eta_ms, token, phase:"open"|"queue"|"prequeue"|
+ *    "closed", queueing_method, refresh_after_ms, starts_in_ms, ends_in_ms, odds}
+ *   (position is null in the random method, where odds is {chance_next, p25_ms, p50_ms,
+ *   p75_ms}), plus two fields of this client's own: startsAt and endsAt, the times
+ *   starts_in_ms and ends_in_ms point to by this browser's clock (ms since the epoch, taken
+ *   when the status arrived), or null: what a countdown counts to between messages.
+ *   Rejects with an Anteroom.ApiError when the API refuses (e.g. 404 unknown_room); a room that
+ *   takes nobody new ("closed") is no refusal: wait() keeps asking, every refresh_after_ms.
+ *   The connection stays open after admission, holding the slot, until the page goes away or
+ *   stay()/wait()/leave() is called.
  *
  * Anteroom.stay({room, server?, onUpdate?, onLost?}) -> {close()}
  *   On the protected page: keeps this tab's slot alive through a live connection. The session
@@ -34,10 +41,12 @@
  *
  * Transport: a WebSocket (/v1/rooms/ROOM/ws); if it never works, Server-Sent Events
  * (/v1/rooms/ROOM/events, read with fetch); if those never work either, polling POST
- * /v1/rooms/ROOM/check every
- * min(2000, checkin_timeout_ms / 3) ms. A transport that has worked once is reconnected with
- * exponential backoff and jitter (250 ms doubling up to 10 s) instead of being abandoned; a
- * 429 waits at least its Retry-After.
+ * /v1/rooms/ROOM/check, again after each answer's refresh_after_ms (at least 250 ms; before the
+ * first answer, and from a server that does not say, every min(2000, checkin_timeout_ms / 3)
+ * ms). A transport that has worked once is reconnected with exponential backoff and jitter
+ * (250 ms doubling up to 10 s) instead of being abandoned; a 429 waits at least its
+ * Retry-After. A "closed" status ends a live connection (the server keeps nothing of a join it
+ * did not take), and the room is asked again after its refresh_after_ms.
  *
  * Challenge: when the room has one ({"type": "pow", "difficulty": N} in its room object),
  * wait() first gets a puzzle for its session (GET /v1/rooms/ROOM/challenge) and
@@ -398,6 +407,16 @@
       this.arm(FIRST_MESSAGE_MS);
     }
 
+    // The wait before asking again after `status`: the server's refresh_after_ms, which paces
+    // polling clients (sooner before a start and during a draw, 30 s when closed, 0 when gone:
+    // join again now), at least POLL_MIN_MS; the interval from the room's check-in timeout when
+    // the server does not say.
+    refreshMs(status) {
+      const hint = status ? status.refresh_after_ms : undefined;
+      if (typeof hint === 'number' && hint >= 0) return Math.max(POLL_MIN_MS, hint);
+      return this.pollMs || POLL_MAX_MS;
+    }
+
     // Polling: the last resort, and what works through any proxy.
     poll() {
       const conn = { stopped: false, timer: 0 };
@@ -416,7 +435,7 @@
           this.deliver({ type: 'status', ...status });
           if (conn.stopped) return;
           if (this.pollFailed && !this.retriedLive) return this.retryLive();
-          conn.timer = setTimeout(tick, this.pollMs || POLL_MAX_MS);
+          conn.timer = setTimeout(tick, this.refreshMs(status));
         } catch (err) {
           if (conn.stopped) return;
           if (isFatal(err)) return this.fail(err);
@@ -464,7 +483,19 @@
       if (status.session) this.session = status.session;
       if (status.token && !this.session) this.token = status.token;  // the freshest, for reconnects
       if (this.transport !== 'poll') this.arm(SILENCE_MS);
+      // Countdowns by this clock: the live channel sends no message as a countdown runs down.
+      const now = Date.now();
+      const at = (ms) => (typeof ms === 'number' && ms >= 0 ? now + ms : null);
+      status.startsAt = at(status.starts_in_ms);
+      status.endsAt = at(status.ends_in_ms);
       this.onStatus(status);
+      // A join the room did not take keeps nothing on the server, so a live connection has
+      // nothing to follow: it is closed, and the room asked again when the server says.
+      if (status.status === 'closed' && this.transport !== 'poll' && !this.closed) {
+        this.teardown();
+        clearTimeout(this.retryTimer);
+        this.retryTimer = setTimeout(() => this.reconnect(), this.refreshMs(status));
+      }
     }
 
     // The current connection ended or never worked.

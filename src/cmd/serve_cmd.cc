@@ -72,6 +72,7 @@ struct ServeFlags {
   std::vector<std::string> cors_origins;     // origins whose pages may call the room API
   std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
+  size_t draw_chunk = store::MemoryBackendOptions{}.draw_chunk;
   bool accept_new_token_secret = false;  // Redis lost the secret: mint one rather than refuse
   int64_t redis_secret_check_ms = 2000;  // how often the shared secret and key are checked
 };
@@ -358,7 +359,8 @@ class ServedBackend {
                                            .run_timer = true,
                                            .max_rooms = flags.max_rooms,
                                            .max_queues = flags.max_queues,
-                                           .max_clients_per_room = flags.max_clients_per_room});
+                                           .max_clients_per_room = flags.max_clients_per_room,
+                                           .draw_chunk = flags.draw_chunk});
     if (flags.memory_only) return;
     durable_.emplace(*memory_, store::log::EmbeddedOptions{
                                    .dir = flags.data,
@@ -691,6 +693,12 @@ void AddServeCommand(CLI::App& app) {
                    "other clients get 429 until buckets refill")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
+  serve
+      ->add_option("--draw-chunk", flags->draw_chunk,
+                   "Places of an event's draw published into the line per turn (embedded "
+                   "backend): the most a draw holds its room between answers")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   serve->add_option("--cors-origin", flags->cors_origins,
                     "An origin (https://shop.example) whose pages may call the public room API "
                     "from the browser; repeatable; * for any. Same origin and the rooms' "

@@ -23,6 +23,7 @@ inline constexpr std::string_view kQueueNames = "queue names";
 inline constexpr std::string_view kWorkerNames = "worker names";
 inline constexpr std::string_view kSessionIds = "session ids";
 inline constexpr std::string_view kEventIds = "event ids";
+inline constexpr std::string_view kPassIds = "pass ids";
 // "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
@@ -205,6 +206,53 @@ inline std::string TargetUrlTooLong(size_t max) {
 inline constexpr std::string_view kTargetUrlControl =
     "'target_url' must not contain control characters";
 
+// --- Scheduled events (server/event_json.h) ---------------------------------------------------
+// A field name as a message shows it: the client's text, so printable ASCII only and at most 64
+// bytes ('?' for any other byte, "..." where cut), keeping the answer short and UTF-8.
+inline std::string PrintableField(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string out;
+  for (char c : key.substr(0, kShown)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (key.size() > kShown) out += "...";
+  return out;
+}
+inline constexpr std::string_view kEventFields =
+    "name, prequeue_at, starts_at, ends_at, shuffle_at_start, prequeue_scope, suspended, "
+    "overrides";
+inline constexpr std::string_view kEventOverrideFields =
+    "capacity, admit_per_minute, grace_ms, checkin_timeout_ms, queueing_method, page";
+// A field the body may not hold (a typo is refused, not ignored).
+inline std::string UnknownEventField(std::string_view key) {
+  return fmt::format("'{}' is not a field of an event (its fields: {})", PrintableField(key),
+                     kEventFields);
+}
+inline std::string UnknownEventOverride(std::string_view key) {
+  return fmt::format("'{}' is not a setting an event overrides (those are: {})",
+                     PrintableField(key), kEventOverrideFields);
+}
+// A time field (common/wire_time.h); `nullable`: null is taken too (no such time).
+inline std::string BadTime(std::string_view key, bool nullable) {
+  return fmt::format(
+      "'{}' must be an RFC 3339 time (such as 2026-12-01T09:00:00Z or "
+      "2026-12-01T10:00:00.250+01:00) or an integer of ms since the epoch, from "
+      "1970-01-01T00:00:00Z to 3000-01-01T00:00:00Z{}",
+      key, nullable ? ", or null" : "");
+}
+// The choices of "prequeue_scope" (core::PrequeueScope), as NotOneOf lists them.
+inline constexpr std::string_view kPrequeueScopes = "new, all";
+inline std::string NotOneOf(std::string_view key, std::string_view choices) {
+  return fmt::format("'{}' must be one of {}", key, choices);
+}
+inline std::string NotAnObject(std::string_view key) {
+  return fmt::format("'{}' must be a JSON object", key);
+}
+inline std::string LongerThan(std::string_view key, size_t max) {
+  return fmt::format("'{}' is longer than {} bytes", key, max);
+}
+inline std::string JsonLongerThan(std::string_view key, size_t max) {
+  return fmt::format("'{}' is longer than {} bytes as JSON text", key, max);
+}
+
 // --- Monitoring -------------------------------------------------------------------------------
 inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
 
@@ -276,9 +324,32 @@ inline constexpr std::string_view kQueueingMethodShape =
     "'queueing_method' must be one of fifo, random, passthrough, reject, queue_all";
 inline constexpr std::string_view kIncludeActiveNeedsQueueAll =
     "'include_active' goes with \"queueing_method\": \"queue_all\" in the same update";
+// Passes (core/room_pass.h): the same words from every backend.
+inline constexpr std::string_view kPassNotValid = "this pass is not valid for this room";
+inline constexpr std::string_view kPassUsedUp = "this pass has been used as often as it may";
+inline constexpr std::string_view kPassExpired = "this pass has expired";
+inline std::string UnknownPass(std::string_view id) {
+  return fmt::format("this room has no pass '{}'", id);
+}
+inline std::string PassIdTaken(std::string_view id) {
+  return fmt::format("this room has a pass '{}' already", id);
+}
+inline std::string TooManyPasses(size_t cap) {
+  return fmt::format("a room holds at most {} passes: revoke some first", cap);
+}
+inline constexpr std::string_view kPassKindShape = "'kind' must be admit or front";
+inline std::string UnknownPassField(std::string_view key) {
+  return fmt::format("'{}' is not a field of a pass: count, uses, expires_at, kind",
+                     PrintableField(key));
+}
+inline constexpr std::string_view kPassesNotOnRedis =
+    "passes are not available on the Redis backend yet: run on the embedded backend";
+
 // The schedule (core/schedule.cc): the same words from every backend.
 inline constexpr std::string_view kPrequeueAfterStart =
     "'prequeue_at' must not be later than 'starts_at'";
+inline constexpr std::string_view kEventCheckinTimeoutZero =
+    "'overrides': 'checkin_timeout_ms' must be at least 1 for an event";
 inline constexpr std::string_view kEndsBeforeStart = "'ends_at' must be later than 'starts_at'";
 inline constexpr std::string_view kEventOver = "'ends_at' is in the past: the event would be over";
 inline std::string UnknownEvent(std::string_view id) {

@@ -7,7 +7,6 @@
 namespace anteroom::core {
 
 namespace {
-constexpr uint32_t kNoIndex = UINT32_MAX;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
@@ -108,7 +107,8 @@ Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
       line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
       version_(static_cast<uint64_t>(now_ms) << 20),
       client_index_(0, ClientHash{&clients_}, ClientEq{&clients_}),
-      prequeue_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
+      prequeue_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
+      front_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
 
 // ---- queries -------------------------------------------------------------------------------
 
@@ -147,7 +147,7 @@ uint64_t Room::DueKey(const Session& s) const {
 
 uint64_t Room::RateOpenKey(int64_t now) const {
   QueueingMethod m = config_.queueing_method;
-  if (config_.paused || !config_.admit_per_minute || line_.empty() ||
+  if (config_.paused || !config_.admit_per_minute || waiting() == 0 ||
       holders_ >= config_.capacity || m == QueueingMethod::kQueueAll ||
       m == QueueingMethod::kPassthrough) {
     return kNever;
@@ -174,7 +174,8 @@ SessionView Room::View(Index i, int64_t now) const {
       v.odds = Odds(now);
       if (v.odds) v.eta_ms = v.odds->p50_ms;
     } else {
-      v.position = line_.Position(s.ticket);
+      v.position = s.front ? front_.Position(s.ticket)
+                           : static_cast<int64_t>(front_.size()) + line_.Position(s.ticket);
       v.eta_ms = Eta(v.position, now);
     }
   } else if (s.status != SessionStatus::kPrequeue) {
@@ -209,6 +210,7 @@ size_t Room::MemoryBytes() const {
   if (draw_)
     bytes += draw_->order.capacity() * sizeof(Index) +
              (draw_->fy ? draw_->fy->size() * sizeof(uint32_t) : 0);
+  bytes += front_.MemoryBytes() + passes_.size() * (sizeof(RoomPass) + 64);
   return bytes + line_.MemoryBytes() + deadlines_.MemoryBytes();
 }
 
@@ -257,7 +259,8 @@ void Room::Free(Index i) {
 void Room::Unline(Index i) {
   Session& s = slab_[i];
   if (s.status == SessionStatus::kWaiting) {
-    line_.Remove(s.ticket);
+    (s.front ? front_ : line_).Remove(s.ticket);
+    s.front = false;
   } else if (s.status == SessionStatus::kPrequeue && !s.drawn) {
     prequeue_.Remove(s.ticket);
   }  // drawn: the draw skips it when it comes to its place (its slot is gone by then)
@@ -324,16 +327,16 @@ void Room::Fill(int64_t now) {
     case QueueingMethod::kQueueAll:
       return;  // the brake: letting go of it (Reconfigure, an event's end) fills them
     case QueueingMethod::kPassthrough:
-      while (!line_.empty()) Admit(line_.Front(), now);  // nobody waits, whatever the capacity
+      while (waiting() > 0) Admit(NextToAdmit(), now);  // nobody waits, whatever the capacity
       return;
     default:
       break;
   }
-  while (!line_.empty() && holders_ < config_.capacity) {
+  while (waiting() > 0 && holders_ < config_.capacity) {
     if (config_.admit_per_minute && admitted_window_.Count(now) >= *config_.admit_per_minute) {
       return;  // the rate cap holds the slot free; RateOpenKey schedules the next try
     }
-    Admit(PickNext(), now);
+    Admit(NextToAdmit(), now);
   }
 }
 
@@ -472,7 +475,17 @@ void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
 
 OpResult<SessionView> Room::Check(std::string_view id, const Arrival& arrival, int64_t now_ms) {
   Advance(now_ms);
-  if (Find(id) == kNoIndex) {
+  Index known = Find(id);
+  bool holds = known != kNoIndex && (slab_[known].status == SessionStatus::kActive ||
+                                     slab_[known].status == SessionStatus::kGrace);
+  if (!arrival.pass.empty() && !holds) {  // a pass is for getting in: a holder keeps it
+    if (auto refusal = PassRefusal(arrival.pass)) return std::move(*refusal);
+    if (known == kNoIndex) {
+      if (auto refusal = JoinRefusal(arrival)) return std::move(*refusal);
+    }
+    return UsePass(id, arrival.client, PassIdOfCode(arrival.pass));
+  }
+  if (known == kNoIndex) {
     if (config_.queueing_method == QueueingMethod::kReject) return ClosedView(id);
     if (auto refusal = JoinRefusal(arrival)) return std::move(*refusal);
   }
@@ -546,7 +559,9 @@ LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
   }
   v.changed = version_ != since;
   if (v.changed) {
-    v.line.Reserve(line_.size(), line_.size() * SessionId::kInline);
+    size_t n = static_cast<size_t>(waiting());
+    v.line.Reserve(n, n * SessionId::kInline);
+    front_.ForEach([&](Line::Member m) { v.line.Add(slab_[m].id.view()); });
     line_.ForEach([&](Line::Member m) { v.line.Add(slab_[m].id.view()); });
   }
   return v;

@@ -123,9 +123,23 @@ class Room {
   // The room's own seed, for the random method's picks: set once when the room is created.
   void set_seed(const DrawSeed& seed);
   const DrawSeed& seed() const { return seed_; }
+  // ---- passes (room_passes.cc; core/room_pass.h) ----
+  // Keeps passes the backend minted (ids new to the room); kLimitReached past kMaxPassesPerRoom.
+  OpResult<Done> AddPasses(std::vector<RoomPass> passes, int64_t now_ms);
+  // Every pass, by creation then id.
+  std::vector<RoomPass> Passes() const;
+  // Revokes one (kNotFound when unknown) or, with nullopt, all; answers how many.
+  OpResult<int64_t> RevokePasses(std::optional<std::string_view> id, int64_t now_ms);
+  // A check that redeemed pass `pass_id` before (log replay): its use is taken again, never
+  // refused by the code (checked when it was made); kInternal when the pass is not there.
+  OpResult<SessionView> RedeemRecorded(std::string_view session, std::string_view client,
+                                       std::string_view pass_id, int64_t now_ms);
+
   // The phase a status shows (RoomPhase), as of the room's time.
   RoomPhase Phase() const;
   int64_t prequeued() const { return static_cast<int64_t>(prequeue_.size() + DrawLeft()); }
+  // The id of the event in its pre-queue or running (not suspended), if any.
+  std::optional<std::string> open_event() const;
 
   // Joins (unknown or gone session), or checks in. Answers only active or waiting. A join is
   // refused by the challenge or a per-client limit (see above); a check-in never is.
@@ -214,7 +228,7 @@ class Room {
   int64_t PlacesOf(std::string_view client) const;
 
   int64_t holders() const { return holders_; }
-  int64_t waiting() const { return static_cast<int64_t>(line_.size()); }
+  int64_t waiting() const { return static_cast<int64_t>(front_.size() + line_.size()); }
   const RoomCounters& counters() const { return counters_; }
   size_t sessions() const { return index_.size(); }
   size_t MemoryBytes() const;
@@ -235,9 +249,11 @@ class Room {
     SessionStatus status = SessionStatus::kWaiting;
     bool claimed = false;
     bool drawn = false;  // kPrequeue: in the draw's order (not in prequeue_), not published yet
+    bool front = false;  // kWaiting: in front_ (came with a pass), not in line_
     uint32_t client = kNoClient;  // the client its join counted for (tracked joins only)
   };
   using Index = uint32_t;
+  static constexpr Index kNoIndex = UINT32_MAX;
 
   // Per-client state, for clients that hold a place or whose bucket is not full.
   struct Client {
@@ -313,8 +329,9 @@ class Room {
   void Unline(Index i);
 
   // Launch day (room_events.cc).
-  RoomConfig EffectiveConfig() const;    // own_ with the running event's overrides
-  void ApplyEffective(int64_t now);      // config_ = EffectiveConfig(), and what that changes
+  RoomConfig EffectiveConfig() const;  // own_ with the running event's overrides
+  // config_ = EffectiveConfig(), and what that changes; `fresh_presence` for an event's change.
+  void ApplyEffective(int64_t now, bool fresh_presence = false);
   const RoomEvent* OpenEvent() const;    // the event in its pre-queue or running, not suspended
   const RoomEvent* StatusEvent() const;  // OpenEvent, else the next scheduled one
   bool PrequeueOpen() const;             // arrivals go to the pre-queue (or a draw is on)
@@ -331,6 +348,11 @@ class Room {
   std::optional<WaitOdds> Odds(int64_t now) const;
   void AddEventFields(SessionView& v, int64_t now) const;
   bool RestoreLaunch(ByteReader& in);  // room_snapshot.cc
+  // Passes (room_passes.cc).
+  std::optional<OpResult<SessionView>> PassRefusal(std::string_view code) const;
+  OpResult<SessionView> UsePass(std::string_view session, std::string_view client,
+                                std::string_view pass_id);
+  Index NextToAdmit();  // the front line first, then the method's pick
   void SaveLaunch(ByteWriter& out) const;
 
   // Per-client limits (room.cc, "clients").
@@ -395,6 +417,8 @@ class Room {
   int open_ = -1;
   int upcoming_ = -1;
   Line prequeue_;  // kPrequeue sessions not in a draw, in arrival order
+  Line front_;     // waiting with a pass: admitted before line_, in the order they came
+  std::unordered_map<std::string, RoomPass> passes_;
   struct Draw {
     std::string event;
     bool shuffle = false;

@@ -2,6 +2,21 @@
 
 namespace anteroom::core {
 
+namespace {
+
+// A name read back by its writer: each enum's names are written once, in its ToString, and a
+// parse is the value whose name matches exactly (the wire's names are lowercase, and case
+// matters).
+template <typename Enum, size_t N>
+std::optional<Enum> ParseByName(std::string_view name, const std::array<Enum, N>& values) {
+  for (Enum value : values) {
+    if (name == ToString(value)) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 const char* ToString(QueueingMethod method) {
   switch (method) {
     case QueueingMethod::kFifo:
@@ -19,19 +34,23 @@ const char* ToString(QueueingMethod method) {
 }
 
 std::optional<QueueingMethod> ParseQueueingMethod(std::string_view name) {
-  for (auto m : {QueueingMethod::kFifo, QueueingMethod::kRandom, QueueingMethod::kPassthrough,
-                 QueueingMethod::kReject, QueueingMethod::kQueueAll}) {
-    if (name == ToString(m)) return m;
-  }
-  return std::nullopt;
+  return ParseByName(
+      name, std::array{QueueingMethod::kFifo, QueueingMethod::kRandom, QueueingMethod::kPassthrough,
+                       QueueingMethod::kReject, QueueingMethod::kQueueAll});
 }
 
-const char* ToString(PrequeueScope scope) { return scope == PrequeueScope::kAll ? "all" : "new"; }
+const char* ToString(PrequeueScope scope) {
+  switch (scope) {
+    case PrequeueScope::kNew:
+      return "new";
+    case PrequeueScope::kAll:
+      return "all";
+  }
+  return "new";
+}
 
 std::optional<PrequeueScope> ParsePrequeueScope(std::string_view name) {
-  if (name == "new") return PrequeueScope::kNew;
-  if (name == "all") return PrequeueScope::kAll;
-  return std::nullopt;
+  return ParseByName(name, std::array{PrequeueScope::kNew, PrequeueScope::kAll});
 }
 
 const char* ToString(EventStage stage) {
@@ -45,7 +64,7 @@ const char* ToString(EventStage stage) {
     case EventStage::kEnded:
       return "ended";
   }
-  return "scheduled";
+  return "ended";
 }
 
 const char* ToString(RoomPhase phase) {

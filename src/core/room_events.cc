@@ -24,6 +24,11 @@ const RoomEvent* Room::OpenEvent() const {
   return open_ < 0 ? nullptr : &events_[static_cast<size_t>(open_)];
 }
 
+std::optional<std::string> Room::open_event() const {
+  const RoomEvent* e = OpenEvent();
+  return e ? std::optional<std::string>(e->id) : std::nullopt;
+}
+
 RoomConfig Room::EffectiveConfig() const {
   RoomConfig c = own_;
   if (const RoomEvent* e = OpenEvent(); e && e->stage == EventStage::kRunning) {
@@ -32,18 +37,28 @@ RoomConfig Room::EffectiveConfig() const {
     if (o.admit_per_minute) c.admit_per_minute = *o.admit_per_minute;
     if (o.grace_ms) c.grace_ms = *o.grace_ms;
     if (o.checkin_timeout_ms) c.checkin_timeout_ms = *o.checkin_timeout_ms;
-    if (o.queueing_method) c.queueing_method = *o.queueing_method;
+    // The brake is the operator's: an event's method never lets go of it.
+    if (o.queueing_method && own_.queueing_method != QueueingMethod::kQueueAll) {
+      c.queueing_method = *o.queueing_method;
+    }
   }
   return c;
 }
 
-void Room::ApplyEffective(int64_t now) {
+// An event's change of presence timeouts counts everyone present as seen now: nobody loses
+// a place through an event's start or end (a shorter check-in timeout runs from now), and no
+// presence deadline lands before the stage change that moved it, so a replay, which applies
+// presence expiries from the log in time order, meets them in the same order as the room did.
+void Room::ApplyEffective(int64_t now, bool fresh_presence) {
   RoomConfig before = std::move(config_);
   config_ = EffectiveConfig();
   ++version_;
   if (before.grace_ms != config_.grace_ms ||
       before.checkin_timeout_ms != config_.checkin_timeout_ms ||
       before.idle_timeout_ms != config_.idle_timeout_ms) {
+    if (fresh_presence) {
+      for (Index i : index_) slab_[i].last_seen = std::max(slab_[i].last_seen, now_);
+    }
     RekeyAll();
   }
   Fill(now);
@@ -114,7 +129,7 @@ void Room::ProcessBoundary(int64_t when) {
         if (e.spec.ends_at != next_boundary_) continue;
         e.stage = EventStage::kEnded;
         ComputeNextBoundary();
-        ApplyEffective(when);
+        ApplyEffective(when, /*fresh_presence=*/true);
         break;
       case EventStage::kEnded:
         continue;
@@ -154,7 +169,7 @@ void Room::StartEvent(RoomEvent& e, int64_t now) {
     draw_ = std::move(d);
     if (!draw_->shuffle && draw_->order.empty()) FinishDraw();
   }
-  ApplyEffective(now);
+  ApplyEffective(now, /*fresh_presence=*/true);
 }
 
 void Room::ReleasePrequeue() {
@@ -187,8 +202,9 @@ OpResult<RoomEvent> Room::PutEvent(std::string_view id, const EventSpec& spec, i
     return a.spec.OpensAt() < b.spec.OpensAt();
   });
   ComputeNextBoundary();
-  ApplyEffective(now_);
-  Advance(now_);  // a time already reached takes effect now
+  // A time already reached takes effect at the room's next Advance (the backend advances at
+  // once): not here, so that what it brings is logged after this change, in time order.
+  ApplyEffective(now_, /*fresh_presence=*/true);
   auto stored =
       std::find_if(events_.begin(), events_.end(), [&](const auto& e) { return e.id == id; });
   return *stored;
@@ -202,7 +218,7 @@ OpResult<RoomEvent> Room::DeleteEvent(std::string_view id, int64_t now_ms) {
   events_.erase(it);
   if (gone.stage == EventStage::kPrequeue && !gone.spec.suspended) ReleasePrequeue();
   ComputeNextBoundary();
-  ApplyEffective(now_);
+  ApplyEffective(now_, /*fresh_presence=*/true);
   return gone;
 }
 
@@ -308,6 +324,8 @@ void Room::set_seed(const DrawSeed& seed) {
   picks_used_ = 0;
 }
 
+Room::Index Room::NextToAdmit() { return front_.empty() ? PickNext() : front_.Front(); }
+
 Room::Index Room::PickNext() {
   if (config_.queueing_method != QueueingMethod::kRandom) return line_.Front();
   if (!picks_) {
@@ -354,8 +372,8 @@ std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
 }
 
 int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
-                       std::optional<int64_t> idle_timeout_ms,
-                       std::optional<int64_t> starts_in_ms) {
+                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms,
+                       std::optional<int64_t> eta_ms) {
   int64_t presence = checkin_timeout_ms;
   if (idle_timeout_ms) presence = std::min(presence, *idle_timeout_ms);
   int64_t half = presence / 2;
@@ -363,8 +381,11 @@ int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
     case SessionStatus::kPrequeue:
       if (starts_in_ms.value_or(0) == 0) return kDrawingRefreshMs;
       return Clamp(std::min(half, *starts_in_ms), kMinRefreshMs, kMaxRefreshMs);
-    case SessionStatus::kWaiting:
-      return Clamp(std::min(half, kWaitingRefreshMaxMs), kMinRefreshMs, kMaxRefreshMs);
+    case SessionStatus::kWaiting: {
+      // Sooner near the front: about half the expected wait.
+      int64_t soon = eta_ms ? std::max<int64_t>(*eta_ms / 2, kMinRefreshMs) : kWaitingRefreshMaxMs;
+      return Clamp(std::min({half, kWaitingRefreshMaxMs, soon}), kMinRefreshMs, kMaxRefreshMs);
+    }
     case SessionStatus::kActive:
     case SessionStatus::kGrace:
       return Clamp(half, kMinRefreshMs, kMaxRefreshMs);
@@ -395,8 +416,8 @@ void Room::AddEventFields(SessionView& v, int64_t now) const {
     if (e->spec.ends_at > now) v.ends_in_ms = e->spec.ends_at - now;
   }
   if (v.status == SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;  // drawing
-  v.refresh_after_ms =
-      RefreshAfterMs(v.status, config_.checkin_timeout_ms, config_.idle_timeout_ms, v.starts_in_ms);
+  v.refresh_after_ms = RefreshAfterMs(v.status, config_.checkin_timeout_ms, config_.idle_timeout_ms,
+                                      v.starts_in_ms, v.eta_ms);
 }
 
 SessionView Room::ClosedView(std::string_view id) const {

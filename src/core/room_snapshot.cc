@@ -8,6 +8,8 @@
 namespace anteroom::core {
 
 namespace {
+bool IsTime(int64_t ms) { return ms >= 0 && ms <= kLatestTimeMs; }
+
 // The layout's version, written first: that of the data directory's format
 // (store/log/record_format.h). Any other is refused.
 constexpr uint32_t kRoomFormat = 1;
@@ -52,6 +54,7 @@ void Room::Save(ByteWriter& out) const {
     out.Put(s.status);
     out.PutBool(s.claimed);
     out.PutBool(s.drawn);
+    out.PutBool(s.front);
     out.Put(s.client);
   }
   out.Put<uint64_t>(free_.size());
@@ -69,11 +72,16 @@ void Room::Save(ByteWriter& out) const {
   std::vector<std::pair<Line::Ticket, Index>> waiting;
   waiting.reserve(line_.size());
   for (Index i = 0; i < slab_.size(); ++i) {
-    if (slab_[i].status == SessionStatus::kWaiting) waiting.emplace_back(slab_[i].ticket, i);
+    const Session& s = slab_[i];
+    if (s.status == SessionStatus::kWaiting && !s.front) waiting.emplace_back(s.ticket, i);
   }
   std::sort(waiting.begin(), waiting.end());
   out.Put<uint64_t>(waiting.size());
   for (const auto& w : waiting) out.Put(w.second);
+  std::vector<Index> front;
+  front_.ForEach([&](Line::Member m) { front.push_back(m); });
+  out.Put<uint64_t>(front.size());
+  for (Index i : front) out.Put(i);
   std::vector<Index> prequeued;
   prequeue_.ForEach([&](Line::Member m) { prequeued.push_back(m); });
   out.Put<uint64_t>(prequeued.size());
@@ -140,6 +148,19 @@ void Room::SaveLaunch(ByteWriter& out) const {
   for (Index i : free_after_draw_) out.Put(i);
   SaveSeed(out, seed_);
   out.Put<uint64_t>(picks_ ? picks_->words_used() : picks_used_);
+  std::vector<RoomPass> passes = Passes();
+  out.Put<uint64_t>(passes.size());
+  for (const RoomPass& p : passes) {
+    out.PutString(p.id);
+    out.PutString(p.digest);
+    out.Put(static_cast<uint8_t>(p.kind));
+    out.Put(p.uses);
+    out.Put(p.uses_left);
+    out.PutBool(p.expires_at.has_value());
+    out.Put(p.expires_at.value_or(0));
+    out.Put(p.created_at);
+  }
+  out.Put(counters_.passes_used);
 }
 
 bool Room::Restore(ByteReader& in) {
@@ -180,7 +201,9 @@ bool Room::Restore(ByteReader& in) {
     s.status = in.Get<SessionStatus>();
     s.claimed = in.GetBool();
     s.drawn = in.GetBool();
+    s.front = in.GetBool();
     s.client = in.Get<uint32_t>();
+    if (s.front && s.status != SessionStatus::kWaiting) in.Fail();
     if (s.status > SessionStatus::kPrequeue) in.Fail();
     if (s.drawn && s.status != SessionStatus::kPrequeue) in.Fail();
     // A free slot keeps nothing (Free).
@@ -213,10 +236,19 @@ bool Room::Restore(ByteReader& in) {
   uint64_t waiting = in.GetCount(sizeof(Index));
   for (uint64_t k = 0; k < waiting && !in.failed(); ++k) {
     Index i = in.Get<Index>();
-    if (i >= n || r.slab_[i].status != SessionStatus::kWaiting) {
+    if (i >= n || r.slab_[i].status != SessionStatus::kWaiting || r.slab_[i].front) {
       in.Fail();
     } else {
       r.slab_[i].ticket = r.line_.PushBack(i);
+    }
+  }
+  uint64_t front = in.GetCount(sizeof(Index));
+  for (uint64_t k = 0; k < front && !in.failed(); ++k) {
+    Index i = in.Get<Index>();
+    if (i >= n || !r.slab_[i].front || r.front_.size() >= front) {
+      in.Fail();
+    } else {
+      r.slab_[i].ticket = r.front_.PushBack(i);
     }
   }
   uint64_t prequeued = in.GetCount(sizeof(Index));
@@ -258,7 +290,7 @@ bool Room::Restore(ByteReader& in) {
     if (s.admission == 0 || s.admission > r.admissions_) return false;
     if (!r.held_.emplace(s.admission, i).second) return false;  // two holders of one admission
   }
-  return !in.failed() && static_cast<size_t>(r.waiting()) == waiting &&
+  return !in.failed() && r.line_.size() == waiting && r.front_.size() == front &&
          r.prequeue_.size() == prequeued;
 }
 
@@ -299,6 +331,29 @@ bool Room::RestoreLaunch(ByteReader& in) {
   }
   seed_ = LoadSeed(in);
   picks_used_ = in.Get<uint64_t>();
+  uint64_t passes = in.GetCount(4 + 4 + 1 + 8 * 4 + 1);
+  if (passes > kMaxPassesPerRoom) return false;
+  for (uint64_t k = 0; k < passes && !in.failed(); ++k) {
+    RoomPass p;
+    p.id = in.GetString();
+    p.digest = in.GetString();
+    auto kind = in.Get<uint8_t>();
+    p.kind = static_cast<PassKind>(kind);
+    p.uses = in.Get<int64_t>();
+    p.uses_left = in.Get<int64_t>();
+    bool expires = in.GetBool();
+    int64_t at = in.Get<int64_t>();
+    if (expires) p.expires_at = at;
+    p.created_at = in.Get<int64_t>();
+    if (kind > static_cast<uint8_t>(PassKind::kFront) || p.digest.size() != kPassDigestBytes ||
+        p.uses < 1 || p.uses > kMaxPassUses || p.uses_left < 0 || p.uses_left > p.uses ||
+        !IsTime(p.created_at) || (p.expires_at && !IsTime(*p.expires_at))) {
+      return false;
+    }
+    std::string id = p.id;
+    if (!passes_.emplace(std::move(id), std::move(p)).second) return false;
+  }
+  counters_.passes_used = in.Get<int64_t>();
   if (in.failed()) return false;
   // A drawn session is one the draw has not published yet.
   for (const Session& s : slab_) {

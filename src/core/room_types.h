@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/room_event.h"
+#include "core/room_pass.h"
 
 namespace anteroom::core {
 
@@ -60,6 +61,7 @@ struct RoomConfig {
 struct Arrival {
   std::string client;      // the key per-client limits count under; empty: none
   int64_t proof_bits = 0;  // leading zero bits of a verified proof for this room and session
+  std::string pass = {};   // a pass's code (core/room_pass.h); empty: none
 };
 
 // The fields a PUT names; the rest keep their value. Creating a room requires capacity.
@@ -124,6 +126,7 @@ struct RoomCounters {
   int64_t admitted_total = 0;  // sessions let in from the line
   int64_t dropped_total = 0;   // waiting sessions that stopped checking in, unclaimed admissions
   int64_t released_total = 0;  // slots freed (final leave, grace over, eviction, unclaimed)
+  int64_t passes_used = 0;     // redemptions of passes
 };
 
 // Estimated wait of the waiting session at `position`: the position over the rate at which
@@ -150,10 +153,12 @@ RoomPhase PhaseOf(QueueingMethod method, bool prequeue_open, int64_t waiting, in
 
 // How soon a polling client should ask again (SessionView::refresh_after_ms), in
 // [250 ms, 30 s]: within half of what keeps it present (the check-in timeout, the idle
-// timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), at most
-// 10 s while waiting; 30 s when closed; 0 when gone (join again now).
+// timeout), sooner in a pre-queue about to start (its start) or being drawn (500 ms), while
+// waiting at most 10 s and about half the `eta_ms` (sooner near the front); 30 s when closed;
+// 0 when gone (join again now).
 int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
-                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms);
+                       std::optional<int64_t> idle_timeout_ms, std::optional<int64_t> starts_in_ms,
+                       std::optional<int64_t> eta_ms);
 
 // Session ids packed in one buffer: a line of 100k costs two allocations, not 100k.
 class IdList {
@@ -202,7 +207,11 @@ struct LineView {
 
 struct RoomInfo {
   std::string room;
-  RoomConfig config;
+  RoomConfig config;                 // the room's own settings
+  RoomConfig effective;              // what applies now: with a running event's overrides
+  std::optional<std::string> event;  // the event in its pre-queue or running (not suspended)
+  RoomPhase phase = RoomPhase::kOpen;
+  int64_t prequeued = 0;  // in the pre-queue or a draw not yet published
   int64_t active = 0;
   int64_t waiting = 0;
   RoomCounters counters;

@@ -22,7 +22,7 @@ bool InRange(const EventSpec& s) {
          OptWithin(o.capacity, 1, kMaxCapacity) &&
          OptWithin(o.admit_per_minute, 1, kMaxAdmitPerMinute) &&
          OptWithin(o.grace_ms, 0, kMaxDurationMs) &&
-         OptWithin(o.checkin_timeout_ms, 0, kMaxDurationMs) &&
+         OptWithin(o.checkin_timeout_ms, kMinEventCheckinTimeoutMs, kMaxDurationMs) &&
          (!o.page || o.page->size() <= kMaxEventPageBytes);
 }
 
@@ -33,6 +33,10 @@ OpResult<Done> CheckEventChange(const std::vector<RoomEvent>& events, std::strin
   }
   if (spec.starts_at >= spec.ends_at) {
     return {OpStatus::kInvalidArgument, std::string(wire::kEndsBeforeStart)};
+  }
+  if (spec.overrides.checkin_timeout_ms &&
+      *spec.overrides.checkin_timeout_ms < kMinEventCheckinTimeoutMs) {
+    return {OpStatus::kInvalidArgument, std::string(wire::kEventCheckinTimeoutZero)};
   }
   auto it = std::find_if(events.begin(), events.end(), [&](const auto& e) { return e.id == id; });
   if (it == events.end()) {

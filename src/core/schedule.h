@@ -11,8 +11,16 @@
 
 namespace anteroom::core {
 
+// An event's check-in timeout, at least 1 ms: presence deadlines an event's start moves are then
+// strictly later than the start (Room::ApplyEffective), which keeps a replay's order.
+// (Left open: a room whose own checkin_timeout_ms is 0 and whose pre-queue takes everyone
+// (prequeue_scope all) drops them at the very time the pre-queue opens; a replay may apply those
+// drops before the opening rather than after. Such a room can hold nobody waiting anyway.)
+inline constexpr int64_t kMinEventCheckinTimeoutMs = 1;
+
 // Whether event `id` may become `spec` (added when the schedule has no `id`) at `now_ms`:
-//  - prequeue_at <= starts_at < ends_at (kInvalidArgument);
+//  - prequeue_at <= starts_at < ends_at, an overriding check-in timeout >= 1 ms
+//    (kInvalidArgument);
 //  - a new event must not be over already: ends_at > now (kInvalidArgument);
 //  - a new event needs a free place: at most kMaxEventsPerRoom (kConflict);
 //  - no other event's [OpensAt, ends_at) meets this one's (kConflict, naming it);

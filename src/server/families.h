@@ -111,6 +111,7 @@ inline void AddRoutes(Router& router, Services& services, std::span<const RouteD
 void RegisterHealthRoutes(Router& router, Services& services);
 void RegisterRoomRoutes(Router& router, Services& services);
 void RegisterScheduleRoutes(Router& router, Services& services);
+void RegisterPassRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
@@ -123,6 +124,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterHealthRoutes(router, services);
   RegisterRoomRoutes(router, services);
   RegisterScheduleRoutes(router, services);
+  RegisterPassRoutes(router, services);
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
   if (services.live) RegisterLiveRoutes(router, services);

@@ -380,8 +380,8 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
     v.eta_ms =
         Moving(c) ? core::EtaMs(v.position, c.freed_last_minute, c.admit_per_minute) : std::nullopt;
   }
-  v.refresh_after_ms =
-      core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms, v.starts_in_ms);
+  v.refresh_after_ms = core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms,
+                                            v.starts_in_ms, v.eta_ms);
   return v;
 }
 
@@ -398,6 +398,8 @@ LiveHub::Shown LiveHub::ShownFromLine(const RoomWatch& rw, const Watch& w) const
   s.capacity = c.capacity;
   s.phase = c.phase;
   s.queueing_method = c.queueing_method;
+  s.event_starts_at = c.event_starts_at;
+  s.event_ends_at = c.event_ends_at;
   if (waiting && Drawn(c)) {
     s.position = 0;
     auto odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));

@@ -119,6 +119,8 @@ class LiveHub {
     std::optional<int64_t> eta_ms;
     core::RoomPhase phase = core::RoomPhase::kOpen;
     core::QueueingMethod queueing_method = core::QueueingMethod::kFifo;
+    std::optional<int64_t> event_starts_at = {};  // a moved event is told at once
+    std::optional<int64_t> event_ends_at = {};
     bool operator==(const Shown&) const = default;
   };
   struct Watch {  // one session with open streams in one room

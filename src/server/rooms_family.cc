@@ -63,6 +63,17 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
       {"released_total", info.counters.released_total},
   };
   if (admin) o["gate"] = info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr);
+  // What applies now, and why: a running event's overrides on top of the room's own settings.
+  o["phase"] = core::ToString(info.phase);
+  o["prequeued"] = info.prequeued;
+  o["event"] = info.event ? json::value(*info.event) : json::value(nullptr);
+  o["effective"] = json::object{
+      {"capacity", info.effective.capacity},
+      {"grace_ms", info.effective.grace_ms},
+      {"checkin_timeout_ms", info.effective.checkin_timeout_ms},
+      {"admit_per_minute", Nullable(info.effective.admit_per_minute)},
+      {"queueing_method", core::ToString(info.effective.queueing_method)},
+  };
   return o;
 }
 
@@ -317,6 +328,11 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
   if (!nonce.ok()) return respond(ErrorReply(nonce));
   auto solution = ReadString(in.body(), "solution");
   if (!solution.ok()) return respond(ErrorReply(solution));
+  auto pass = ReadString(in.body(), "pass");
+  if (!pass.ok()) return respond(ErrorReply(pass));
+  if (*pass && (*pass)->size() > core::kMaxPassCodeBytes) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kPassNotValid));
+  }
   if (*session) {
     if (auto allowed = SessionIdAllowed(req, **session); !allowed.ok()) {
       return respond(ErrorReply(allowed));
@@ -326,6 +342,7 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
   ArrivalRead arrival =
       ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
                   solution->has_value() ? &**solution : nullptr);
+  if (*pass) arrival.arrival.pass = std::move(**pass);
   s.backend.Check(req.params[0], id, std::move(arrival.arrival),
                   [room = req.params[0], id, problem = std::move(arrival.proof_problem),
                    respond = std::move(respond), &s](OpResult<SessionView> r) {

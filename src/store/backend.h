@@ -82,6 +82,16 @@ class Backend {
   // Cancels it (kNotFound when the room has no such event); answers it as it was.
   virtual void DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) = 0;
 
+  // ---- passes (core/room_pass.h)
+
+  // Mints mint.count passes: each a random code (answered this once) kept as its digest.
+  virtual void MintPasses(std::string room, core::PassMint mint,
+                          Completion<std::vector<core::MintedPass>> done) = 0;
+  virtual void ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) = 0;
+  // One (kNotFound when unknown) or, with nullopt, every pass; answers how many went.
+  virtual void RevokePasses(std::string room, std::optional<std::string> id,
+                            Completion<int64_t> done) = 0;
+
   // ---- live channels (server/live_hub.h): everyone's place from one read per tick, not one
   // lookup per connected session per change.
 

@@ -53,7 +53,10 @@ class Walk {
       // A small client table, so joins are refused for it too (replay, with the default
       // table, must not refuse what was accepted: recorded checks are never refused again).
       : rng_(seed),
-        backend_(clock_, {.token_ttl_ms = 5'000, .run_timer = false, .max_clients_per_room = 2}) {
+        backend_(clock_, {.token_ttl_ms = 5'000,
+                          .run_timer = false,
+                          .max_clients_per_room = 2,
+                          .draw_chunk = 3}) {  // draws span several turns of the timer
     backend_.AttachJournal(&journal_);
   }
   ~Walk() { backend_.AttachJournal(nullptr); }
@@ -67,8 +70,10 @@ class Walk {
     // hidden, empty queue without a record (it holds nothing, so nothing needs replaying).
     for (int q = 0; q < kQueues; ++q) Push("q" + std::to_string(q));
     for (int i = 0; i < ops; ++i) {
-      int op = static_cast<int>(U(0, 99));
-      if (op < 8) {
+      int op = static_cast<int>(U(0, 111));
+      if (op >= 100) {
+        LaunchOp(op - 100);
+      } else if (op < 8) {
         PutRoom();
       } else if (op < 20) {
         backend_.Check(Pick("r", kRooms), Pick("s", 16), [](auto) {});
@@ -138,7 +143,7 @@ class Walk {
       for (size_t i = cuts_[c].records; i < journal_.records.size(); ++i) {
         OpResult<Done> r = replayed.Replay(journal_.records[i]);
         ASSERT_TRUE(r.ok()) << "seed " << seed << " cut " << c << " record " << i << ": "
-                            << r.message();
+                            << r.message() << "\nthe records before it: " << Describe(i);
       }
       AdvanceAll(replayed, kRooms, kQueues);
       replayed.FinishRecovery();
@@ -152,9 +157,31 @@ class Walk {
       expiries += static_cast<ChangeKind>(record[0]) == ChangeKind::kSeenExpired;
     }
     EXPECT_GT(expiries, 5u) << "seed " << seed << ": presence expiries come from the log";
+    size_t seeds = 0, steps = 0;
+    for (const auto& record : journal_.records) {
+      seeds += static_cast<ChangeKind>(record[0]) == ChangeKind::kDrawSeed;
+      steps += static_cast<ChangeKind>(record[0]) == ChangeKind::kDrawStep;
+    }
+    draws_ += seeds;
+    draw_steps_ += steps;
+  }
+
+  // The kinds, times and names of the records up to `i`, for a failure's message.
+  std::string Describe(size_t i) const {
+    std::string out;
+    for (size_t k = i >= 25 ? i - 25 : 0; k <= i && k < journal_.records.size(); ++k) {
+      ByteReader r(journal_.records[k]);
+      ChangeHead head;
+      if (!DecodeHead(r, head)) continue;
+      out += "\n  #" + std::to_string(k) + " kind " + std::to_string(static_cast<int>(head.kind)) +
+             " at " + std::to_string(head.now_ms) + " " + std::string(head.name);
+    }
+    return out;
   }
 
   size_t leases_issued() const { return issued_; }
+  size_t draws() const { return draws_; }
+  size_t draw_steps() const { return draw_steps_; }
 
  private:
   static constexpr int kRooms = 3;
@@ -185,6 +212,81 @@ class Walk {
       if (Chance(67)) *p.gate = R"({"cookie":"g)" + std::to_string(U(0, 9)) + "\"}";
     }
     backend_.PutRoom(Pick("r", kRooms), p, [](auto) {});
+  }
+
+  // Launch day: events (pre-queues drawn at their start, overrides), method switches (the brake
+  // with include_active), passes minted, redeemed (or refused) and revoked.
+  void LaunchOp(int kind) {
+    std::string room = Pick("r", kRooms);
+    int64_t now = clock_.NowMs();
+    switch (kind) {
+      case 0:
+      case 1:
+      case 2: {
+        core::EventSpec e;
+        e.name = "e";
+        if (Chance(80)) e.prequeue_at = now + U(-500, 1'000);
+        e.starts_at = e.prequeue_at.value_or(now) + U(0, 2'000);
+        e.ends_at = e.starts_at + U(1, 5'000);
+        e.shuffle_at_start = Chance(70);
+        e.prequeue_scope = Chance(25) ? core::PrequeueScope::kAll : core::PrequeueScope::kNew;
+        e.suspended = Chance(10);
+        if (Chance(50)) e.overrides.capacity = U(1, 5);
+        if (Chance(30)) e.overrides.queueing_method = static_cast<core::QueueingMethod>(U(0, 4));
+        if (Chance(20)) e.overrides.checkin_timeout_ms = U(200, 3'000);
+        backend_.PutEvent(room, Pick("e", 3), e, [](auto) {});
+        break;
+      }
+      case 3:
+        backend_.DeleteEvent(room, Pick("e", 3), [](auto) {});
+        break;
+      case 4:
+      case 5: {
+        core::RoomPatch p;
+        p.queueing_method = static_cast<core::QueueingMethod>(U(0, 4));
+        p.include_active = p.queueing_method == core::QueueingMethod::kQueueAll && Chance(50);
+        backend_.PutRoom(room, p, [](auto) {});
+        break;
+      }
+      case 6: {
+        core::PassMint mint{
+            .kind = Chance(50) ? core::PassKind::kAdmit : core::PassKind::kFront,
+            .uses = U(1, 3),
+            .expires_at = Chance(30) ? std::optional<int64_t>(now + U(0, 3'000)) : std::nullopt,
+            .count = U(1, 2)};
+        backend_.MintPasses(
+            room, mint,
+            [this](const OpResult<std::vector<core::MintedPass>>& minted) { KeepCodes(minted); });
+        break;
+      }
+      case 7:
+      case 8:
+      case 9: {
+        if (codes_.empty()) break;
+        std::string code = codes_[static_cast<size_t>(U(0, codes_.size() - 1))];
+        if (Chance(10)) code.back() = code.back() == 'A' ? 'B' : 'A';  // a wrong one
+        core::Arrival arrival{.client = "", .proof_bits = 3, .pass = code};
+        backend_.Check(room, Pick("s", 16), arrival, [](auto) {});
+        break;
+      }
+      case 10:
+        if (codes_.empty()) break;
+        backend_.RevokePasses(room,
+                              Chance(70)
+                                  ? std::optional<std::string>(std::string(core::PassIdOfCode(
+                                        codes_[static_cast<size_t>(U(0, codes_.size() - 1))])))
+                                  : std::nullopt,
+                              [](auto) {});
+        break;
+      default:
+        clock_.Advance(U(0, 300));
+        backend_.RunDue();
+    }
+  }
+
+  void KeepCodes(const OpResult<std::vector<core::MintedPass>>& minted) {
+    if (!minted.ok()) return;
+    for (const core::MintedPass& m : minted.value()) codes_.push_back(m.code);
   }
 
   // A queue's own key set or removed, on a queue pushed to or on a name that holds only its
@@ -260,6 +362,8 @@ class Walk {
   std::vector<std::string> leases_;
   size_t issued_ = 0;
   std::vector<Cut> cuts_;
+  std::vector<std::string> codes_;
+  size_t draws_ = 0, draw_steps_ = 0;
 };
 
 TEST(ReplayModelTest, ReplayFromTheStartOrAnySnapshotRebuildsTheSameState) {
@@ -267,7 +371,7 @@ TEST(ReplayModelTest, ReplayFromTheStartOrAnySnapshotRebuildsTheSameState) {
   if (const char* s = std::getenv("ANTEROOM_REPLAY_MODEL_SEED"))
     base = std::strtoull(s, nullptr, 10);
   int runs = std::getenv("ANTEROOM_REPLAY_MODEL_SEED") ? 1 : kRuns;
-  size_t leases = 0;
+  size_t leases = 0, draws = 0, draw_steps = 0;
   for (int run = 0; run < runs; ++run) {
     uint64_t seed = base + static_cast<uint64_t>(run);
     Walk walk(seed);
@@ -278,7 +382,11 @@ TEST(ReplayModelTest, ReplayFromTheStartOrAnySnapshotRebuildsTheSameState) {
       return;
     }
     leases += walk.leases_issued();
+    draws += walk.draws();
+    draw_steps += walk.draw_steps();
   }
+  EXPECT_GT(draws, static_cast<size_t>(runs)) << "the walk hardly drew a pre-queue";
+  EXPECT_GT(draw_steps, static_cast<size_t>(runs)) << "draws were hardly ever published in chunks";
   EXPECT_GT(leases, static_cast<size_t>(runs) * 50) << "the walk hardly delivered any job";
 }
 

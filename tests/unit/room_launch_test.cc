@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -265,7 +266,8 @@ TEST(RoomLaunchTest, AStartedEventCanBeShortenedNotMoved) {
   ended.ends_at = kT0 + 3'000;
   auto now_over = room->PutEvent("e", ended, kT0 + 3'000);
   ASSERT_TRUE(now_over.ok()) << now_over.message();
-  EXPECT_EQ(now_over->stage, EventStage::kEnded);
+  room->Advance(kT0 + 3'000);  // the time reached takes effect at the next Advance
+  EXPECT_EQ(room->events()[0].stage, EventStage::kEnded);
   EXPECT_EQ(room->PutEvent("e", ended, kT0 + 4'000).status(), OpStatus::kConflict)
       << "an ended event is deleted, not changed";
 }
@@ -405,6 +407,26 @@ TEST(RoomLaunchTest, OverridesApplyWhileTheEventRunsAndTheRoomsOwnReturn) {
   EXPECT_EQ(room->waiting(), 1);
 }
 
+// The operator's brake wins over a running event's method (and include_active works then).
+TEST(RoomLaunchTest, TheBrakeHoldsWhileAnEventSetsItsOwnMethod) {
+  auto room = MakeRoom(Config(1));
+  EventSpec e;
+  e.starts_at = kT0;
+  e.ends_at = kT0 + 60'000;
+  e.overrides.queueing_method = QueueingMethod::kFifo;
+  ASSERT_TRUE(room->PutEvent("e", e, kT0).ok());
+  room->Check("a", kT0 + 1);
+  room->Check("b", kT0 + 2);
+  RoomPatch brake = Method(QueueingMethod::kQueueAll);
+  brake.include_active = true;
+  room->Reconfigure(brake, kT0 + 3);
+  EXPECT_EQ(room->effective().queueing_method, QueueingMethod::kQueueAll);
+  EXPECT_EQ(room->holders(), 0) << "a went back to the head of the line";
+  EXPECT_EQ(Line(*room, kT0 + 4), (std::vector<std::string>{"a", "b"}));
+  room->Reconfigure(Method(QueueingMethod::kFifo), kT0 + 5);
+  EXPECT_EQ(room->Check("a", kT0 + 6).status, SessionStatus::kActive);
+}
+
 TEST(RoomLaunchTest, PrequeueScopeAllStartsTheDropFromAnEmptyRoom) {
   auto room = MakeRoom(Config(2));
   room->Check("a", kT0);
@@ -475,6 +497,102 @@ TEST(RoomLaunchTest, ASnapshotMidDrawGoesOnWithTheSameOrder) {
   EXPECT_EQ(Line(*live, kT0 + 5'003), Line(restored, kT0 + 5'003));
   EXPECT_EQ(live->waiting(), 39);
   EXPECT_EQ(live->events()[0], restored.events()[0]);
+}
+
+// ---- passes --------------------------------------------------------------------------------
+
+// A pass whose code is "<id>.secret-<id>".
+std::string AddPass(Room& room, const std::string& id, PassKind kind, int64_t uses = 1,
+                    std::optional<int64_t> expires_at = std::nullopt) {
+  std::string code = id + ".secret-" + id;
+  RoomPass p{.id = id,
+             .digest = PassDigest(code),
+             .kind = kind,
+             .uses = uses,
+             .uses_left = uses,
+             .expires_at = expires_at,
+             .created_at = kT0};
+  EXPECT_TRUE(room.AddPasses({p}, kT0).ok());
+  return code;
+}
+
+OpResult<SessionView> CheckWith(Room& room, const std::string& id, const std::string& code,
+                                int64_t now) {
+  return room.Check(id, Arrival{.client = "", .proof_bits = 0, .pass = code}, now);
+}
+
+TEST(RoomLaunchTest, AnAdmitPassGetsInAtOnceWhenASlotIsFreeEvenInAPrequeue) {
+  auto room = MakeRoom(Config(2));
+  ASSERT_TRUE(room->PutEvent("e", Event(kT0, kT0 + 60'000, kT0 + 120'000), kT0).ok());
+  std::string code = AddPass(*room, "staff", PassKind::kAdmit);
+  EXPECT_EQ(room->Check("fan", kT0 + 1).status, SessionStatus::kPrequeue);
+  auto in = CheckWith(*room, "staffer", code, kT0 + 2);
+  ASSERT_TRUE(in.ok()) << in.message();
+  EXPECT_EQ(in->status, SessionStatus::kActive);
+  EXPECT_EQ(room->counters().passes_used, 1);
+  EXPECT_EQ(room->Passes()[0].uses_left, 0);
+  auto again = CheckWith(*room, "other", code, kT0 + 3);
+  EXPECT_EQ(again.status(), OpStatus::kInvalidArgument) << "used up";
+  EXPECT_EQ(room->sessions(), 2u) << "a refused pass changes nothing";
+}
+
+TEST(RoomLaunchTest, PassHoldersGoFirstInLineInTheOrderTheyCameAndNeverPastCapacity) {
+  auto room = MakeRoom(Config(1));
+  room->Check("holder", kT0);
+  room->Check("w1", kT0);
+  room->Check("w2", kT0);
+  std::string admit = AddPass(*room, "a", PassKind::kAdmit);
+  std::string front = AddPass(*room, "f", PassKind::kFront, 2);
+  auto a = CheckWith(*room, "w2", admit, kT0 + 1);  // no slot: first in line
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->status, SessionStatus::kWaiting);
+  EXPECT_EQ(a->position, 1);
+  EXPECT_EQ(room->holders(), 1) << "never past capacity";
+  auto f = CheckWith(*room, "late", front, kT0 + 2);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->position, 2) << "behind the earlier pass holder";
+  EXPECT_EQ(room->Check("w1", kT0 + 3).position, 3);
+  EXPECT_EQ(Line(*room, kT0 + 3), (std::vector<std::string>{"w2", "late", "w1"}));
+  Must(room->Leave("holder", /*final=*/true, kT0 + 4));
+  EXPECT_EQ(room->Check("w2", kT0 + 5).status, SessionStatus::kActive);
+  // A holder's pass is not used: it is in already.
+  EXPECT_EQ(CheckWith(*room, "w2", front, kT0 + 6)->status, SessionStatus::kActive);
+  EXPECT_EQ(room->Passes()[1].uses_left, 1);
+}
+
+TEST(RoomLaunchTest, WrongExpiredAndRevokedCodesAreRefusedAndChangeNothing) {
+  auto room = MakeRoom(Config(1));
+  room->Check("holder", kT0);
+  std::string code = AddPass(*room, "p", PassKind::kFront, 5, kT0 + 1'000);
+  std::string other = AddPass(*room, "q", PassKind::kFront, 5);
+  EXPECT_EQ(CheckWith(*room, "x", "p.wrong-secret", kT0).status(), OpStatus::kInvalidArgument);
+  EXPECT_EQ(CheckWith(*room, "x", "nothing", kT0).status(), OpStatus::kInvalidArgument);
+  EXPECT_EQ(CheckWith(*room, "x", code, kT0 + 1'000).status(), OpStatus::kInvalidArgument)
+      << "expired";
+  ASSERT_TRUE(room->RevokePasses(std::string_view("q"), kT0 + 1'001).ok());
+  EXPECT_EQ(CheckWith(*room, "x", other, kT0 + 1'002).status(), OpStatus::kInvalidArgument);
+  EXPECT_EQ(room->sessions(), 1u);
+  EXPECT_EQ(room->counters().passes_used, 0);
+  EXPECT_EQ(room->RevokePasses(std::string_view("q"), kT0 + 1'003).status(), OpStatus::kNotFound);
+  EXPECT_EQ(*room->RevokePasses(std::nullopt, kT0 + 1'004), 1);
+}
+
+TEST(RoomLaunchTest, PassesAndTheFrontLineSurviveASnapshot) {
+  auto room = MakeRoom(Config(1));
+  room->Check("holder", kT0);
+  room->Check("w1", kT0);
+  std::string code = AddPass(*room, "f", PassKind::kFront, 3);
+  ASSERT_TRUE(CheckWith(*room, "vip", code, kT0 + 1).ok());
+  std::string bytes;
+  ByteWriter w(bytes);
+  room->Save(w);
+  Room restored(Config(1), kTokenTtlMs, kT0);
+  ByteReader r(bytes);
+  ASSERT_TRUE(restored.Restore(r));
+  EXPECT_EQ(Line(restored, kT0 + 2), (std::vector<std::string>{"vip", "w1"}));
+  EXPECT_EQ(restored.Passes(), room->Passes());
+  EXPECT_EQ(restored.counters().passes_used, 1);
+  ASSERT_TRUE(CheckWith(restored, "vip2", code, kT0 + 3).ok()) << "the code still opens it";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // web/anteroom.js in Node against a real `anteroom serve`: each "tab" is a fresh VM context
 // with its own sessionStorage, location, fetch and WebSocket, running the script the server
 // serves. Covers the WebSocket -> SSE -> polling fallback, polling itself (the queue moving,
-// reload resuming the same place, leave, stay losing its slot), reconnects, API errors, and
+// reload resuming the same place, leave, stay losing its slot; its pace, refresh_after_ms, in a
+// pre-queue), a closed room, reconnects, API errors, and
 // where the bearer secrets (the session id, the admission token) travel: never in a URL, which
 // proxies and CDNs write to their access logs, but in a WebSocket subprotocol, a header or a
 // body; and that the server reads them from there.
@@ -426,7 +427,8 @@ test('blocked WebSocket and SSE fall back to polling, in that order', async () =
 });
 
 test('the line moves by polling: reload resumes the place, leave admits the next', async () => {
-  // checkin_timeout_ms 900: polls every 300 ms. The event stream gets a proxy's error page.
+  // checkin_timeout_ms 900: refresh_after_ms 450 while waiting, so a poll every 450 ms. The
+  // event stream gets a proxy's error page.
   await api('PUT', '/v1/rooms/line', { capacity: 1, checkin_timeout_ms: 900, grace_ms: 60000 });
   const first = tab(blocked('refused'));
   const a = waitIn(first, 'line');
@@ -441,10 +443,12 @@ test('the line moves by polling: reload resumes the place, leave admits the next
   const session = second.storage.get('anteroom:session:line');
   assert.equal(session, waiting.session);
 
-  // Three polls within about a second: the interval follows checkin_timeout_ms / 3.
+  // Two polls more within 1.2 s: the interval follows refresh_after_ms (half the check-in
+  // timeout here).
+  assert.equal(waiting.refresh_after_ms, 450);
   const seen = b.updates.length;
-  await sleep(1000);
-  assert.ok(b.updates.length - seen >= 2, `${b.updates.length - seen} updates in 1 s`);
+  await sleep(1200);
+  assert.ok(b.updates.length - seen >= 2, `${b.updates.length - seen} updates in 1.2 s`);
 
   // A reload: a new tab with the same sessionStorage is the same place in line. (The old
   // tab's connection would die with it; here it keeps polling the same session, harmlessly.)
@@ -747,6 +751,61 @@ test('a refused join (429) is retried no sooner than its Retry-After', async () 
 });
 
 // Proxies and CDNs keep every URL in their access logs, so the secrets must not be in one.
+// --- Launch day: pre-queues and closed rooms -----------------------------------------------------
+
+test('polling asks again after refresh_after_ms: a pre-queue at its start, not every 2 s', async () => {
+  // The pre-queue is open and the start 6 s away: refresh_after_ms is the time to the start
+  // (less than half the check-in timeout, 15 s), where the old interval was 2 s.
+  await api('PUT', '/v1/rooms/prequeue', { capacity: 1 });
+  const now = Date.now();
+  const put = await api('PUT', '/v1/rooms/prequeue/schedule/drop',
+    { prequeue_at: now, starts_at: now + 6000, ends_at: now + 60000 });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  const t = tab(blocked('refused'));
+  const seen = [];
+  const outcome = {};
+  t.Anteroom.wait({ room: 'prequeue', onUpdate: (s) => seen.push({ at: Date.now(), s }) })
+    .then((token) => { outcome.token = token; }, (err) => { outcome.error = err; });
+  await eventually('the pre-queue', () => seen.length > 0);
+  const first = seen[0];
+  assert.equal(first.s.status, 'prequeue');
+  assert.equal(first.s.phase, 'prequeue');
+  assert.equal(first.s.position, null);
+  assert.ok(first.s.starts_in_ms > 0 && first.s.starts_in_ms <= 6000, JSON.stringify(first.s));
+  assert.equal(first.s.refresh_after_ms, first.s.starts_in_ms);
+  // startsAt: the start by this clock, for a countdown between messages.
+  assert.ok(Math.abs(first.s.startsAt - (now + 6000)) < 300, `${first.s.startsAt - now}`);
+  assert.equal(typeof first.s.endsAt, 'number');
+  await eventually('admission at the start', () => outcome.token, 10000);
+  assert.ok(seen[1].at - first.at >= first.s.starts_in_ms - 100,
+    `asked again ${seen[1].at - first.at} ms later, the start ${first.s.starts_in_ms} ms away`);
+  assert.ok(Date.now() - (now + 6000) < 2000, 'admitted soon after the start');
+  assert.equal(seen.at(-1).s.status, 'active');
+  await t.Anteroom.leave({});
+});
+
+test('a closed room is no refusal: one connection, then the room asked again after refresh_after_ms', async () => {
+  await api('PUT', '/v1/rooms/shut', { capacity: 1, queueing_method: 'reject' });
+  // Live: the WebSocket's first status says closed; the client closes it and waits.
+  const live = tab(networked());
+  const w = waitIn(live, 'shut');
+  const closed = await eventually('closed', () => w.last()?.status === 'closed' && w.last());
+  assert.equal(closed.phase, 'closed');
+  assert.equal(closed.refresh_after_ms, 30000);
+  assert.equal(closed.position, null);
+  // Polling: one check, the next one 30 s away.
+  const polling = tab(blocked('refused'));
+  const p = waitIn(polling, 'shut');
+  await eventually('closed by polling', () => p.last()?.status === 'closed');
+  await sleep(1500);
+  assert.equal(live.attempts().length, 1, 'no reconnects');
+  assert.deepEqual(w.updates.map((s) => s.status), ['closed']);
+  assert.equal(polling.fetched('/check').length, 1);
+  assert.equal(w.outcome.error, null);
+  assert.equal(p.outcome.error, null);
+  assert.equal((await api('GET', '/v1/rooms/shut')).body.waiting, 0, 'nothing kept');
+});
+
 test('no URL the client requests names the session or a token, over each transport', async (t) => {
   const setups = {
     ws: () => networked(),
@@ -756,8 +815,9 @@ test('no URL the client requests names the session or a token, over each transpo
   for (const [kind, setup] of Object.entries(setups)) {
     await t.test(`${kind}: wait() in line with a challenge, admitted, then stay() with the token`, async () => {
       const room = `secrets-${kind}`;
-      await api('PUT', `/v1/rooms/${room}`,
-        { capacity: 1, grace_ms: 60000, challenge: { type: 'pow', difficulty: 4 } });
+      // checkin_timeout_ms 4000: a polling waiter asks every 2 s (refresh_after_ms).
+      await api('PUT', `/v1/rooms/${room}`, { capacity: 1, grace_ms: 60000, checkin_timeout_ms: 4000,
+        challenge: { type: 'pow', difficulty: 4 } });
       const holder = newSession();
       await joinWithProof(room, holder);
 

@@ -104,10 +104,12 @@ bool PutRoomRecord::Decode(ByteReader& r) {
 void CheckRecord::Encode(ByteWriter& w) const {
   w.PutString(session);
   w.PutString(client);
+  w.PutString(pass);
 }
 bool CheckRecord::Decode(ByteReader& r) {
   session = r.GetView();
   client = r.GetView();
+  pass = r.GetView();
   return !r.failed();
 }
 
@@ -136,6 +138,39 @@ bool DrawSeedRecord::Decode(ByteReader& r) {
 void DrawStepRecord::Encode(ByteWriter& w) const { w.Put(max); }
 bool DrawStepRecord::Decode(ByteReader& r) {
   max = r.Get<uint64_t>();
+  return !r.failed();
+}
+
+void AddPassesRecord::Encode(ByteWriter& w) const {
+  w.Put<uint32_t>(static_cast<uint32_t>(passes.size()));
+  for (const core::RoomPass& p : passes) {
+    w.PutString(p.id);
+    w.PutString(p.digest);
+    w.Put(static_cast<uint8_t>(p.kind));
+    w.Put(p.uses);
+    PutOptional(w, p.expires_at);
+  }
+}
+bool AddPassesRecord::Decode(ByteReader& r) {
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 10) return false;
+  passes.resize(n);
+  for (core::RoomPass& p : passes) {
+    p.id = r.GetString();
+    p.digest = r.GetString();
+    auto kind = r.Get<uint8_t>();
+    if (kind > static_cast<uint8_t>(core::PassKind::kFront)) r.Fail();
+    p.kind = static_cast<core::PassKind>(kind);
+    p.uses = r.Get<int64_t>();
+    p.uses_left = p.uses;
+    p.expires_at = GetOptional(r);
+  }
+  return !r.failed();
+}
+
+void RevokePassesRecord::Encode(ByteWriter& w) const { PutOptionalString(w, id); }
+bool RevokePassesRecord::Decode(ByteReader& r) {
+  id = GetOptionalView(r);
   return !r.failed();
 }
 

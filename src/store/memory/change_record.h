@@ -53,6 +53,8 @@ enum class ChangeKind : uint8_t {
   kDeleteEvent = 11,
   kDrawSeed = 12,
   kDrawStep = 13,
+  kAddPasses = 14,
+  kRevokePasses = 15,
   // queues
   kPush = 16,
   kFetch = 17,
@@ -97,13 +99,16 @@ struct DeleteRoomRecord {
   bool Decode(ByteReader& r) { return !r.failed(); }
 };
 
-// str session | str client: a check-in that changed more than presence (a join, a claimed
-// admission, a return from grace). A client (empty: none) is the one the join counted for in a
-// room with per-client limits; replay counts it again, never refusing (Room::CheckRecorded).
+// str session | str client | str pass: a check-in that changed more than presence (a join, a
+// claimed admission, a return from grace, a pass redeemed). A client (empty: none) is the one
+// the join counted for in a room with per-client limits; replay counts it again, never refusing
+// (Room::CheckRecorded). A pass (empty: none) is the id of the pass it redeemed
+// (Room::RedeemRecorded).
 struct CheckRecord {
   static constexpr ChangeKind kKind = ChangeKind::kCheck;
   std::string_view session = {};
   std::string_view client = {};
+  std::string_view pass = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };
@@ -185,6 +190,23 @@ struct DrawSeedRecord {
 struct DrawStepRecord {
   static constexpr ChangeKind kKind = ChangeKind::kDrawStep;
   uint64_t max = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u32 n | n x (str id, str digest, u8 kind, i64 uses, opt-i64 expires_at): passes minted
+// (Room::AddPasses), created at the record's time with every use left.
+struct AddPassesRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kAddPasses;
+  std::vector<core::RoomPass> passes = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// opt-str id: one pass revoked, or (none) all of them (Room::RevokePasses).
+struct RevokePassesRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kRevokePasses;
+  std::optional<std::string_view> id = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/base64url.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "store/memory/change_record.h"
@@ -38,6 +39,10 @@ core::RoomInfo MemoryBackend::Info(const RoomSlot& slot) {
   core::RoomInfo info;
   info.room = slot.name;
   info.config = slot.room.config();
+  info.effective = slot.room.effective();
+  info.event = slot.room.open_event();
+  info.phase = slot.room.Phase();
+  info.prequeued = slot.room.prequeued();
   info.active = slot.room.holders();
   info.waiting = slot.room.waiting();
   info.counters = slot.room.counters();
@@ -261,14 +266,17 @@ void MemoryBackend::Check(std::string room, std::string session, core::Arrival a
   OnRoom<core::SessionView>(
       room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
         uint64_t changes = slot.room.checkin_changes();
+        int64_t passes_used = slot.room.counters().passes_used;
         OpResult<core::SessionView> result = slot.room.Check(session, arrival, now);
         if (result.ok() && slot.room.checkin_changes() != changes) {
           bool tracked =
               !arrival.client.empty() && (slot.room.config().joins_per_minute_per_client ||
                                           slot.room.config().places_per_client);
+          bool redeemed = slot.room.counters().passes_used != passes_used;
           LogChange(slot, now,
                     CheckRecord{.session = session,
-                                .client = tracked ? std::string_view(arrival.client) : ""});
+                                .client = tracked ? std::string_view(arrival.client) : "",
+                                .pass = redeemed ? core::PassIdOfCode(arrival.pass) : ""});
         }
         return result;
       });
@@ -342,9 +350,13 @@ void MemoryBackend::PutEvent(std::string room, std::string id, core::EventSpec s
                              Completion<core::RoomEvent> done) {
   OnRoom<core::RoomEvent>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
     OpResult<core::RoomEvent> put = slot.room.PutEvent(id, spec, now);
-    if (put.ok()) {
-      LogChange(slot, now, PutEventRecord{.id = id, .spec = spec});
-      LogTimeEffects(slot, now);  // a time already reached
+    if (!put.ok()) return put;
+    LogChange(slot, now, PutEventRecord{.id = id, .spec = spec});
+    // A time already reached takes effect now, logged after the change (Room::PutEvent).
+    slot.room.Advance(now);
+    LogTimeEffects(slot, now);
+    for (const core::RoomEvent& e : slot.room.events()) {
+      if (e.id == id) return OpResult<core::RoomEvent>(e);
     }
     return put;
   });
@@ -365,6 +377,50 @@ void MemoryBackend::DeleteEvent(std::string room, std::string id,
       LogTimeEffects(slot, now);
     }
     return gone;
+  });
+}
+
+// Each code is "<id>.<secret>": a short random id, and 128 random bits that only the answer
+// holds (the room keeps their digest).
+void MemoryBackend::MintPasses(std::string room, core::PassMint mint,
+                               Completion<std::vector<core::MintedPass>> done) {
+  using Minted = std::vector<core::MintedPass>;
+  OnRoom<Minted>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    Minted minted;
+    AddPassesRecord record;
+    for (int64_t k = 0; k < mint.count; ++k) {
+      core::MintedPass m;
+      m.pass.id = Base64UrlEncode(RandomBytes(9));
+      m.code = m.pass.id + "." + NewRandomId();
+      m.pass.digest = core::PassDigest(m.code);
+      m.pass.kind = mint.kind;
+      m.pass.uses = m.pass.uses_left = mint.uses;
+      m.pass.expires_at = mint.expires_at;
+      m.pass.created_at = now;
+      record.passes.push_back(m.pass);
+      minted.push_back(std::move(m));
+    }
+    OpResult<Done> added = slot.room.AddPasses(record.passes, now);
+    if (!added.ok()) return OpResult<Minted>(added.status(), added.message());
+    LogChange(slot, now, record);
+    return OpResult<Minted>(std::move(minted));
+  });
+}
+
+void MemoryBackend::ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) {
+  using Passes = std::vector<core::RoomPass>;
+  OnRoom<Passes>(room, Access::kRead, std::move(done),
+                 [&](RoomSlot& slot, int64_t) { return OpResult<Passes>(slot.room.Passes()); });
+}
+
+void MemoryBackend::RevokePasses(std::string room, std::optional<std::string> id,
+                                 Completion<int64_t> done) {
+  OnRoom<int64_t>(room, Access::kChange, std::move(done), [&](RoomSlot& slot, int64_t now) {
+    std::optional<std::string_view> which;
+    if (id) which = *id;
+    OpResult<int64_t> revoked = slot.room.RevokePasses(which, now);
+    if (revoked.ok()) LogChange(slot, now, RevokePassesRecord{.id = which});
+    return revoked;
   });
 }
 

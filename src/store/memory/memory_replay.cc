@@ -67,7 +67,36 @@ class ChangeReplayer {
   OpResult<Done> Apply(const CheckRecord& c) {
     core::Room* room = FindRoom();
     if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
-    room->CheckRecorded(c.session, c.client, now_);
+    if (c.pass.empty()) {
+      room->CheckRecorded(c.session, c.client, now_);
+      return Done{};
+    }
+    auto redeemed = room->RedeemRecorded(c.session, c.client, c.pass, now_);
+    if (!redeemed.ok()) return Diverged(redeemed.message());
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const AddPassesRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    std::vector<core::RoomPass> passes = c.passes;
+    for (core::RoomPass& p : passes) {
+      if (!IsValidName(p.id) || p.digest.size() != core::kPassDigestBytes || p.uses < 1 ||
+          p.uses > core::kMaxPassUses || (p.expires_at && !IsTime(*p.expires_at))) {
+        return Diverged("pass out of range");
+      }
+      p.created_at = now_;
+    }
+    auto added = room->AddPasses(std::move(passes), now_);
+    if (!added.ok()) return Diverged(added.message());
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const RevokePassesRecord& c) {
+    core::Room* room = FindRoom();
+    if (room == nullptr) return Diverged(wire::UnknownRoom(name_));
+    auto revoked = room->RevokePasses(c.id, now_);
+    if (!revoked.ok()) return Diverged(revoked.message());
     return Done{};
   }
 
@@ -310,6 +339,10 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<DrawSeedRecord>(r);
     case ChangeKind::kDrawStep:
       return replay.DecodeAndApply<DrawStepRecord>(r);
+    case ChangeKind::kAddPasses:
+      return replay.DecodeAndApply<AddPassesRecord>(r);
+    case ChangeKind::kRevokePasses:
+      return replay.DecodeAndApply<RevokePassesRecord>(r);
     case ChangeKind::kPush:
       return replay.DecodeAndApply<PushRecord>(r);
     case ChangeKind::kFetch:

@@ -477,6 +477,21 @@ void RedisBackend::PutEvent(std::string room, std::string id, core::EventSpec sp
   });
 }
 
+void RedisBackend::MintPasses(std::string, core::PassMint,
+                              Completion<std::vector<core::MintedPass>> done) {
+  done(OpResult<std::vector<core::MintedPass>>(OpStatus::kUnavailable,
+                                               std::string(wire::kPassesNotOnRedis)));
+}
+
+void RedisBackend::ListPasses(std::string, Completion<std::vector<core::RoomPass>> done) {
+  done(OpResult<std::vector<core::RoomPass>>(OpStatus::kUnavailable,
+                                             std::string(wire::kPassesNotOnRedis)));
+}
+
+void RedisBackend::RevokePasses(std::string, std::optional<std::string>, Completion<int64_t> done) {
+  done(OpResult<int64_t>(OpStatus::kUnavailable, std::string(wire::kPassesNotOnRedis)));
+}
+
 void RedisBackend::ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) {
   Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
     RoomScript(s, room, {"events"}, [done](OpResult<Reply> r) {

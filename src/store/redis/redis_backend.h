@@ -104,6 +104,12 @@ class RedisBackend final : public Backend {
                 Completion<core::RoomEvent> done) override;
   void ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) override;
   void DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) override;
+  // Passes likewise (wire::kPassesNotOnRedis).
+  void MintPasses(std::string room, core::PassMint mint,
+                  Completion<std::vector<core::MintedPass>> done) override;
+  void ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) override;
+  void RevokePasses(std::string room, std::optional<std::string> id,
+                    Completion<int64_t> done) override;
   void Present(std::string room, std::vector<std::string> sessions,
                Completion<std::vector<core::SessionView>> done) override;
 

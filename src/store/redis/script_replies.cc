@@ -103,6 +103,11 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   info.config.challenge_difficulty = OffWhenNegative(a.at(14).AsInt());
   info.config.queueing_method = MethodOf(a.at(15));
   if (const Reply& gate = a.at(16); gate.type == Reply::Type::kString) info.config.gate = gate.str;
+  // The room object's effective settings, running event and counts of the pre-queue are not in
+  // room.lua's answer yet: the room's own settings stand in for them.
+  info.effective = info.config;
+  info.phase = core::PhaseOf(info.config.queueing_method, /*prequeue_open=*/false, info.waiting,
+                             info.active, info.config.capacity, info.config.paused);
   return info;
 }
 
