@@ -356,6 +356,14 @@ std::optional<int64_t> MsUntil(const std::optional<int64_t>& at, int64_t now) {
   if (!at || *at <= now) return std::nullopt;
   return *at - now;
 }
+// The wait shown to a waiting session at `position` (in the random method, which has no
+// places, the median of its odds), as the room's own view says it.
+std::optional<int64_t> ShownEta(const core::LineView& c, int64_t position) {
+  if (!Moving(c)) return std::nullopt;
+  if (!Drawn(c)) return core::EtaMs(position, c.freed_last_minute, c.admit_per_minute);
+  auto odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, true);
+  return odds ? odds->p50_ms : std::nullopt;
+}
 }  // namespace
 
 SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
@@ -372,13 +380,12 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   v.ends_in_ms = MsUntil(c.event_ends_at, now);
   if (v.status == SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;  // drawing
   v.odds.reset();
-  if (v.status == SessionStatus::kWaiting && Drawn(c)) {
-    v.position = 0;  // the random method has no places, only odds
-    v.odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
-    v.eta_ms = v.odds ? v.odds->p50_ms : std::nullopt;
-  } else if (v.status == SessionStatus::kWaiting) {
-    v.eta_ms =
-        Moving(c) ? core::EtaMs(v.position, c.freed_last_minute, c.admit_per_minute) : std::nullopt;
+  if (v.status == SessionStatus::kWaiting) {
+    if (Drawn(c)) {
+      v.position = 0;  // the random method has no places, only odds
+      v.odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
+    }
+    v.eta_ms = ShownEta(c, v.position);
   }
   v.refresh_after_ms = core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms,
                                             v.starts_in_ms, v.eta_ms);
@@ -400,13 +407,9 @@ LiveHub::Shown LiveHub::ShownFromLine(const RoomWatch& rw, const Watch& w) const
   s.queueing_method = c.queueing_method;
   s.event_starts_at = c.event_starts_at;
   s.event_ends_at = c.event_ends_at;
-  if (waiting && Drawn(c)) {
-    s.position = 0;
-    auto odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
-    s.eta_ms = odds ? odds->p50_ms : std::nullopt;
-  } else if (waiting) {
-    s.eta_ms =
-        Moving(c) ? core::EtaMs(v.position, c.freed_last_minute, c.admit_per_minute) : std::nullopt;
+  if (waiting) {
+    if (Drawn(c)) s.position = 0;
+    s.eta_ms = ShownEta(c, v.position);
   }
   return s;
 }

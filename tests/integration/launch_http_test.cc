@@ -118,14 +118,16 @@ TEST_F(LaunchHttpTest, TheScheduleRoutes) {
 // then an exact place, and the order the one the logged seed gives (recomputed here).
 TEST_F(LaunchHttpTest, AShuffledDropGivesExactPlacesInTheOrderItsSeedGives) {
   MustPut("r", {{"capacity", 2}});
-  int64_t starts_at = NowMs() + 1'500;
-  ASSERT_EQ(PutEvent(client(), "r", "drop",
-                     {{"prequeue_at", NowMs() - 1'000},
-                      {"starts_at", starts_at},
-                      {"ends_at", starts_at + 600'000},
-                      {"shuffle_at_start", true}})
-                .status,
-            200);
+  // The pre-queue fills with a start far off; then the start is brought near (an event that has
+  // not started may move), so a slow machine cannot miss it.
+  int64_t prequeue_at = NowMs() - 1'000;
+  auto drop = [&](int64_t starts_at) {
+    return json::object{{"prequeue_at", prequeue_at},
+                        {"starts_at", starts_at},
+                        {"ends_at", starts_at + 600'000},
+                        {"shuffle_at_start", true}};
+  };
+  ASSERT_EQ(PutEvent(client(), "r", "drop", drop(NowMs() + 3'600'000)).status, 200);
   constexpr int kPeople = 40;
   for (int i = 0; i < kPeople; ++i) {
     HttpResult r = client().Check("r", Session(i));
@@ -136,6 +138,7 @@ TEST_F(LaunchHttpTest, AShuffledDropGivesExactPlacesInTheOrderItsSeedGives) {
     EXPECT_GT(IntField(r.json, "refresh_after_ms").value_or(0), 0);
     EXPECT_TRUE(r.json.at("position").is_null());
   }
+  ASSERT_EQ(PutEvent(client(), "r", "drop", drop(NowMs() + 300)).status, 200);
   ASSERT_TRUE(WaitFor(
       [&] {
         HttpResult e = client().Request("GET", "/v1/rooms/r/schedule/drop");
