@@ -196,13 +196,22 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
       auto a = call(memory.backend());
       auto b = call(redis.backend());
       if (trace) {
-        fmt::print(stderr, "op {} {} r={} q={} w={}: {}\n", i_now, what, r_now, q_now, w_now,
-                   Describe(a));
+        fmt::print(stderr, "op {} t={} {} r={} q={} w={}: {}\n", i_now, memory.NowMs(), what,
+                   r_now, q_now, w_now, Describe(a));
       }
       if (Describe(a) != Describe(b)) {
         ADD_FAILURE() << what << " at op " << i_now << "\n memory: " << Describe(a)
                       << "\n redis:  " << Describe(b);
         differed = true;
+        if (trace) {
+          std::vector<std::string> all;
+          for (int k = 0; k < 12; ++k) all.push_back("s" + std::to_string(k));
+          for (Harness* h : both) {
+            auto v = Wait<std::vector<core::SessionView>>(
+                [&](auto done) { h->backend().Present(r_now, all, done); });
+            fmt::print(stderr, "PROBE {}\n", Describe(v));
+          }
+        }
       }
       return a;
     };

@@ -10,6 +10,7 @@
 #include "core/room.h"
 #include "core/room_event.h"
 #include "core/room_types.h"
+#include "core/schedule.h"
 
 namespace anteroom::store::redis {
 
@@ -57,7 +58,8 @@ std::string LuaRules() {
        {EventStage::kScheduled, EventStage::kPrequeue, EventStage::kRunning, EventStage::kEnded}) {
     rules += fmt::format("{} = {}, ", core::ToString(st), static_cast<int>(st));
   }
-  rules += fmt::format("}}\nRULES.max_events = {}\n", core::kMaxEventsPerRoom);
+  rules += fmt::format("}}\nRULES.max_events = {}\nRULES.min_event_cto = {}\n",
+                       core::kMaxEventsPerRoom, core::kMinEventCheckinTimeoutMs);
   rules += fmt::format(
       "local MSG = {{capacity_required = [==[{}]==],\n"
       "  join_needs_challenge = {},\n  client_table_full = {},\n"
@@ -68,13 +70,15 @@ std::string LuaRules() {
   // The schedule's refusals (core::CheckEventChange, DeleteEvent).
   rules += fmt::format(
       "  prequeue_after_start = [==[{}]==],\n  ends_before_start = [==[{}]==],\n"
+      "  event_checkin_timeout_zero = [==[{}]==],\n"
       "  event_over = [==[{}]==],\n  too_many_events = [==[{}]==],\n  event_ended = {},\n"
       "  prequeue_opened = {},\n  event_started = {},\n  events_overlap = {},\n"
       "  unknown_event = {}}}\n",
-      wire::kPrequeueAfterStart, wire::kEndsBeforeStart, wire::kEventOver,
-      wire::TooManyEvents(core::kMaxEventsPerRoom), LuaMessage(wire::EventEnded(kFigure)),
-      LuaMessage(wire::PrequeueOpened(kFigure)), LuaMessage(wire::EventStarted(kFigure)),
-      LuaMessage(wire::EventsOverlap(kFigure)), LuaMessage(wire::UnknownEvent(kFigure)));
+      wire::kPrequeueAfterStart, wire::kEndsBeforeStart, wire::kEventCheckinTimeoutZero,
+      wire::kEventOver, wire::TooManyEvents(core::kMaxEventsPerRoom),
+      LuaMessage(wire::EventEnded(kFigure)), LuaMessage(wire::PrequeueOpened(kFigure)),
+      LuaMessage(wire::EventStarted(kFigure)), LuaMessage(wire::EventsOverlap(kFigure)),
+      LuaMessage(wire::UnknownEvent(kFigure)));
   return rules;
 }
 

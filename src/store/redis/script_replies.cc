@@ -180,8 +180,8 @@ core::SessionView ToView(const std::string& session, const Reply& a, const ViewC
   v.starts_in_ms = MsUntil(c.event_starts_at, c.now);
   v.ends_in_ms = MsUntil(c.event_ends_at, c.now);
   if (v.status == core::SessionStatus::kPrequeue && !v.starts_in_ms) v.starts_in_ms = 0;
-  v.refresh_after_ms =
-      core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms, v.starts_in_ms);
+  v.refresh_after_ms = core::RefreshAfterMs(v.status, c.checkin_timeout_ms, c.idle_timeout_ms,
+                                            v.starts_in_ms, v.eta_ms);
   return v;
 }
 }  // namespace

@@ -89,8 +89,11 @@ local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, i
                   qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false}
 local function effective()
   local r, o = room, room.ov or {}
+  -- The brake is the operator's: an event's method never lets go of it.
+  local qm = r.qm
+  if o.qm and r.qm ~= METHOD.queue_all then qm = o.qm end
   cfg = {cap = o.cap or r.cap, grace = o.grace or r.grace, cto = o.cto or r.cto,
-         apm = o.apm or r.apm, qm = o.qm or r.qm, idle = r.idle}
+         apm = o.apm or r.apm, qm = qm, idle = r.idle}
 end
 -- load_room and save_room spell FIELDS out, in order, with DEFAULTS: a table built by one
 -- constructor is sized once, where filling it in a loop over FIELDS grew it five times (2.6 us
@@ -360,9 +363,17 @@ local function set_deadline(x)
 end
 -- Every session's deadline keyed exactly again (core RekeyAll): after the settings they follow
 -- changed. O(sessions) in one call, as the settings' change that asks for it.
-local function rekey_all()
+-- With `seen_at`, everyone counts as seen then (core ApplyEffective's fresh presence).
+local function rekey_all(seen_at)
   local all = redis.call('HGETALL', K_SESSIONS)
-  for i = 1, #all, 2 do set_deadline(load_session(all[i])) end
+  for i = 1, #all, 2 do
+    local x = load_session(all[i])
+    if seen_at and x.last_seen < seen_at then
+      x.last_seen = seen_at
+      save_session(x)
+    end
+    set_deadline(x)
+  end
 end
 -- Lowers the heap key if the true deadline moved earlier (a later one is re-keyed lazily).
 local function reschedule(x)
@@ -548,13 +559,15 @@ local function release_prequeue()
   bump_version()
 end
 -- The settings the rules read changed, or may have (core ApplyEffective): deadlines follow
--- them, and freed or added slots are filled.
-local function apply_effective(now)
+-- them, and freed or added slots are filled. With `fresh_presence` (an event's stage or its
+-- schedule changed the timeouts, not the operator's own settings) nobody is dropped by a
+-- shorter timeout before they could check in under it: everyone counts as seen now.
+local function apply_effective(now, fresh_presence)
   local before = cfg
   effective()
   bump_version()
   if before.grace ~= cfg.grace or before.cto ~= cfg.cto or before.idle ~= cfg.idle then
-    rekey_all()
+    rekey_all(fresh_presence and room.now or nil)
   end
   fill(now)
 end
@@ -647,7 +660,7 @@ local function start_event(e, events, now)
       room.dr = {ev = e.id, sh = e.sh and 1 or 0, at = now, n = n, pub = 0, seed = e.seed or ''}
     end
   end
-  apply_effective(now)
+  apply_effective(now, true)
 end
 -- The earliest stage change, due at `when` (core ProcessBoundary): the first event, in time
 -- order, whose next stage begins at room.nb.
@@ -670,7 +683,7 @@ local function process_boundary(when)
       elseif e.stage == STAGE.running and e.en == room.nb then
         e.stage = STAGE.ended
         compute_next_boundary(events)
-        apply_effective(when)
+        apply_effective(when, true)
         return save_events(events)
       end
     end
@@ -1130,6 +1143,9 @@ end
 local function event_refusal(events, spec, now)
   if spec.pq and spec.pq > spec.st then return {'invalid', MSG.prequeue_after_start} end
   if spec.st >= spec.en then return {'invalid', MSG.ends_before_start} end
+  if spec.o.cto and spec.o.cto < RULES.min_event_cto then
+    return {'invalid', MSG.event_checkin_timeout_zero}
+  end
   local at = find_event(events, spec.id)
   if not at then
     if spec.en <= now then return {'invalid', MSG.event_over} end
@@ -1191,7 +1207,7 @@ local function op_put_event(now)
   table.sort(events, function(a, b) return opens_at(a) < opens_at(b) end)
   compute_next_boundary(events)
   save_events(events)
-  apply_effective(room.now)
+  apply_effective(room.now, true)
   advance(room.now)
   events = load_events()
   return answer(to_register(false), event_answer(events[find_event(events, e.id)]))
@@ -1216,7 +1232,7 @@ local function op_delete_event(now)
   if gone.stage == STAGE.prequeue and not gone.su then release_prequeue() end
   compute_next_boundary(events)
   save_events(events)
-  apply_effective(room.now)
+  apply_effective(room.now, true)
   return answer(to_register(false), event_answer(gone))
 end
 -- Publishes the next positions of the draw (core Room::DrawStep), at most once each: only when
