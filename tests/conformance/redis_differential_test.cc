@@ -196,8 +196,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
       auto a = call(memory.backend());
       auto b = call(redis.backend());
       if (trace) {
-        fmt::print(stderr, "op {} t={} {} r={} q={} w={}: {}\n", i_now, memory.NowMs(), what,
-                   r_now, q_now, w_now, Describe(a));
+        fmt::print(stderr, "op {} t={} {} r={} q={} w={}: {}\n", i_now, memory.NowMs(), what, r_now,
+                   q_now, w_now, Describe(a));
       }
       if (Describe(a) != Describe(b)) {
         ADD_FAILURE() << what << " at op " << i_now << "\n memory: " << Describe(a)
