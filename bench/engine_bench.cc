@@ -25,6 +25,7 @@
 #include "core/hmac.h"
 #include "core/queue.h"
 #include "core/room.h"
+#include "core/room_event.h"
 #include "core/room_types.h"
 
 namespace anteroom::core {
@@ -355,6 +356,82 @@ BENCHMARK(BM_MemoryPerReadyJob)
     ->Arg(1'000)
     ->Arg(100'000)
     ->Arg(kMillion)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ---- a drop in the engine: a pre-queue of n, its draw, then checks ----------------------------
+
+// Issue 28's engine scale: a room of capacity 10,000 with an event whose pre-queue n people
+// join (at time 0), a shuffled start at t = 1 s published in the server's chunks (50,000
+// positions a step, --draw-chunk's default), then check-ins in a random order against the
+// drawn line. Counters: heap per person in the pre-queue and once drawn (malloc's view, the
+// ids' buffers included), the draw's whole time and its longest step (what one room's lock
+// is held for: target well under 50 ms), the longest join of the n (a growth of the room's
+// tables), and ns per check of the drawn room (flat 1k -> 10M).
+void BM_LaunchDrop(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  constexpr size_t kChunk = 50'000;
+  constexpr int64_t kChecks = 2'000'000;
+  CurrentFixture().reset();
+  IdPool ids(n, 42);
+  IdPool shuffled = ids.Shuffled(7);
+  for (auto _ : state) {
+    size_t before = HeapInUse();
+    auto room = std::make_unique<Room>(BenchConfig(10'000, kMaxDurationMs), kRevocationTtlMs, 0);
+    EventSpec spec;
+    spec.name = "drop";
+    spec.prequeue_at = 0;
+    spec.starts_at = 1'000;
+    spec.ends_at = kMaxDurationMs;
+    spec.shuffle_at_start = true;
+    if (!room->PutEvent("drop", spec, 0).ok()) state.SkipWithError("the event was refused");
+    double worst_join_s = 0;  // a growth of the room's tables is paid by one join
+    for (int64_t i = 0; i < n; ++i) {
+      auto join = std::chrono::steady_clock::now();
+      room->Check(ids.Get(i), 0);
+      worst_join_s =
+          std::max(worst_join_s,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - join).count());
+    }
+    size_t queued = HeapInUse();
+    auto start = std::chrono::steady_clock::now();
+    room->Advance(1'000);
+    if (!room->NeedsSeed()) state.SkipWithError("no draw at the start");
+    room->SeedDraw(DrawSeed{1});
+    double worst_s = 0;
+    while (room->Drawing()) {
+      auto step = std::chrono::steady_clock::now();
+      room->DrawStep(kChunk, 1'000);
+      worst_s = std::max(
+          worst_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - step).count());
+    }
+    double draw_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    size_t drawn = HeapInUse();
+    if (room->waiting() + room->holders() != n) state.SkipWithError("someone was lost");
+    auto checks = std::chrono::steady_clock::now();
+    for (int64_t k = 0; k < kChecks; ++k) {
+      SessionView v = room->Check(shuffled.Get(k % n), 1'000 + k / 4096);
+      benchmark::DoNotOptimize(v);
+    }
+    double check_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - checks).count();
+    const auto people = static_cast<double>(n);
+    state.counters["bytes_per_person_prequeue"] = static_cast<double>(queued - before) / people;
+    state.counters["bytes_per_person_drawn"] = static_cast<double>(drawn - before) / people;
+    state.counters["draw_ms"] = draw_s * 1e3;
+    state.counters["worst_step_ms"] = worst_s * 1e3;
+    state.counters["worst_join_ms"] = worst_join_s * 1e3;
+    state.counters["check_ns"] = check_s * 1e9 / static_cast<double>(kChecks);
+    state.counters["waiting"] = static_cast<double>(room->waiting());
+    benchmark::DoNotOptimize(room);
+  }
+}
+BENCHMARK(BM_LaunchDrop)
+    ->ArgName("people")
+    ->Arg(1'000)
+    ->Arg(100'000)
+    ->Arg(kMillion)
+    ->Arg(10 * kMillion)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

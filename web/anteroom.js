@@ -4,9 +4,13 @@
  *
  *   <script src="https://anteroom.example/anteroom.js"></script>
  *
- * Anteroom.wait({room, server?, onUpdate?}) -> Promise<token>
+ * Anteroom.wait({room, server?, onUpdate?, pass?, onPassRefused?}) -> Promise<token>
  *   Joins the room's line (or resumes this tab's place in it) and resolves with the admission
- *   token (a JWT) once admitted. onUpdate(status) gets every status object:
+ *   token (a JWT) once admitted. With `pass` (a code from POST /v1/rooms/ROOM/passes), the
+ *   first check redeems it: an admit pass lets the holder in when a slot is free, else first
+ *   in line; a front pass, first in line. A refused code (wrong, used up, expired, revoked:
+ *   an Anteroom.ApiError with the server's message) goes to onPassRefused(err), and the wait
+ *   goes on without it. onUpdate(status) gets every status object:
  *   {type:"status", session, status:"waiting"|"active"|"grace"|"gone"|"prequeue"|"closed",
  *    position, waiting, active, capacity, eta_ms, token, phase:"open"|"queue"|"prequeue"|
  *    "closed", queueing_method, refresh_after_ms, starts_in_ms, ends_in_ms, odds}
@@ -292,8 +296,12 @@
     // solve: whether this connection may solve the room's challenge to join (wait() does;
     // stay() keeps a place and never joins anew).
     // token: instead of a session, the admission token whose holder to keep alive (stay()).
-    constructor({ room, base, session, token = null, onStatus, onFatal, solve = false }) {
-      Object.assign(this, { room, base, session, token, onStatus, onFatal, solve });
+    // pass: a code to redeem with the first check (wait()); onPassRefused(err) if refused.
+    constructor({ room, base, session, token = null, onStatus, onFatal, solve = false,
+      pass = null, onPassRefused = null }) {
+      Object.assign(this, { room, base, session, token, onStatus, onFatal, solve, pass,
+        onPassRefused });
+      this.passTries = 0;   // failed attempts to redeem the pass (network, overload)
       this.challenge = null;  // the room's {type, difficulty}, when it has one
       this.proof = null;      // {challenge, solution, expiresMs, difficulty} for this session
       this.proofTries = 0;    // refusals of our proof since the last status
@@ -360,11 +368,11 @@
 
     get transport() { return TRANSPORTS[this.level]; }
 
-    // Solves the room's challenge first when needed, then connects.
+    // Solves the room's challenge first when needed, then connects (redeeming a pass first).
     connect() {
       if (this.closed) return;
       if (this.needsProof()) {
-        this.prove().then(() => this.open(), (err) => {
+        this.prove().then(() => this.begin(), (err) => {
           if (this.closed) return;
           if (isFatal(err) || (err instanceof ApiError && err.code === 'challenge_required')) {
             return this.fail(err);
@@ -374,7 +382,39 @@
         });
         return;
       }
+      this.begin();
+    }
+
+    begin() {
+      if (this.pass) return this.redeem();
       this.open();
+    }
+
+    // A pass is a bearer secret: it goes in the body of one check, never in a URL. Then the
+    // live connection follows the place it gave. A refusal is final (onPassRefused, and the
+    // wait goes on without the pass); a network error or overload is retried twice.
+    async redeem() {
+      const body = { pass: this.pass };
+      if (this.session) body.session = this.session;
+      if (this.proof) {
+        Object.assign(body, { challenge: this.proof.challenge, solution: this.proof.solution });
+      }
+      try {
+        const status = await api(this.base, 'POST', `${roomPath(this.room)}/check`, body);
+        if (this.closed) return;
+        this.pass = null;
+        this.report({ type: 'status', ...status });
+      } catch (err) {
+        if (this.closed) return;
+        if (!isFatal(err) && this.passTries++ < 2) {
+          const wait = Math.max(backoffMs(this.passTries), (err && err.retryAfterMs) || 0);
+          this.retryTimer = setTimeout(() => this.connect(), wait);
+          return;
+        }
+        this.pass = null;
+        callSafely(this.onPassRefused, err);
+      }
+      if (!this.closed) this.open();
     }
 
     open() {
@@ -483,12 +523,7 @@
       if (status.session) this.session = status.session;
       if (status.token && !this.session) this.token = status.token;  // the freshest, for reconnects
       if (this.transport !== 'poll') this.arm(SILENCE_MS);
-      // Countdowns by this clock: the live channel sends no message as a countdown runs down.
-      const now = Date.now();
-      const at = (ms) => (typeof ms === 'number' && ms >= 0 ? now + ms : null);
-      status.startsAt = at(status.starts_in_ms);
-      status.endsAt = at(status.ends_in_ms);
-      this.onStatus(status);
+      this.report(status);
       // A join the room did not take keeps nothing on the server, so a live connection has
       // nothing to follow: it is closed, and the room asked again when the server says.
       if (status.status === 'closed' && this.transport !== 'poll' && !this.closed) {
@@ -496,6 +531,17 @@
         clearTimeout(this.retryTimer);
         this.retryTimer = setTimeout(() => this.reconnect(), this.refreshMs(status));
       }
+    }
+
+    // Hands a status to the page, with this browser's times for its countdowns.
+    report(status) {
+      if (status.session) this.session = status.session;
+      // Countdowns by this clock: the live channel sends no message as a countdown runs down.
+      const now = Date.now();
+      const at = (ms) => (typeof ms === 'number' && ms >= 0 ? now + ms : null);
+      status.startsAt = at(status.starts_in_ms);
+      status.endsAt = at(status.ends_in_ms);
+      this.onStatus(status);
     }
 
     // The current connection ended or never worked.
@@ -565,7 +611,7 @@
     try { callback(value); } catch (err) { setTimeout(() => { throw err; }); }
   }
 
-  function wait({ room, server, onUpdate } = {}) {
+  function wait({ room, server, onUpdate, pass, onPassRefused } = {}) {
     checkRoom(room);
     const base = baseUrl(server);
     let session = storage.get(sessionKey(room));
@@ -580,6 +626,8 @@
         base,
         session,
         solve: true,
+        pass: typeof pass === 'string' && pass !== '' ? pass : null,
+        onPassRefused,
         onStatus: (status) => {
           if (status.session) storage.set(sessionKey(room), status.session);
           if (status.token) storage.set(tokenKey(room), status.token);

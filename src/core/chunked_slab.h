@@ -37,6 +37,27 @@ class ChunkedSlab {
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
 
+  // Range-for over the records, in index order.
+  template <typename Slab, typename Ref>
+  class Iterator {
+   public:
+    Iterator(Slab* slab, size_t i) : slab_(slab), i_(i) {}
+    Ref operator*() const { return (*slab_)[i_]; }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return i_ == other.i_; }
+
+   private:
+    Slab* slab_;
+    size_t i_;
+  };
+  auto begin() { return Iterator<ChunkedSlab, T&>(this, 0); }
+  auto end() { return Iterator<ChunkedSlab, T&>(this, size_); }
+  auto begin() const { return Iterator<const ChunkedSlab, const T&>(this, 0); }
+  auto end() const { return Iterator<const ChunkedSlab, const T&>(this, size_); }
+
   // A new default record at the end.
   T& emplace_back() {
     if (size_ == capacity_) {

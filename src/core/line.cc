@@ -65,6 +65,33 @@ void Line::Remove(Ticket ticket) {
   }
 }
 
+Line::Ticket Line::Append(std::span<const Member> members) {
+  Reserve(members.size());
+  const Ticket first = tail_;
+  size_t k = 0;
+  while (k < members.size()) {
+    // The members that land in the tail's block, then its count added once.
+    size_t block = tail_ / kBlockBits;
+    size_t room = kBlockBits - tail_ % kBlockBits;
+    size_t take = std::min(room, members.size() - k);
+    for (size_t j = 0; j < take; ++j, ++k) {
+      Ticket t = tail_++;
+      member_[t] = members[k];
+      live_[block] |= uint64_t{1} << (t % kBlockBits);
+    }
+    AddToBlock(block, static_cast<int32_t>(take));
+    size_ += take;
+  }
+  return first;
+}
+
+void Line::Reserve(size_t more) {
+  if (tail_ + more <= member_.size()) return;
+  size_t cap = std::max(member_.size(), kInitialCapacity);
+  while (cap < size_ + more) cap *= 2;
+  Compact(cap);
+}
+
 int64_t Line::Position(Ticket ticket) const {
   // Everything before head_ is empty, so the count of live tickets up to this one is the
   // position: whole blocks from the tree, the rest of this block from its bitmap.

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace anteroom::core {
@@ -30,9 +31,16 @@ class Line {
   explicit Line(MoveFn on_move);
 
   Ticket PushBack(Member member);
+  // PushBack of each of `members` in order, the tree updated once per block rather than once
+  // per member (a draw publishing 10M places: ~1 s less). The k-th gets ticket first + k.
+  Ticket Append(std::span<const Member> members);
   // Goes ahead of everyone in line (people sent back from their slots keep their head start).
   Ticket PushFront(Member member);
   void Remove(Ticket ticket);
+  // Room for `more` arrivals without a compaction: one now (cheap while the line is short,
+  // as when a draw is about to publish its order), not one per doubling as they come (a
+  // compaction renumbers everyone: ~250 ms at 8M).
+  void Reserve(size_t more);
   // 1 = next in. Requires a live ticket.
   int64_t Position(Ticket ticket) const;
   // Requires !empty().

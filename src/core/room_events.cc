@@ -165,6 +165,7 @@ void Room::StartEvent(RoomEvent& e, int64_t now) {
     d.order.reserve(prequeue_.size());
     prequeue_.ForEach([&](Line::Member m) { d.order.push_back(m); });
     for (Index i : d.order) slab_[i].drawn = true;
+    line_.Reserve(d.order.size());  // publishing the draw then never compacts the line
     prequeue_ = Line([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; });
     draw_ = std::move(d);
     if (!draw_->shuffle && draw_->order.empty()) FinishDraw();
@@ -295,13 +296,19 @@ size_t Room::DrawStep(size_t max_positions, int64_t now_ms) {
   } else {
     to = std::min(draw_->order.size(), from + max_positions);
   }
+  std::vector<Index> placed;
+  placed.reserve(to - from);
   for (size_t k = from; k < to; ++k) {
     Index i = draw_->fy ? draw_->fy->order()[k] : draw_->order[k];
     Session& s = slab_[i];
     if (s.status != SessionStatus::kPrequeue || !s.drawn) continue;  // gone since
     s.drawn = false;
     s.status = SessionStatus::kWaiting;
-    s.ticket = line_.PushBack(i);
+    placed.push_back(i);
+  }
+  Line::Ticket first = line_.Append(placed);
+  for (size_t k = 0; k < placed.size(); ++k) {
+    slab_[placed[k]].ticket = first + static_cast<Line::Ticket>(k);
   }
   draw_->published = to;
   ++version_;

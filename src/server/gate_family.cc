@@ -21,6 +21,7 @@
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
+#include <boost/url/url.hpp>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@
 #include "common/ascii.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
+#include "core/room_pass.h"
 #include "core/token.h"
 #include "http/json_body.h"
 #include "server/arrival.h"
@@ -44,6 +46,9 @@ namespace json = boost::json;
 namespace urls = boost::urls;
 
 namespace {
+
+// The query parameter of a link that carries a pass (TakePass), on the site and on /wait.
+constexpr std::string_view kPassParam = "pass";
 
 std::string_view Field(const Request& req, std::string_view name) {
   auto it = req.fields.find(name);
@@ -78,11 +83,40 @@ std::string HereHost(const Services& s, const Request& req) {
 struct Original {
   bool https = false;
   std::string host;    // as the page asked for it (host[:port])
-  std::string uri;     // path and query, as sent
+  std::string uri;     // path and query, as sent, less a pass (below)
   std::string method;  // the proxy's X-Forwarded-Method, else the gate request's own
+  std::string pass;    // the code of a `?pass=` the page came with (core/room_pass.h), if any
   std::string_view path() const { return std::string_view(uri).substr(0, uri.find('?')); }
   std::string Url() const { return (https ? "https://" : "http://") + host + uri; }
 };
+
+// A link that carries a pass (`https://shop.example/drop?pass=CODE`) hands the code to the
+// waiting page, which redeems it with its check: the gate itself holds no session to redeem it
+// for. The code leaves the URL the visitor is sent back to, so the site, its logs and the
+// pages it links to never see it; a code longer than any pass is dropped. The query is
+// rewritten only when it names a pass (anything else keeps its bytes as sent).
+void TakePass(Original& o) {
+  size_t q = o.uri.find('?');
+  if (q == std::string::npos || o.uri.find("pass=", q) == std::string::npos) return;
+  auto parsed = urls::parse_origin_form(o.uri);
+  if (!parsed) return;
+  urls::url u(*parsed);
+  auto params = u.params();
+  bool found = false;
+  for (auto it = params.begin(); it != params.end();) {
+    if ((*it).key != kPassParam) {
+      ++it;
+      continue;
+    }
+    found = true;
+    if ((*it).has_value) o.pass = (*it).value;
+    it = params.erase(it);
+  }
+  if (!found) return;
+  if (o.pass.size() > core::kMaxPassCodeBytes) o.pass.clear();
+  if (params.empty()) u.remove_query();
+  o.uri = std::string(u.encoded_target());
+}
 
 Original ReadOriginal(const Services& s, const Request& req) {
   Original o;
@@ -94,6 +128,7 @@ Original ReadOriginal(const Services& s, const Request& req) {
   o.uri = uri.empty() || uri.front() != '/' ? std::string("/") : std::string(uri);
   std::string_view method = Field(req, "X-Forwarded-Method");
   o.method = method.empty() ? std::string(http::to_string(req.method)) : AsciiUpper(method);
+  TakePass(o);
   return o;
 }
 
@@ -142,9 +177,13 @@ std::string CookieLine(const GateSettings& settings, std::string_view room, std:
 // site's root.
 std::string PublicBase(const Services& s) { return s.web.public_url; }
 
-std::string WaitUrl(const Services& s, std::string_view room, const std::string& return_url) {
-  return fmt::format("{}/wait/{}?return={}", PublicBase(s), room,
-                     urls::encode(return_url, urls::unreserved_chars));
+std::string WaitUrl(const Services& s, std::string_view room, const Original& original) {
+  std::string url = fmt::format("{}/wait/{}?return={}", PublicBase(s), room,
+                                urls::encode(original.Url(), urls::unreserved_chars));
+  if (!original.pass.empty()) {
+    url += fmt::format("&{}={}", kPassParam, urls::encode(original.pass, urls::unreserved_chars));
+  }
+  return url;
 }
 
 bool AcceptsJson(const Request& req) {
@@ -184,9 +223,9 @@ Response Pass(std::string_view room, std::string_view session) {
 }
 
 // The answer that sends the page to wait (or tells an app about the line).
-Response Wait(const Services& s, const Request& req, const GateRoom& room,
-              const std::string& return_url, std::optional<std::string> clear_cookie) {
-  std::string location = WaitUrl(s, room.info.room, return_url);
+Response Wait(const Services& s, const Request& req, const GateRoom& room, const Original& original,
+              std::optional<std::string> clear_cookie) {
+  std::string location = WaitUrl(s, room.info.room, original);
   Response r;
   r.headers.emplace_back("Cache-Control", "no-store");
   if (clear_cookie) r.headers.emplace_back("Set-Cookie", std::move(*clear_cookie));
@@ -248,7 +287,7 @@ void LetInOnTheSpotOrWait(Services& s, const Request& req, std::shared_ptr<const
                           Original original, std::optional<std::string> clear_cookie,
                           Respond respond) {
   if (!FreeNow(*room) || !LooksLikeNavigation(req, original)) {
-    return respond(Wait(s, req, *room, original.Url(), std::move(clear_cookie)));
+    return respond(Wait(s, req, *room, original, std::move(clear_cookie)));
   }
   std::string id = NewRandomId();
   ArrivalRead arrival = ReadArrival(req, s, room->info.room, id, nullptr, nullptr);
@@ -262,11 +301,10 @@ void LetInOnTheSpotOrWait(Services& s, const Request& req, std::shared_ptr<const
         Request shadow;
         if (accepts_json) shadow.fields.set("Accept", "application/json");
         if (nginx) shadow.query.emplace_back("proxy", "nginx");
-        if (!v.ok())
-          return respond(Wait(s, shadow, *room, original.Url(), std::move(clear_cookie)));
+        if (!v.ok()) return respond(Wait(s, shadow, *room, original, std::move(clear_cookie)));
         if (v->status != core::SessionStatus::kActive) {
           s.backend.Leave(room->info.room, id, /*final=*/true, [](OpResult<core::SessionView>) {});
-          return respond(Wait(s, shadow, *room, original.Url(), std::move(clear_cookie)));
+          return respond(Wait(s, shadow, *room, original, std::move(clear_cookie)));
         }
         std::string token =
             s.signer.Mint(room->info.room, v->incarnation, v->admission, s.clock.NowMs());

@@ -5,7 +5,8 @@
 // seed (docs/design.md, "Recomputing a draw from its seed") with Node's ChaCha20 (OpenSSL).
 // The room is paused through the start so that every page shows its drawn place; resumed, the
 // first two are let in and the others move up. Then the page's other launch-day states: the
-// random method (odds and percentile waits, no place) and a closed room.
+// random method (odds and percentile waits, no place) and a closed room. Last, a pass skips
+// the line.
 import crypto from 'node:crypto';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -165,6 +166,46 @@ test('a drop: pre-queue with a countdown, a fair draw at the start, drawn positi
     assert.equal(room.waiting, PEOPLE - 2);
     const admitted = people.find((_, i) => positions[i] === 1);
     await admitted.page.screenshot({ path: artifactPath('launch-admitted.png'), fullPage: true });
+
+    // A pass skips the line: its holder comes last and is first in line, the others move
+    // down one; the next free slot is the holder's. A wrong code is said so, and its page
+    // waits at the end like anyone.
+    r = await api(server, 'POST', '/v1/rooms/drop/passes', { kind: 'admit' }, KEY);
+    assert.equal(r.status, 200, r.text);
+    const { code } = r.json.passes[0];
+    const open = async (query) => {
+      const context = await browser.newContext({ viewport: { width: 420, height: 760 } });
+      const page = await context.newPage();
+      const p = { context, page };
+      people.push(p);
+      await page.goto(`${server.url}/wait/drop?${query}`);
+      return p;
+    };
+    const holder = await open(`pass=${encodeURIComponent(code)}`);
+    await eventually(async () => (await pageState(holder)).position === '1', 5_000,
+      'the pass holder first in line');
+    assert.equal(new URL(holder.page.url()).search, '', 'the code is gone from the address bar');
+    for (const [i, p] of people.slice(0, PEOPLE).entries()) {
+      if (positions[i] > 2) {
+        await eventually(async () => (await pageState(p)).position === String(positions[i] - 1),
+          5_000, `page ${i} moved down to ${positions[i] - 1}`);
+      }
+    }
+    const wrong = await open(`pass=${encodeURIComponent(code.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')))}`);
+    await eventually(async () => (await pageState(wrong)).position === String(PEOPLE),
+      5_000, 'a wrong code waits at the end');
+    assert.match(await wrong.page.locator('#pass-note').textContent(),
+      /Your pass was not accepted \(this pass is not valid for this room\)/);
+    await holder.page.screenshot({ path: artifactPath('launch-pass.png'), fullPage: true });
+    r = await api(server, 'POST', '/v1/rooms/drop/leave',
+      { session: (await pageState(admitted)).session, final: true }, KEY);
+    assert.equal(r.status, 200, r.text);
+    await eventually(async () => {
+      const s = await pageState(holder);
+      return s.status === 'active' && s.turn;
+    }, 5_000, 'the pass holder let in at the next free slot');
+    const passes = (await api(server, 'GET', '/v1/rooms/drop/passes', undefined, KEY)).json.passes;
+    assert.equal(passes[0].uses_left, 0);
   } finally {
     for (const p of people) await p.context.close().catch(() => {});
     await server.stop();

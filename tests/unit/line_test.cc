@@ -103,5 +103,55 @@ TEST(LineTest, PushFrontAndAtMatchADeque) {
   }
 }
 
+// Append (a draw publishing its places) is PushBack of each in order, whatever the tail's
+// place in its block, holes, a front gap, Reserve and the compactions between.
+TEST(LineTest, AppendAndReserveMatchPushBack) {
+  constexpr uint32_t kMembers = 20'000;
+  std::vector<Line::Ticket> tickets(kMembers);
+  Line line([&](Line::Member m, Line::Ticket t) { tickets[m] = t; });
+  std::deque<uint32_t> model;
+  std::mt19937 rng(7);
+  uint32_t next = 0;
+  while (next < kMembers) {
+    switch (rng() % 5) {
+      case 0: {  // a batch of up to 300 (often across blocks)
+        std::vector<Line::Member> batch;
+        for (uint32_t k = rng() % 300; k > 0 && next < kMembers; --k) batch.push_back(next++);
+        Line::Ticket first = line.Append(batch);
+        for (size_t k = 0; k < batch.size(); ++k) {
+          tickets[batch[k]] = first + static_cast<Line::Ticket>(k);
+          model.push_back(batch[k]);
+        }
+        break;
+      }
+      case 1:
+        line.Reserve(rng() % 2'000);
+        break;
+      case 2:
+        for (int k = 0; k < 40 && !model.empty(); ++k) {
+          size_t at = rng() % model.size();
+          line.Remove(tickets[model[at]]);
+          model.erase(model.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        break;
+      case 3:
+        tickets[next] = line.PushFront(next);
+        model.push_front(next++);
+        break;
+      default:
+        tickets[next] = line.PushBack(next);
+        model.push_back(next++);
+    }
+    ASSERT_EQ(line.size(), model.size());
+    for (size_t k = 0; k < model.size(); k += 1 + model.size() / 50) {
+      ASSERT_EQ(line.At(static_cast<int64_t>(k) + 1), model[k]) << k;
+      ASSERT_EQ(line.Position(tickets[model[k]]), static_cast<int64_t>(k) + 1) << k;
+    }
+  }
+  std::vector<uint32_t> seen;
+  line.ForEach([&](Line::Member m) { seen.push_back(m); });
+  ASSERT_EQ(seen, std::vector<uint32_t>(model.begin(), model.end()));
+}
+
 }  // namespace
 }  // namespace anteroom::core
