@@ -262,7 +262,7 @@ async function scenario(site, anteroom, label, { passes = true } = {}) {
       await eventually(async () => (await g.page.locator('#position').textContent()) === '1',
         5_000, 'G at position 1');
       const minted = await api(anteroom, 'POST', `/v1/rooms/${ROOM}/passes`, { kind: 'front' });
-      assert.equal(minted.status, 200, minted.text);
+      assert.equal(minted.status, 201, minted.text);
       const { id, code } = minted.json.passes[0];
       const h = await arrive();
       await h.page.goto(`${site.url}/product/9?y=2&pass=${encodeURIComponent(code)}`);

@@ -171,7 +171,7 @@ test('a drop: pre-queue with a countdown, a fair draw at the start, drawn positi
     // down one; the next free slot is the holder's. A wrong code is said so, and its page
     // waits at the end like anyone.
     r = await api(server, 'POST', '/v1/rooms/drop/passes', { kind: 'admit' }, KEY);
-    assert.equal(r.status, 200, r.text);
+    assert.equal(r.status, 201, r.text);
     const { code } = r.json.passes[0];
     const open = async (query) => {
       const context = await browser.newContext({ viewport: { width: 420, height: 760 } });
