@@ -11,8 +11,9 @@ namespace anteroom::load {
 
 using cmd::ClientFlags;
 
-void AddRoomsCommand(CLI::App& app, ClientFlags& flags);  // rooms.cc
-void AddQueueCommand(CLI::App& app, ClientFlags& flags);  // queue.cc
-void AddLiveCommand(CLI::App& app, ClientFlags& flags);   // live.cc
+void AddRoomsCommand(CLI::App& app, ClientFlags& flags);   // rooms.cc
+void AddQueueCommand(CLI::App& app, ClientFlags& flags);   // queue.cc
+void AddLiveCommand(CLI::App& app, ClientFlags& flags);    // live.cc
+void AddLaunchCommand(CLI::App& app, ClientFlags& flags);  // launch.cc
 
 }  // namespace anteroom::load

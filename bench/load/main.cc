@@ -1,4 +1,4 @@
-// anteroom-bench rooms | queue | live: load generators against a running `anteroom serve`
+// anteroom-bench rooms | queue | live | launch: load generators against a running `anteroom serve`
 // (loopback, bounded). Scripts in scripts/bench-*.sh drive them; docs/benchmarks.md has the
 // figures and the commands that reproduce them.
 #include <CLI/CLI.hpp>
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   anteroom::load::AddRoomsCommand(app, flags);
   anteroom::load::AddQueueCommand(app, flags);
   anteroom::load::AddLiveCommand(app, flags);
+  anteroom::load::AddLaunchCommand(app, flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
