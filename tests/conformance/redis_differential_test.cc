@@ -603,10 +603,19 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
                   Wait<std::vector<core::RoomPass>>([&](auto done) { b.ListPasses(r, done); });
               if (!listed.ok()) return OpResult<std::vector<std::string>>(listed.status(), "");
               auto& mine = passes_of(b)[r];
+              // Each backend's own order: by creation, then id; and each pass's digest its code's.
+              EXPECT_TRUE(std::is_sorted(listed->begin(), listed->end(),
+                                         [](auto& x, auto& y) {
+                                           return std::pair(x.created_at, x.id) <
+                                                  std::pair(y.created_at, y.id);
+                                         }))
+                  << "op " << i_now;
               std::vector<std::pair<std::pair<int64_t, size_t>, std::string>> keyed;
               for (const auto& p : *listed) {
                 size_t at = 0;
                 while (at < mine.size() && mine[at].id != p.id) ++at;
+                EXPECT_TRUE(at < mine.size() && p.digest == core::PassDigest(mine[at].code))
+                    << "op " << i_now << " pass " << p.id;
                 keyed.push_back({{p.created_at, at},
                                  fmt::format("#{} {} uses={} left={} expires={} created={}", at,
                                              core::ToString(p.kind), p.uses, p.uses_left,
