@@ -213,7 +213,7 @@ PY
 # Every key the scripts take (room.lua's 14, queue.lua's 16: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
-for k in m l s d v x c cf g ln ld ev pq dw; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
+for k in m l s d v x c cf g ln ld ev pq dw ps; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
 # room.lua's ARGV[4]: the 32 random bytes in hex every call carries (ENTROPY); a fixed value
 # here, as nothing timed draws with it.
 ROOM_ENTROPY="$(printf '5eed%.0s' {1..16})"

@@ -13,7 +13,7 @@ import os, random, socket, sys, time
 port, lib = int(sys.argv[1]), sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 chunk = int(sys.argv[4]) if len(sys.argv) > 4 else 10_000
-keys = ["t:{r:draw}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw"]]
+keys = ["t:{r:draw}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
 s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
 def reply():
     line = f.readline(); kind, rest = line[:1], line[1:-2]

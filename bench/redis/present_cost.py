@@ -3,11 +3,11 @@
 # session in that room, for room.lua libraries loaded side
 # by side: python3 bench/redis/present_cost.py PORT LIB... (each LIB a FUNCTION LOADed room.lua as
 # anteroom sends it, `build/release/bench/assembled_script room`, registered under that name; BUCKETS=N for another window; docs/benchmarks.md, "100,000 live
-# clients over 6 processes"). Calls are made as anteroom makes them now (14 keys, ARGV 4 the
+# clients over 6 processes"). Calls are made as anteroom makes them now (15 keys, ARGV 4 the
 # entropy): a library from before that calling convention needs the script of its own day.
 import os, socket, sys
 port = int(sys.argv[1]); libs = sys.argv[2:]
-keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw"]]
+keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
 s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
 def reply():
     line = f.readline(); kind, rest = line[:1], line[1:-2]

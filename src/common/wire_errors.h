@@ -342,8 +342,6 @@ inline std::string UnknownPassField(std::string_view key) {
   return fmt::format("'{}' is not a field of a pass: count, uses, expires_at, kind",
                      PrintableField(key));
 }
-inline constexpr std::string_view kPassesNotOnRedis =
-    "passes are not available on the Redis backend yet: run on the embedded backend";
 
 // The schedule (core/schedule.cc): the same words from every backend.
 inline constexpr std::string_view kPrequeueAfterStart =

@@ -97,7 +97,7 @@ async function leaveSession(anteroom, session) {
 
 // The whole visit, through `site` (a started proxy) to `anteroom` (one of its anteroom
 // processes, for the admin API).
-async function scenario(site, anteroom, label, { passes = true } = {}) {
+async function scenario(site, anteroom, label) {
   const people = [];
   const arrive = async (options) => { const p = await person(site, options); people.push(p); return p; };
   let step = 'start';
@@ -254,35 +254,33 @@ async function scenario(site, anteroom, label, { passes = true } = {}) {
     assert.equal((await room(anteroom)).active, 2);
 
     // --- A link with a pass skips the line ---
-    if (passes) {
-      step = 'a pass skips the line';
-      const g = await arrive();
-      await g.page.goto(`${site.url}/product/8`);
-      assert.ok(waitingFor(g, site, `${site.url}/product/8`), g.page.url());
-      await eventually(async () => (await g.page.locator('#position').textContent()) === '1',
-        5_000, 'G at position 1');
-      const minted = await api(anteroom, 'POST', `/v1/rooms/${ROOM}/passes`, { kind: 'front' });
-      assert.equal(minted.status, 201, minted.text);
-      const { id, code } = minted.json.passes[0];
-      const h = await arrive();
-      await h.page.goto(`${site.url}/product/9?y=2&pass=${encodeURIComponent(code)}`);
-      assert.ok(waitingFor(h, site, `${site.url}/product/9?y=2`),
-        `on the waiting page, the pass not in the return URL: ${h.page.url()}`);
-      await eventually(async () => (await h.page.locator('#position').textContent()) === '1',
-        5_000, 'H (with the pass) at position 1');
-      assert.equal(new URL(h.page.url()).searchParams.get('pass'), null,
-        'the code is gone from the address bar');
-      await eventually(async () => (await g.page.locator('#position').textContent()) === '2',
-        5_000, 'G moved to position 2');
-      const listed = await api(anteroom, 'GET', `/v1/rooms/${ROOM}/passes`);
-      assert.equal(listed.json.passes.find((p) => p.id === id).uses_left, 0, listed.text);
-      // A slot frees: it is the pass holder's, at the page asked for (less the pass).
-      await leaveSession(anteroom, await f.page.locator('#session').textContent());
-      await h.page.waitForURL(`${site.url}/product/9?y=2`, { timeout: 5_000 });
-      assert.equal(await where(h), '/product/9?y=2');
-      await eventually(async () => (await g.page.locator('#position').textContent()) === '1',
-        5_000, 'G next');
-    }
+    step = 'a pass skips the line';
+    const g = await arrive();
+    await g.page.goto(`${site.url}/product/8`);
+    assert.ok(waitingFor(g, site, `${site.url}/product/8`), g.page.url());
+    await eventually(async () => (await g.page.locator('#position').textContent()) === '1',
+      5_000, 'G at position 1');
+    const minted = await api(anteroom, 'POST', `/v1/rooms/${ROOM}/passes`, { kind: 'front' });
+    assert.equal(minted.status, 201, minted.text);
+    const { id, code } = minted.json.passes[0];
+    const h = await arrive();
+    await h.page.goto(`${site.url}/product/9?y=2&pass=${encodeURIComponent(code)}`);
+    assert.ok(waitingFor(h, site, `${site.url}/product/9?y=2`),
+      `on the waiting page, the pass not in the return URL: ${h.page.url()}`);
+    await eventually(async () => (await h.page.locator('#position').textContent()) === '1',
+      5_000, 'H (with the pass) at position 1');
+    assert.equal(new URL(h.page.url()).searchParams.get('pass'), null,
+      'the code is gone from the address bar');
+    await eventually(async () => (await g.page.locator('#position').textContent()) === '2',
+      5_000, 'G moved to position 2');
+    const listed = await api(anteroom, 'GET', `/v1/rooms/${ROOM}/passes`);
+    assert.equal(listed.json.passes.find((p) => p.id === id).uses_left, 0, listed.text);
+    // A slot frees: it is the pass holder's, at the page asked for (less the pass).
+    await leaveSession(anteroom, await f.page.locator('#session').textContent());
+    await h.page.waitForURL(`${site.url}/product/9?y=2`, { timeout: 5_000 });
+    assert.equal(await where(h), '/product/9?y=2');
+    await eventually(async () => (await g.page.locator('#position').textContent()) === '1',
+      5_000, 'G next');
   } catch (e) {
     const shots = [];
     for (const [i, p] of people.entries()) {
@@ -337,8 +335,7 @@ describe('the gate behind real proxies', () => {
         proxy = await startNginx({
           originPort: origin.port, anteroomPorts: anterooms.map((a) => a.port), room: ROOM,
         });
-        // Passes are not on the Redis backend yet (docs/launch.md).
-        await scenario(proxy, anterooms[0], 'nginx-redis', { passes: false });
+        await scenario(proxy, anterooms[0], 'nginx-redis');
         // Both processes answered the gate (nginx spreads the subrequests over the upstream).
         for (const [i, a] of anterooms.entries()) {
           const metrics = await (await fetch(`${a.url}/metrics`)).text();

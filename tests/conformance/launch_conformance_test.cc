@@ -1,22 +1,27 @@
 // The launch-day conformance suite: scheduled events, the pre-queue and its draw, queueing
-// methods, through store::Backend with the backend's own timer driving the draw (the embedded
-// backend's timer, the Redis backend's sweeper). Every backend runs all of it.
+// methods and passes, through store::Backend with the backend's own timer driving the draw (the
+// embedded backend's timer, the Redis backend's sweeper). Every backend runs all of it.
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "backend_fixture.h"
+#include "common/wire_errors.h"
 #include "store/backend.h"
 
 namespace anteroom::store {
 namespace {
 
 using core::EventSpec;
+using core::PassKind;
 using core::QueueingMethod;
 using core::RoomEvent;
 using core::RoomPatch;
@@ -65,8 +70,59 @@ class LaunchConformanceTest : public conformance::BackendTest {
     e.shuffle_at_start = shuffle;
     return e;
   }
-  // Passes are not in the Redis scripts yet: there they answer kUnavailable.
-  bool OnRedis() const { return GetParam().name.rfind("redis", 0) == 0; }
+  OpResult<core::RoomInfo> Get(const std::string& room) {
+    return Await<core::RoomInfo>([&](auto done) { b().GetRoom(room, done); });
+  }
+  OpResult<SessionView> Leave(const std::string& room, const std::string& session, bool final) {
+    return Await<SessionView>([&](auto done) { b().Leave(room, session, final, done); });
+  }
+  OpResult<SessionView> Touch(const std::string& room, const std::string& session) {
+    return Await<SessionView>([&](auto done) { b().Touch(room, session, done); });
+  }
+  OpResult<std::vector<core::MintedPass>> MintPasses(const std::string& room, PassKind kind,
+                                                     int64_t uses = 1, int64_t count = 1,
+                                                     std::optional<int64_t> expires_at = {}) {
+    core::PassMint mint{.kind = kind, .uses = uses, .expires_at = expires_at, .count = count};
+    return Await<std::vector<core::MintedPass>>(
+        [&](auto done) { b().MintPasses(room, mint, done); });
+  }
+  // One pass's code (a failure, and "", when it was not minted).
+  std::string Mint(const std::string& room, PassKind kind, int64_t uses = 1,
+                   std::optional<int64_t> expires_at = {}) {
+    auto minted = MintPasses(room, kind, uses, 1, expires_at);
+    EXPECT_TRUE(minted.ok() && minted->size() == 1) << minted.message();
+    return minted.ok() && minted->size() == 1 ? (*minted)[0].code : std::string();
+  }
+  OpResult<SessionView> Redeem(const std::string& room, const std::string& session,
+                               const std::string& code, int64_t proof_bits = 0) {
+    core::Arrival arrival{.client = "", .proof_bits = proof_bits, .pass = code};
+    return Await<SessionView>([&](auto done) { b().Check(room, session, arrival, done); });
+  }
+  OpResult<std::vector<core::RoomPass>> Passes(const std::string& room) {
+    return Await<std::vector<core::RoomPass>>([&](auto done) { b().ListPasses(room, done); });
+  }
+  OpResult<int64_t> Revoke(const std::string& room, std::optional<std::string> id) {
+    return Await<int64_t>([&](auto done) { b().RevokePasses(room, id, done); });
+  }
+  int64_t UsesLeft(const std::string& room) {
+    auto passes = Passes(room);
+    EXPECT_TRUE(passes.ok()) << passes.message();
+    int64_t left = 0;
+    if (passes.ok()) {
+      for (const auto& p : *passes) left += p.uses_left;
+    }
+    return left;
+  }
+  // The room as a refused pass must leave it: its line, counts and passes.
+  std::string State(const std::string& room) {
+    auto info = Get(room);
+    std::string out = info.ok()
+                          ? fmt::format("active={} waiting={} admitted={} line=", info->active,
+                                        info->waiting, info->counters.admitted_total)
+                          : "no room";
+    for (const std::string& id : Line(room)) out += id + ",";
+    return out + " uses_left=" + std::to_string(UsesLeft(room));
+  }
   bool Scheduled(const OpResult<RoomEvent>& put) {
     EXPECT_TRUE(put.ok()) << put.message();
     return put.ok();
@@ -191,14 +247,19 @@ TEST_P(LaunchConformanceTest, PassesAreMintedRedeemedAndRevoked) {
       .kind = core::PassKind::kFront, .uses = 2, .expires_at = std::nullopt, .count = 3};
   auto minted =
       Await<std::vector<core::MintedPass>>([&](auto done) { b().MintPasses("r", mint, done); });
-  if (OnRedis()) {
-    EXPECT_EQ(minted.status(), OpStatus::kUnavailable);
-    return;
-  }
   ASSERT_TRUE(minted.ok()) << minted.message();
   ASSERT_EQ(minted->size(), 3u);
   std::set<std::string> codes;
-  for (const auto& m : *minted) codes.insert(m.code);
+  for (const auto& m : *minted) {
+    codes.insert(m.code);
+    EXPECT_EQ(m.code.rfind(m.pass.id + ".", 0), 0u) << "a code starts with its pass's id";
+    EXPECT_EQ(m.pass.digest, core::PassDigest(m.code));
+    EXPECT_EQ(m.pass.kind, PassKind::kFront);
+    EXPECT_EQ(m.pass.uses, 2);
+    EXPECT_EQ(m.pass.uses_left, 2);
+    EXPECT_EQ(m.pass.expires_at, std::nullopt);
+    EXPECT_EQ(m.pass.created_at, NowMs());
+  }
   EXPECT_EQ(codes.size(), 3u);
   core::Arrival with_pass{.client = "", .proof_bits = 0, .pass = (*minted)[0].code};
   auto vip = Await<SessionView>([&](auto done) { b().Check("r", "vip", with_pass, done); });
@@ -214,7 +275,14 @@ TEST_P(LaunchConformanceTest, PassesAreMintedRedeemedAndRevoked) {
   ASSERT_TRUE(passes.ok());
   ASSERT_EQ(passes->size(), 3u);
   int64_t left = 0;
-  for (const auto& p : *passes) left += p.uses_left;
+  for (const auto& p : *passes) {
+    left += p.uses_left;
+    auto it = std::find_if(minted->begin(), minted->end(),
+                           [&](const auto& m) { return m.pass.id == p.id; });
+    ASSERT_NE(it, minted->end()) << p.id;
+    EXPECT_EQ(p.digest, it->pass.digest) << "the digest kept, never the code";
+    EXPECT_EQ(p.uses_left, p.id == (*minted)[0].pass.id ? 1 : 2);
+  }
   EXPECT_EQ(left, 5);
   auto one = Await<int64_t>([&](auto done) { b().RevokePasses("r", (*minted)[1].pass.id, done); });
   EXPECT_EQ(one.ok() ? *one : -1, 1);
@@ -223,6 +291,264 @@ TEST_P(LaunchConformanceTest, PassesAreMintedRedeemedAndRevoked) {
   EXPECT_EQ(Await<SessionView>([&](auto done) { b().Check("r", "y", with_pass, done); }).status(),
             OpStatus::kInvalidArgument)
       << "revoked";
+}
+
+// An admit pass gets in at once while a slot is free, even in a pre-queue; with the room full
+// it is first in line, as a front pass is, and the pre-queue's draw comes behind them.
+TEST_P(LaunchConformanceTest, PassesDuringAPrequeueGoAheadOfItsDraw) {
+  MakeRoom("r", 1);
+  if (!Scheduled(PutEvent("r", "drop", Drop(0, 5'000, 600'000, false)))) return;
+  ASSERT_EQ(Check("r", "fan1")->status, SessionStatus::kPrequeue);
+  ASSERT_EQ(Check("r", "fan2")->status, SessionStatus::kPrequeue);
+  std::string admit = Mint("r", PassKind::kAdmit, 2);
+  std::string front = Mint("r", PassKind::kFront);
+  auto staff = Redeem("r", "staff", admit);
+  ASSERT_TRUE(staff.ok()) << staff.message();
+  EXPECT_EQ(staff->status, SessionStatus::kActive) << "a free slot, whatever the pre-queue";
+  auto vip = Redeem("r", "vip", admit);
+  ASSERT_TRUE(vip.ok()) << vip.message();
+  EXPECT_EQ(vip->status, SessionStatus::kWaiting) << "never past capacity";
+  EXPECT_EQ(vip->position, 1);
+  auto fan2 = Redeem("r", "fan2", front);  // pre-queued: out of the pre-queue, to the front
+  ASSERT_TRUE(fan2.ok()) << fan2.message();
+  EXPECT_EQ(fan2->status, SessionStatus::kWaiting);
+  EXPECT_EQ(fan2->position, 2);
+  EXPECT_EQ(fan2->waiting, 2);
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "fan2"}));
+  EXPECT_EQ(Get("r")->active, 1);
+  AdvanceTime(5'000);  // the start: the pre-queue (fan1 alone now) is drawn behind them
+  for (int turn = 0; turn < 10 && Line("r").size() < 3; ++turn) AdvanceTime(1);
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "fan2", "fan1"}));
+  ASSERT_TRUE(Leave("r", "staff", /*final=*/true).ok());
+  EXPECT_EQ(Check("r", "vip")->status, SessionStatus::kActive);
+  EXPECT_EQ(Check("r", "fan2")->position, 1);
+  EXPECT_EQ(Check("r", "fan1")->position, 2);
+}
+
+// One the draw holds, not yet published, who redeems a pass goes to the front line at once,
+// and the draw skips its place when it comes.
+TEST_P(LaunchConformanceTest, APassMidDrawTakesOneOutOfTheDraw) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "h").ok());
+  if (!Scheduled(PutEvent("r", "drop", Drop(0, 1'000, 600'000, false)))) return;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(Check("r", "p" + std::to_string(i)).ok());
+  AdvanceTime(1'000);  // the start, and one chunk of the draw (the harness's draw_chunk: 64)
+  std::vector<std::string> published = Line("r");
+  ASSERT_LT(published.size(), 90u) << "the draw is not over yet";
+  ASSERT_EQ(Check("r", "p90")->status, SessionStatus::kPrequeue);
+  auto vip = Redeem("r", "p90", Mint("r", PassKind::kFront));
+  ASSERT_TRUE(vip.ok()) << vip.message();
+  EXPECT_EQ(vip->status, SessionStatus::kWaiting);
+  EXPECT_EQ(vip->position, 1);
+  for (int turn = 0; turn < 10 && Line("r").size() < 100; ++turn) AdvanceTime(1);
+  std::vector<std::string> want{"p90"};
+  for (int i = 0; i < 100; ++i) {
+    if (i != 90) want.push_back("p" + std::to_string(i));
+  }
+  EXPECT_EQ(Line("r"), want) << "the drawn order (arrival here), p90 ahead and once";
+  EXPECT_EQ(Get("r")->waiting, 100);
+}
+
+// Under the random method the front line still goes first, in the order it came.
+TEST_P(LaunchConformanceTest, PassHoldersGoFirstUnderTheRandomMethod) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "holder").ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(Check("r", "w" + std::to_string(i)).ok());
+  RoomPatch random;
+  random.queueing_method = QueueingMethod::kRandom;
+  ASSERT_TRUE(Put("r", random).ok());
+  std::string front = Mint("r", PassKind::kFront, 2);
+  auto vip1 = Redeem("r", "vip1", front);
+  ASSERT_TRUE(vip1.ok()) << vip1.message();
+  EXPECT_EQ(vip1->status, SessionStatus::kWaiting);
+  EXPECT_TRUE(vip1->odds.has_value()) << "odds, as every waiting session under random";
+  ASSERT_TRUE(Redeem("r", "vip2", front).ok());
+  EXPECT_EQ(Line("r").at(0), "vip1");
+  EXPECT_EQ(Line("r").at(1), "vip2");
+  ASSERT_TRUE(Leave("r", "holder", /*final=*/true).ok());
+  EXPECT_EQ(Check("r", "vip1")->status, SessionStatus::kActive);
+  ASSERT_TRUE(Leave("r", "vip1", /*final=*/true).ok());
+  EXPECT_EQ(Check("r", "vip2")->status, SessionStatus::kActive);
+  ASSERT_TRUE(Leave("r", "vip2", /*final=*/true).ok());
+  auto info = Get("r");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->active, 1) << "then the draw among the others";
+  EXPECT_EQ(info->waiting, 7);
+}
+
+// A wrong, used-up, expired or revoked code is refused with the core's words and changes
+// nothing; so is a pass whose join the room's challenge refuses.
+TEST_P(LaunchConformanceTest, RefusedPassesChangeNothing) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "holder").ok());
+  ASSERT_TRUE(Check("r", "w1").ok());
+  std::string once = Mint("r", PassKind::kFront, 1);
+  std::string soon = Mint("r", PassKind::kAdmit, 3, NowMs() + 1'000);
+  std::string revoked = Mint("r", PassKind::kAdmit, 3);
+  ASSERT_TRUE(Redeem("r", "a", once).ok());
+  ASSERT_TRUE(Revoke("r", revoked.substr(0, revoked.find('.'))).ok());
+  AdvanceTime(1'000);  // `soon` expires now
+  const std::string before = State("r");
+  auto refused = [&](const std::string& session, const std::string& code, std::string_view why) {
+    auto r = Redeem("r", session, code);
+    EXPECT_EQ(r.status(), OpStatus::kInvalidArgument) << session << " with " << code;
+    EXPECT_EQ(r.message(), why) << session << " with " << code;
+  };
+  std::string id = once.substr(0, once.find('.'));
+  refused("x", once, wire::kPassUsedUp);
+  refused("x", soon, wire::kPassExpired);
+  refused("x", revoked, wire::kPassNotValid);
+  refused("x", id + ".not-the-secret", wire::kPassNotValid);
+  refused("x", once + "x", wire::kPassNotValid);
+  refused("x", "no-dot-at-all", wire::kPassNotValid);
+  refused("x", ".", wire::kPassNotValid);
+  refused("x", once + std::string(200, 'z'), wire::kPassNotValid);  // longer than a code
+  refused("w1", soon, wire::kPassExpired);                          // known and waiting
+  EXPECT_EQ(Touch("r", "x").status(), OpStatus::kUnknownSession) << "nobody joined";
+  EXPECT_EQ(State("r"), before);
+  // A join with a pass is a join: the challenge refuses it, and the pass is not used.
+  std::string good = Mint("r", PassKind::kFront, 1);
+  RoomPatch hard;
+  hard.challenge_difficulty = std::optional<int64_t>(4);
+  ASSERT_TRUE(Put("r", hard).ok());
+  EXPECT_EQ(Redeem("r", "y", good).status(), OpStatus::kChallengeRequired);
+  EXPECT_EQ(Touch("r", "y").status(), OpStatus::kUnknownSession);
+  EXPECT_EQ(UsesLeft("r"), 3 + 1) << "the revoked pass is gone, `good` kept its use";
+  auto in = Redeem("r", "y", good, /*proof_bits=*/4);
+  ASSERT_TRUE(in.ok()) << in.message();
+  EXPECT_EQ(in->position, 2) << "behind a, who came first with a pass";
+  EXPECT_EQ(Get("r")->active, 1) << "never past capacity";
+}
+
+// A session holding a slot keeps its pass unused: active, or in grace (it comes back).
+TEST_P(LaunchConformanceTest, AHoldersPassIsNotUsed) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "holder").ok());
+  std::string code = Mint("r", PassKind::kAdmit, 2);
+  auto v = Redeem("r", "holder", code);
+  ASSERT_TRUE(v.ok()) << v.message();
+  EXPECT_EQ(v->status, SessionStatus::kActive);
+  ASSERT_EQ(Leave("r", "holder", /*final=*/false)->status, SessionStatus::kGrace);
+  v = Redeem("r", "holder", code);
+  ASSERT_TRUE(v.ok()) << v.message();
+  EXPECT_EQ(v->status, SessionStatus::kActive) << "back from grace, by its check-in";
+  EXPECT_EQ(UsesLeft("r"), 2);
+  // Even a pass that would be refused is not looked at.
+  EXPECT_TRUE(Redeem("r", "holder", "not-a-pass").ok());
+}
+
+// The front line stays ahead of holders the brake sends back, and out of a pre-queue that
+// takes everyone; a method that turns joins away still lets a pass in.
+TEST_P(LaunchConformanceTest, TheFrontLineStaysAheadOfTheBrakeAndThePrequeue) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "h").ok());
+  ASSERT_TRUE(Check("r", "w1").ok());
+  std::string front = Mint("r", PassKind::kFront, 3);
+  ASSERT_TRUE(Redeem("r", "vip", front).ok());
+  RoomPatch brake;
+  brake.queueing_method = QueueingMethod::kQueueAll;
+  brake.include_active = true;
+  ASSERT_TRUE(Put("r", brake).ok());
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "h", "w1"}));
+  // Paused from here: nobody is admitted when the brake is let go of or the slots are freed.
+  RoomPatch reject;
+  reject.queueing_method = QueueingMethod::kReject;
+  reject.paused = true;
+  ASSERT_TRUE(Put("r", reject).ok());
+  EXPECT_EQ(Check("r", "nobody")->status, SessionStatus::kClosed);
+  auto vip2 = Redeem("r", "vip2", front);
+  ASSERT_TRUE(vip2.ok()) << vip2.message();
+  EXPECT_EQ(vip2->status, SessionStatus::kWaiting);
+  EXPECT_EQ(vip2->position, 2);
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "vip2", "h", "w1"}));
+  RoomPatch fifo;
+  fifo.queueing_method = QueueingMethod::kFifo;
+  ASSERT_TRUE(Put("r", fifo).ok());
+  EventSpec all = Drop(0, 60'000, 600'000, false);
+  all.prequeue_scope = core::PrequeueScope::kAll;
+  if (!Scheduled(PutEvent("r", "drop", all))) return;
+  AdvanceTime(1);
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "vip2"}));
+  EXPECT_EQ(Check("r", "h")->status, SessionStatus::kPrequeue);
+  EXPECT_EQ(Check("r", "w1")->status, SessionStatus::kPrequeue);
+  EXPECT_EQ(Check("r", "vip2")->position, 2);
+  if (harness_->Restart()) {
+    EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip", "vip2"}));
+    EXPECT_EQ(Check("r", "vip")->position, 1);
+  }
+}
+
+// Live channels read the line as changes since their last read: a redemption that puts someone
+// ahead of others reads right, as does one that only lengthens the line.
+TEST_P(LaunchConformanceTest, TheLineReadAfterARedemptionHasTheFrontFirst) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "h").ok());
+  std::string front = Mint("r", PassKind::kFront, 3);
+  EXPECT_TRUE(Line("r").empty());
+  ASSERT_TRUE(Redeem("r", "vip1", front).ok());  // nobody behind it: the end of the line
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip1"}));
+  ASSERT_TRUE(Check("r", "w1").ok());
+  ASSERT_TRUE(Check("r", "w2").ok());
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip1", "w1", "w2"}));
+  ASSERT_TRUE(Redeem("r", "w2", front).ok());  // ahead of w1
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip1", "w2", "w1"}));
+  ASSERT_TRUE(Redeem("r", "vip1", front).ok());  // again: to the end of the front line
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"w2", "vip1", "w1"}));
+  EXPECT_EQ(Check("r", "w1")->position, 3);
+  ASSERT_TRUE(Leave("r", "h", /*final=*/true).ok());
+  EXPECT_EQ(Line("r"), (std::vector<std::string>{"vip1", "w1"}));
+  EXPECT_EQ(Check("r", "w2")->status, SessionStatus::kActive);
+}
+
+// Revoking one pass or all; the list by creation, then id; a room made again has none.
+TEST_P(LaunchConformanceTest, PassesAreListedInOrderAndRevokedOneOrAll) {
+  MakeRoom("r", 1);
+  auto first = MintPasses("r", PassKind::kAdmit, 1, 3);
+  ASSERT_TRUE(first.ok()) << first.message();
+  AdvanceTime(10);
+  auto second = MintPasses("r", PassKind::kFront, 4, 2, NowMs() + 60'000);
+  ASSERT_TRUE(second.ok()) << second.message();
+  auto ids = [](const std::vector<core::MintedPass>& minted) {
+    std::vector<std::string> out;
+    for (const auto& m : minted) out.push_back(m.pass.id);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<std::string> want = ids(*first);
+  for (const std::string& id : ids(*second)) want.push_back(id);
+  auto listed = Passes("r");
+  ASSERT_TRUE(listed.ok()) << listed.message();
+  std::vector<std::string> got;
+  for (const auto& p : *listed) got.push_back(p.id);
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(listed->size(), 5u);
+  EXPECT_EQ((*listed)[0].kind, PassKind::kAdmit);
+  EXPECT_EQ((*listed)[0].created_at, NowMs() - 10);
+  EXPECT_EQ((*listed)[4].kind, PassKind::kFront);
+  EXPECT_EQ((*listed)[4].uses, 4);
+  EXPECT_EQ((*listed)[4].expires_at, NowMs() + 60'000);
+  EXPECT_EQ((*listed)[4].created_at, NowMs());
+  auto unknown = Revoke("r", std::string("nope"));
+  EXPECT_EQ(unknown.status(), OpStatus::kNotFound);
+  EXPECT_EQ(unknown.message(), wire::UnknownPass("nope"));
+  auto one = Revoke("r", want[1]);
+  EXPECT_EQ(one.ok() ? *one : -1, 1);
+  EXPECT_EQ(Revoke("r", want[1]).status(), OpStatus::kNotFound);
+  if (harness_->Restart()) {
+    EXPECT_EQ(Passes("r")->size(), 4u);
+  }
+  auto all = Revoke("r", std::nullopt);
+  EXPECT_EQ(all.ok() ? *all : -1, 4);
+  EXPECT_TRUE(Passes("r")->empty());
+  EXPECT_EQ(*Revoke("r", std::nullopt), 0);
+  EXPECT_EQ(MintPasses("nowhere", PassKind::kAdmit).status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Passes("nowhere").status(), OpStatus::kUnknownRoom);
+  EXPECT_EQ(Revoke("nowhere", std::nullopt).status(), OpStatus::kUnknownRoom);
+  std::string code = Mint("r", PassKind::kAdmit);
+  ASSERT_TRUE(Await<core::RoomInfo>([&](auto done) { b().DeleteRoom("r", done); }).ok());
+  MakeRoom("r", 1);
+  EXPECT_TRUE(Passes("r")->empty()) << "a room made again has no passes";
+  EXPECT_EQ(Redeem("r", "x", code).status(), OpStatus::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LaunchConformanceTest,

@@ -9,6 +9,10 @@
 // backend's own randomness), scheduled events with pre-queues, overrides, suspensions and
 // cancellations, and their draws in arrival order (a shuffle's order follows its seed, drawn
 // by each backend: redis_draw_test.cc holds Redis's shuffles to core::FisherYates instead).
+// Passes go in too: minted, redeemed (right, wrong, used up, expired, revoked), revoked and
+// listed. Their ids and codes are random per backend, so each backend's are kept in mint order
+// and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
+// without ids and codes.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -16,13 +20,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend_fixture.h"
+#include "common/wire_errors.h"
 
 namespace anteroom::store::conformance {
 namespace {
@@ -137,6 +144,21 @@ std::string Show(const std::vector<core::RoomEvent>& v) {
   for (const auto& e : v) s += Show(e) + " ";
   return s;
 }
+// Minted passes without their ids and codes (random per backend).
+std::string Show(const std::vector<core::MintedPass>& v) {
+  std::string s;
+  for (const auto& m : v) {
+    s += fmt::format("[{} uses={} left={} expires={} created={}] ", core::ToString(m.pass.kind),
+                     m.pass.uses, m.pass.uses_left, Show(m.pass.expires_at), m.pass.created_at);
+  }
+  return s;
+}
+std::string Show(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += e + " ";
+  return s;
+}
+std::string Show(int64_t n) { return std::to_string(n); }
 std::string Show(bool b) { return b ? "true" : "false"; }
 std::string Show(size_t n) { return std::to_string(n); }
 std::string Show(Done) { return "done"; }
@@ -220,6 +242,15 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     auto session = [&] { return "s" + std::to_string(pick(12)); };
     auto worker = [&] { return "w" + std::to_string(pick(3)); };
 
+    // Each backend's passes per room, in mint order: {id, code}.
+    struct Minted {
+      std::string id, code;
+    };
+    std::map<std::string, std::vector<Minted>> passes[2];
+    auto passes_of = [&](Backend& b) -> std::map<std::string, std::vector<Minted>>& {
+      return passes[&b == &memory.backend() ? 0 : 1];
+    };
+
     for (const char* r : {"r0", "r1"}) {
       (void)same("create", [&](Backend& b) {
         core::RoomPatch p;
@@ -232,7 +263,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(31);
+      int op = pick(35);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -501,6 +532,103 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             });
           }
           break;
+        case 31: {
+          // Passes of either kind, some that expire within a few seconds.
+          core::PassMint mint{.kind = pick(2) ? core::PassKind::kAdmit : core::PassKind::kFront,
+                              .uses = 1 + pick(3),
+                              .expires_at = std::nullopt,
+                              .count = 1 + pick(3)};
+          if (pick(3) == 0) mint.expires_at = memory.NowMs() + 100 * pick(30);
+          (void)same("mint", [&](Backend& b) {
+            auto r = Wait<std::vector<core::MintedPass>>(
+                [&](auto done) { b.MintPasses(r_now, mint, done); });
+            if (r.ok()) {
+              for (const auto& m : *r) passes_of(b)[r_now].push_back({m.pass.id, m.code});
+            }
+            return r;
+          });
+          break;
+        }
+        case 32:
+        case 33: {
+          // A check that carries the k-th pass of the room: its code, or a wrong one.
+          core::Arrival arrival{.client = pick(6) == 0 ? "" : "c" + std::to_string(pick(5)),
+                                .proof_bits = pick(4)};
+          // Mostly one of the last few minted, so passes get used up.
+          size_t n = passes[0][r].size();
+          size_t k =
+              n == 0 ? 0
+                     : n - 1 - static_cast<size_t>(pick(static_cast<int>(std::min<size_t>(n, 4))));
+          int how = pick(10);  // 0: a wrong secret, 1: no pass at all by that id, else the code
+          (void)same("redeem", [&](Backend& b) {
+            auto& mine = passes_of(b)[r];
+            core::Arrival a = arrival;
+            if (how == 1 || mine.size() <= k) {
+              a.pass = "nobody.secret";
+            } else if (how == 0) {
+              a.pass = mine[k].id + ".wrong";
+            } else {
+              a.pass = mine[k].code;
+            }
+            return Wait<core::SessionView>([&](auto done) { b.Check(r, s, a, done); });
+          });
+          break;
+        }
+        case 34: {
+          size_t n = passes[0][r].size();
+          int what = pick(6);
+          if (what == 0) {
+            (void)same("revoke-all", [&](Backend& b) {
+              return Wait<int64_t>([&](auto done) { b.RevokePasses(r, std::nullopt, done); });
+            });
+          } else if (what <= 2) {
+            size_t k = n == 0 ? 0 : static_cast<size_t>(pick(static_cast<int>(n)));
+            bool unknown = pick(5) == 0;
+            (void)same("revoke", [&](Backend& b) {
+              auto& mine = passes_of(b)[r];
+              std::string id = unknown || mine.size() <= k ? "nope" : mine[k].id;
+              auto revoked = Wait<int64_t>([&](auto done) { b.RevokePasses(r, id, done); });
+              // A pass revoked before is named by its id: compared by its mint order.
+              if (revoked.status() == OpStatus::kNotFound && id != "nope") {
+                EXPECT_EQ(revoked.message(), wire::UnknownPass(id));
+                return OpResult<int64_t>(OpStatus::kNotFound, fmt::format("pass #{}", k));
+              }
+              return revoked;
+            });
+          } else {
+            // The list, each pass named by its mint order (ids differ), ordered by creation
+            // then mint order (the order by id within a creation time is each backend's).
+            (void)same("passes", [&](Backend& b) {
+              auto listed =
+                  Wait<std::vector<core::RoomPass>>([&](auto done) { b.ListPasses(r, done); });
+              if (!listed.ok()) return OpResult<std::vector<std::string>>(listed.status(), "");
+              auto& mine = passes_of(b)[r];
+              // Each backend's own order: by creation, then id; and each pass's digest its code's.
+              EXPECT_TRUE(std::is_sorted(listed->begin(), listed->end(),
+                                         [](auto& x, auto& y) {
+                                           return std::pair(x.created_at, x.id) <
+                                                  std::pair(y.created_at, y.id);
+                                         }))
+                  << "op " << i_now;
+              std::vector<std::pair<std::pair<int64_t, size_t>, std::string>> keyed;
+              for (const auto& p : *listed) {
+                size_t at = 0;
+                while (at < mine.size() && mine[at].id != p.id) ++at;
+                EXPECT_TRUE(at < mine.size() && p.digest == core::PassDigest(mine[at].code))
+                    << "op " << i_now << " pass " << p.id;
+                keyed.push_back({{p.created_at, at},
+                                 fmt::format("#{} {} uses={} left={} expires={} created={}", at,
+                                             core::ToString(p.kind), p.uses, p.uses_left,
+                                             Show(p.expires_at), p.created_at)});
+              }
+              std::sort(keyed.begin(), keyed.end());
+              std::vector<std::string> out;
+              for (auto& [key, text] : keyed) out.push_back(std::move(text));
+              return OpResult<std::vector<std::string>>(std::move(out));
+            });
+          }
+          break;
+        }
         default: {
           // Whole 100 ms steps, as every duration above: deadlines are often hit exactly.
           int64_t ms = pick(4) == 0 ? 2500 : 100 * pick(8);

@@ -1,7 +1,7 @@
 // Launch day over real TCP against a real `anteroom serve`: the schedule routes, statuses in
 // the pre-queue, a shuffled drop whose order anyone can recompute from its seed, queueing
-// methods, and a SIGKILL at the start of a draw (the order after the restart is the one the
-// seed gives).
+// methods, passes (on the embedded backend and across two processes on Redis), and a SIGKILL
+// at the start of a draw (the order after the restart is the one the seed gives).
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@
 #include "anteroom/client.hpp"
 #include "core/draw.h"
 #include "support/api_checks.h"
+#include "support/redis_process.h"
 #include "support/server_fixture.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
@@ -197,35 +198,59 @@ TEST_F(LaunchHttpTest, QueueingMethodsOverHttp) {
   EXPECT_EQ(IntField(client().Check("r", Session(1)).json, "position"), 2);
 }
 
-TEST_F(LaunchHttpTest, PassesOverHttp) {
-  MustPut("r", {{"capacity", 1}});
-  client().Check("r", Session(0));
-  client().Check("r", Session(1));
-  HttpResult minted = client().Request("POST", "/v1/rooms/r/passes",
-                                       Body({{"count", 2}, {"kind", "admit"}, {"uses", 1}}));
+// Passes over HTTP: `admin` mints, lists and revokes; checks go through `other` (the same
+// client, or another process on the same store).
+void PassesOverHttpThrough(Client& admin, Client& other) {
+  ASSERT_EQ(admin.PutRoom("r", {{"capacity", 1}}).status, 200);
+  other.Check("r", Session(0));
+  other.Check("r", Session(1));
+  HttpResult minted = admin.Request("POST", "/v1/rooms/r/passes",
+                                    Body({{"count", 2}, {"kind", "admit"}, {"uses", 1}}));
   ASSERT_EQ(minted.status, 201) << minted.body;
   const json::array& passes = minted.json.at("passes").as_array();
   ASSERT_EQ(passes.size(), 2u);
   std::string code = std::string(passes[0].at("code").as_string());
   std::string id = std::string(passes[0].at("id").as_string());
-  HttpResult in = client().Request("POST", "/v1/rooms/r/check",
-                                   Body({{"session", Session(2)}, {"pass", code}}));
+  HttpResult in =
+      other.Request("POST", "/v1/rooms/r/check", Body({{"session", Session(2)}, {"pass", code}}));
   ASSERT_EQ(in.status, 200) << in.body;
   EXPECT_EQ(IntField(in.json, "position"), 1) << "no slot free: first in line";
-  HttpResult used = client().Request("POST", "/v1/rooms/r/check",
-                                     Body({{"session", Session(3)}, {"pass", code}}));
+  HttpResult used =
+      other.Request("POST", "/v1/rooms/r/check", Body({{"session", Session(3)}, {"pass", code}}));
   EXPECT_TRUE(IsError(used, 400, "invalid_argument")) << used.body;
-  EXPECT_TRUE(IsError(client().Request("POST", "/v1/rooms/r/passes", Body({{"kind", "vip"}})), 400,
+  EXPECT_NE(used.body.find("this pass has been used as often as it may"), std::string::npos)
+      << used.body;
+  EXPECT_TRUE(IsError(admin.Request("POST", "/v1/rooms/r/passes", Body({{"kind", "vip"}})), 400,
                       "invalid_argument"));
-  HttpResult list = client().Request("GET", "/v1/rooms/r/passes");
+  HttpResult list = admin.Request("GET", "/v1/rooms/r/passes");
   ASSERT_EQ(list.status, 200) << list.body;
   EXPECT_EQ(list.json.at("passes").as_array().size(), 2u);
   EXPECT_EQ(list.body.find(code), std::string::npos) << "a code is shown once";
-  HttpResult gone = client().Request("DELETE", "/v1/rooms/r/passes/" + id);
+  HttpResult gone = admin.Request("DELETE", "/v1/rooms/r/passes/" + id);
   ASSERT_EQ(gone.status, 200) << gone.body;
   EXPECT_EQ(gone.json.at("revoked"), json::value(1));
-  EXPECT_TRUE(IsError(client().Request("DELETE", "/v1/rooms/r/passes/" + id), 404, "not_found"));
-  EXPECT_EQ(client().Request("DELETE", "/v1/rooms/r/passes").json.at("revoked"), json::value(1));
+  EXPECT_TRUE(IsError(admin.Request("DELETE", "/v1/rooms/r/passes/" + id), 404, "not_found"));
+  EXPECT_EQ(admin.Request("DELETE", "/v1/rooms/r/passes").json.at("revoked"), json::value(1));
+  EXPECT_TRUE(IsError(admin.Request("GET", "/v1/rooms/nowhere/passes"), 404, "unknown_room"));
+}
+
+TEST_F(LaunchHttpTest, PassesOverHttp) { PassesOverHttpThrough(client(), client()); }
+
+// On Redis, minted through one process and redeemed through another.
+TEST(LaunchRedisHttpTest, PassesMintedOnOneProcessAreRedeemedOnAnother) {
+  if (!RedisAvailable()) GTEST_SKIP() << kRedisServerPath << " is not installed";
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  EnvVars env{{"ANTEROOM_TOKEN_SECRET", kTokenSecret}};
+  ServerProcess one({"--store", redis.url()}, env);
+  ServerProcess two({"--store", redis.url()}, env);
+  ASSERT_TRUE(one.started()) << one.error();
+  ASSERT_TRUE(two.started()) << two.error();
+  Client admin(one.url());
+  Client other(two.url());
+  PassesOverHttpThrough(admin, other);
+  EXPECT_TRUE(one.Alive());
+  EXPECT_TRUE(two.Alive());
 }
 
 // SIGKILL right at the start of a large draw (published a few places a turn), then a restart

@@ -9,6 +9,7 @@
 #include "core/queue_types.h"
 #include "core/room.h"
 #include "core/room_event.h"
+#include "core/room_pass.h"
 #include "core/room_types.h"
 #include "core/schedule.h"
 
@@ -79,6 +80,15 @@ std::string LuaRules() {
       LuaMessage(wire::EventEnded(kFigure)), LuaMessage(wire::PrequeueOpened(kFigure)),
       LuaMessage(wire::EventStarted(kFigure)), LuaMessage(wire::EventsOverlap(kFigure)),
       LuaMessage(wire::UnknownEvent(kFigure)));
+  // Passes (core/room_pass.h, core Room::PassRefusal, AddPasses, RevokePasses).
+  rules += fmt::format(
+      "RULES.max_passes = {}\n"
+      "MSG.pass_not_valid = [==[{}]==]\nMSG.pass_used_up = [==[{}]==]\n"
+      "MSG.pass_expired = [==[{}]==]\nMSG.too_many_passes = [==[{}]==]\n"
+      "MSG.pass_id_taken = {}\nMSG.unknown_pass = {}\n",
+      core::kMaxPassesPerRoom, wire::kPassNotValid, wire::kPassUsedUp, wire::kPassExpired,
+      wire::TooManyPasses(core::kMaxPassesPerRoom), LuaMessage(wire::PassIdTaken(kFigure)),
+      LuaMessage(wire::UnknownPass(kFigure)));
   return rules;
 }
 

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "common/base64url.h"
 #include "common/random_id.h"
 #include "common/wire_errors.h"
 #include "store/redis/lua_rules.h"
@@ -49,6 +50,18 @@ std::string OptBool(const std::optional<bool>& v) {
 std::string OptText(const std::optional<std::optional<std::string>>& v) {
   if (!v) return "";
   return *v ? "=" + **v : "-";
+}
+
+// Bytes as lowercase hex digits, two a byte (how room.lua keeps and compares pass digests).
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
 }
 
 core::DrawSeed OsSeed() {
@@ -230,6 +243,7 @@ OpResult<Reply> Checked(Reply r) {
   if (word == "invalid") return {OpStatus::kInvalidArgument, std::move(status.message)};
   if (word == "conflict") return {OpStatus::kConflict, std::move(status.message)};
   if (word == "not_found") return {OpStatus::kNotFound, std::move(status.message)};
+  if (word == "limit_reached") return {OpStatus::kLimitReached, std::move(status.message)};
   return {OpStatus::kInternal, "redis: unexpected answer from a script"};
 }
 }  // namespace
@@ -421,12 +435,20 @@ void RedisBackend::SessionOp(std::string room, std::string op, std::string sessi
   });
 }
 
+// A pass goes to the script as the id its code names and the code's SHA-256 (room.lua op_check),
+// only when it carries one: a check without a pass sends what it did.
 void RedisBackend::Check(std::string room, std::string session, core::Arrival arrival,
                          Completion<core::SessionView> done) {
-  SessionOp(std::move(room), "check", std::move(session),
-            {std::move(arrival.client), std::to_string(arrival.proof_bits),
-             std::to_string(options_.max_clients_per_room)},
-            std::move(done));
+  std::vector<std::string> more{std::move(arrival.client), std::to_string(arrival.proof_bits),
+                                std::to_string(options_.max_clients_per_room)};
+  if (!arrival.pass.empty()) {
+    more.push_back("=" + std::string(core::PassIdOfCode(arrival.pass)));
+    // Too long to be a code: a digest that matches no pass (core PassRefusal's first test).
+    more.push_back(arrival.pass.size() > core::kMaxPassCodeBytes
+                       ? std::string()
+                       : Hex(core::PassDigest(arrival.pass)));
+  }
+  SessionOp(std::move(room), "check", std::move(session), std::move(more), std::move(done));
 }
 
 void RedisBackend::Touch(std::string room, std::string session,
@@ -477,19 +499,57 @@ void RedisBackend::PutEvent(std::string room, std::string id, core::EventSpec sp
   });
 }
 
-void RedisBackend::MintPasses(std::string, core::PassMint,
+// Minted here as the embedded backend mints them (MemoryBackend::MintPasses): each code
+// "<id>.<secret>", a random 12-character id and 128 random bits; room.lua gets the ids and the
+// codes' digests, never a code, and answers the time it kept them at.
+void RedisBackend::MintPasses(std::string room, core::PassMint mint,
                               Completion<std::vector<core::MintedPass>> done) {
-  done(OpResult<std::vector<core::MintedPass>>(OpStatus::kUnavailable,
-                                               std::string(wire::kPassesNotOnRedis)));
+  std::vector<core::MintedPass> minted;
+  std::vector<std::string> argv{"pass_add", core::ToString(mint.kind), std::to_string(mint.uses),
+                                Opt(mint.expires_at)};
+  minted.reserve(static_cast<size_t>(std::max<int64_t>(0, mint.count)));
+  for (int64_t k = 0; k < mint.count; ++k) {
+    core::MintedPass m;
+    m.pass.id = Base64UrlEncode(RandomBytes(9));
+    m.code = m.pass.id + "." + NewRandomId();
+    m.pass.digest = core::PassDigest(m.code);
+    m.pass.kind = mint.kind;
+    m.pass.uses = m.pass.uses_left = mint.uses;
+    m.pass.expires_at = mint.expires_at;
+    argv.push_back(m.pass.id);
+    argv.push_back(Hex(m.pass.digest));
+    minted.push_back(std::move(m));
+  }
+  Post([this, room = std::move(room), argv = std::move(argv), minted = std::move(minted),
+        done = std::move(done)](Shard& s) mutable {
+    RoomScript(s, room, std::move(argv),
+               [minted = std::move(minted), done](OpResult<Reply> r) mutable {
+                 if (!r.ok()) return done({r.status(), r.message()});
+                 int64_t created_at = ParsePassesAdded(*r);
+                 for (core::MintedPass& m : minted) m.pass.created_at = created_at;
+                 done(std::move(minted));
+               });
+  });
 }
 
-void RedisBackend::ListPasses(std::string, Completion<std::vector<core::RoomPass>> done) {
-  done(OpResult<std::vector<core::RoomPass>>(OpStatus::kUnavailable,
-                                             std::string(wire::kPassesNotOnRedis)));
+void RedisBackend::ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) {
+  Post([this, room = std::move(room), done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"passes"}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      done(ParsePasses(*r));
+    });
+  });
 }
 
-void RedisBackend::RevokePasses(std::string, std::optional<std::string>, Completion<int64_t> done) {
-  done(OpResult<int64_t>(OpStatus::kUnavailable, std::string(wire::kPassesNotOnRedis)));
+void RedisBackend::RevokePasses(std::string room, std::optional<std::string> id,
+                                Completion<int64_t> done) {
+  Post([this, room = std::move(room), which = id ? "=" + *id : std::string(),
+        done = std::move(done)](Shard& s) {
+    RoomScript(s, room, {"pass_revoke", which}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done({r.status(), r.message()});
+      done(ParseRevokedPasses(*r));
+    });
+  });
 }
 
 void RedisBackend::ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) {

@@ -104,7 +104,7 @@ class RedisBackend final : public Backend {
                 Completion<core::RoomEvent> done) override;
   void ListEvents(std::string room, Completion<std::vector<core::RoomEvent>> done) override;
   void DeleteEvent(std::string room, std::string id, Completion<core::RoomEvent> done) override;
-  // Passes likewise (wire::kPassesNotOnRedis).
+  // Passes: minted and hashed here, kept and redeemed by room.lua (KEYS[15]).
   void MintPasses(std::string room, core::PassMint mint,
                   Completion<std::vector<core::MintedPass>> done) override;
   void ListPasses(std::string room, Completion<std::vector<core::RoomPass>> done) override;

@@ -1,6 +1,8 @@
 #include "store/redis/script_replies.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <utility>
 
 namespace anteroom::store::redis {
@@ -50,7 +52,7 @@ ScriptStatus ParseStatus(const Reply& answer) {
     s.retry_after_ms = answer.at(2).AsInt();
     s.message = answer.at(3).str;
   } else if (s.word == "challenge_required" || s.word == "invalid" || s.word == "conflict" ||
-             s.word == "not_found") {
+             s.word == "not_found" || s.word == "limit_reached") {
     s.message = answer.at(2).str;
   }
   return s;
@@ -288,6 +290,69 @@ std::optional<std::string> ParseAdmissionHolder(const Reply& answer) {
 }
 
 bool ParseIsRevoked(const Reply& answer) { return RoomPayload(answer).AsInt() == 1; }
+
+int64_t ParsePassesAdded(const Reply& answer) { return RoomPayload(answer).AsInt(); }
+
+namespace {
+// Two hex digits per byte (room.lua keeps digests so); empty when `hex` is not that.
+std::string FromHex(std::string_view hex) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  if (hex.size() % 2 != 0) return out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+int64_t Digits(std::string_view text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() ? v : 0;
+}
+
+// room.lua's pass record, "KIND:USES:LEFT:CREATED:EXPIRES:DIGEST" (EXPIRES '' = never).
+core::RoomPass ToPass(const std::string& id, std::string_view record) {
+  core::RoomPass p;
+  p.id = id;
+  std::string_view field[6];
+  for (size_t k = 0; k < 6; ++k) {
+    size_t colon = k < 5 ? record.find(':') : std::string_view::npos;
+    field[k] = record.substr(0, colon);
+    record = colon == std::string_view::npos ? std::string_view() : record.substr(colon + 1);
+  }
+  p.kind = core::ParsePassKind(field[0]).value_or(core::PassKind::kAdmit);
+  p.uses = Digits(field[1]);
+  p.uses_left = Digits(field[2]);
+  p.created_at = Digits(field[3]);
+  if (!field[4].empty()) p.expires_at = Digits(field[4]);
+  p.digest = FromHex(field[5]);
+  return p;
+}
+}  // namespace
+
+std::vector<core::RoomPass> ParsePasses(const Reply& answer) {
+  const Reply& flat = RoomPayload(answer);
+  std::vector<core::RoomPass> out;
+  out.reserve(flat.elements.size() / 2);
+  for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
+    out.push_back(ToPass(flat.elements[i].str, flat.elements[i + 1].str));
+  }
+  std::sort(out.begin(), out.end(), [](const core::RoomPass& a, const core::RoomPass& b) {
+    return a.created_at != b.created_at ? a.created_at < b.created_at : a.id < b.id;
+  });
+  return out;
+}
+
+int64_t ParseRevokedPasses(const Reply& answer) { return RoomPayload(answer).AsInt(); }
 
 // ---- queue.lua -----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/queue_types.h"
+#include "core/room_pass.h"
 #include "core/room_types.h"
 #include "store/redis/resp_reply.h"
 
@@ -22,8 +23,9 @@ namespace anteroom::store::redis {
 // The status word and, for a refusal, what it says. Refusals: {'invalid_argument', message}
 // (before anything was read), {'unknown_session', register}, {'rate_limited', register, retry
 // ms, message}, {'challenge_required', register, message}, {'unknown_room'}; and the
-// schedule's, after the room was brought to now: {'invalid' | 'conflict' | 'not_found',
-// register, message} (kInvalidArgument, kConflict, kNotFound).
+// schedule's and the passes', after the room was brought to now: {'invalid' | 'conflict' |
+// 'not_found' | 'limit_reached', register, message} (kInvalidArgument, kConflict, kNotFound,
+// kLimitReached).
 struct ScriptStatus {
   std::string word;  // "ok", or the refusal's code
   std::string message;
@@ -86,6 +88,14 @@ std::vector<core::RoomEvent> ParseEvents(const Reply& answer);
 std::optional<std::string> ParseAdmissionHolder(const Reply& answer);
 // revoked: whether that admission of the session was revoked.
 bool ParseIsRevoked(const Reply& answer);
+
+// pass_add: when the passes were made (the room's time).
+int64_t ParsePassesAdded(const Reply& answer);
+// passes: every pass of the room (room.lua's records, their digests back to bytes), ordered as
+// core::Room::Passes orders them: by creation, then id.
+std::vector<core::RoomPass> ParsePasses(const Reply& answer);
+// pass_revoke: how many passes went.
+int64_t ParseRevokedPasses(const Reply& answer);
 
 // ---- queue.lua -----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 -- One waiting room, as one atomic script (src/store/redis/lua/room.lua).
 -- The same rules as src/core/room.cc, over Redis structures; docs/design.md lists the keys.
 --
--- KEYS: 1 meta (string: msgpack of FIELDS)  2 line (zset: session -> arrival ticket; ZRANK = exact position)
+-- KEYS: 1 meta (string: msgpack of FIELDS)  2 line (zset: session -> ticket, the front line's
+--         below LINE_LOWEST, then arrival tickets; ZRANK = exact position: see front_add)
 --       3 sessions (hash: session -> "st:last_seen:since:admission:claimed")
 --       4 deadlines (zset: session -> when*2+kind; lazily re-keyed, never later than due)
 --       5 revoked (hash: session -> admission; and '#ADMISSION' -> the session holding that
@@ -28,6 +29,8 @@
 --         in O(1), in arrival order: a draw's rank r is its arrival number r; kept, never
 --         shortened, until every position is published, then unlinked. A session in status 'p'
 --         that is not in KEYS[13] is in the draw and not published yet)
+--       15 passes (hash: pass id -> "KIND:USES:LEFT:CREATED:EXPIRES:DIGEST", see load_pass; read
+--         only by the passes' operations and by a check that carries a pass)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4 entropy (32 random bytes from the
 --       calling process's CSPRNG, fresh for each call, in hex: see ENTROPY)  5.. the op's
 --       arguments
@@ -58,7 +61,7 @@ local function entropy_bytes()
 end
 -- The keys, named as KEYS above lists them.
 local K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS
-local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE, K_DRAW
+local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES
 -- The line's changes made by this call since its last log entry, in order (see log_delta), and
 -- the version they start from (nil: the room was made by this call, and its log reset).
 -- call_reordered: this call put someone ahead of the line (or emptied it at once): no entry of
@@ -197,6 +200,39 @@ local function line_add(id)
 end
 local function line_remove(id)
   if redis.call('ZREM', K_LINE, id) == 1 then call_deltas[#call_deltas + 1] = '-' .. id end
+end
+-- The front line (core Room::front_: waiting sessions that came with a pass, admitted before
+-- the line, in the order they redeemed) is kept in KEYS[2] too, at tickets below every ordinary
+-- one: the n-th of it (from 0) at FRONT_FIRST + n. So, with no key or field more, ZRANK + 1 is
+-- the exact position (a rank in the front line, or its size + a rank in the line), ZRANGE reads
+-- the front line then the line (the snapshot, passthrough's fill), ZCARD counts both
+-- (waiting()), fifo's head is the front's, and a check that carries no pass costs what it did.
+-- Ordinary tickets are room.seq, from 1 up, and tickets below the line's head for holders the
+-- brake sends back (one per holder: they would need 2^51 of them to reach LINE_LOWEST); the
+-- front line's n stays below 2^51 (far more than a room's passes can be used). Every ticket is
+-- an integer a double holds exactly. What reads the line without its front: line_head, the
+-- random pick (pick_next), the pre-queue that takes the line (open_prequeue).
+local FRONT_FIRST, LINE_LOWEST = -4503599627370496, -2251799813685248  -- -2^52, -2^51
+-- The first of the line behind the front line: its ticket and id (NEVER, nil: nobody).
+local function line_head()
+  local top = redis.call('ZRANGEBYSCORE', K_LINE, digits(LINE_LOWEST), '+inf', 'WITHSCORES',
+                         'LIMIT', 0, 1)
+  if top[1] then return tonumber(top[2]), top[1] end
+  return NEVER, nil
+end
+-- At the end of the front line (core front_.PushBack), after whoever redeemed before. Ahead of
+-- the line: for the line's delta log a reorder (readers take the snapshot: redemptions are
+-- rare), unless nobody waits behind the front line, which makes it the end of the line.
+local function front_add(id)
+  local last = redis.call('ZREVRANGEBYSCORE', K_LINE, '(' .. digits(LINE_LOWEST), '-inf',
+                          'WITHSCORES', 'LIMIT', 0, 1)
+  local ticket = last[1] and tonumber(last[2]) + 1 or FRONT_FIRST
+  redis.call('ZADD', K_LINE, digits(ticket), id)
+  if line_head() == NEVER then
+    call_deltas[#call_deltas + 1] = '+' .. id
+  else
+    call_reordered = true
+  end
 end
 -- One entry per call that moved the version on, even with no change of the line (a holder's),
 -- so that the entries chain version to version: a process that cached the line of version A
@@ -450,12 +486,15 @@ local function below(bound)
     if word < TWO_32 - TWO_32 % bound then return word % bound end
   end
 end
--- Who is admitted next: the head of the line, or in the random method someone drawn uniformly
--- from it (ZRANGE by a random rank). The line itself stays in arrival order under every method.
+-- Who is admitted next (core NextToAdmit): the front line's first, else the head of the line,
+-- or in the random method someone drawn uniformly from it (ZRANGE by a random rank). The line
+-- itself stays in arrival order under every method.
 local function pick_next()
   if cfg.qm ~= METHOD.random then return redis.call('ZRANGE', K_LINE, 0, 0)[1] end
-  local n = waiting()
-  if n == 0 then return nil end
+  local top = redis.call('ZRANGE', K_LINE, 0, 0, 'WITHSCORES')
+  if not top[1] then return nil end
+  if tonumber(top[2]) < LINE_LOWEST then return top[1] end  -- the front line goes first
+  local n = waiting()  -- nobody in the front line: all of them are the line
   local rank = below(n)
   return redis.call('ZRANGE', K_LINE, rank, rank)[1]
 end
@@ -505,16 +544,16 @@ local function send_holders_back(to_prequeue, now)
     save_session(x)
     set_deadline(x)
   end
-  local front = first_score(K_LINE)
-  if to_prequeue or front == NEVER then
+  local head = line_head()  -- behind the front line, as the core's line_.PushFront
+  if to_prequeue or head == NEVER then
     for _, x in ipairs(holders) do
       room.seq = room.seq + 1
       if to_prequeue then redis.call('ZADD', K_PREQUEUE, room.seq, x.id) else line_add(x.id) end
     end
   else  -- tickets below the head's, the earliest admission first
     for k = #holders, 1, -1 do
-      front = front - 1
-      redis.call('ZADD', K_LINE, front, holders[k].id)
+      head = head - 1
+      redis.call('ZADD', K_LINE, digits(head), holders[k].id)
     end
     if #holders > 0 then call_reordered = true end
   end
@@ -620,14 +659,17 @@ local function boundary_key()
   return deadline_key(room.nb, KIND_OTHER)
 end
 -- The pre-queue opens (core OpenPrequeue); with scope 'all' everyone goes to it: the holders
--- first, in admission order (their tokens revoked), then the line in order. O(line) then.
+-- first, in admission order (their tokens revoked), then the line in order. The front line
+-- (those who came with a pass) stays ahead, waiting. O(line) then.
 local function open_prequeue(e, now)
   bump_version()
   if e.sc ~= 'all' then return end
   send_holders_back(true, now)
-  local ids = redis.call('ZRANGE', K_LINE, 0, -1)
-  redis.call('DEL', K_LINE)
-  if #ids > 0 then call_reordered = true end
+  local ids = redis.call('ZRANGEBYSCORE', K_LINE, digits(LINE_LOWEST), '+inf')
+  if #ids > 0 then
+    redis.call('ZREMRANGEBYSCORE', K_LINE, digits(LINE_LOWEST), '+inf')
+    call_reordered = true
+  end
   for _, id in ipairs(ids) do
     local x = load_session(id)
     x.st = 'p'
@@ -920,7 +962,7 @@ local function create_room(now, inc)
        inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr}
   -- Left by a process whose script predates these keys (it deleted the room without them).
   redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
-  redis.call('UNLINK', K_DRAW)
+  redis.call('UNLINK', K_DRAW, K_PASSES)
   effective()
 end
 -- The gate's argument ('' = keep, '-' = clear, '=TEXT' = set). A new room starts without a gate
@@ -975,7 +1017,7 @@ local function op_delete_room(now)
   -- UNLINK: a large line or draw is freed off Redis's main thread.
   redis.call('UNLINK', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
              K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE,
-             K_DRAW)
+             K_DRAW, K_PASSES)
   return {'ok', NOTHING_TO_REGISTER, out}
 end
 -- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and the
@@ -991,9 +1033,113 @@ local function op_hint()
   return {'ok', room.hint}
 end
 
+-- ---- passes (core room_passes.cc, core/room_pass.h) -------------------------------------------
+-- KEYS[15]: pass id -> "KIND:USES:LEFT:CREATED:EXPIRES:DIGEST": KIND admit or front (core
+-- ToString(PassKind)), USES as minted, LEFT the uses left, CREATED ms, EXPIRES ms ('': never),
+-- DIGEST the SHA-256 of the code in hex. The process mints each code and hashes it (Redis's Lua
+-- has neither SHA-256 nor randomness of its own): no code reaches Redis, at minting or
+-- redemption, only ids and digests.
+local function load_pass(pid)
+  local v = redis.call('HGET', K_PASSES, pid)
+  if not v then return nil end
+  local kind, uses, left, created, expires, digest =
+      string.match(v, '^(%a+):(%d+):(%d+):(%-?%d+):(%-?%d*):(%x+)$')
+  if not kind then return nil end
+  return {kind = kind, uses = uses, left = tonumber(left), created = created,
+          expires = tonumber(expires), digest = digest}
+end
+local function save_pass(pid, p)
+  redis.call('HSET', K_PASSES, pid, p.kind .. ':' .. p.uses .. ':' .. digits(p.left) .. ':' ..
+             p.created .. ':' .. (p.expires and digits(p.expires) or '') .. ':' .. p.digest)
+end
+-- Why pass `pid`, shown with a code of SHA-256 `digest`, cannot be used now (core PassRefusal,
+-- its checks in its order, its messages); else nil and the pass. Digests are compared with ==,
+-- which in Lua 5.1 compares two interned strings' addresses; and how much of a SHA-256 digest
+-- matches says nothing of a code that would hash to it.
+local function pass_refusal(pid, digest)
+  local p = load_pass(pid)
+  if not p or p.digest ~= digest then return MSG.pass_not_valid end
+  if p.left <= 0 then return MSG.pass_used_up end
+  if p.expires and room.now >= p.expires then return MSG.pass_expired end
+  return nil, p
+end
+local join
+-- One use of pass `pid` (p) by session `id` (x: nil when unknown, else waiting or pre-queued:
+-- a holder's pass is not used), as core UsePass: it joins if new, goes to the end of the front
+-- line (out of the line or the pre-queue; one the draw holds is skipped by it, no longer 'p'),
+-- and an admit pass lets it in at once when a slot is free, whatever the method, pre-queue,
+-- pause or brake; then the room fills as after any change.
+local function use_pass(x, id, client, pid, p)
+  p.left = p.left - 1
+  save_pass(pid, p)
+  if not x then x = join(id, client, true) end
+  unline(x)
+  x.st, x.last_seen = 'w', room.now
+  front_add(id)
+  bump_version()
+  save_session(x)
+  set_deadline(x)
+  if p.kind == 'admit' and room.holders < cfg.cap then
+    admit(id, room.now)
+    x = load_session(id)
+    x.claimed = true  -- it is here: it claimed its admission
+    save_session(x)
+  end
+  fill(room.now)
+end
+-- MintPasses (core Room::AddPasses): keeps passes the process minted. ARGV 5: kind (admit,
+-- front)  6: uses  7: expires_at ('' = never)  8..: each pass's id and its code's SHA-256 in
+-- hex. Refused whole past RULES.max_passes, or when an id is taken. Answers their creation time
+-- (the room's now).
+local function op_add_passes(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  if redis.call('HLEN', K_PASSES) + (#ARGV - 7) / 2 > RULES.max_passes then
+    return reply('limit_reached', to_register(false), MSG.too_many_passes)
+  end
+  for i = 8, #ARGV, 2 do
+    if redis.call('HEXISTS', K_PASSES, ARGV[i]) == 1 then
+      return reply('conflict', to_register(false), MSG.pass_id_taken(ARGV[i]))
+    end
+  end
+  local tail = ':' .. ARGV[6] .. ':' .. ARGV[6] .. ':' .. digits(room.now) .. ':' .. ARGV[7] .. ':'
+  local fields = {}
+  for i = 8, #ARGV, 2 do
+    fields[#fields + 1], fields[#fields + 2] = ARGV[i], ARGV[5] .. tail .. ARGV[i + 1]
+  end
+  if #fields > 0 then redis.call('HSET', K_PASSES, unpack(fields)) end
+  return answer(to_register(false), room.now)
+end
+-- ListPasses: every pass as KEYS[15] keeps it, {id, record, id, record, ...} (HGETALL). The
+-- process reads the records and orders them as core Passes (by creation, then id): 100,000
+-- passes sort faster there, and off Redis's one thread.
+local function op_list_passes(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  return answer(to_register(false), redis.call('HGETALL', K_PASSES))
+end
+-- RevokePasses (core Room::RevokePasses): ARGV 5: '=ID' one ('not_found' when unknown), ''
+-- every pass. Answers how many went.
+local function op_revoke_passes(now)
+  if not load_room() then return no_room() end
+  advance(now)
+  local one = ARGV[5] or ''
+  if one == '' then
+    local n = redis.call('HLEN', K_PASSES)
+    redis.call('UNLINK', K_PASSES)  -- up to 100,000: freed off Redis's main thread
+    return answer(to_register(false), n)
+  end
+  local pid = string.sub(one, 2)
+  if redis.call('HDEL', K_PASSES, pid) == 0 then
+    return reply('not_found', to_register(false), MSG.unknown_pass(pid))
+  end
+  return answer(to_register(false), 1)
+end
+
 -- A new session at the end of the line, or of the pre-queue while one is open, made by `client`
--- (as core Room::Join, CountJoin): admitted at once when a place is free.
-local function join(id, client)
+-- (as core Room::Join, CountJoin): admitted at once when a place is free, unless `held` (a pass
+-- moves it first, core UsePass: the room fills after that).
+join = function(id, client, held)
   room.seq = room.seq + 1
   local st = 'w'
   if prequeue_open() then
@@ -1007,17 +1153,33 @@ local function join(id, client)
   count_join(x, client, room.now)
   save_session(x)
   set_deadline(x)
+  if held then return x end
   fill(room.now)
   return load_session(id)
 end
 -- Joins (unknown session), or checks in: a join may be refused (join_refusal), a check-in never.
 -- ARGV 5: session  6: the client ('' = none)  7: proof bits  8: clients the room may keep
--- state for
+-- state for  9: a pass the arrival carries (absent or '': none; '=ID': the id its code names)
+-- 10: the SHA-256 of the pass's code, in hex ('' for a code too long to be one)
+-- With a pass, a session that holds no slot redeems it (core Room::Check): refused as the pass
+-- says (pass_refusal), then as a join when it is new, else it takes one use (use_pass).
 local function op_check(now)
   if not load_room() then return no_room() end
   local id, client = ARGV[5], ARGV[6] or ''
   advance(now)
   local x = load_session(id)
+  local pass = ARGV[9]
+  if pass and pass ~= '' and not (x and (x.st == 'a' or x.st == 'g')) then
+    local pid = string.sub(pass, 2)
+    local refusal, p = pass_refusal(pid, ARGV[10] or '')
+    if refusal then return reply('invalid', to_register(false), refusal) end
+    if not x then
+      local no = join_refusal(client, tonumber(ARGV[7] or '0'), tonumber(ARGV[8] or '0'))
+      if no then return reply(no[1], to_register(false), unpack(no, 2)) end
+    end
+    use_pass(x, id, client, pid, p)
+    return answer(to_register(false), view(load_session(id)), context())
+  end
   if not x then
     if cfg.qm == METHOD.reject then return answer(to_register(false), closed_view(), context()) end
     local refusal = join_refusal(client, tonumber(ARGV[7] or '0'), tonumber(ARGV[8] or '0'))
@@ -1290,7 +1452,8 @@ local OPS = {put = op_put_room, get = op_get_room, delete = op_delete_room,
              advance = op_advance, hint = op_hint, check = op_check, present = op_present,
              line = op_read_line, touch = op_touch, leave = op_leave, evict = op_evict,
              holder = op_admission_holder, revoked = op_is_revoked, event_put = op_put_event,
-             events = op_list_events, event_delete = op_delete_event, draw = op_draw_step}
+             events = op_list_events, event_delete = op_delete_event, draw = op_draw_step,
+             pass_add = op_add_passes, passes = op_list_passes, pass_revoke = op_revoke_passes}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -1300,7 +1463,7 @@ local function run(keys, argv)
   K_META, K_LINE, K_SESSIONS, K_DEADLINES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS = KEYS[9], KEYS[10], KEYS[11]
-  K_EVENTS, K_PREQUEUE, K_DRAW = KEYS[12], KEYS[13], KEYS[14]
+  K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
   revocation_ttl = tonumber(ARGV[3])
   ENTROPY = ARGV[4] or ''
   if #ENTROPY ~= 64 or string.find(ENTROPY, '[^%x]') then
