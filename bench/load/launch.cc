@@ -57,6 +57,7 @@ struct LaunchFlags {
   int64_t capacity = 10'000;
   int connections = 8;
   int server_pid = 0;
+  std::vector<std::string> check_servers;  // more processes (one store) for the check-ins
 };
 
 // The few fields of a status answer the run reads (its format is the server's own).
@@ -180,9 +181,14 @@ struct Run {
     if (t < 0) return 0;
     return std::min(f.people, static_cast<int64_t>(t / f.arrive_s * static_cast<double>(f.people)));
   }
-  tcp::resolver::results_type endpoints;
+  // Where each connection goes: conns[i] to servers[server_of[i]] (0: --server, for arrivals).
+  struct Server {
+    std::string host;
+    tcp::resolver::results_type endpoints;
+  };
+  std::vector<Server> servers;
+  std::vector<size_t> server_of;
   net::io_context* ioc = nullptr;
-  std::string host;
   void Tick();
   void Fail(std::string what) {
     if (failure.empty()) failure = std::move(what);
@@ -191,10 +197,11 @@ struct Run {
 };
 
 void Run::Tick() {
-  for (auto& c : conns) {
-    if (!c->closed_idle()) continue;
-    c = std::make_shared<Conn>(*ioc, host, *this);
-    c->Connect(endpoints);
+  for (size_t i = 0; i < conns.size(); ++i) {
+    if (!conns[i]->closed_idle()) continue;
+    const Server& server = servers[server_of[i]];
+    conns[i] = std::make_shared<Conn>(*ioc, server.host, *this);
+    conns[i]->Connect(server.endpoints);
   }
   int64_t now = Now();
   int64_t due = DueBy(now, 0);
@@ -291,11 +298,6 @@ int64_t WallMs() {
 }
 
 int RunLaunch(const LaunchFlags& flags, const ClientFlags& client_flags) {
-  auto url = boost::urls::parse_uri(client_flags.server);
-  if (!url) throw std::runtime_error("--server must be a URL like http://127.0.0.1:8080");
-  std::string host(url->host());
-  std::string port = url->has_port() ? std::string(url->port()) : "80";
-
   Run run;
   run.f = flags;
   run.room_path = "/v1/rooms/" + flags.room;
@@ -336,12 +338,21 @@ int RunLaunch(const LaunchFlags& flags, const ClientFlags& client_flags) {
 
   net::io_context ioc;
   tcp::resolver resolver(ioc);
-  run.endpoints = resolver.resolve(host, port);
+  std::vector<std::string> urls{client_flags.server};
+  urls.insert(urls.end(), flags.check_servers.begin(), flags.check_servers.end());
+  for (const std::string& u : urls) {
+    auto url = boost::urls::parse_uri(u);
+    if (!url) throw std::runtime_error("a server must be a URL like http://127.0.0.1:8080");
+    std::string port = url->has_port() ? std::string(url->port()) : "80";
+    run.servers.push_back({std::string(url->host()), resolver.resolve(url->host(), port)});
+  }
   run.ioc = &ioc;
-  run.host = host;
   for (int i = 0; i < 1 + flags.connections; ++i) {
-    run.conns.push_back(std::make_shared<Conn>(ioc, host, run));
-    run.conns.back()->Connect(run.endpoints);
+    // Arrivals to --server; check-ins spread over every server given.
+    size_t server = i == 0 ? 0 : static_cast<size_t>(i - 1) % run.servers.size();
+    run.server_of.push_back(server);
+    run.conns.push_back(std::make_shared<Conn>(ioc, run.servers[server].host, run));
+    run.conns.back()->Connect(run.servers[server].endpoints);
   }
   net::steady_timer timer(ioc);
   const int64_t end_us = run.start_us + static_cast<int64_t>(flags.run_s * 1e6);
@@ -470,6 +481,8 @@ void AddLaunchCommand(CLI::App& app, ClientFlags& flags) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--server-pid", f->server_pid, "The server's PID, for its memory")
       ->capture_default_str();
+  cmd->add_option("--check-server", f->check_servers,
+                  "Another process on the same store: check-ins go to every server (repeatable)");
   cmd->callback([f, &flags] {
     if (f->start_after_s <= f->arrive_s)
       throw CLI::ValidationError("--start-after-s must be > --arrive-s");

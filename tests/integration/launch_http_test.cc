@@ -319,5 +319,54 @@ TEST(LaunchCrashTest, AKillAtTheDrawGivesTheSeedsOrderAfterTheRestart) {
   }
 }
 
+// A switch to random, three slots freed (three picks from the room's seed stream), then
+// SIGKILL: after the restart the room is still random, the same three hold the slots, and
+// switching back to fifo gives everyone else their place in arrival order.
+TEST(LaunchCrashTest, AKillAfterASwitchKeepsTheMethodThePicksAndTheOrder) {
+  TempDir dir("anteroom-launch-switch");
+  ASSERT_FALSE(dir.path().empty());
+  std::vector<std::string> args = {"--data", dir.path().string(), "--fsync", "always"};
+  const EnvVars env = {{"ANTEROOM_TOKEN_SECRET", "launch-switch-secret-0123456789"}};
+  constexpr int kPeople = 60;
+  std::set<int> picked;
+  {
+    ServerProcess server(args, env);
+    ASSERT_TRUE(server.started()) << server.error();
+    Client c(server.url(), "");
+    ASSERT_EQ(c.PutRoom("r", {{"capacity", 3}}).status, 200);
+    for (int i = 0; i < kPeople; ++i) ASSERT_EQ(c.Check("r", Session(i)).status, 200);
+    ASSERT_EQ(c.PutRoom("r", {{"queueing_method", "random"}}).status, 200);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(c.Leave("r", Session(i), true).status, 200);
+    for (int i = 3; i < kPeople; ++i) {
+      HttpResult r = c.Check("r", Session(i));
+      ASSERT_EQ(r.status, 200) << r.body;
+      if (StrField(r.json, "status") == "active") picked.insert(i);
+    }
+    ASSERT_EQ(picked.size(), 3u);
+    // Three picks from 57 landing on the first three in line: a 1 in 29,260 chance.
+    EXPECT_NE(picked, (std::set<int>{3, 4, 5})) << "the picks look like fifo's";
+    kill(server.pid(), SIGKILL);
+    server.Stop();
+  }
+  ServerProcess server(args, env);
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url(), "");
+  HttpResult room = c.GetRoom("r");
+  ASSERT_EQ(room.status, 200) << room.body;
+  EXPECT_EQ(StrField(room.json, "queueing_method"), "random");
+  for (int i = 3; i < kPeople; ++i) {
+    HttpResult r = c.Check("r", Session(i));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(StrField(r.json, "status"), picked.contains(i) ? "active" : "waiting") << i;
+  }
+  ASSERT_EQ(c.PutRoom("r", {{"queueing_method", "fifo"}}).status, 200);
+  int64_t place = 0;
+  for (int i = 3; i < kPeople; ++i) {
+    if (picked.contains(i)) continue;
+    HttpResult r = c.Check("r", Session(i));
+    EXPECT_EQ(IntField(r.json, "position"), ++place) << i;
+  }
+}
+
 }  // namespace
 }  // namespace anteroom::testing
