@@ -5,7 +5,8 @@
 // a second); mid-run the room switches to `random` and back to `fifo`. One JSON line reports:
 //
 //  - every answer's latency (p50, p99, max) and the rate reached;
-//  - exactness: after the draw every `waiting` answer in fifo is held to a model, namely
+//  - exactness: after the draw every `waiting` answer in fifo is held to a model (when it can
+//    be: see Run::random_sent_us), namely
 //    position = rank - (N - waiting) + (admitted people drawn behind it). `rank` is the
 //    person's place in the draw, recomputed from the event's seed with core::FisherYates over
 //    the arrival order. The arrivals go over one pipelined connection, so the server takes them
@@ -30,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <future>
 #include <thread>
 
 #include "anteroom/client.hpp"
@@ -163,8 +165,16 @@ struct Run {
   // Exactness.
   int64_t verified = 0, mismatches = 0;
   std::vector<std::string> first_mismatches;
-  int64_t verify_from_us = INT64_MAX;  // fifo after the random window
-  int64_t random_from_us = INT64_MAX;
+  // The model needs every person the random method let in. Answers are held to it when sent
+  // before the switch to random and received before the switch back was sent (saying fifo,
+  // they were made before the switch), or sent after the switch back once everyone still here
+  // has had an answer to a request sent after it (then each one let in at random was seen).
+  int64_t random_sent_us = INT64_MAX;  // the switch to random is about to be sent
+  int64_t back_sent_us = INT64_MAX;    // the switch back is about to be sent
+  int64_t back_us = INT64_MAX;         // the switch back to fifo was answered
+  std::vector<bool> seen_after_back;
+  int64_t seen_after = 0, left_before_back = 0;
+  bool all_seen() const { return seen_after >= f.people - left_before_back - gone; }
   // Time to positions.
   int64_t last_prequeue_after_start_us = 0;
   int64_t first_waiting_after_start_us = 0;
@@ -255,6 +265,10 @@ void Conn::OnAnswer(int, int status, std::string& body) {
   if (p.kind == Kind::kLeave) return;
   Answer a = Parse(body);
   const auto who = static_cast<size_t>(p.person);
+  if (p.sent_us >= run_.back_us && !run_.seen_after_back[who]) {
+    run_.seen_after_back[who] = true;
+    ++run_.seen_after;
+  }
   int64_t since_start = now - run_.start_us;
   if (a.status == "prequeue") {
     if (since_start >= 0) run_.last_prequeue_after_start_us = since_start;
@@ -263,7 +277,8 @@ void Conn::OnAnswer(int, int status, std::string& body) {
       run_.first_waiting_after_start_us = since_start;
     }
     if (!run_.rank.empty() && a.phase == "queue" && a.method == "fifo" &&
-        (now < run_.random_from_us || now >= run_.verify_from_us)) {
+        ((p.sent_us < run_.random_sent_us && now < run_.back_sent_us) ||
+         (p.sent_us >= run_.back_us && run_.all_seen()))) {
       int64_t r = run_.rank[who];
       int64_t expected = r - (run_.f.people - a.waiting) + run_.admitted->Above(r);
       ++run_.verified;
@@ -329,9 +344,7 @@ int RunLaunch(const LaunchFlags& flags, const ClientFlags& client_flags) {
   }
   run.t0_us = NowUs();
   run.start_us = run.t0_us + start_ms * 1000;
-  run.random_from_us = run.start_us + static_cast<int64_t>(flags.random_at_s * 1e6);
-  run.verify_from_us =
-      run.start_us + static_cast<int64_t>((flags.fifo_at_s + flags.checkin_s) * 1e6) + 2'000'000;
+  run.seen_after_back.assign(n, false);
   const std::string proc = "/proc/" + std::to_string(flags.server_pid);
   int64_t rss0 = flags.server_pid > 0 ? RssKb(proc + "/status") : -1;
   std::atomic<int64_t> rss_arrived{-1};
@@ -412,12 +425,27 @@ int RunLaunch(const LaunchFlags& flags, const ClientFlags& client_flags) {
         run.admitted = std::make_unique<Fenwick>(run.f.people);
         run.rank = std::move(*rank);
       });
-      sleep_until(run.random_from_us);
+      sleep_until(run.start_us + static_cast<int64_t>(flags.random_at_s * 1e6));
+      auto mark = [&ioc](int64_t& at) {
+        std::promise<void> told;
+        net::post(ioc, [&at, &told] {
+          at = NowUs();
+          told.set_value();
+        });
+        told.get_future().wait_for(std::chrono::seconds(5));  // the run may have stopped
+      };
+      mark(run.random_sent_us);
       HttpResult r = c.PutRoom(flags.room, {{"queueing_method", "random"}});
       if (!r.ok()) throw std::runtime_error("switch to random: " + r.body + r.error);
       sleep_until(run.start_us + static_cast<int64_t>(flags.fifo_at_s * 1e6));
+      mark(run.back_sent_us);
       r = c.PutRoom(flags.room, {{"queueing_method", "fifo"}});
       if (!r.ok()) throw std::runtime_error("switch to fifo: " + r.body + r.error);
+      net::post(ioc, [&run] {
+        run.back_us = NowUs();
+        run.left_before_back =
+            static_cast<int64_t>(std::count(run.state.begin(), run.state.end(), State::kLeft));
+      });
     } catch (const std::exception& e) {
       control_error = e.what();
     }
