@@ -895,15 +895,24 @@ local function open_event_id()
   local open = open_of(load_events())
   return open and open.id or false
 end
+-- What is in force beside the room's own settings (core RoomInfo), while an event is open or a
+-- draw is published: the effective settings (cfg: capacity, grace, cto, apm, method; idle is the
+-- room's own), pre-queue open (0/1, for the phase, which the backend makes with core::PhaseOf),
+-- prequeued(), and the open event's id (nil: none). Otherwise nothing: the room's own settings
+-- are in force, nobody is pre-queued and no event is open, and a plain room's answer stays as
+-- short as it was (these 8 fields more cost a get ~5% more Redis time; docs/benchmarks.md).
+local function in_force()
+  if not room.ov and not prequeue_open() then return end
+  local c = cfg
+  return c.cap, c.grace, c.cto, c.apm, c.qm, prequeue_open() and 1 or 0, prequeued(),
+         open_event_id()
+end
 -- The room object (script_replies.h ParseRoomInfo): the room's own settings and counts, the
--- gate, then what is in force (core RoomInfo): the effective settings (cfg: capacity, grace,
--- cto, apm, method; idle is the room's own), pre-queue open (0/1, for the phase, which the
--- backend makes with core::PhaseOf), prequeued(), and the open event's id (nil: none).
+-- gate, then in_force() (all its values: last in the constructor).
 local function info()
-  local r, c = room, cfg
+  local r = room
   return {r.cap, r.grace, r.cto, r.idle, r.apm, r.holders, waiting(), r.admitted, r.dropped,
-          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(), c.cap, c.grace,
-          c.cto, c.apm, c.qm, prequeue_open() and 1 or 0, prequeued(), open_event_id()}
+          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(), in_force()}
 end
 -- An event as answered (script_replies.h ParseRoomEvent): {id, name, prequeue_at, starts_at,
 -- ends_at, shuffle_at_start, prequeue_scope, suspended, capacity, apm, grace, cto (-1: none),
