@@ -900,7 +900,8 @@ end
 -- room's own), pre-queue open (0/1, for the phase, which the backend makes with core::PhaseOf),
 -- prequeued(), and the open event's id (nil: none). Otherwise nothing: the room's own settings
 -- are in force, nobody is pre-queued and no event is open, and a plain room's answer stays as
--- short as it was (these 8 fields more cost a get ~5% more Redis time; docs/benchmarks.md).
+-- short as it was (answered always, these 8 fields cost a plain room's get ~1 us of Redis
+-- time, 1-6%: docs/benchmarks.md, "The room object on Redis").
 local function in_force()
   if not room.ov and not prequeue_open() then return end
   local c = cfg
