@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend_fixture.h"
@@ -126,6 +127,35 @@ class LaunchConformanceTest : public conformance::BackendTest {
   bool Scheduled(const OpResult<RoomEvent>& put) {
     EXPECT_TRUE(put.ok()) << put.message();
     return put.ok();
+  }
+  // What the room object says is in force (core::RoomInfo beside the room's own settings), as
+  // GetRoom answers it; the listing must answer the same ("no room" when either does not).
+  static std::string InForce(const core::RoomInfo& i) {
+    const core::RoomConfig& e = i.effective;
+    return fmt::format(
+        "phase={} event={} prequeued={} active={} waiting={} effective: cap={} grace={} cto={} "
+        "apm={} method={}",
+        core::ToString(i.phase), i.event.value_or("none"), i.prequeued, i.active, i.waiting,
+        e.capacity, e.grace_ms, e.checkin_timeout_ms, e.admit_per_minute.value_or(-1),
+        core::ToString(e.queueing_method));
+  }
+  std::string InForce(const std::string& room) {
+    auto got = Get(room);
+    if (!got.ok()) return "no room";
+    auto listed = Await<std::vector<core::RoomInfo>>([&](auto done) { b().ListRooms(done); });
+    std::string in_list = "not listed";
+    if (listed.ok()) {
+      for (const core::RoomInfo& i : *listed) {
+        if (i.room == room) in_list = InForce(i);
+      }
+    }
+    EXPECT_EQ(in_list, InForce(*got)) << "the listing answers the room object alike";
+    return InForce(*got);
+  }
+  // The room's own settings as MakeRoom made them, in force (no event's overrides).
+  static std::string Own(int64_t capacity, std::string_view rest) {
+    return fmt::format("{} effective: cap={} grace=5000 cto=30000 apm=-1 method=fifo", rest,
+                       capacity);
   }
 };
 
@@ -549,6 +579,140 @@ TEST_P(LaunchConformanceTest, PassesAreListedInOrderAndRevokedOneOrAll) {
   MakeRoom("r", 1);
   EXPECT_TRUE(Passes("r")->empty()) << "a room made again has no passes";
   EXPECT_EQ(Redeem("r", "x", code).status(), OpStatus::kInvalidArgument);
+}
+
+// The room object shows what is in force: a running event's overrides (the room's own settings
+// unchanged), its id, and the phase of the settings in force; after the end, the room's own.
+TEST_P(LaunchConformanceTest, TheRoomObjectShowsARunningEventsOverrides) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "a").ok());
+  EXPECT_EQ(InForce("r"), Own(1, "phase=queue event=none prequeued=0 active=1 waiting=0"))
+      << "full: queue";
+  EventSpec e = Drop(0, 1'000, 10'000, false);
+  e.prequeue_at.reset();
+  e.overrides.capacity = 3;
+  e.overrides.admit_per_minute = 10;
+  e.overrides.grace_ms = 2'000;
+  e.overrides.checkin_timeout_ms = 4'000;
+  e.overrides.queueing_method = QueueingMethod::kRandom;
+  if (!Scheduled(PutEvent("r", "drop", e))) return;
+  EXPECT_EQ(InForce("r"), Own(1, "phase=queue event=none prequeued=0 active=1 waiting=0"))
+      << "scheduled: nothing in force yet";
+  AdvanceTime(1'000);  // the start
+  ASSERT_TRUE(Check("r", "b").ok());
+  const std::string running =
+      "phase=open event=drop prequeued=0 active=2 waiting=0 effective: cap=3 grace=2000 "
+      "cto=4000 apm=10 method=random";
+  EXPECT_EQ(InForce("r"), running) << "2 of 3: open, where the room's own capacity is full";
+  auto info = Get("r");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->config.capacity, 1) << "the room's own settings stay its own";
+  EXPECT_EQ(info->config.grace_ms, 5'000);
+  EXPECT_EQ(info->config.queueing_method, QueueingMethod::kFifo);
+  if (harness_->Restart()) {
+    EXPECT_EQ(InForce("r"), running);
+  }
+  for (int second = 0; second < 9; ++second) {  // to the end, a and b kept present
+    AdvanceTime(1'000);
+    ASSERT_EQ(Check("r", "a")->status, SessionStatus::kActive);
+    ASSERT_EQ(Check("r", "b")->status, SessionStatus::kActive);
+  }
+  EXPECT_EQ(InForce("r"), Own(1, "phase=queue event=none prequeued=0 active=2 waiting=0"))
+      << "ended: the room's own again";
+  ASSERT_TRUE(DeleteEvent("r", "drop").ok());
+  EXPECT_EQ(InForce("r"), Own(1, "phase=queue event=none prequeued=0 active=2 waiting=0"));
+}
+
+// The brake is the operator's: the room's own queue_all wins over an event's method, and
+// letting go of it brings the event's method into force.
+TEST_P(LaunchConformanceTest, TheRoomObjectShowsTheBrakeOverAnEventsMethod) {
+  MakeRoom("r", 1);
+  RoomPatch brake;
+  brake.queueing_method = QueueingMethod::kQueueAll;
+  ASSERT_TRUE(Put("r", brake).ok());
+  EventSpec e = Drop(0, 0, 60'000, false);
+  e.prequeue_at.reset();
+  e.overrides.capacity = 5;
+  e.overrides.queueing_method = QueueingMethod::kPassthrough;
+  if (!Scheduled(PutEvent("r", "drop", e))) return;
+  AdvanceTime(1);
+  ASSERT_TRUE(Check("r", "a").ok());
+  EXPECT_EQ(InForce("r"),
+            "phase=queue event=drop prequeued=0 active=0 waiting=1 effective: cap=5 grace=5000 "
+            "cto=30000 apm=-1 method=queue_all")
+      << "braked: everyone waits, whatever the event's method";
+  EXPECT_EQ(Get("r")->config.queueing_method, QueueingMethod::kQueueAll);
+  RoomPatch fifo;
+  fifo.queueing_method = QueueingMethod::kFifo;
+  ASSERT_TRUE(Put("r", fifo).ok());
+  EXPECT_EQ(InForce("r"),
+            "phase=open event=drop prequeued=0 active=1 waiting=0 effective: cap=5 grace=5000 "
+            "cto=30000 apm=-1 method=passthrough")
+      << "the brake let go of: the event's method";
+  RoomPatch reject;
+  reject.queueing_method = QueueingMethod::kReject;
+  ASSERT_TRUE(Put("r", reject).ok());
+  EXPECT_EQ(InForce("r"),
+            "phase=open event=drop prequeued=0 active=1 waiting=0 effective: cap=5 grace=5000 "
+            "cto=30000 apm=-1 method=passthrough")
+      << "only the brake wins over an event's method";
+}
+
+// An open pre-queue: the room object names its event and counts those in it; the phase is
+// prequeue, the event's overrides not yet in force. Suspended, it lets them into the line.
+TEST_P(LaunchConformanceTest, TheRoomObjectCountsAnOpenPrequeue) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "h").ok());
+  EventSpec e = Drop(0, 60'000, 600'000, false);
+  e.overrides.capacity = 4;
+  if (!Scheduled(PutEvent("r", "drop", e))) return;
+  AdvanceTime(1);
+  EXPECT_EQ(InForce("r"), Own(1, "phase=prequeue event=drop prequeued=0 active=1 waiting=0"));
+  for (const char* id : {"p1", "p2", "p3"}) {
+    ASSERT_EQ(Check("r", id)->status, SessionStatus::kPrequeue) << id;
+  }
+  EXPECT_EQ(InForce("r"), Own(1, "phase=prequeue event=drop prequeued=3 active=1 waiting=0"));
+  ASSERT_TRUE(Leave("r", "p2", /*final=*/true).ok());
+  EXPECT_EQ(InForce("r"), Own(1, "phase=prequeue event=drop prequeued=2 active=1 waiting=0"));
+  if (harness_->Restart()) {
+    EXPECT_EQ(InForce("r"), Own(1, "phase=prequeue event=drop prequeued=2 active=1 waiting=0"));
+  }
+  e.suspended = true;
+  if (!Scheduled(PutEvent("r", "drop", e))) return;
+  EXPECT_EQ(InForce("r"), Own(1, "phase=queue event=none prequeued=0 active=1 waiting=2"))
+      << "suspended: the pre-queue went to the line";
+}
+
+// While a draw is published the phase is prequeue and the room object counts those whose
+// places are not published yet, and those who came during it; then the line, in force.
+TEST_P(LaunchConformanceTest, TheRoomObjectCountsADrawBeingPublished) {
+  MakeRoom("r", 1);
+  ASSERT_TRUE(Check("r", "h").ok());  // holds the one slot: nobody of the draw is admitted
+  EventSpec e = Drop(0, 1'000, 600'000, true);
+  e.overrides.grace_ms = 3'000;
+  if (!Scheduled(PutEvent("r", "drop", e))) return;
+  for (int i = 0; i < 150; ++i) ASSERT_TRUE(Check("r", "p" + std::to_string(i)).ok());
+  EXPECT_EQ(InForce("r"), Own(1, "phase=prequeue event=drop prequeued=150 active=1 waiting=0"));
+  AdvanceTime(1'000);  // the start, and one chunk of the draw (the harness's draw_chunk: 64)
+  int64_t published = static_cast<int64_t>(Line("r").size());
+  ASSERT_GT(published, 0);
+  ASSERT_LT(published, 150) << "the draw is not over yet";
+  ASSERT_EQ(Check("r", "late")->status, SessionStatus::kPrequeue) << "behind the draw";
+  auto mid = [&] {
+    return fmt::format(
+        "phase=prequeue event=drop prequeued={} active=1 waiting={} effective: cap=1 grace=3000 "
+        "cto=30000 apm=-1 method=fifo",
+        150 - published + 1, published);
+  };
+  EXPECT_EQ(InForce("r"), mid());
+  if (harness_->Restart()) {
+    EXPECT_EQ(InForce("r"), mid());
+  }
+  for (int turn = 0; turn < 10 && Line("r").size() < 151; ++turn) AdvanceTime(1);
+  EXPECT_EQ(Line("r").back(), "late") << "after the drawn";
+  EXPECT_EQ(InForce("r"),
+            "phase=queue event=drop prequeued=0 active=1 waiting=151 effective: cap=1 grace=3000 "
+            "cto=30000 apm=-1 method=fifo");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LaunchConformanceTest,

@@ -58,17 +58,24 @@ std::string Show(const core::SessionView& v) {
       core::ToString(v.queueing_method), Show(v.starts_in_ms), Show(v.ends_in_ms),
       v.refresh_after_ms, v.odds ? fmt::format("{}", v.odds->chance_next) : "none");
 }
+// The room's own settings and counts, then what is in force: the effective settings (the
+// own with a running event's overrides), the open event, the prequeued count and the phase.
 std::string Show(const core::RoomInfo& i) {
+  const core::RoomConfig& e = i.effective;
   return fmt::format(
       "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} gate={} "
-      "method={} active={} waiting={} adm={} drop={} rel={}",
+      "method={} active={} waiting={} adm={} drop={} rel={} | in force: cap={} grace={} cto={} "
+      "idle={} apm={} method={} event={} prequeued={} phase={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
       i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
       i.config.paused, i.config.target_url.value_or("(none)"),
       i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
       i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"),
       core::ToString(i.config.queueing_method), i.active, i.waiting, i.counters.admitted_total,
-      i.counters.dropped_total, i.counters.released_total);
+      i.counters.dropped_total, i.counters.released_total, e.capacity, e.grace_ms,
+      e.checkin_timeout_ms, e.idle_timeout_ms.value_or(-1), e.admit_per_minute.value_or(-1),
+      core::ToString(e.queueing_method), i.event.value_or("(none)"), i.prequeued,
+      core::ToString(i.phase));
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -442,9 +449,20 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           });
           break;
         case 19:
-          (void)same("room", [&](Backend& b) {
-            return Wait<core::RoomInfo>([&](auto done) { b.GetRoom(r, done); });
-          });
+          if (pick(3) == 0) {
+            (void)same("rooms", [&](Backend& b) {
+              auto listed =
+                  Wait<std::vector<core::RoomInfo>>([&](auto done) { b.ListRooms(done); });
+              if (!listed.ok()) return OpResult<std::vector<std::string>>(listed.status(), "");
+              std::vector<std::string> out;
+              for (const auto& info : *listed) out.push_back("[" + Show(info) + "]");
+              return OpResult<std::vector<std::string>>(std::move(out));
+            });
+          } else {
+            (void)same("room", [&](Backend& b) {
+              return Wait<core::RoomInfo>([&](auto done) { b.GetRoom(r, done); });
+            });
+          }
           break;
         case 20: {
           // Pause (less often than resume, so the rooms mostly admit), maybe with a target URL.

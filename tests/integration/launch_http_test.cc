@@ -198,6 +198,72 @@ TEST_F(LaunchHttpTest, QueueingMethodsOverHttp) {
   EXPECT_EQ(IntField(client().Check("r", Session(1)).json, "position"), 2);
 }
 
+// What the room object says is in force, as GET answers it: {phase, event, prequeued,
+// effective}, and the room's own capacity and method; the listing must answer the same.
+std::string InForce(Client& c, const std::string& room) {
+  HttpResult got = c.GetRoom(room);
+  if (got.status != 200) return "GET answered " + std::to_string(got.status);
+  auto shown = [](const json::value& r) {
+    json::object o{{"phase", r.at("phase")},         {"event", r.at("event")},
+                   {"prequeued", r.at("prequeued")}, {"effective", r.at("effective")},
+                   {"capacity", r.at("capacity")},   {"queueing_method", r.at("queueing_method")}};
+    return json::serialize(o);
+  };
+  HttpResult list = c.ListRooms();
+  std::string listed = "not listed";
+  if (list.status == 200) {
+    for (const json::value& r : list.json.at("rooms").as_array()) {
+      if (r.at("room") == json::value(room)) listed = shown(r);
+    }
+  }
+  EXPECT_EQ(listed, shown(got.json)) << "the listing answers the room object alike";
+  return shown(got.json);
+}
+
+// The room object over HTTP (the dashboard's source): an open pre-queue counted, a running
+// event's overrides in force beside the room's own settings, the room's own after a cancel.
+void RoomObjectOverHttp(Client& c) {
+  ASSERT_EQ(c.PutRoom("r", {{"capacity", 1}}).status, 200);
+  ASSERT_EQ(c.Check("r", Session(0)).status, 200);
+  int64_t now = NowMs();
+  auto drop = [&](int64_t starts_at) {
+    return json::object{{"prequeue_at", now - 1'000},
+                        {"starts_at", starts_at},
+                        {"ends_at", now + 7'200'000},
+                        {"overrides", {{"capacity", 3}, {"queueing_method", "passthrough"}}}};
+  };
+  ASSERT_EQ(PutEvent(c, "r", "drop", drop(now + 3'600'000)).status, 200);
+  ASSERT_EQ(StrField(c.Check("r", Session(1)).json, "status"), "prequeue");
+  ASSERT_EQ(StrField(c.Check("r", Session(2)).json, "status"), "prequeue");
+  const std::string own =
+      R"("effective":{"capacity":1,"grace_ms":30000,"checkin_timeout_ms":30000,)"
+      R"("admit_per_minute":null,"queueing_method":"fifo"},"capacity":1,"queueing_method":"fifo"})";
+  EXPECT_EQ(InForce(c, "r"), R"({"phase":"prequeue","event":"drop","prequeued":2,)" + own);
+  ASSERT_EQ(PutEvent(c, "r", "drop", drop(NowMs() + 300)).status, 200);  // the start brought near
+  const std::string running =
+      R"({"phase":"open","event":"drop","prequeued":0,"effective":{"capacity":3,"grace_ms":30000,)"
+      R"("checkin_timeout_ms":30000,"admit_per_minute":null,"queueing_method":"passthrough"},)"
+      R"("capacity":1,"queueing_method":"fifo"})";
+  EXPECT_TRUE(WaitFor([&] { return InForce(c, "r") == running; }, milliseconds(10'000)))
+      << InForce(c, "r");
+  ASSERT_EQ(c.Request("DELETE", "/v1/rooms/r/schedule/drop").status, 200);
+  EXPECT_EQ(InForce(c, "r"), R"({"phase":"queue","event":null,"prequeued":0,)" + own)
+      << "cancelled: the room's own settings, three holders of one slot";
+}
+
+TEST_F(LaunchHttpTest, TheRoomObjectShowsWhatIsInForce) { RoomObjectOverHttp(client()); }
+
+TEST(LaunchRedisHttpTest, TheRoomObjectShowsWhatIsInForce) {
+  if (!RedisAvailable()) GTEST_SKIP() << kRedisServerPath << " is not installed";
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  ServerProcess server({"--store", redis.url()}, {{"ANTEROOM_TOKEN_SECRET", kTokenSecret}});
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url());
+  RoomObjectOverHttp(c);
+  EXPECT_TRUE(server.Alive());
+}
+
 // Passes over HTTP: `admin` mints, lists and revokes; checks go through `other` (the same
 // client, or another process on the same store).
 void PassesOverHttpThrough(Client& admin, Client& other) {

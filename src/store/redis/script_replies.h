@@ -56,7 +56,9 @@ std::optional<DrawState> ParseDrawState(const Reply& answer);
 
 // ---- room.lua ------------------------------------------------------------------------------
 
-// put, get, delete: the room's own settings and counts, its gate last (room.lua info()).
+// put, get, delete: the room object (room.lua info()): its own settings, counts and gate, then
+// what is in force: the effective settings, the open event, the prequeued count, and the
+// phase (core::PhaseOf of the effective settings), as core::Room answers them.
 core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer);
 // check, touch, leave, evict: the session's view (room.lua view()), finished from the room's
 // context (room.lua context()) with the core's formulas: the phase (core::PhaseOf), the ETA

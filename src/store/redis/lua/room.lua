@@ -39,7 +39,7 @@
 -- holders < capacity unless the room is paused, braked (queue_all) or the rate cap forbids it;
 -- the line is admitted in arrival order (fifo) or by a uniform draw from it (random), and a
 -- method switch never reorders it; the rules read the effective settings (cfg: the room's own
--- with a running event's overrides), GetRoom answers the room's own.
+-- with a running event's overrides); GetRoom answers both (info).
 
 -- Deadline kinds, in the order deadlines at equal times go (core::Room's).
 local KIND_DROPOUT, KIND_OTHER = RULES.kind_dropout, RULES.kind_other
@@ -629,10 +629,20 @@ local function find_event(events, id)
   for k, e in ipairs(events) do if e.id == id then return k end end
   return nil
 end
+-- The open event (core Room::OpenEvent): the last one not suspended in its pre-queue or
+-- running (no two overlap, so at most one is); nil when none. The one rule of it, read by
+-- compute_next_boundary and by the room object (open_event_id).
+local function open_of(events)
+  local open = nil
+  for _, e in ipairs(events) do
+    if not e.su and (e.stage == STAGE.prequeue or e.stage == STAGE.running) then open = e end
+  end
+  return open
+end
 -- What every call needs of the schedule, cached in the room's state (see FIELDS; core
 -- ComputeNextBoundary): a suspended event stays where it is and counts for nothing.
 local function compute_next_boundary(events)
-  local nb, open, upcoming = NEVER, nil, nil
+  local nb, upcoming, open = NEVER, nil, open_of(events)
   for _, e in ipairs(events) do
     if not e.su then
       local t = NEVER
@@ -640,9 +650,9 @@ local function compute_next_boundary(events)
         t = opens_at(e)
         upcoming = upcoming or e
       elseif e.stage == STAGE.prequeue then
-        t, open = e.st, e
+        t = e.st
       elseif e.stage == STAGE.running then
-        t, open = e.en, e
+        t = e.en
       end
       nb = math.min(nb, t)
     end
@@ -868,11 +878,42 @@ local function gate_text()
   if not colon or string.sub(v, 1, colon - 1) ~= digits(room.inc) then return false end
   return string.sub(v, colon + 1)
 end
--- The room's own settings (not an event's overrides) and counts; the gate last.
+-- Those waiting for a draw (core Room::prequeued()): in the pre-queue, and those of the draw
+-- being published not yet published (counted by position, as the core counts them: one who
+-- left since still holds a place until it comes). Both are empty unless prequeue_open() (the
+-- pre-queue goes to the line or the draw when it closes): a room without one asks Redis nothing.
+local function prequeued()
+  if not prequeue_open() then return 0 end
+  local d = room.dr
+  return redis.call('ZCARD', K_PREQUEUE) + (d and d.n - d.pub or 0)
+end
+-- The id of the open event (core Room::open_event()), or false. The state caches that one is
+-- open (pq: in its pre-queue, ov: running), not which: KEYS[12] is read only then, so a room
+-- without an open event asks Redis nothing more.
+local function open_event_id()
+  if room.pq ~= 1 and not room.ov then return false end
+  local open = open_of(load_events())
+  return open and open.id or false
+end
+-- What is in force beside the room's own settings (core RoomInfo), while an event is open or a
+-- draw is published: the effective settings (cfg: capacity, grace, cto, apm, method; idle is the
+-- room's own), pre-queue open (0/1, for the phase, which the backend makes with core::PhaseOf),
+-- prequeued(), and the open event's id (nil: none). Otherwise nothing: the room's own settings
+-- are in force, nobody is pre-queued and no event is open, and a plain room's answer stays as
+-- short as it was (answered always, these 8 fields cost a plain room's get ~1 us of Redis
+-- time, 1-6%: docs/benchmarks.md, "The room object on Redis").
+local function in_force()
+  if not room.ov and not prequeue_open() then return end
+  local c = cfg
+  return c.cap, c.grace, c.cto, c.apm, c.qm, prequeue_open() and 1 or 0, prequeued(),
+         open_event_id()
+end
+-- The room object (script_replies.h ParseRoomInfo): the room's own settings and counts, the
+-- gate, then in_force() (all its values: last in the constructor).
 local function info()
   local r = room
   return {r.cap, r.grace, r.cto, r.idle, r.apm, r.holders, waiting(), r.admitted, r.dropped,
-          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text()}
+          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(), in_force()}
 end
 -- An event as answered (script_replies.h ParseRoomEvent): {id, name, prequeue_at, starts_at,
 -- ends_at, shuffle_at_start, prequeue_scope, suspended, capacity, apm, grace, cto (-1: none),
