@@ -245,7 +245,7 @@ Response Wait(const Services& s, const Request& req, const GateRoom& room, const
         {"position", room.info.waiting + 1},
         {"waiting", room.info.waiting},
         {"active", room.info.active},
-        {"capacity", room.info.config.capacity},
+        {"capacity", room.info.effective.capacity},
         {"retry_after_ms", retry_ms},
         {"live", PublicBase(s) + "/v1/rooms/" + room.info.room + "/ws"},
         {"enter", PublicBase(s) + "/v1/gate/" + room.info.room + "/enter"},
@@ -272,7 +272,7 @@ int64_t TouchEvery(const GateRoom& room) {
 // nothing the room asks of a joiner that the gate cannot give (a proof of work).
 bool FreeNow(const GateRoom& room) {
   const core::RoomInfo& i = room.info;
-  return i.waiting == 0 && i.active < i.config.capacity && !i.config.paused &&
+  return i.waiting == 0 && i.active < i.effective.capacity && !i.config.paused &&
          !i.config.challenge_difficulty;
 }
 

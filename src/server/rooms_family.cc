@@ -106,7 +106,9 @@ store::Completion<SessionView> AnswerSessionOrGone(std::string room, std::string
       gone.status = SessionStatus::kGone;
       gone.waiting = info->waiting;
       gone.active = info->active;
-      gone.capacity = info->config.capacity;
+      gone.capacity = info->effective.capacity;  // in force: a running event's, if any
+      gone.phase = info->phase;
+      gone.queueing_method = info->effective.queueing_method;
       respond(SessionReply(room, gone, services, show_session));
     });
   };

@@ -246,6 +246,13 @@ void RoomObjectOverHttp(Client& c) {
       R"("capacity":1,"queueing_method":"fifo"})";
   EXPECT_TRUE(WaitFor([&] { return InForce(c, "r") == running; }, milliseconds(10'000)))
       << InForce(c, "r");
+  // A touch of a session the room does not know answers "gone" with what is in force too.
+  HttpResult gone = c.Touch("r", "nobody-here");
+  ASSERT_EQ(gone.status, 200) << gone.body;
+  EXPECT_EQ(StrField(gone.json, "status"), "gone");
+  EXPECT_EQ(IntField(gone.json, "capacity"), 3) << gone.body;
+  EXPECT_EQ(StrField(gone.json, "phase"), "open") << gone.body;
+  EXPECT_EQ(StrField(gone.json, "queueing_method"), "passthrough") << gone.body;
   ASSERT_EQ(c.Request("DELETE", "/v1/rooms/r/schedule/drop").status, 200);
   EXPECT_EQ(InForce(c, "r"), R"({"phase":"queue","event":null,"prequeued":0,)" + own)
       << "cancelled: the room's own settings, three holders of one slot";
