@@ -10,21 +10,12 @@
 # build to compare), FUNCTION LOADed under that name; the room's state is the same format for
 # both (docs/benchmarks.md, "Redis backend"). Calls are made as anteroom makes them now (15 keys,
 # ARGV 4 the entropy).
-import os, socket, statistics, sys
+import os, statistics, sys
+from resp_kit import Conn, room_keys
 port = int(sys.argv[1]); libs = sys.argv[2:4]
 rounds = int(os.environ.get("ROUNDS", "30")); n = int(os.environ.get("N", "1000"))
-keys = ["t:{r:ab}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
-s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
-def reply():
-    line = f.readline(); kind, rest = line[:1], line[1:-2]
-    if kind in (b"+", b":"): return rest
-    if kind == b"-": raise RuntimeError(rest)
-    if kind == b"$": return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
-    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
-def call(*args):
-    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-    return reply()
+keys = room_keys("ab")
+call = Conn(port).call
 T0 = 1_800_000_000_000
 entropy = os.urandom(32).hex()  # room.lua's ARGV 4
 def room(lib, op, now, *a): return call("FCALL", lib, len(keys), *keys, op, now, 600000, entropy, *a)

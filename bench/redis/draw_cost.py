@@ -8,27 +8,16 @@
 # LIB: room.lua as anteroom sends it (`build/release/bench/assembled_script room`), FUNCTION
 # LOADed under that name. The ranks here are Python's shuffle, not core::FisherYates: Redis's
 # work per chunk does not depend on which permutation it is.
-import os, random, socket, sys, time
+import os, random, sys, time
+from resp_kit import Conn, encode, room_keys
 
 port, lib = int(sys.argv[1]), sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1_000_000
 chunk = int(sys.argv[4]) if len(sys.argv) > 4 else 10_000
-keys = ["t:{r:draw}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
-s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
-def reply():
-    line = f.readline(); kind, rest = line[:1], line[1:-2]
-    if kind in (b"+", b":"): return rest
-    if kind == b"-": raise RuntimeError(rest)
-    if kind == b"$": return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
-    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
-def encode(args):
-    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+keys = room_keys("draw")
+conn = Conn(port); s, call, reply = conn.s, conn.call, conn.reply
 def room_args(op, now, *a):
     return ["FCALL", lib, len(keys), *keys, op, now, 600000, os.urandom(32).hex(), *a]
-def call(*args):
-    s.sendall(encode(args))
-    return reply()
 def room(op, now, *a): return call(*room_args(op, now, *a))
 T0 = 1_800_000_000_000
 call("DEL", *keys)

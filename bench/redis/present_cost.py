@@ -5,20 +5,11 @@
 # anteroom sends it, `build/release/bench/assembled_script room`, registered under that name; BUCKETS=N for another window; docs/benchmarks.md, "100,000 live
 # clients over 6 processes"). Calls are made as anteroom makes them now (15 keys, ARGV 4 the
 # entropy): a library from before that calling convention needs the script of its own day.
-import os, socket, sys
+import os, sys
+from resp_kit import Conn, room_keys
 port = int(sys.argv[1]); libs = sys.argv[2:]
-keys = ["t:{r:pm}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
-s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
-def reply():
-    line = f.readline(); kind, rest = line[:1], line[1:-2]
-    if kind in (b"+", b":"): return rest
-    if kind == b"-": raise RuntimeError(rest)
-    if kind == b"$": return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
-    return None if int(rest) < 0 else [reply() for _ in range(int(rest))]
-def call(*args):
-    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-    return reply()
+keys = room_keys("pm")
+call = Conn(port).call
 T0 = 1_800_000_000_000
 for lib in libs:
     call("DEL", *keys)

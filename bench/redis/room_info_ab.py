@@ -10,23 +10,12 @@
 # build to compare), FUNCTION LOADed under that name (the library "#!lua name=LIB\n" + the
 # script + "\nredis.register_function('LIB', run)\n", as cluster_client.cc loads it). The events
 # are put through LIB_B: a library without the schedule cannot run EVENTS=1.
-import os, socket, statistics, sys
+import os, statistics, sys
+from resp_kit import Conn, encode, room_keys
 port = int(sys.argv[1]); libs = sys.argv[2:4]
 rounds = int(os.environ.get("ROUNDS", "30")); n = int(os.environ.get("N", "1000"))
-keys = ["t:{r:ab}:" + k for k in ["m","l","s","d","v","x","c","cf","g","ln","ld","ev","pq","dw","ps"]]
-def connect():
-    s = socket.create_connection(("127.0.0.1", port)); return s, s.makefile("rb")
-s, f = connect()
-def reply(f=f):
-    line = f.readline(); kind, rest = line[:1], line[1:-2]
-    if kind in (b"+", b":"): return rest
-    if kind == b"-": raise RuntimeError(rest)
-    if kind == b"$": return None if int(rest) < 0 else f.read(int(rest) + 2)[:-2]
-    return None if int(rest) < 0 else [reply(f) for _ in range(int(rest))]
-def enc(args):
-    args = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-def call(*args): s.sendall(enc(args)); return reply()
+keys = room_keys("ab")
+call = Conn(port).call
 T0 = 1_800_000_000_000
 entropy = os.urandom(32).hex()  # room.lua's ARGV 4
 def room(lib, op, now, *a): return call("FCALL", lib, len(keys), *keys, op, now, 600000, entropy, *a)
@@ -36,11 +25,11 @@ def us_per_call():
     return float(line.split("usec_per_call=")[1].split(",")[0])
 # The commands one `get` of `lib` runs inside the script, as MONITOR shows them ("[0 lua]").
 def monitored(lib, now):
-    m, mf = connect(); m.sendall(enc(["MONITOR"])); reply(mf)
+    m = Conn(port); m.call("MONITOR")
     room(lib, "get", now); call("PING")
     cmds = []
     while True:
-        line = reply(mf).decode()
+        line = m.reply().decode()
         if '"PING"' in line: break
         if "lua]" in line: cmds.append(line.split('] "')[1].split('"')[0])
     m.close(); return cmds
