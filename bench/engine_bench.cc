@@ -361,7 +361,7 @@ BENCHMARK(BM_MemoryPerReadyJob)
 
 // ---- a drop in the engine: a pre-queue of n, its draw, then checks ----------------------------
 
-// Issue 28's engine scale: a room of capacity 10,000 with an event whose pre-queue n people
+// A drop at engine scale: a room of capacity 10,000 with an event whose pre-queue n people
 // join (at time 0), a shuffled start at t = 1 s published in the server's chunks (50,000
 // positions a step, --draw-chunk's default), then check-ins in a random order against the
 // drawn line. Counters: heap per person in the pre-queue and once drawn (malloc's view, the

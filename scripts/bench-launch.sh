@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The launch as a benchmark (issue 28, part 1; docs/benchmarks.md "A drop over HTTP"): one
+# The launch as a benchmark (docs/benchmarks.md, "A drop over HTTP"): one
 # `anteroom serve` as installed (embedded backend, durable, fsync everysec), and
 # `anteroom-bench launch` driving a drop on it: N people arrive over A s into an event's
 # pre-queue (one room, capacity 10,000), each checking in every C s; the start shuffles them;

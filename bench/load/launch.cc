@@ -1,5 +1,5 @@
-// `anteroom-bench launch`: a drop as people make it (issue 28's launch benchmark). N people
-// arrive over A seconds into the pre-queue of one room's event and check in every C seconds
+// `anteroom-bench launch`: a drop as people make it (docs/benchmarks.md, "A drop over HTTP"). N
+// people arrive over A seconds into the pre-queue of one room's event and check in every C seconds
 // over HTTP (polling, as a page without a live channel does); the event starts with a shuffle;
 // an admitted person leaves at their next check-in (a steady outflow of about capacity / (C/2)
 // a second); mid-run the room switches to `random` and back to `fifo`. One JSON line reports:
