@@ -14,7 +14,8 @@ A name is a folder (`name/`), a file (`name`), brace alternatives (`stem.{h,cc}`
 exist) or `stem.*` (every file of the folder whose name starts with `stem.`; at least one).
 
 The tree is `git ls-files` when ROOT is a git checkout (files deleted in the working tree left
-out), else every file under ROOT but .git, build/ and node_modules/. It fails, one line per
+out), else every file under ROOT but .git, build/, node_modules/ and __pycache__/ (Python
+writes those when a test imports a bench module). It fails, one line per
 problem, when:
   - a file of the tree is on no line (every file must be, but for the files under tests/, where
     each folder needs a line and files are optional, and under fuzz/corpus/, which its own line
@@ -39,7 +40,7 @@ HEADING = "## Where things live"
 COVERED_WHOLE = ("fuzz/corpus",)
 # Folders whose sub-folders need a line but whose files may be left out.
 FILES_OPTIONAL = ("tests",)
-WALK_SKIP = {".git", "build", "node_modules"}
+WALK_SKIP = {".git", "build", "node_modules", "__pycache__"}
 
 LINE_RE = re.compile(r"^(?P<indent> *)- `(?P<name>[^`]+)`(?P<rest>.*)$")
 BRACE_RE = re.compile(r"^(?P<pre>[^{}*]*)\{(?P<alts>[^{}]+)\}(?P<post>[^{}*]*)$")
