@@ -305,19 +305,51 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
   uint32_t w = WorkerFor(worker);
   while (out.size() < max && !ready_.empty()) {
     Index i = ready_.TakeFirst([this](Index j, uint64_t ticket) { return LiveEntry(j, ticket); });
-    Job& job = slab_[i];
-    job.ticket = 0;
-    job.state = State::kInflight;
-    job.attempt += 1;
-    job.delivery = next_delivery_++;
-    job.due = now_ + lease_ms;
-    job.worker = w;
-    workers_[w].jobs.insert(i);
-    leases_.Set(i, static_cast<uint64_t>(job.due));
-    out.push_back(
-        {job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due, job.priority});
+    out.push_back(LeaseTo(i, w, lease_ms));
   }
   return out;
+}
+
+std::vector<Delivery> Queue::Reclaim(std::string_view worker, size_t max, int64_t lease_ms,
+                                     int64_t now_ms, size_t& taken_back) {
+  Advance(now_ms);
+  taken_back = 0;
+  std::vector<Delivery> out;
+  auto it = worker_index_.find(std::string(worker));
+  if (it == worker_index_.end()) return out;
+  const Worker& held = workers_[it->second];
+  std::vector<Index> jobs(held.jobs.begin(), held.jobs.end());
+  std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
+  taken_back = jobs.size();
+  if (jobs.empty()) return out;
+  // Released first, exactly as ReleaseWorker does (the last first, so together they keep their
+  // order), but the worker is alive: its heartbeat deadline stands.
+  std::string error = "reclaimed: worker '" + std::string(worker) + "' started again";
+  for (auto j = jobs.rbegin(); j != jobs.rend(); ++j) Fail(*j, error, now_, /*expired=*/true);
+  if (paused_) return out;
+  for (Index i : jobs) {
+    if (out.size() >= max) break;
+    if (slab_[i].state != State::kReady) continue;  // dead: attempts used up
+    slab_[i].ticket = 0;                            // its entry in ready_ is dropped when reached
+    ready_.Forget();
+    // Looked up per job: the release may have forgotten the worker, and one left with no job
+    // must not be made again.
+    out.push_back(LeaseTo(i, WorkerFor(worker), lease_ms));
+  }
+  return out;
+}
+
+Delivery Queue::LeaseTo(Index i, uint32_t w, int64_t lease_ms) {
+  Job& job = slab_[i];
+  job.ticket = 0;
+  job.state = State::kInflight;
+  job.attempt += 1;
+  job.delivery = next_delivery_++;
+  job.due = now_ + lease_ms;
+  job.worker = w;
+  workers_[w].jobs.insert(i);
+  leases_.Set(i, static_cast<uint64_t>(job.due));
+  return {job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due, job.priority};
 }
 
 LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {

@@ -64,6 +64,14 @@ class Queue {
   // Up to `max` ready jobs in delivery order, leased to `worker`; none while paused.
   std::vector<Delivery> Fetch(std::string_view worker, size_t max, int64_t lease_ms,
                               int64_t now_ms);
+  // A restarted worker takes back what it held (the Redis pattern's "processing list" of a
+  // worker, cleared first on restart). Each of `worker`'s in-flight jobs fails its delivery as a
+  // release would (a failed attempt, counted expired; one past max_attempts goes dead) and goes
+  // to the head of its priority; then up to `max` of those (none while paused), in delivery
+  // order, leave the line and are leased to `worker` again, before any other job. `taken_back`
+  // is set to how many it held.
+  std::vector<Delivery> Reclaim(std::string_view worker, size_t max, int64_t lease_ms,
+                                int64_t now_ms, size_t& taken_back);
   // nullopt for a forged or malformed lease (kInvalidLease); no state is read or changed.
   std::optional<LeaseRef> ParseLease(std::string_view lease) const;
   // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing.
@@ -173,6 +181,8 @@ class Queue {
   void MakeDelayed(Index i, int64_t until);
   void EndLease(Index i);
   void Fail(Index i, std::string_view error, int64_t now, bool expired);
+  // Leases job `i` (just taken from the line) to worker `w`.
+  Delivery LeaseTo(Index i, uint32_t w, int64_t lease_ms);
   void Bury(Index i, std::string_view error, int64_t now);
   uint32_t WorkerFor(std::string_view name);
   void ForgetWorkerIfIdle(uint32_t w);

@@ -69,6 +69,9 @@ struct FetchRequest {
   int64_t lease_ms = kDefaultLeaseMs;
   int64_t wait_ms = 0;           // > 0: long poll
   std::vector<std::string> ack;  // acked before the fetch, whether or not it then waits
+  // First take back the jobs in flight under `worker` (Queue::Reclaim): a worker with a stable
+  // name does so once, when it starts again after a crash.
+  bool reclaim = false;
   // Signalled when the client hangs up while the fetch is parked: the waiter is then dropped
   // and nothing is delivered to it. Null: nobody watches (the engine's own callers).
   std::shared_ptr<Hangup> hangup;
@@ -78,6 +81,7 @@ struct FetchAnswer {
   std::vector<LeaseOutcome> acked;        // one per FetchRequest::ack, in order
   std::vector<std::string> acked_leases;  // FetchRequest::ack handed back, for the answer
   std::vector<Delivery> jobs;
+  size_t reclaimed = 0;  // how many of `jobs` were the worker's own, taken back (the first ones)
 };
 
 struct InflightJob {

@@ -226,11 +226,14 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
   if (!lease.ok()) return respond(ErrorReply(lease));
   auto wait = ReadInt(body, "wait_ms", 0, kMaxWaitMs);
   if (!wait.ok()) return respond(ErrorReply(wait));
+  auto reclaim = ReadBool(body, "reclaim");
+  if (!reclaim.ok()) return respond(ErrorReply(reclaim));
   core::FetchRequest request{.worker = std::move(**worker),
                              .max = static_cast<size_t>(max->value_or(1)),
                              .lease_ms = lease->value_or(core::kDefaultLeaseMs),
                              .wait_ms = wait->value_or(0),
                              .ack = {},
+                             .reclaim = reclaim->value_or(false),
                              .hangup = req.hangup};
   bool acking = body.contains("ack");
   if (acking) {
@@ -238,33 +241,35 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
     if (!ack.ok()) return respond(ErrorReply(ack));
     request.ack = std::move(*ack);
   }
-  s.backend.Fetch(req.params[0], std::move(request),
-                  [acking, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
-                    if (!r.ok()) return respond(ErrorReply(r));
-                    // Written by hand: payloads are stored serialized and go out verbatim.
-                    Response res;
-                    std::string& out = res.body;
-                    out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
-                    auto it = std::back_inserter(out);
-                    out += R"({"jobs":[)";
-                    bool first = true;
-                    for (const auto& d : r->jobs) {
-                      if (!first) out += ',';
-                      fmt::format_to(
-                          it,
-                          FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
-                                      R"("lease_expires_ms":{},"priority":{}}})"),
-                          d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
-                      first = false;
-                    }
-                    out += ']';
-                    if (acking) {
-                      out += R"(,"acked":)";
-                      AppendOutcomes(out, r->acked_leases, r->acked);
-                    }
-                    out += '}';
-                    respond(std::move(res));
-                  });
+  bool reclaiming = request.reclaim;
+  s.backend.Fetch(
+      req.params[0], std::move(request),
+      [acking, reclaiming, respond = std::move(respond)](OpResult<core::FetchAnswer> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        // Written by hand: payloads are stored serialized and go out verbatim.
+        Response res;
+        std::string& out = res.body;
+        out.reserve(64 + r->jobs.size() * 128 + r->acked_leases.size() * 48);
+        auto it = std::back_inserter(out);
+        out += R"({"jobs":[)";
+        bool first = true;
+        for (const auto& d : r->jobs) {
+          if (!first) out += ',';
+          fmt::format_to(it,
+                         FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
+                                     R"("lease_expires_ms":{},"priority":{}}})"),
+                         d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
+          first = false;
+        }
+        out += ']';
+        if (acking) {
+          out += R"(,"acked":)";
+          AppendOutcomes(out, r->acked_leases, r->acked);
+        }
+        if (reclaiming) fmt::format_to(it, R"(,"reclaimed":{})", r->reclaimed);
+        out += '}';
+        respond(std::move(res));
+      });
 }
 
 // POST /v1/queues/{q}/ack: {"leases": [...]}, an outcome per lease.

@@ -110,6 +110,23 @@ class QueuesConformanceTest : public conformance::BackendTest {
                 });
     });
   }
+  // A fetch that first takes back the jobs `worker` holds (FetchRequest::reclaim).
+  core::FetchAnswer Reclaim(const std::string& q, const std::string& worker, size_t max,
+                            int64_t lease_ms = 30'000) {
+    auto r = Await<core::FetchAnswer>([&](auto done) {
+      b().Fetch(q,
+                {.worker = worker,
+                 .max = max,
+                 .lease_ms = lease_ms,
+                 .wait_ms = 0,
+                 .ack = {},
+                 .reclaim = true,
+                 .hangup = {}},
+                done);
+    });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? std::move(*r) : core::FetchAnswer{};
+  }
   // A fetch that must succeed; its deliveries.
   Deliveries Take(const std::string& q, const std::string& worker, size_t max = 1,
                   int64_t lease_ms = 30'000) {
@@ -895,6 +912,55 @@ TEST_P(QueuesConformanceTest, ReleaseWorkerReturnsItsJobsAtOnce) {
   EXPECT_EQ(Release("q", "w1"), 0u);
   EXPECT_EQ(Release("q", "nobody"), 0u);
   EXPECT_EQ(Ack("q", {theirs[0].lease}), Outcomes{kOk});
+}
+
+// A worker that starts again under its name takes back what it held, before any other job:
+// each a new attempt, the old leases void, what does not fit `max` back at the head of the line.
+TEST_P(QueuesConformanceTest, ReclaimTakesBackTheWorkersOwnJobsFirst) {
+  ASSERT_TRUE(Push("q", {Job("a"), Job("b"), Job("c"), Job("d"), Job("e")}).ok());
+  Deliveries before = Take("q", "w1", 3);
+  ASSERT_EQ(Payloads(before), (std::vector<std::string>{"a", "b", "c"}));
+  Delivery theirs = TakeOne("q", "w2");
+  ASSERT_TRUE(Push("q", {Job("urgent", 9)}).ok());  // would come first to any other fetch
+
+  core::FetchAnswer back = Reclaim("q", "w1", 2);
+  EXPECT_EQ(back.reclaimed, 2u);
+  EXPECT_EQ(Payloads(back.jobs), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(back.jobs.size(), 2u);
+  EXPECT_EQ(back.jobs[0].attempt, 2);
+  EXPECT_EQ(back.jobs[1].attempt, 2);
+  EXPECT_EQ(Ack("q", {before[0].lease, before[2].lease}), (Outcomes{kLost, kLost}));
+  ExpectCounts("q", 3, 0, 3, 0);
+  EXPECT_EQ(Stats("q").expired, 3);
+  EXPECT_EQ(Inflight("q", "w1").size(), 2u);
+  // The one that did not fit leads its priority; the other worker's job is untouched.
+  EXPECT_EQ(Payloads(Take("q", "w3", 10)), (std::vector<std::string>{"urgent", "c", "e"}));
+  EXPECT_EQ(Ack("q", {theirs.lease, back.jobs[0].lease}), (Outcomes{kOk, kOk}));
+
+  // Nothing held: an ordinary fetch. Room left after the worker's own: filled from the line.
+  ASSERT_TRUE(Push("q", {Job("f"), Job("g")}).ok());
+  core::FetchAnswer none = Reclaim("q", "fresh", 1);
+  EXPECT_EQ(none.reclaimed, 0u);
+  EXPECT_EQ(Payloads(none.jobs), (std::vector<std::string>{"f"}));
+  core::FetchAnswer mixed = Reclaim("q", "fresh", 5);
+  EXPECT_EQ(mixed.reclaimed, 1u);
+  EXPECT_EQ(Payloads(mixed.jobs), (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(mixed.jobs[0].attempt, 2);
+  EXPECT_EQ(mixed.jobs[1].attempt, 1);
+}
+
+TEST_P(QueuesConformanceTest, ReclaimOnTheLastAttemptBuriesAndPausedHandsNothing) {
+  ASSERT_TRUE(Push("q", {Job("once", 0, 0, std::nullopt, 1), Job("more")}).ok());
+  Deliveries held = Take("q", "w", 2);
+  ASSERT_EQ(held.size(), 2u);
+  SetPaused("q", true);
+  core::FetchAnswer back = Reclaim("q", "w", 10);
+  EXPECT_EQ(back.reclaimed, 0u);
+  EXPECT_TRUE(back.jobs.empty());
+  ExpectCounts("q", 1, 0, 0, 1);  // released all the same: a paused queue hands out nothing
+  std::vector<DeadJob> dead = Dead("q");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].payload, "once");
 }
 
 TEST_P(QueuesConformanceTest, SilentWorkerIsDeadBeforeItsLeaseRunsOut) {

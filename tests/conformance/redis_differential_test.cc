@@ -85,6 +85,7 @@ std::string Show(const std::vector<core::PushResult>& v) {
 std::string Show(const core::FetchAnswer& a) {
   std::string s;
   for (auto o : a.acked) s += std::string(core::ToString(o)) + " ";
+  s += fmt::format("reclaimed {} ", a.reclaimed);
   for (const auto& d : a.jobs) {
     s += fmt::format("[{} {} a{} {} {} p{}] ", d.id, d.payload, d.attempt, d.lease,
                      d.lease_expires_ms, d.priority);
@@ -367,11 +368,12 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         }
         case 10:
         case 11: {
-          core::FetchRequest f{w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {},
-                               {}};
+          core::FetchRequest f{
+              w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, false, {}};
           if (!leases.empty() && pick(2))
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
-          auto a = same("fetch", [&](Backend& b) {
+          f.reclaim = pick(6) == 0;  // a worker starting again under its name
+          auto a = same(f.reclaim ? "fetch reclaim" : "fetch", [&](Backend& b) {
             return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
           });
           if (a.ok()) {

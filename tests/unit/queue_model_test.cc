@@ -210,9 +210,21 @@ bool RunOne(uint64_t seed, Totals& totals) {
     } else if (kind < 34) {
       size_t max = static_cast<size_t>(rng.Chance(10) ? 0 : rng.Chance(60) ? 1 : rng.Uniform(2, 4));
       int64_t lease_ms = rng.Chance(25) ? Duration(rng, 100, 1'000) : Duration(rng, 1'000, 15'000);
-      where.Add(" fetch %s max %zu", worker.c_str(), max);
-      std::vector<core::Delivery> got = queue.Fetch(worker, max, lease_ms, now);
-      std::vector<ReferenceQueue::Fetched> want = model.Fetch(worker, max, lease_ms, now);
+      // Now and then a worker starting again under its name (FetchRequest::reclaim).
+      bool reclaim = rng.Chance(8);
+      where.Add(" fetch %s max %zu%s", worker.c_str(), max, reclaim ? " reclaim" : "");
+      std::vector<core::Delivery> got;
+      std::vector<ReferenceQueue::Fetched> want;
+      if (reclaim) {
+        size_t got_back = 0;
+        size_t want_back = 0;
+        got = queue.Reclaim(worker, max, lease_ms, now, got_back);
+        want = model.Reclaim(worker, max, lease_ms, now, want_back);
+        EXPECT_EQ(got_back, want_back) << where;
+      } else {
+        got = queue.Fetch(worker, max, lease_ms, now);
+        want = model.Fetch(worker, max, lease_ms, now);
+      }
       EXPECT_EQ(got.size(), want.size()) << where;
       for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
         const core::Delivery& w2 = want[i].delivery;

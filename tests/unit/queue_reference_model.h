@@ -105,19 +105,29 @@ class ReferenceQueue {
         if (j.state == State::kReady && (best == nullptr || ReadyBefore(j, *best))) best = &j;
       }
       if (best == nullptr) break;
-      best->state = State::kInflight;
-      best->attempt += 1;
-      best->delivery = next_delivery_++;
-      best->due = now_ + lease_ms;
-      best->worker = worker;
-      if (best->attempt > 1) ++seen_.redeliveries;
-      core::Delivery d;
-      d.id = best->id;
-      d.payload = best->payload;
-      d.attempt = best->attempt;
-      d.lease_expires_ms = best->due;
-      d.priority = best->priority;
-      out.push_back({d, {best->id, best->delivery}});
+      out.push_back(LeaseTo(*best, worker, lease_ms));
+    }
+    return out;
+  }
+
+  // core::Queue::Reclaim: the worker's jobs fail together (as a release, but its heartbeat
+  // stands), then up to `max` of them still ready (none while paused) are leased to it again,
+  // in the order they had, before any other job.
+  std::vector<Fetched> Reclaim(const std::string& worker, size_t max, int64_t lease_ms, int64_t now,
+                               size_t& taken_back) {
+    Advance(now);
+    std::vector<Job*> held;
+    for (core::JobId id : JobsOf(worker)) held.push_back(Find(id));
+    std::sort(held.begin(), held.end(),
+              [](const Job* a, const Job* b) { return ReadyBefore(*a, *b); });
+    std::vector<core::JobId> ids;
+    for (const Job* j : held) ids.push_back(j->id);
+    taken_back = FailTogether(ids, "reclaimed: worker '" + worker + "' started again", now_);
+    std::vector<Fetched> out;
+    for (core::JobId id : ids) {
+      if (paused_ || out.size() >= max) break;
+      Job* j = Find(id);
+      if (j->state == State::kReady) out.push_back(LeaseTo(*j, worker, lease_ms));
     }
     return out;
   }
@@ -462,6 +472,21 @@ class ReferenceQueue {
     return out;
   }
   // Deliveries that failed together: each to the head of its priority, the last first.
+  Fetched LeaseTo(Job& j, const std::string& worker, int64_t lease_ms) {
+    j.state = State::kInflight;
+    j.attempt += 1;
+    j.delivery = next_delivery_++;
+    j.due = now_ + lease_ms;
+    j.worker = worker;
+    if (j.attempt > 1) ++seen_.redeliveries;
+    core::Delivery d;
+    d.id = j.id;
+    d.payload = j.payload;
+    d.attempt = j.attempt;
+    d.lease_expires_ms = j.due;
+    d.priority = j.priority;
+    return {d, {j.id, j.delivery}};
+  }
   size_t FailTogether(std::vector<core::JobId> ids, const std::string& error, int64_t at) {
     std::vector<Job*> group;
     for (core::JobId id : ids) group.push_back(Find(id));

@@ -324,6 +324,7 @@ class Walk {
     r.lease_ms = U(100, 3'000);
     if (Chance(30)) r.wait_ms = U(100, 1'500);  // a long poll, served later by the timer
     if (Chance(30) && !leases_.empty()) r.ack.push_back(leases_[U(0, leases_.size() - 1)]);
+    r.reclaim = Chance(10);  // a worker starting again under its name
     backend_.Fetch(Pick("q", kQueues), std::move(r), [this](const OpResult<core::FetchAnswer>& a) {
       if (a.ok()) Keep(a.value());
     });

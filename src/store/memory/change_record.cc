@@ -264,6 +264,18 @@ bool FetchRecord::Decode(ByteReader& r) {
   return !r.failed();
 }
 
+void ReclaimRecord::Encode(ByteWriter& w) const {
+  w.PutString(worker);
+  w.Put(max);
+  w.Put(lease_ms);
+}
+bool ReclaimRecord::Decode(ByteReader& r) {
+  worker = r.GetView();
+  max = r.Get<uint64_t>();
+  lease_ms = r.Get<int64_t>();
+  return !r.failed();
+}
+
 void LeaseList::Encode(ByteWriter& w) const {
   w.Put<uint32_t>(static_cast<uint32_t>(leases.size()));
   for (const auto& l : leases) {

@@ -67,6 +67,7 @@ enum class ChangeKind : uint8_t {
   kCancel = 24,
   kSetPaused = 25,
   kSetQueueKey = 26,
+  kReclaim = 27,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -225,6 +226,17 @@ struct PushRecord {
 // str worker | u64 max | i64 lease_ms: a fetch that found at least one job.
 struct FetchRecord {
   static constexpr ChangeKind kKind = ChangeKind::kFetch;
+  std::string_view worker = {};
+  uint64_t max = 0;
+  int64_t lease_ms = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str worker | u64 max | i64 lease_ms: a fetch that took back jobs the worker held
+// (core::Queue::Reclaim). Its ordinary part, if any, follows as a FetchRecord.
+struct ReclaimRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kReclaim;
   std::string_view worker = {};
   uint64_t max = 0;
   int64_t lease_ms = 0;

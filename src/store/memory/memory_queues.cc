@@ -171,12 +171,27 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
         // A client already gone gets no job (its acks stand: that work was done).
         if (hangup && hangup->happened()) return Answered<core::FetchAnswer>(QueueSlot::HungUp());
         // Ready jobs exist only when nobody is waiting (Serve runs after every change).
-        answer.jobs = q->queue.Fetch(request.worker, request.max, request.lease_ms, now);
-        if (!answer.jobs.empty()) {
+        if (request.reclaim) {
+          size_t taken_back = 0;
+          answer.jobs =
+              q->queue.Reclaim(request.worker, request.max, request.lease_ms, now, taken_back);
+          answer.reclaimed = answer.jobs.size();
+          if (taken_back > 0) {
+            LogChange(
+                *q, now,
+                ReclaimRecord{
+                    .worker = request.worker, .max = request.max, .lease_ms = request.lease_ms});
+          }
+        }
+        size_t more = request.max - answer.jobs.size();
+        std::vector<core::Delivery> fetched =
+            q->queue.Fetch(request.worker, more, request.lease_ms, now);
+        if (!fetched.empty()) {
           LogChange(
               *q, now,
-              FetchRecord{
-                  .worker = request.worker, .max = request.max, .lease_ms = request.lease_ms});
+              FetchRecord{.worker = request.worker, .max = more, .lease_ms = request.lease_ms});
+          answer.jobs.insert(answer.jobs.end(), std::make_move_iterator(fetched.begin()),
+                             std::make_move_iterator(fetched.end()));
         }
         if (!answer.jobs.empty() || request.wait_ms == 0) {
           answer.acked_leases = std::move(request.ack);

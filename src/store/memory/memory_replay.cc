@@ -197,6 +197,14 @@ class ChangeReplayer {
     return Done{};
   }
 
+  OpResult<Done> Apply(const ReclaimRecord& c) {
+    if (!IsDuration(c.lease_ms)) return OutOfRange(c);
+    size_t taken_back = 0;
+    QueueSlot().queue.Reclaim(c.worker, c.max, c.lease_ms, now_, taken_back);
+    if (taken_back == 0) return Diverged("queue '" + name_ + "': a recorded reclaim found no job");
+    return Done{};
+  }
+
   OpResult<Done> Apply(const AckRecord& c) {
     core::Queue& q = QueueSlot().queue;
     return EachLease(c.acked, [&](core::LeaseRef ref) { return q.Ack(ref, now_); });
@@ -365,6 +373,8 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<SetPausedRecord>(r);
     case ChangeKind::kSetQueueKey:
       return replay.DecodeAndApply<SetQueueKeyRecord>(r);
+    case ChangeKind::kReclaim:
+      return replay.DecodeAndApply<ReclaimRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }

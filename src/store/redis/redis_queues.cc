@@ -132,6 +132,7 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                                   gone ? "0" : std::to_string(request.wait_ms),
                                   std::to_string(valid)};
     argv.insert(argv.end(), acks.begin(), acks.end());
+    if (request.reclaim && !gone) argv.push_back("1");
     QueueScript(
         s, queue, std::move(argv),
         [this, &s, queue, request = std::move(request), slots = std::move(slots), valid, started,
@@ -141,6 +142,7 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
           core::FetchAnswer answer;
           answer.acked = MergeOutcomes(slots, reply.acked);
           answer.jobs = Deliveries(s, queue, std::move(reply.jobs));
+          answer.reclaimed = reply.reclaimed;
           // The client hung up while the script ran: what it leased goes back at once.
           if (request.hangup && request.hangup->happened()) {
             GiveBack(s, queue, answer.jobs);

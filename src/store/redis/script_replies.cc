@@ -386,6 +386,7 @@ FetchReply ParseFetch(const Reply& answer, size_t acks) {
   const Reply& payload = QueuePayload(answer);
   FetchReply r;
   r.acked = Outcomes(payload.at(0), acks);
+  r.reclaimed = static_cast<size_t>(payload.at(2).AsInt());
   const Reply& jobs = payload.at(1);
   r.jobs.reserve(jobs.elements.size());
   for (const Reply& j : jobs.elements) {

@@ -117,6 +117,7 @@ struct LeasedJob {
 struct FetchReply {
   std::vector<core::LeaseOutcome> acked;
   std::vector<LeasedJob> jobs;
+  size_t reclaimed = 0;  // the first `reclaimed` jobs were the worker's own, taken back
 };
 FetchReply ParseFetch(const Reply& answer, size_t acks);
 

@@ -278,15 +278,11 @@ local function ack(id, delivery)
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
 -- priority} each.
-local function lease_ready(worker, max, lease_ms)
+local function lease_jobs(worker, list, lease_ms)
   local out = {}
-  if queue.paused ~= 0 or max <= 0 then return out end
-  local members = redis.call('ZRANGE', K_READY, 0, max - 1)
-  if #members == 0 then return out end
-  redis.call('ZREM', K_READY, unpack(members))
+  if #list == 0 then return out end
   if not redis.call('HGET', K_WORKERS, worker) then redis.call('HSET', K_WORKERS, worker, 0) end
-  for _, m in ipairs(members) do
-    local x = load_job(ready_id(m))
+  for _, x in ipairs(list) do
     x.st = 'i'
     x.attempt = x.attempt + 1
     x.delivery = queue.next_delivery
@@ -301,6 +297,36 @@ local function lease_ready(worker, max, lease_ms)
                      x.priority}
   end
   return out
+end
+local function lease_ready(worker, max, lease_ms)
+  if queue.paused ~= 0 or max <= 0 then return {} end
+  local members = redis.call('ZRANGE', K_READY, 0, max - 1)
+  if #members == 0 then return {} end
+  redis.call('ZREM', K_READY, unpack(members))
+  local list = {}
+  for _, m in ipairs(members) do list[#list + 1] = load_job(ready_id(m)) end
+  return lease_jobs(worker, list, lease_ms)
+end
+-- A restarted worker takes back what it held (core::Queue::Reclaim): its jobs are released as
+-- op_release_worker does (a failed attempt each), though the worker is alive (its heartbeat
+-- deadline stands); then up to `max` of them that are ready (none while paused) leave the line
+-- and are leased to it again, in delivery order, before any other job.
+local function reclaim(worker, max, lease_ms)
+  if not redis.call('HGET', K_WORKERS, worker) then return {} end
+  local list = jobs_of_worker(worker)
+  if #list == 0 then return {} end
+  fail_all(list, "reclaimed: worker '" .. worker .. "' started again", queue.now)
+  local take = {}
+  if queue.paused == 0 then
+    for _, x in ipairs(list) do  -- fail_all sorted it in delivery order
+      if #take >= max then break end
+      if x.st == 'r' then
+        redis.call('ZREM', K_READY, ready_member(x))
+        take[#take + 1] = x
+      end
+    end
+  end
+  return lease_jobs(worker, take, lease_ms)
 end
 -- A nack of x: `delay` ms ('' = the backoff, spread by `jitter`), and the attempt's error.
 local function nack(x, delay, err, jitter)
@@ -375,22 +401,27 @@ local function op_push(now)
   end
   return answer_counted(first_push, results)
 end
--- Acks, then leases up to `max` ready jobs. ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms,
--- 7 n acks, then n x (id, delivery)
+-- Acks, then (with reclaim) takes back the worker's own jobs, then leases ready jobs: up to
+-- `max` in all. ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id,
+-- delivery), then reclaim ('1', or absent). Answers {acked, jobs, how many jobs were reclaimed}.
 local function op_fetch(now)
   local n, wait, acked = tonumber(ARGV[7]), tonumber(ARGV[6]), {}
   if not load_queue() then
     for i = 1, n do acked[i] = INVALID end
     mark_poll(wait)
-    return no_queue({acked, {}})
+    return no_queue({acked, {}, 0})
   end
   advance(now)
   for i = 0, n - 1 do
     acked[#acked + 1] = ack(tonumber(ARGV[8 + i * 2]), tonumber(ARGV[9 + i * 2]))
   end
-  local jobs = lease_ready(ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+  local worker, max, lease_ms = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+  local jobs = {}
+  if ARGV[8 + n * 2] == '1' then jobs = reclaim(worker, max, lease_ms) end
+  local reclaimed = #jobs
+  for _, j in ipairs(lease_ready(worker, max - reclaimed, lease_ms)) do jobs[#jobs + 1] = j end
   if #jobs == 0 then mark_poll(wait) end
-  return answer(false, {acked, jobs})
+  return answer(false, {acked, jobs, reclaimed})
 end
 
 -- ack, nack, extend: ARGV 3 n, then n x (id, delivery, jitter), then the operation's own
