@@ -67,3 +67,13 @@ if [ -f "$INTEROP_DIR/package-lock.json" ] &&
   (cd "$INTEROP_DIR" && npm ci --no-audit --no-fund --loglevel=error &&
     cp package-lock.json node_modules/.installed-lock.json)
 fi
+
+# The OpenAPI test's npm packages (@readme/openapi-parser, ajv; pinned by package-lock.json),
+# the same way.
+OPENAPI_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/openapi"
+if [ -f "$OPENAPI_DIR/package-lock.json" ] &&
+   ! cmp -s "$OPENAPI_DIR/package-lock.json" "$OPENAPI_DIR/node_modules/.installed-lock.json"; then
+  echo "setup: npm ci in tests/openapi"
+  (cd "$OPENAPI_DIR" && npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-lock.json)
+fi

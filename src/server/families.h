@@ -60,6 +60,8 @@ struct Services {
   GateCache* gate = nullptr;
   // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
   const HttpMetrics* http_metrics = nullptr;
+  // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
+  std::string openapi_json = {};
 };
 
 // A route's handler in a family: the services, the request (params checked by the router's
@@ -118,6 +120,9 @@ void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
 void RegisterGateRoutes(Router& router, Services& services);
+// GET /openapi.json, built from the routes registered so far (server/openapi_doc.h): call it
+// last. Throws std::runtime_error (a start-up failure) when a route has no description.
+void RegisterOpenApiRoutes(Router& router, Services& services);
 
 // Every family, in one call: what `anteroom serve` and the tests use.
 inline void RegisterAllRoutes(Router& router, Services& services) {
@@ -131,6 +136,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterMetricsRoutes(router, services);
   RegisterWebRoutes(router, services);
   if (services.gate) RegisterGateRoutes(router, services);
+  RegisterOpenApiRoutes(router, services);
 }
 
 }  // namespace anteroom::server

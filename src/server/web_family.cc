@@ -1,7 +1,8 @@
 // The browser side, served from the binary: the drop-in client /anteroom.js, the default
-// waiting page /wait/{room}, the demo target /demo and the admin dashboard /admin. The files
-// live in web/ and are embedded at build time (cmake/embed_files.cmake), so a single binary
-// serves them with no build step and no files to deploy.
+// waiting page /wait/{room}, the demo target /demo, the admin dashboard /admin and the API
+// reference /api. The files live in web/ and are embedded at build time
+// (cmake/embed_files.cmake), so a single binary serves them with no build step and no files to
+// deploy.
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -34,6 +35,7 @@ static_assert(!web_assets::Find("anteroom.js").empty(), "web/anteroom.js is not 
 static_assert(!web_assets::Find("wait.html").empty(), "web/wait.html is not embedded");
 static_assert(!web_assets::Find("demo.html").empty(), "web/demo.html is not embedded");
 static_assert(!web_assets::Find("admin.html").empty(), "web/admin.html is not embedded");
+static_assert(!web_assets::Find("api.html").empty(), "web/api.html is not embedded");
 
 Response Asset(std::string body, std::string_view content_type, std::string_view cache) {
   Response r;
@@ -79,6 +81,17 @@ void CmdAdminPage(Services&, const Request&, Respond respond) {
   respond(std::move(r));
 }
 
+// GET /api: the OpenAPI document rendered in the page itself, from /openapi.json: no CDN, no
+// request to any other origin (its policy allows none).
+void CmdApiPage(Services&, const Request&, Respond respond) {
+  Response r = Asset(std::string(web_assets::Find("api.html")), kHtml, kPageCache);
+  r.headers.emplace_back("X-Frame-Options", "DENY");
+  r.headers.emplace_back("Content-Security-Policy",
+                         "default-src 'none'; script-src 'unsafe-inline'; "
+                         "style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'");
+  respond(std::move(r));
+}
+
 }  // namespace
 
 WebOptions LoadWebOptions(const std::string& templates_dir) {
@@ -121,6 +134,7 @@ void RegisterWebRoutes(Router& router, Services& s) {
       {verb::get, "/wait/{room}", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdWaitPage},
       {verb::get, "/demo", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdDemoPage},
       {verb::get, "/admin", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdAdminPage},
+      {verb::get, "/api", kPublic, kDefaultBodyLimit, kNoCors, kPlain, CmdApiPage},
   };
   AddRoutes(router, s, kRoutes);
 }
