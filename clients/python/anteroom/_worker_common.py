@@ -30,7 +30,11 @@ def error_text(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     if len(text) <= ERROR_LIMIT:
         return text
-    return "[traceback cut]\n" + text[-(ERROR_LIMIT - 16) :]
+    # Too long: the exception's own line first (its type and the start of its message, what
+    # a dead-letter list is read for), then as much of the traceback's end as fits.
+    head = "".join(traceback.format_exception_only(exc)).strip()[:1024]
+    marker = "\n[traceback cut]\n"
+    return head + marker + text[-(ERROR_LIMIT - len(head) - len(marker)) :]
 
 
 def check_options(

@@ -249,6 +249,7 @@ class AsyncWorker:
     async def _fetch_loop(self) -> None:
         assert self._stopping is not None and self._changed is not None
         conn = self._fetch_conn = self.queue.connection()
+        await self._heartbeat()  # before the first fetch, as Worker does
         backoff = Backoff()
         reclaim = self._reclaim
         while not self._stopping.is_set():
@@ -334,15 +335,13 @@ class AsyncWorker:
 
     async def _maintenance_loop(self) -> None:
         tick = max(0.01, min(0.05, self.lease_ms / 12000))
-        next_heartbeat = 0.0
+        period = self.heartbeat_ms / 3000
+        next_heartbeat = time.monotonic() + period  # the fetch loop sends the first one
         while True:
             now = time.monotonic()
             if now >= next_heartbeat:
-                next_heartbeat = now + self.heartbeat_ms / 3000
-                try:
-                    await _off_loop(self.queue.heartbeat, self.worker_id, self.heartbeat_ms)
-                except Exception as exc:
-                    log.warning("heartbeat failed: %s", exc)
+                next_heartbeat = now + period
+                await self._heartbeat()
             if any(now - t >= self.lease_ms / 3000 for t in self._extended_at.values()):
                 leases = list(self._extended_at)
                 try:
@@ -356,6 +355,12 @@ class AsyncWorker:
                     log.warning("lease extension failed: %s", exc)
             await self._flush_acks(everything=False)
             await asyncio.sleep(tick)
+
+    async def _heartbeat(self) -> None:
+        try:
+            await _off_loop(self.queue.heartbeat, self.worker_id, self.heartbeat_ms)
+        except Exception as exc:
+            log.warning("heartbeat failed: %s", exc)
 
     async def _flush_acks(self, *, everything: bool) -> None:
         cutoff = time.monotonic() - ACK_HOLD_S

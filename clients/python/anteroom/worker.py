@@ -227,6 +227,9 @@ class Worker:
         conn = self._fetch_conn = self.queue.connection()
         if self._stopping.is_set():
             return
+        # The heartbeat goes before the first fetch: a process killed right after taking
+        # jobs is then known to be gone within its ttl, not only when the leases end.
+        self._heartbeat()
         backoff = Backoff()
         reclaim = self._reclaim
         while True:
@@ -332,17 +335,22 @@ class Worker:
 
     def _maintenance_loop(self) -> None:
         tick = max(0.01, min(0.05, self.lease_ms / 12000))
-        next_heartbeat = 0.0
+        # At a third of the ttl: two heartbeats may be lost before the worker counts as gone.
+        period = self.heartbeat_ms / 3000
+        next_heartbeat = time.monotonic() + period  # the fetch loop sends the first one
         while not self._done.wait(tick):
             now = time.monotonic()
             if now >= next_heartbeat:
-                next_heartbeat = now + self.heartbeat_ms / 3000
-                try:
-                    self.queue.heartbeat(self.worker_id, self.heartbeat_ms)
-                except Exception as exc:
-                    log.warning("heartbeat failed: %s", exc)
+                next_heartbeat = now + period
+                self._heartbeat()
             self._extend_due(now)
             self._flush_acks(everything=False)
+
+    def _heartbeat(self) -> None:
+        try:
+            self.queue.heartbeat(self.worker_id, self.heartbeat_ms)
+        except Exception as exc:
+            log.warning("heartbeat failed: %s", exc)
 
     def _extend_due(self, now: float) -> None:
         # At a third of the lease, so one lost extension still leaves time for the next.
