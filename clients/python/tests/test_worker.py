@@ -73,22 +73,23 @@ def test_a_handler_outliving_its_lease_keeps_it(server):
 
 def test_the_ack_rides_on_the_next_fetch(server):
     q = Queue("ride", server.url)
-    q.push_bulk([{"payload": i} for i in range(50)])
+    q.push_bulk([{"payload": i} for i in range(8)])
     fetches = server.route_count("POST", "/v1/queues/{q}/fetch")
     acks = server.route_count("POST", "/v1/queues/{q}/ack")
-    w = Worker(q, lambda job: None, wait_ms=10_000, handle_signals=False)
+    # Jobs longer than the 250 ms an ack may wait for a fetch: an ack that did not ride would
+    # show as a request of its own.
+    w = Worker(q, lambda job: time.sleep(0.3), wait_ms=10_000, handle_signals=False)
     t = run_in_thread(w)
     try:
-        eventually(lambda: q.stats()["acked"] == 50, timeout=10, what="50 acks")
+        eventually(lambda: q.stats()["acked"] == 8, timeout=10, what="8 acks")
     finally:
         stop(w, t)
     fetches = server.route_count("POST", "/v1/queues/{q}/fetch") - fetches
     acks = server.route_count("POST", "/v1/queues/{q}/ack") - acks
     # One fetch per job, carrying the previous job's ack, and one more that parks; the last
     # ack goes alone (nothing else to ride on).
-    assert fetches <= 52, fetches
+    assert fetches <= 9, fetches
     assert acks <= 1, acks
-    assert fetches + acks <= 53
 
 
 def test_a_raising_handler_nacks_with_its_traceback(server):
