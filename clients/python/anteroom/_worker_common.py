@@ -32,7 +32,7 @@ def error_text(exc: BaseException) -> str:
         return text
     # Too long: the exception's own line first (its type and the start of its message, what
     # a dead-letter list is read for), then as much of the traceback's end as fits.
-    head = "".join(traceback.format_exception_only(exc)).strip()[:1024]
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:1024]
     marker = "\n[traceback cut]\n"
     return head + marker + text[-(ERROR_LIMIT - len(head) - len(marker)) :]
 

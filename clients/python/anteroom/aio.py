@@ -31,7 +31,7 @@ from ._worker_common import (
 from .errors import AnteroomError, is_transient
 from .job import Job
 from .queue import Queue
-from .room import Room
+from .room import Room, Updates
 
 log = logging.getLogger("anteroom.aio")
 
@@ -41,6 +41,11 @@ AsyncHandler = Callable[[Job], Awaitable[Any]]
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await asyncio.to_thread(partial(fn, *args, **kwargs))
+
+
+def _next_or_none(stream: Updates) -> dict[str, Any] | None:
+    # A default rather than StopIteration, which cannot cross a future.
+    return next(stream, None)
 
 
 class AsyncQueue:
@@ -113,8 +118,7 @@ class AsyncRoom:
         stream = self.sync.updates(session, reconnect=reconnect)
         try:
             while True:
-                # next() with a default: a StopIteration cannot cross a future.
-                message = await asyncio.to_thread(next, stream, None)
+                message = await asyncio.to_thread(_next_or_none, stream)
                 if message is None:
                     return
                 yield message
@@ -175,7 +179,7 @@ class AsyncWorker:
         loop = asyncio.get_running_loop()
         self._stopping, self._released = asyncio.Event(), asyncio.Event()
         self._changed, self._finished = asyncio.Event(), asyncio.Event()
-        signals: list[int] = []
+        signals: list[signal.Signals] = []
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:

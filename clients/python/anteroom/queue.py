@@ -70,9 +70,10 @@ class Queue:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _call(self, pool: Pool, method: str, path: str, body: Any = None, **kw: Any) -> Any:
-        return call_with_retries(
-            lambda: pool.request(method, self._path + path, body, **kw), self.retries
-        )
+        def call() -> Any:
+            return pool.request(method, self._path + path, body, **kw)
+
+        return call_with_retries(call, self.retries)
 
     def connection(self) -> Connection:
         """A connection of its own to the server with the queue key (workers hold one per

@@ -47,9 +47,10 @@ class Room:
         self._pool = Pool(url, self.admin_key, timeout)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        return call_with_retries(
-            lambda: self._pool.request(method, self._path + path, body), self.retries
-        )
+        def call() -> Any:
+            return self._pool.request(method, self._path + path, body)
+
+        return call_with_retries(call, self.retries)
 
     def close(self) -> None:
         self._pool.close()

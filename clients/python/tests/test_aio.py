@@ -59,3 +59,33 @@ def test_async_room_updates(server):
         assert statuses[0]["position"] == 1
 
     asyncio.run(main())
+
+
+def test_async_worker_hands_back_a_job_outliving_the_grace(server):
+    async def main() -> None:
+        q = AsyncQueue("aio-grace", server.url)
+        await q.push({"slow": True})
+        started = asyncio.Event()
+        cancelled = False
+
+        async def handler(job: Job) -> None:
+            nonlocal cancelled
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled = True
+                raise
+
+        w = AsyncWorker(q, handler, shutdown_grace_s=0.2, lease_ms=30_000, wait_ms=200,
+                        handle_signals=False)
+        task = asyncio.create_task(w.run())
+        async with asyncio.timeout(5):
+            await started.wait()
+            await w.close()
+            await task
+        assert cancelled
+        stats = await q.stats()  # back at once, not after the 30 s lease
+        assert (stats["ready"], stats["inflight"], stats["nacked"]) == (1, 0, 1)
+
+    asyncio.run(main())
