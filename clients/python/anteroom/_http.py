@@ -81,8 +81,10 @@ class Connection:
         headers: dict[str, str],
         timeout: float,
     ) -> http.client.HTTPResponse:
-        with self._lock:
-            self._interrupted = False
+        # Interrupted before the request went out: it does not go out at all (a long poll sent
+        # after close() would park for its whole wait).
+        if self._interrupted:
+            raise ConnectionAbortedError("the request was interrupted")
         # A server closes kept-alive connections after its idle timeout (120 s): the first
         # request on such a connection fails before any answer. That one is sent again on a
         # new connection, once; a failure on a fresh connection is the server's.
@@ -94,6 +96,10 @@ class Connection:
                     self._conn.sock.settimeout(timeout)
                 self.requests += 1
                 self._conn.request(method, self._prefix + path, body=data, headers=headers)
+                with self._lock:
+                    # interrupt() came while the socket was being opened, and saw none.
+                    if self._interrupted and self._conn.sock is not None:
+                        self._conn.sock.shutdown(socket.SHUT_WR)
                 return self._conn.getresponse()
             except (ConnectionResetError, BrokenPipeError, http.client.BadStatusLine):
                 self._conn.close()
@@ -142,7 +148,7 @@ class Connection:
         return resp
 
     def interrupt(self, *, reading_too: bool = False) -> None:
-        """Ends the request in progress, from any thread. By default the socket is shut for
+        """Ends the request in progress, and refuses any later one, from any thread. By default the socket is shut for
         writing only: the server sees the hang-up at once (a long poll then leaves its line,
         and hands the parked request nothing: docs/api.md) and answers 503, while any answer
         it had already written, jobs included, can still be read rather than lost. A stream

@@ -299,7 +299,7 @@ class Worker:
             error: BaseException | None = None
             try:
                 self.handler(job)
-            except Exception as exc:
+            except BaseException as exc:  # even SystemExit: the slot must be freed
                 error = exc
             with self._cond:
                 held = self._held.pop(job.lease, None)
