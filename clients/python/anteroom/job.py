@@ -11,7 +11,8 @@ from typing import Any
 class Job:
     """One delivery of a job. `lease` is this delivery's proof of ownership: only it acks,
     nacks or extends the job. `attempt` is 1 for the first delivery. `lease_expires_ms` is
-    absolute (ms since the epoch, the server's clock) and moves when the worker extends it."""
+    absolute (ms since the epoch): the server's deadline as fetched; after each extension by
+    `Worker`, an estimate by this machine's clock (the extend answer carries no deadline)."""
 
     id: str
     payload: Any

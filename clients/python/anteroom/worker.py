@@ -370,8 +370,8 @@ class Worker:
                 continue
             h.extended_at = now
             if item.get("ok"):
-                if "lease_expires_ms" in item:
-                    h.job.lease_expires_ms = int(item["lease_expires_ms"])
+                # The answer says ok, not the new deadline: estimated by this machine's clock.
+                h.job.lease_expires_ms = int(time.time() * 1000) + self.lease_ms
             else:
                 log.warning("job %s: lease lost (%s): it may run twice", h.job.id,
                             item.get("code"))
