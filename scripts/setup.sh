@@ -12,6 +12,7 @@ PACKAGES=(
   chromium fonts-dejavu-core
   clang libclang-rt-14-dev
   python3-jwt python3-cryptography openssl
+  python3-pytest python3-venv python3-setuptools python3-pip
   nginx caddy wrk
   iproute2 nftables
 )

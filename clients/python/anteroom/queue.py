@@ -1,0 +1,225 @@
+"""`Queue`: a producer's and an operator's view of one queue (docs/api.md, "Queues")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._backoff import call_with_retries
+from ._http import DEFAULT_URL, Connection, Pool, quote
+
+# The fields a pushed job may carry besides its payload (POST /v1/queues/{q}/jobs).
+_PUSH_FIELDS = ("payload", "delay_ms", "priority", "dedupe_key", "max_attempts")
+
+
+def _job_body(
+    payload: Any,
+    delay_ms: int | None,
+    priority: int | None,
+    dedupe_key: str | None,
+    max_attempts: int | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"payload": payload}
+    # Fields left out take the server's defaults, which then stay in one place.
+    if delay_ms is not None:
+        body["delay_ms"] = delay_ms
+    if priority is not None:
+        body["priority"] = priority
+    if dedupe_key is not None:
+        body["dedupe_key"] = dedupe_key
+    if max_attempts is not None:
+        body["max_attempts"] = max_attempts
+    return body
+
+
+class Queue:
+    """One queue of a server. Thread-safe: each call takes a kept-alive connection from a
+    small pool.
+
+    `key` is sent on the queue routes (default `$ANTEROOM_QUEUE_KEY`, else
+    `$ANTEROOM_ADMIN_KEY`), `admin_key` on the admin ones: `pause`, `resume`, `redrive`,
+    `cancel` (default `$ANTEROOM_ADMIN_KEY`, else `key`). `retries` > 0 retries calls that
+    fail because the server is unreachable or answers 503, with jittered exponential backoff:
+    a retried push may then be stored twice (its first answer lost), unless it carries a
+    `dedupe_key`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str = DEFAULT_URL,
+        key: str | None = None,
+        *,
+        admin_key: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 0,
+    ) -> None:
+        self.name = name
+        self.url = url
+        if key is None:
+            key = os.environ.get("ANTEROOM_QUEUE_KEY") or os.environ.get("ANTEROOM_ADMIN_KEY")
+        if admin_key is None:
+            admin_key = os.environ.get("ANTEROOM_ADMIN_KEY") or key
+        self.key = key
+        self.retries = retries
+        self._path = f"/v1/queues/{quote(name)}"
+        self._pool = Pool(url, key, timeout)
+        self._admin = self._pool if admin_key == key else Pool(url, admin_key, timeout)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _call(self, pool: Pool, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        def call() -> Any:
+            return pool.request(method, self._path + path, body, **kw)
+
+        return call_with_retries(call, self.retries)
+
+    def connection(self) -> Connection:
+        """A connection of its own to the server with the queue key (workers hold one per
+        thread, and may interrupt it)."""
+        return self._pool.new()
+
+    def close(self) -> None:
+        self._pool.close()
+        self._admin.close()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- producing --------------------------------------------------------------------------
+
+    def push(
+        self,
+        payload: Any,
+        *,
+        delay_ms: int | None = None,
+        priority: int | None = None,
+        dedupe_key: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str:
+        """Pushes one job; answers its id (an existing job's id for a `dedupe_key` hit)."""
+        body = _job_body(payload, delay_ms, priority, dedupe_key, max_attempts)
+        return str(self._call(self._pool, "POST", "/jobs", body)["id"])
+
+    def push_bulk(self, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Pushes 1..1000 jobs at once, all or nothing. Each job is a mapping with `payload`
+        and, optionally, `delay_ms`, `priority`, `dedupe_key`, `max_attempts`."""
+        items = []
+        for job in jobs:
+            unknown = set(job) - set(_PUSH_FIELDS)
+            if unknown or "payload" not in job:
+                raise ValueError(
+                    f"a job is a mapping of {', '.join(_PUSH_FIELDS)} (payload required); "
+                    f"got {sorted(job)}"
+                )
+            items.append(dict(job))
+        answer = self._call(self._pool, "POST", "/jobs", {"jobs": items})
+        return [str(i) for i in answer["ids"]]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """`{"queue", "ready", "delayed", "inflight", "dead", "pushed", "acked", "nacked",
+        "expired", "cancelled", "workers", "paused"}`."""
+        result: dict[str, Any] = self._call(self._pool, "GET", "")
+        return result
+
+    def inflight(self, worker: str | None = None) -> list[dict[str, Any]]:
+        """Jobs in flight (`id`, `worker`, `attempt`, `lease_expires_ms`), of one worker when
+        given."""
+        path = "/inflight" if worker is None else f"/inflight?worker={quote(worker)}"
+        return list(self._call(self._pool, "GET", path)["jobs"])
+
+    def dead(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Dead letters, oldest failure first: `id`, `payload`, `attempts`, `error`,
+        `failed_at_ms`, `history`."""
+        return list(self._call(self._pool, "GET", f"/dead?limit={int(limit)}")["jobs"])
+
+    # -- admin ------------------------------------------------------------------------------
+
+    def pause(self) -> dict[str, Any]:
+        """Stops deliveries (pushes are still taken); answers the stats."""
+        result: dict[str, Any] = self._call(self._admin, "POST", "/pause")
+        return result
+
+    def resume(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(self._admin, "POST", "/resume")
+        return result
+
+    def redrive(self, ids: Sequence[str] | None = None) -> int:
+        """Puts dead letters back in the queue (all of them without `ids`), from attempt 1;
+        answers how many."""
+        body = None if ids is None else {"ids": [str(i) for i in ids]}
+        return int(self._call(self._admin, "POST", "/dead/requeue", body)["count"])
+
+    def cancel(self, job_id: str) -> None:
+        """Cancels a ready, delayed or dead job. `AnteroomError` 404 `unknown_job`, or 409
+        `conflict` while it is in flight."""
+        self._call(self._admin, "DELETE", f"/jobs/{quote(str(job_id))}")
+
+    # -- the worker's calls (Worker uses them; usable alone for a hand-written loop) --------
+
+    def fetch(
+        self,
+        worker: str,
+        max: int = 1,
+        *,
+        lease_ms: int | None = None,
+        wait_ms: int | None = None,
+        ack: Sequence[str] = (),
+        reclaim: bool = False,
+        connection: Connection | None = None,
+    ) -> dict[str, Any]:
+        """`POST .../fetch`: the raw answer (`jobs`, and `acked` when `ack` was given,
+        `reclaimed` with `reclaim`). Never retried here: a fetch whose answer was lost may
+        have leased jobs, which then come back only when their leases run out."""
+        body: dict[str, Any] = {"worker": worker, "max": max}
+        if lease_ms is not None:
+            body["lease_ms"] = lease_ms
+        if wait_ms is not None:
+            body["wait_ms"] = wait_ms
+        if ack:
+            body["ack"] = list(ack)
+        if reclaim:
+            body["reclaim"] = True
+        # A long poll is answered by its deadline at the latest: the socket waits a bit more.
+        timeout = self._pool.timeout + (wait_ms or 0) / 1000
+        path = self._path + "/fetch"
+        if connection is not None:
+            result: dict[str, Any] = connection.request("POST", path, body, timeout=timeout)
+        else:
+            result = self._pool.request("POST", path, body, timeout=timeout)
+        return result
+
+    def ack(self, leases: Sequence[str]) -> list[dict[str, Any]]:
+        """Acks leases; per lease `{"lease", "ok", "code"?}` (`lease_lost`, `invalid_lease`)."""
+        return list(self._call(self._pool, "POST", "/ack", {"leases": list(leases)})["results"])
+
+    def nack(
+        self, leases: Sequence[str], *, delay_ms: int | None = None, error: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Gives jobs back as failed attempts: retried after `delay_ms`, or the server's
+        backoff when None; past `max_attempts` they become dead letters."""
+        body: dict[str, Any] = {"leases": list(leases)}
+        if delay_ms is not None:
+            body["delay_ms"] = delay_ms
+        if error is not None:
+            body["error"] = error
+        return list(self._call(self._pool, "POST", "/nack", body)["results"])
+
+    def extend(self, leases: Sequence[str], lease_ms: int) -> list[dict[str, Any]]:
+        """Extends leases to now + `lease_ms`; per lease as `ack`."""
+        body = {"leases": list(leases), "lease_ms": lease_ms}
+        return list(self._call(self._pool, "POST", "/extend", body)["results"])
+
+    def heartbeat(self, worker: str, ttl_ms: int) -> None:
+        """Keeps `worker` alive for `ttl_ms`: silent past it, its leases are released."""
+        self._call(self._pool, "POST", f"/workers/{quote(worker)}/heartbeat", {"ttl_ms": ttl_ms})
+
+    def release_worker(self, worker: str) -> int:
+        """(admin) Returns a worker's jobs to the queue now; answers how many."""
+        return int(self._call(self._admin, "POST", f"/workers/{quote(worker)}/release")["count"])
