@@ -38,10 +38,22 @@ export class Transport {
   // Sends a request and resolves with {status, headers, json, text} whatever the status.
   // opts.signal aborts it (the socket is destroyed); opts.timeoutMs bounds the wait for the
   // answer (a long poll passes its wait plus a margin).
-  send(method, path, body, { signal, timeoutMs = this.timeoutMs, headers = {} } = {}) {
+  async send(method, path, body, opts = {}) {
+    const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
+    try {
+      return await this.sendOnce(method, path, payload, opts);
+    } catch (err) {
+      // A kept-alive connection the server closed while idle (its --idle-timeout-ms) fails the
+      // next request sent on it before the server read a byte of it: send it once more on a
+      // fresh connection (what Node's documentation advises, via req.reusedSocket).
+      if (!err.staleSocket) throw err;
+      return this.sendOnce(method, path, payload, opts);
+    }
+  }
+
+  sendOnce(method, path, payload, { signal, timeoutMs = this.timeoutMs, headers = {} } = {}) {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(abortError(signal));
-      const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
       const req = this.module.request(this.url(path), {
         method,
         agent: this.agent,
@@ -64,8 +76,13 @@ export class Transport {
         err.code = 'ETIMEDOUT';
         req.destroy(err);
       });
-      req.on('error', (err) => finish(reject, err));
+      req.on('error', (err) => {
+        if (req.reusedSocket && !answered && err.code === 'ECONNRESET') err.staleSocket = true;
+        finish(reject, err);
+      });
+      let answered = false;
       req.on('response', (res) => {
+        answered = true;
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('error', (err) => finish(reject, err));

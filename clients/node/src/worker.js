@@ -142,7 +142,11 @@ export class Worker extends EventEmitter {
         this.emit('reclaimed', answer.reclaimed);
       }
       const jobs = Array.isArray(answer?.jobs) ? answer.jobs : [];
-      if (jobs.length === 0) this.emit('drained');
+      if (jobs.length === 0) {
+        this.emit('drained');
+        // Without a long poll an empty queue would be asked again at once, in a tight loop.
+        if (this.waitMs === 0) await this.sleep(1000);
+      }
       for (const raw of jobs) this.start(raw);
     }
   }
