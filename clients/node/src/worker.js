@@ -83,7 +83,9 @@ export class Worker extends EventEmitter {
     }
     // A lease is extended at least every third of itself: two requests may fail before it ends.
     this.extendTimer = setInterval(() => this.extend(), Math.max(30, Math.floor(this.leaseMs / 3)));
-    this.loopPromise = this.loop();
+    // The loop handles its own request failures; this catches a bug or a listener that threw
+    // (an EventEmitter listener's exception surfaces where emit() was called).
+    this.loopPromise = this.loop().catch((err) => this.emitError(err));
   }
 
   // How many handlers run now.
@@ -119,8 +121,9 @@ export class Worker extends EventEmitter {
         this.fetchController = null;
         if (this.closing) break;
         if (body.reclaim && err instanceof AnteroomError && err.status === 400) {
-          // A server from before reclaim refuses the field: go on without it (the old leases
-          // then run out by themselves).
+          // A server that refuses the field (400): go on without it; the old leases then run out
+          // by themselves. (A server from before reclaim may also just ignore the field: its
+          // answer then has no "reclaimed", and nothing is reclaimed.)
           reclaim = false;
           this.emitError(new AnteroomError(400, err.code,
             `the server does not take "reclaim" (${err.message}); fetching without it`));
