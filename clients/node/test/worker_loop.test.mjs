@@ -116,3 +116,33 @@ test('a rejected handler nacks with its error; max attempts lead to the dead let
   assert.equal(await queue.cancel(id), 1);
   await assert.rejects(queue.cancel(id), { name: 'AnteroomError', status: 404, code: 'unknown_job' });
 });
+
+test('a lease lost while the handler runs is reported as stalled and aborts job.signal', { timeout: 20_000 }, async () => {
+  const queue = new Queue('lost', { url: server.url });
+  const id = await queue.push('x');
+  const attempts = [];
+  const stalled = [];
+  let abortedFirst = false;
+  const worker = new Worker(queue, async (job) => {
+    attempts.push(job.attempt);
+    if (job.attempt > 1) return;
+    // The first run waits until its lease is taken away (bounded by the test's timeout).
+    await new Promise((resolve) => job.signal.addEventListener('abort', resolve, { once: true }));
+    abortedFirst = true;
+  }, { id: 'loses-leases', concurrency: 2, leaseMs: 600, heartbeatMs: 0, waitMs: 200 });
+  worker.on('stalled', (job) => stalled.push([job.id, job.attempt]));
+  await eventually(() => attempts.length === 1, 5_000, 'the first run');
+  // The admin hands the worker's jobs back: its lease is void, the next extension says so.
+  const res = await fetch(`${server.url}/v1/queues/lost/workers/loses-leases/release`, { method: 'POST' });
+  assert.equal(res.status, 200, await res.text());
+  try {
+    await eventually(async () => (await queue.stats()).acked === 1, 10_000, 'the second run acked');
+  } finally {
+    await within(worker.close(), 5_000, 'close');
+  }
+  assert.ok(abortedFirst, 'job.signal aborted in the first run');
+  assert.deepEqual(stalled, [[id, 1]]);
+  assert.deepEqual(attempts, [1, 2]);
+  const stats = await queue.stats();
+  assert.deepEqual([stats.pushed, stats.acked, stats.inflight], [1, 1, 0]);
+});
