@@ -1,0 +1,238 @@
+// Types of the anteroom Node.js client (hand-written; the package is plain JavaScript).
+import { EventEmitter } from 'node:events';
+import type { Agent } from 'node:http';
+
+/** Where the server is and how to authenticate. */
+export interface ConnectionOptions {
+  /** The server's root URL, e.g. "http://127.0.0.1:8080" (a path prefix behind a proxy is kept). */
+  url: string;
+  /** Sent as `Authorization: Bearer KEY`: the queue key or the admin key. */
+  key?: string | null;
+  /** An http(s).Agent to share; by default the client makes one with keepAlive. */
+  agent?: Agent | null;
+  /** Keep connections alive between requests (default true; only for the client's own agent). */
+  keepAlive?: boolean;
+  /** How long a request may wait for its answer, in ms (default 30000; long polls add their wait). */
+  timeoutMs?: number;
+}
+
+/** A Client, its options, or BullMQ's spelling `{connection: {...}}`. */
+export type ClientOptions =
+  | ConnectionOptions
+  | { client: Client }
+  | { connection: ConnectionOptions | Client };
+
+/** One server and one key; its queues, workers and rooms share one keep-alive agent. */
+export declare class Client {
+  constructor(options: ConnectionOptions);
+  readonly url: string;
+  queue(name: string): Queue;
+  room(name: string): Room;
+  /** Closes the idle kept-alive connections of an agent the client made itself. */
+  close(): void;
+}
+
+/** What the server refused: `{"error": {"code", "message"}}` with the HTTP status. */
+export declare class AnteroomError extends Error {
+  constructor(status: number, code: string, message?: string, extra?: { retryAfterMs?: number; body?: unknown });
+  readonly name: 'AnteroomError';
+  /** The HTTP status. */
+  status: number;
+  /** The API's error code ("unknown_room", "invalid_argument", ...), or `http_<status>`. */
+  code: string;
+  /** From Retry-After (429, 503); 0 when not said. */
+  retryAfterMs: number;
+  /** The parsed answer, when it was JSON. */
+  body: unknown;
+}
+
+/** Whether trying again later may succeed (503, 5xx, 408, 429, or no answer at all). */
+export declare function isRetryable(err: unknown): boolean;
+
+export interface PushOptions {
+  /** Ready after this many ms (0..7 days). */
+  delayMs?: number;
+  /** Higher first (a 32-bit integer, default 0). */
+  priority?: number;
+  /** A push with the key of a job not yet acked answers that job's id and enqueues nothing. */
+  dedupeKey?: string;
+  /** Deliveries before the job goes to the dead letters (1..1000, default 5). */
+  maxAttempts?: number;
+}
+
+export interface BulkJob<T = unknown> extends PushOptions {
+  payload: T;
+}
+
+export interface QueueStats {
+  queue: string;
+  ready: number;
+  delayed: number;
+  inflight: number;
+  dead: number;
+  pushed: number;
+  acked: number;
+  nacked: number;
+  expired: number;
+  cancelled: number;
+  workers: number;
+  paused: boolean;
+}
+
+export interface DeadJob<T = unknown> {
+  id: string;
+  payload: T;
+  attempts: number;
+  error: string;
+  failed_at_ms: number;
+  history: { attempt: number; error: string; at_ms: number }[];
+}
+
+export interface InflightJob {
+  id: string;
+  worker: string;
+  attempt: number;
+  lease_expires_ms: number;
+}
+
+/** The producer's and the operator's side of one queue. */
+export declare class Queue<T = unknown> {
+  constructor(name: string, options?: ClientOptions);
+  readonly name: string;
+  readonly client: Client;
+  /** Pushes one job; resolves with its id (a decimal string). */
+  push(payload: T, options?: PushOptions): Promise<string>;
+  /** Pushes 1..1000 jobs, all or nothing; resolves with their ids in order. */
+  pushBulk(jobs: BulkJob<T>[]): Promise<string[]>;
+  stats(): Promise<QueueStats>;
+  /** Admin: hand out nothing until resume(). */
+  pause(): Promise<QueueStats>;
+  /** Admin. */
+  resume(): Promise<QueueStats>;
+  /** Dead letters, oldest failure first (limit 1..10000, default 100). */
+  dead(options?: { limit?: number }): Promise<DeadJob<T>[]>;
+  /** Admin: dead letters back into the queue from attempt 1 (all without ids); the count. */
+  redrive(ids?: string[]): Promise<number>;
+  /** Admin: cancels a ready, delayed or dead job (404 unknown_job; 409 conflict in flight). */
+  cancel(id: string): Promise<number>;
+  /** Jobs in flight, of one worker when given. */
+  inflight(options?: { worker?: string }): Promise<InflightJob[]>;
+}
+
+/** A job as the handler gets it. */
+export interface Job<T = unknown> {
+  id: string;
+  payload: T;
+  /** 1 for the first delivery. */
+  attempt: number;
+  /** The lease of this delivery (what ack, nack and extend name). */
+  lease: string;
+  /** When the lease ends (ms since the epoch), moved on by each extension. */
+  leaseExpiresMs: number;
+  priority: number;
+  /** Aborts when the lease is lost or the worker closes past its grace: stop, the job is not yours. */
+  signal: AbortSignal;
+}
+
+export interface WorkerOptions {
+  /** Handlers running at once (1..1000, default 1). */
+  concurrency?: number;
+  /** Lease per delivery in ms (100..43,200,000, default 30000), extended at a third of itself while the handler runs. */
+  leaseMs?: number;
+  /** Heartbeat period in ms (default 10000; ttl 3x; 0: no heartbeat). */
+  heartbeatMs?: number;
+  /** How long close() waits for running handlers before handing their jobs back (default 25000). */
+  shutdownGraceMs?: number;
+  /** Aborting it calls close(). */
+  signal?: AbortSignal;
+  /** SIGINT/SIGTERM call close(); a second signal ends the grace at once (default false). */
+  handleSignals?: boolean;
+  /** A stable worker name: a restart takes back its jobs at once (reclaim). Default: HOST-PID-random. */
+  id?: string;
+  /** Long-poll wait of each fetch in ms (0..60000, default 30000). */
+  waitMs?: number;
+  /** Start at once (default true); else call run(). */
+  autorun?: boolean;
+  /** Backoff after errors: full jitter over firstMs x 2^n, at most maxMs (default 100, 10000). */
+  backoff?: { firstMs?: number; maxMs?: number };
+}
+
+export type Handler<T = unknown, R = unknown> = (job: Job<T>) => Promise<R> | R;
+
+/** Runs a handler for each job of a queue, at most `concurrency` at once. */
+export declare class Worker<T = unknown, R = unknown> extends EventEmitter {
+  constructor(queue: Queue<T> | string, handler: Handler<T, R>, options?: WorkerOptions & Partial<ConnectionOptions> & { client?: Client; connection?: ConnectionOptions | Client });
+  readonly id: string;
+  readonly queue: Queue<T>;
+  readonly concurrency: number;
+  /** Handlers running now. */
+  readonly active: number;
+  /** Jobs handed back to this worker by its first fetch (reclaim). */
+  readonly reclaimed: number;
+  /** Starts the loop (the constructor does unless autorun is false). */
+  run(): void;
+  /** Stops fetching, waits up to shutdownGraceMs for running handlers, hands back the rest. Idempotent. */
+  close(): Promise<void>;
+
+  on(event: 'active', listener: (job: Job<T>) => void): this;
+  on(event: 'completed', listener: (job: Job<T>, result: R) => void): this;
+  on(event: 'failed', listener: (job: Job<T>, err: unknown) => void): this;
+  on(event: 'stalled', listener: (job: Job<T>) => void): this;
+  on(event: 'reclaimed', listener: (count: number) => void): this;
+  on(event: 'drained' | 'closed', listener: () => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'active', listener: (job: Job<T>) => void): this;
+  once(event: 'completed', listener: (job: Job<T>, result: R) => void): this;
+  once(event: 'failed', listener: (job: Job<T>, err: unknown) => void): this;
+  once(event: 'stalled', listener: (job: Job<T>) => void): this;
+  once(event: 'reclaimed', listener: (count: number) => void): this;
+  once(event: 'drained' | 'closed', listener: () => void): this;
+  once(event: 'error', listener: (err: Error) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+/** A session's status, as check answers it and the live channel sends it. */
+export interface RoomStatus {
+  type?: 'status';
+  session: string | null;
+  status: 'waiting' | 'active' | 'grace' | 'gone' | 'prequeue' | 'closed';
+  position: number | null;
+  waiting: number;
+  active: number;
+  capacity: number;
+  eta_ms: number | null;
+  token: string | null;
+  [field: string]: unknown;
+}
+
+/** An async iterator of statuses; return() (or break) closes the connection at once. */
+export interface RoomUpdates extends AsyncIterableIterator<RoomStatus> {
+  return(): Promise<IteratorResult<RoomStatus, undefined>>;
+}
+
+/** A waiting room's session routes and live channel. */
+export declare class Room {
+  constructor(name: string, options?: ClientOptions);
+  readonly name: string;
+  /** Joins (first check) or checks in; without a session the server names one. */
+  check(session?: string | null, options?: { pass?: string }): Promise<RoomStatus>;
+  touch(session: string): Promise<RoomStatus>;
+  leave(session: string, options?: { final?: boolean }): Promise<RoomStatus>;
+  /** Live statuses: a WebSocket when Node has one ("auto"), else Server-Sent Events. */
+  updates(session?: string | null, options?: { transport?: 'auto' | 'websocket' | 'sse' }): RoomUpdates;
+}
+
+export interface SseEvent {
+  type: string;
+  data: string;
+  id: string;
+}
+
+/** A `text/event-stream` parser fed text in chunks of any size. */
+export declare class SseParser {
+  constructor();
+  lastEventId: string;
+  retryMs: number | null;
+  push(text: string): SseEvent[];
+}

@@ -1,0 +1,79 @@
+// Queue: the producer's and the operator's side of one queue (docs/api.md "Queues"). Every
+// method is one request; nothing is cached, so two Queue objects of one name are the same
+// queue.
+import { clientOf } from './client.js';
+import { seg } from './http.js';
+
+export class Queue {
+  // name: the queue's name (1-128 of [A-Za-z0-9._:-]); options: {client} or {url, key, ...}.
+  constructor(name, options = {}) {
+    this.name = String(name);
+    this.client = clientOf(options);
+    this.transport = this.client.transport;
+    this.path = `/v1/queues/${seg(this.name)}`;
+  }
+
+  // Pushes one job; resolves with its id (a decimal string). A dedupe_key equal to that of a job
+  // not yet acked answers that job's id and enqueues nothing.
+  async push(payload, options = {}) {
+    const answer = await this.transport.json('POST', `${this.path}/jobs`, jobBody(payload, options));
+    return answer.id;
+  }
+
+  // Pushes 1..1000 jobs at once, all or nothing. Each item is {payload, delayMs?, priority?,
+  // dedupeKey?, maxAttempts?}. Resolves with the ids in order.
+  async pushBulk(jobs) {
+    const body = { jobs: jobs.map((j) => jobBody(j.payload, j)) };
+    const answer = await this.transport.json('POST', `${this.path}/jobs`, body);
+    return answer.ids;
+  }
+
+  // {queue, ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused}
+  stats() {
+    return this.transport.json('GET', this.path);
+  }
+
+  // Admin: a paused queue takes pushes and hands out nothing. Both answer the stats.
+  pause() {
+    return this.transport.json('POST', `${this.path}/pause`);
+  }
+
+  resume() {
+    return this.transport.json('POST', `${this.path}/resume`);
+  }
+
+  // Dead letters, oldest failure first: [{id, payload, attempts, error, failed_at_ms, history}].
+  async dead({ limit } = {}) {
+    const query = limit === undefined ? '' : `?limit=${encodeURIComponent(limit)}`;
+    return (await this.transport.json('GET', `${this.path}/dead${query}`)).jobs;
+  }
+
+  // Admin: dead letters back into the queue from attempt 1 (all of them without ids).
+  // Resolves with how many were requeued.
+  async redrive(ids) {
+    const body = ids === undefined ? {} : { ids: ids.map(String) };
+    return (await this.transport.json('POST', `${this.path}/dead/requeue`, body)).count;
+  }
+
+  // Admin: cancels a ready, delayed or dead job. Rejects with AnteroomError 404 unknown_job,
+  // or 409 conflict for a job in flight.
+  async cancel(id) {
+    return (await this.transport.json('DELETE', `${this.path}/jobs/${seg(id)}`)).count;
+  }
+
+  // Jobs in flight: [{id, worker, attempt, lease_expires_ms}], of one worker when given.
+  async inflight({ worker } = {}) {
+    const query = worker === undefined ? '' : `?worker=${encodeURIComponent(worker)}`;
+    return (await this.transport.json('GET', `${this.path}/inflight${query}`)).jobs;
+  }
+}
+
+function jobBody(payload, { delayMs, priority, dedupeKey, maxAttempts } = {}) {
+  // The server refuses a job without a payload; undefined is sent as null rather than dropped.
+  const body = { payload: payload === undefined ? null : payload };
+  if (delayMs !== undefined) body.delay_ms = delayMs;
+  if (priority !== undefined) body.priority = priority;
+  if (dedupeKey !== undefined) body.dedupe_key = dedupeKey;
+  if (maxAttempts !== undefined) body.max_attempts = maxAttempts;
+  return body;
+}
