@@ -69,6 +69,7 @@ test('a worker restarted with its stable id reclaims its jobs at once, as new at
   assert.deepEqual(reclaimedEvents, [1]);
   assert.equal(runs[0][1], 2, 'the first job run is a reclaimed one');
   assert.deepEqual(runs.sort((x, y) => Number(x[0]) - Number(y[0])), [[ids[0], 2], [ids[1], 2], [ids[2], 1]]);
+  // Each taken-back delivery ended without an ack: counted as expired, as a release would be.
   const stats = await queue.stats();
-  assert.deepEqual([stats.pushed, stats.acked, stats.inflight, stats.expired], [3, 3, 0, 0]);
+  assert.deepEqual([stats.pushed, stats.acked, stats.inflight, stats.expired], [3, 3, 0, 2]);
 });
