@@ -4,7 +4,8 @@
 // the leases of running jobs at a third of the lease, and heartbeats. RequestStop() starts a
 // drain: no more fetching, running handlers get up to `shutdown_grace_ms` to finish, then what
 // is left is released at once (nack, delay 0) so another worker takes it without waiting for the
-// lease; acks not yet sent go out before Run() returns.
+// lease; acks not yet sent go out before Run() returns. A fetch that gets no answer is tried
+// again after a backoff (100 ms doubling to 10 s, jittered).
 //
 //   anteroom::Worker worker({.server_url = "http://127.0.0.1:8080", .queue = "emails"},
 //                           [](const anteroom::Job& job) {

@@ -35,7 +35,15 @@ using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr char kReleaseError[] = "worker closed before the job finished";
-constexpr milliseconds kRetryAfter(1'000);  // after a fetch, extension or heartbeat failed
+constexpr milliseconds kRetryAfter(1'000);  // after an extension or heartbeat failed
+
+// After `failures` fetches in a row got no answer: 100 ms doubling up to 10 s, +-20% jitter.
+milliseconds FetchBackoff(int failures) {
+  int64_t ms = 100LL << std::min(failures, 7);
+  ms = std::min<int64_t>(ms, 10'000);
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  return milliseconds(ms * std::uniform_int_distribution<int64_t>(80, 120)(jitter) / 100);
+}
 
 std::string RandomWorkerId() {
   std::random_device rd;
@@ -139,6 +147,7 @@ struct Worker::Impl {
 
   void FetchLoop() {
     bool reclaim_now = reclaim;
+    int failures = 0;
     std::string path = "/v1/queues/" + Client::Segment(opt.queue) + "/fetch";
     std::unique_lock lock(mu);
     while (true) {
@@ -172,9 +181,10 @@ struct Worker::Impl {
         if (r.interrupted) continue;  // a slot came free, or the drain began
         Report(WorkerEvent::Kind::kRequestFailed, {}, "fetch: " + Why(r));
         // The acks stay: acks are idempotent, they go again with the next fetch.
-        cv.wait_for(lock, kRetryAfter, [&] { return draining || stop.load(); });
+        cv.wait_for(lock, FetchBackoff(failures++), [&] { return draining || stop.load(); });
         continue;
       }
+      failures = 0;
       if (reclaim_now) {
         reclaim_now = false;
         if (const json::value* n = Field(r.json, "reclaimed"); n != nullptr && Int(n) > 0) {
