@@ -95,7 +95,8 @@ struct WorkerOptions {
   // restart) come back to this worker first. Default: on when worker_id is given. A server
   // that does not know the field answers 400: the worker then fetches without it.
   std::optional<bool> reclaim_on_start;
-  // Called from the worker's threads, possibly at once: must be thread-safe and quick.
+  // Called from the worker's threads, possibly at once and under the worker's lock: must be
+  // thread-safe and quick, and may call no Worker method but RequestStop, StopNow, stopping.
   std::function<void(const WorkerEvent&)> on_event;
 };
 
