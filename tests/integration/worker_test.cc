@@ -2,10 +2,16 @@
 // concurrency never exceeded, acks riding on the next fetch, leases kept by extension, failures
 // nacked with their error, and the drain: a parked long poll cut short by RequestStop, running
 // jobs finished within the grace and their acks sent, jobs outliving the grace handed back at
-// once (not after their lease), nothing new taken. Reclaim on start is off (this branch's server
-// does not know it) but in the test of its fallback. Every wait is bounded.
+// once (not after their lease), nothing new taken. Reclaim on start is off but in its own tests:
+// its fallback is held to a loopback stand-in that refuses the field (400), as a server without
+// it may. Every wait is bounded.
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
 #include <atomic>
@@ -390,10 +396,122 @@ TEST_F(WorkerTest, FailuresAreNackedWithTheirError) {
   EXPECT_EQ(Events(WorkerEvent::Kind::kNacked), 2);
 }
 
-// A stable worker name asks for reclaim on the first fetch. This branch's server answers 400 to
-// the unknown field: the worker must go on without it (and say so once). A server that knows it
-// answers the fetch: the jobs are handled either way.
-TEST_F(WorkerTest, ReclaimOnStartFallsBackOnAServerWithoutIt) {
+// A stand-in for a server that refuses "reclaim" as an unknown field (400 invalid_argument), on
+// loopback: fetches with it are refused, fetches without it answer no job after 50 ms (a short
+// long poll), anything else answers {}. One thread per connection, stopped by shutting their
+// sockets down.
+class StrictServer {
+ public:
+  StrictServer() : acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    accepting_ = std::thread([this] { Accept(); });
+  }
+  ~StrictServer() {
+    stop_ = true;
+    {  // unblocks the accept
+      boost::asio::io_context ioc;
+      boost::asio::ip::tcp::socket poke(ioc);
+      boost::beast::error_code ec;
+      poke.connect(acceptor_.local_endpoint(), ec);
+    }
+    accepting_.join();
+    std::lock_guard lock(mu_);
+    for (auto& s : sockets_) ::shutdown(s->native_handle(), SHUT_RDWR);
+    for (auto& t : connections_) t.join();
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+  std::atomic<int> with_reclaim{0};
+  std::atomic<int> without_reclaim{0};
+
+ private:
+  void Accept() {
+    while (!stop_) {
+      auto socket = std::make_shared<boost::asio::ip::tcp::socket>(ioc_);
+      boost::beast::error_code ec;
+      acceptor_.accept(*socket, ec);
+      if (ec || stop_) return;
+      std::lock_guard lock(mu_);
+      sockets_.push_back(socket);
+      connections_.emplace_back([this, socket] { Serve(*socket); });
+    }
+  }
+  void Serve(boost::asio::ip::tcp::socket& socket) {
+    namespace http = boost::beast::http;
+    boost::beast::flat_buffer buffer;
+    while (!stop_) {
+      http::request<http::string_body> req;
+      boost::beast::error_code ec;
+      http::read(socket, buffer, req, ec);
+      if (ec) return;
+      http::response<http::string_body> res{http::status::ok, 11};
+      res.set(http::field::content_type, "application/json");
+      res.body() = "{}";
+      if (req.target().ends_with("/fetch")) {
+        json::value body = json::parse(req.body());
+        if (body.as_object().contains("reclaim")) {
+          ++with_reclaim;
+          res.result(http::status::bad_request);
+          res.body() =
+              R"({"error":{"code":"invalid_argument","message":"unknown field: reclaim"}})";
+        } else {
+          ++without_reclaim;
+          std::this_thread::sleep_for(milliseconds(50));
+          res.body() = R"({"jobs":[]})";
+        }
+      }
+      res.keep_alive(true);
+      res.prepare_payload();
+      http::write(socket, res, ec);
+      if (ec) return;
+    }
+  }
+
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stop_{false};
+  std::thread accepting_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<boost::asio::ip::tcp::socket>> sockets_;
+  std::vector<std::thread> connections_;
+};
+
+// A stable worker name asks for reclaim on the first fetch only. A server that refuses the
+// field (400): the worker says so once and goes on fetching without it.
+TEST_F(WorkerTest, ReclaimOnStartFallsBackWhenTheServerRefusesIt) {
+  StrictServer strict;
+  WorkerOptions o = Options("wr");
+  o.server_url = strict.url();
+  o.reclaim_on_start.reset();  // the default: on, as worker_id is given
+  Worker worker(o, [](const Job&) { return HandlerResult::Success(); });
+  Running run(worker);
+  ASSERT_TRUE(WaitFor([&] { return strict.without_reclaim.load() >= 3; }, kSoon))
+      << strict.with_reclaim.load() << " fetches with reclaim, " << strict.without_reclaim.load()
+      << " without";
+  worker.RequestStop();
+  ASSERT_TRUE(run.WaitDone(kSoon));
+  EXPECT_EQ(strict.with_reclaim.load(), 1);
+  EXPECT_EQ(Events(WorkerEvent::Kind::kReclaimUnsupported), 1);
+  EXPECT_EQ(Events(WorkerEvent::Kind::kRequestFailed), 0);
+
+  // Without a worker_id (a random one) there is nothing to reclaim: not asked.
+  StrictServer other;
+  WorkerOptions anonymous = Options("wr");
+  anonymous.server_url = other.url();
+  anonymous.worker_id.clear();
+  anonymous.reclaim_on_start.reset();
+  Worker nameless(anonymous, [](const Job&) { return HandlerResult::Success(); });
+  EXPECT_EQ(nameless.worker_id().rfind("worker-", 0), 0u) << nameless.worker_id();
+  Running second(nameless);
+  ASSERT_TRUE(WaitFor([&] { return other.without_reclaim.load() >= 2; }, kSoon));
+  nameless.RequestStop();
+  ASSERT_TRUE(second.WaitDone(kSoon));
+  EXPECT_EQ(other.with_reclaim.load(), 0);
+}
+
+// The same against the real server, with jobs: handled whether or not it knows reclaim (this
+// branch's server ignores fields it does not know).
+TEST_F(WorkerTest, ReclaimOnStartStillHandlesTheJobs) {
   MustPush("wr", json::value(1));
   MustPush("wr", json::value(2));
   WorkerOptions o = Options("wr");
