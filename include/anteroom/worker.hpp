@@ -93,7 +93,7 @@ struct WorkerOptions {
   int64_t wait_ms = 30'000;            // a fetch's long poll, 0..60000
   // The first fetch sends "reclaim": true: jobs still in flight under worker_id (from before a
   // restart) come back to this worker first. Default: on when worker_id is given. A server
-  // that does not know the field answers 400: the worker then fetches without it.
+  // that refuses the field (400) gets fetches without it from then on (kReclaimUnsupported).
   std::optional<bool> reclaim_on_start;
   // Called from the worker's threads, possibly at once and under the worker's lock: must be
   // thread-safe and quick, and may call no Worker method but RequestStop, StopNow, stopping.
