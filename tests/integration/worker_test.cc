@@ -182,7 +182,12 @@ TEST_F(WorkerTest, ConcurrencyIsNeverExceededAndAcksRideOnTheNextFetch) {
     while (at_once > before && !most.compare_exchange_weak(before, at_once)) {
     }
     int64_t n = IntField(job.payload, "n").value_or(-1);
-    std::this_thread::sleep_for(milliseconds(20 + (n % 3) * 15));
+    // The first jobs wait (bounded) until all the slots are busy: a worker that ran fewer at
+    // once fails below, however slow the machine.
+    if (n < kConcurrency) {
+      WaitFor([&] { return now.load() >= kConcurrency; }, seconds(5), milliseconds(1));
+    }
+    std::this_thread::sleep_for(milliseconds(5 + (n % 3) * 10));
     {
       std::lock_guard lock(seen_mu);
       ++seen[n];
@@ -213,15 +218,15 @@ TEST_F(WorkerTest, ConcurrencyIsNeverExceededAndAcksRideOnTheNextFetch) {
 }
 
 TEST_F(WorkerTest, AJobOutlivingItsLeaseKeepsItByExtension) {
-  // 2 s of work on a lease of 600 ms: without extensions the lease runs out (expiry is within
+  // 2.5 s of work on a lease of 900 ms: without extensions the lease runs out (expiry is within
   // a second of the deadline) and the job is delivered again.
   std::string id = MustPush("wx", json::object{{"slow", true}});
   std::atomic<int> runs{0};
   WorkerOptions o = Options("wx");
-  o.lease_ms = 600;
+  o.lease_ms = 900;
   Worker worker(o, [&](const Job&) {
     ++runs;
-    std::this_thread::sleep_for(milliseconds(2'000));
+    std::this_thread::sleep_for(milliseconds(2'500));
     return HandlerResult::Success();
   });
   Running run(worker);
