@@ -388,7 +388,7 @@ struct Worker::Impl {
         continue;
       }
       h->next_extend = SteadyClock::time_point::max();  // lost: not ours to extend any more
-      if (held.count(h->job.lease) == 0) continue;  // finished meanwhile: its ack went first
+      if (held.count(h->job.lease) == 0) continue;      // finished meanwhile: its ack went first
       Report(WorkerEvent::Kind::kLeaseLost, h->job.id,
              it != outcomes.end() ? json::serialize(*it->second) : "no answer");
     }
