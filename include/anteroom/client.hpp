@@ -1,7 +1,8 @@
 #pragma once
 // A small synchronous client of anteroom's HTTP API, so a C++ program never writes HTTP by
 // hand. One keep-alive connection per Client (reconnected when the server closed it); not
-// thread-safe: use one Client per thread.
+// thread-safe (but for Interrupt): use one Client per thread. A queue worker built on it is
+// anteroom/worker.hpp.
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -19,8 +20,9 @@ namespace anteroom {
 struct HttpResult {
   int status = 0;  // HTTP status; 0 when the request did not get an answer
   std::string body;
-  boost::json::value json;  // the parsed body (null if it was not JSON)
-  std::string error;        // transport error, empty when an answer arrived
+  boost::json::value json;   // the parsed body (null if it was not JSON)
+  std::string error;         // transport error, empty when an answer arrived
+  bool interrupted = false;  // cut short by Interrupt()
 
   bool ok() const { return error.empty() && status >= 200 && status < 300; }
 };
@@ -63,6 +65,14 @@ class Client {
                     int64_t lease_ms);
   HttpResult QueueStats(std::string_view queue);
   HttpResult ListQueues();
+
+  // The one thread-safe call: cuts short the request this Client is making or, when it is
+  // between requests, its next one (not sent at all), so a cut cannot fall between two steps of
+  // the caller. A request in flight is cut by half-closing its connection: the server drops a
+  // parked long poll, so the request answers what the server sent by then (a 503, or the jobs it
+  // had already handed over), is not retried, and its connection is not reused. Answers whether
+  // a request was in flight.
+  bool Interrupt();
 
   // Percent-encodes one path segment.
   static std::string Segment(std::string_view text);

@@ -11,6 +11,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/pchars.hpp>
 
+#include <mutex>
+
 namespace anteroom {
 
 namespace net = boost::asio;
@@ -26,6 +28,12 @@ struct Client::Impl {
   beast::tcp_stream stream{ioc};
   beast::flat_buffer buffer;
   bool connected = false;
+  // Interrupt() from another thread: which request is in flight, and whether it was cut.
+  std::mutex mu;
+  uint64_t request_seq = 0;
+  bool in_request = false;
+  bool cut = false;          // the request in flight was cut
+  bool cut_pending = false;  // Interrupt() between requests: cut the next one
 
   beast::error_code Connect() {
     beast::error_code ec;
@@ -48,9 +56,26 @@ struct Client::Impl {
 
   HttpResult Once(http::verb verb, std::string_view path, std::string_view body, bool& retry) {
     HttpResult result;
+    bool cut_before = false;
+    {
+      std::lock_guard lock(mu);
+      ++request_seq;
+      cut_before = cut_pending;
+      cut_pending = false;
+      cut = false;
+      in_request = !cut_before;
+    }
+    if (cut_before) {  // Interrupt() came between requests: this one is not sent
+      result.interrupted = true;
+      result.error = "interrupted";
+      retry = false;
+      return result;
+    }
     bool fresh = !connected;
     if (!connected) {
       if (auto ec = Connect()) {
+        std::lock_guard lock(mu);
+        in_request = false;
         result.error = "connect: " + ec.message();
         return result;
       }
@@ -85,13 +110,19 @@ struct Client::Impl {
     });
     ioc.restart();
     ioc.run();
-    if (!ec && write_ec) {
+    {
+      std::lock_guard lock(mu);
+      in_request = false;
+      result.interrupted = cut;
+    }
+    if (result.interrupted) retry = false;
+    if (!ec && write_ec && !result.interrupted) {
       Disconnect();  // answered, but the request was cut short: the connection is spent
     }
     if (ec) {
       Disconnect();
       // A keep-alive connection the server closed while idle: try once on a new one.
-      retry = !fresh;
+      retry = !fresh && !result.interrupted;
       result.error =
           (write_ec && write_ec != net::error::operation_aborted ? write_ec : ec).message();
       return result;
@@ -102,8 +133,27 @@ struct Client::Impl {
     boost::system::error_code jec;
     result.json = boost::json::parse(result.body, jec);
     if (jec) result.json = nullptr;
-    if (!res.keep_alive() && connected) Disconnect();
+    if ((!res.keep_alive() || result.interrupted) && connected) Disconnect();
     return result;
+  }
+
+  bool Interrupt() {
+    std::lock_guard lock(mu);
+    if (!in_request) {
+      cut_pending = true;
+      return false;
+    }
+    if (cut) return true;
+    // Run by Once's own ioc.run(): the socket is only touched on its thread. A request that
+    // ends before the handler runs leaves it to the next run(), where the sequence tells.
+    net::post(ioc, [this, seq = request_seq] {
+      std::lock_guard lock(mu);
+      if (!in_request || seq != request_seq) return;
+      cut = true;
+      beast::error_code ignored;
+      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    });
+    return true;
   }
 };
 
@@ -124,6 +174,8 @@ Client::~Client() = default;
 std::string Client::Segment(std::string_view text) {
   return boost::urls::encode(text, boost::urls::unreserved_chars);
 }
+
+bool Client::Interrupt() { return impl_->Interrupt(); }
 
 HttpResult Client::Request(std::string_view method, std::string_view path, std::string_view body) {
   http::verb verb = http::string_to_verb(method);

@@ -1,8 +1,9 @@
-// `anteroom work Q [--concurrency N] -- CMD ARGS...`: a worker. Each of N loops long-polls for
-// a job, runs CMD with the payload on stdin, acks on exit 0 and nacks with the tail of CMD's
-// stderr otherwise, extending the lease while CMD runs. A heartbeat keeps the worker alive
-// faster than the lease. SIGINT/SIGTERM: stop fetching, finish the jobs in hand, exit; a second
-// signal stops the commands and hands their jobs back (nack, delay 0).
+// `anteroom work Q [--concurrency N] -- CMD ARGS...`: a worker (anteroom::Worker) running CMD
+// per job with the payload on stdin: acked on exit 0, nacked with the tail of CMD's stderr
+// otherwise; leases are extended while CMD runs and a heartbeat keeps the worker alive faster
+// than the lease. SIGINT/SIGTERM: stop fetching, let the running commands finish within
+// --shutdown-grace-ms, then stop those left and hand their jobs back (nack, delay 0); a second
+// signal ends the grace at once. Exit 0.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "anteroom/client.hpp"
+#include "anteroom/worker.hpp"
 #include "cmd/commands.h"
 #include "server/payload_text.h"
 
@@ -35,8 +37,21 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// The first SIGINT/SIGTERM starts the drain, the second ends its grace. Both calls are
+// async-signal-safe.
+std::atomic<Worker*> g_worker{nullptr};
 std::atomic<int> g_signals{0};
-extern "C" void OnStopSignal(int) { g_signals.fetch_add(1); }
+std::atomic<int64_t> g_grace_ms{0};
+extern "C" void OnStopSignal(int) {
+  int n = g_signals.fetch_add(1) + 1;
+  Worker* w = g_worker.load();
+  if (w == nullptr) return;
+  if (n == 1) {
+    w->RequestStop();
+  } else {
+    w->StopNow();
+  }
+}
 
 struct WorkFlags {
   std::string queue;
@@ -45,27 +60,32 @@ struct WorkFlags {
   std::string worker;
   int64_t lease_ms = 30'000;
   int64_t heartbeat_ms = 10'000;
-  int64_t wait_ms = 1'000;  // an idle loop notices a stop signal within this
+  int64_t shutdown_grace_ms = 25'000;
+  int64_t wait_ms = 30'000;  // a stop cuts a parked long poll short: no need to keep it short
+  bool no_reclaim = false;
 };
 
 struct Outcome {
   bool ok = false;
-  bool abandoned = false;  // stopped by a second signal: hand the job back
   std::string error;
 };
 
 constexpr size_t kStderrTail = 2048;
 
+// How long a command stopped with SIGTERM has before SIGKILL.
+constexpr auto kKillAfter = std::chrono::seconds(5);
+
 // Runs the command with `payload` on stdin in its own process group (a terminal's Ctrl-C then
-// reaches only the worker, which lets the command finish). `tick` is called about every 200 ms.
+// reaches only the worker, which lets the command finish). Once `abandoned()` (the job was
+// handed back), the command's group gets SIGTERM, and SIGKILL kKillAfter later.
 Outcome RunCommand(const std::vector<std::string>& command, const std::string& payload,
-                   const std::function<void()>& tick) {
+                   const std::function<bool()>& abandoned) {
   int in_pipe[2], err_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) return {false, false, "pipe failed"};
+  if (pipe2(in_pipe, O_CLOEXEC) != 0) return {false, "pipe failed"};
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     close(in_pipe[0]);
     close(in_pipe[1]);
-    return {false, false, "pipe failed"};
+    return {false, "pipe failed"};
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -95,7 +115,7 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
   if (rc != 0) {
     close(in_pipe[1]);
     close(err_pipe[0]);
-    return {false, false, fmt::format("cannot run {}: {}", command[0], std::strerror(rc))};
+    return {false, fmt::format("cannot run {}: {}", command[0], std::strerror(rc))};
   }
 
   fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
@@ -105,9 +125,9 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
   int err_fd = err_pipe[0];
   size_t written = 0;
   std::string tail;
-  bool signalled = false;
+  std::optional<SteadyClock::time_point> signalled;
+  bool killed = false;
   int status = 0;
-  auto last_tick = SteadyClock::now();
   while (true) {
     if (in_fd >= 0 && written == payload.size()) {
       close(in_fd);
@@ -141,13 +161,12 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
           written = payload.size();  // the command closed its stdin
       }
     }
-    if (g_signals.load() >= 2 && !signalled) {
+    if (!signalled && abandoned()) {
       kill(-pid, SIGTERM);
-      signalled = true;
-    }
-    if (SteadyClock::now() - last_tick > std::chrono::milliseconds(200)) {
-      tick();
-      last_tick = SteadyClock::now();
+      signalled = SteadyClock::now();
+    } else if (signalled && !killed && SteadyClock::now() - *signalled > kKillAfter) {
+      kill(-pid, SIGKILL);
+      killed = true;
     }
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
@@ -162,91 +181,73 @@ Outcome RunCommand(const std::vector<std::string>& command, const std::string& p
     if (tail.size() > kStderrTail) tail.erase(0, tail.size() - kStderrTail);
     close(err_fd);
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {true, false, ""};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {true, ""};
   std::string why = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                       : fmt::format("killed by signal {}", WTERMSIG(status));
-  return {false, signalled, tail.empty() ? why : why + ": " + tail};
+  return {false, tail.empty() ? why : why + ": " + tail};
 }
 
-// Logs the outcome of acking job `id`, from an ack answer's item.
-void LogAck(const std::string& id, const boost::json::value* item) {
-  bool ok =
-      item && item->is_object() && item->as_object().if_contains("ok") && item->at("ok") == true;
-  if (ok) return spdlog::info("job {}: acked", id);
-  spdlog::warn("job {}: done, but the server did not take the ack: {}", id,
-               item ? boost::json::serialize(*item) : "no answer");
-}
-
-void WorkLoop(const WorkFlags& f, const ClientFlags& cf, int index) {
-  Client client(cf.server, cf.DataKey());
-  // The last finished job's ack rides on the next fetch: one request per job.
-  std::optional<std::pair<std::string, std::string>> to_ack;  // lease, job id
-  while (g_signals.load() == 0) {
-    std::vector<std::string> ack;
-    if (to_ack) ack.push_back(to_ack->first);
-    HttpResult r = client.Fetch(f.queue, f.worker, 1, f.lease_ms, f.wait_ms, ack);
-    if (!r.ok() || !r.json.is_object()) {
-      spdlog::warn("loop {}: fetch failed: {} {}", index, r.error, r.body);
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      continue;  // acks are idempotent: the pending one is simply sent again
-    }
-    if (to_ack) {
-      const auto* acked = r.json.as_object().if_contains("acked");
-      LogAck(to_ack->second, acked && acked->is_array() && !acked->as_array().empty()
-                                 ? &acked->as_array()[0]
-                                 : nullptr);
-      to_ack.reset();
-    }
-    // The payloads as the server sent them (parsed, a number could lose digits).
-    server::PayloadTexts payloads(r.body, /*batch=*/true);
-    const boost::json::array& jobs = r.json.at("jobs").as_array();
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const boost::json::value& job = jobs[i];
-      std::string lease(job.at("lease").as_string());
-      std::string id(job.at("id").as_string());
-      if (g_signals.load() > 0) {  // arrived after the stop signal: not ours to finish
-        client.Nack(f.queue, {lease}, 0, "worker shut down before starting the job");
-        spdlog::info("job {}: handed back", id);
-        continue;
-      }
-      auto text = payloads.Of(job.at("payload"), i);
-      std::string payload =
-          text.ok() ? std::move(*text) : boost::json::serialize(job.at("payload"));
-      auto extended = SteadyClock::now();
-      Outcome out = RunCommand(f.command, payload, [&] {
-        // Extend at a third of the lease, so one lost request does not lose the job.
-        if (SteadyClock::now() - extended < std::chrono::milliseconds(f.lease_ms / 3)) return;
-        client.Extend(f.queue, {lease}, f.lease_ms);
-        extended = SteadyClock::now();
-      });
-      if (out.ok) {
-        to_ack.emplace(std::move(lease), std::move(id));
-        continue;
-      }
-      HttpResult answer = out.abandoned ? client.Nack(f.queue, {lease}, 0, "worker shut down")
-                                        : client.Nack(f.queue, {lease}, {}, out.error);
-      spdlog::info("job {}: nacked{}", id,
-                   answer.ok() ? "" : " (the server did not take it: " + answer.body + ")");
-    }
-  }
-  if (to_ack) {  // stopping: the last ack goes on its own
-    HttpResult r = client.Ack(f.queue, {to_ack->first});
-    const boost::json::value* item = nullptr;
-    if (r.ok() && r.json.is_object()) {
-      const auto* results = r.json.as_object().if_contains("results");
-      if (results && results->is_array() && !results->as_array().empty())
-        item = &results->as_array()[0];
-    }
-    LogAck(to_ack->second, item);
+void LogEvent(const WorkerEvent& e) {
+  using Kind = WorkerEvent::Kind;
+  switch (e.kind) {
+    case Kind::kAcked:
+      return spdlog::info("job {}: acked", e.job_id);
+    case Kind::kAckRefused:
+      return spdlog::warn("job {}: done, but the server did not take the ack: {}", e.job_id,
+                          e.text);
+    case Kind::kNacked:
+      return spdlog::info("job {}: nacked", e.job_id);
+    case Kind::kReleased:
+      return spdlog::info("job {}: handed back", e.job_id);
+    case Kind::kLeaseLost:
+      return spdlog::warn("job {}: the lease was lost ({}): it may run elsewhere", e.job_id,
+                          e.text);
+    case Kind::kReclaimed:
+      return spdlog::info("took back {} job(s) in flight under this worker's name", e.count);
+    case Kind::kReclaimUnsupported:
+      return spdlog::info("the server does not reclaim jobs on start: fetching without it");
+    case Kind::kRequestFailed:
+      if (e.job_id.empty()) return spdlog::warn("{}", e.text);
+      return spdlog::warn("job {}: {}", e.job_id, e.text);
+    case Kind::kDraining:
+      return spdlog::info("stopping: no more jobs; running ones have {} ms", g_grace_ms.load());
+    case Kind::kStopped:
+      return;
   }
 }
 
 int RunWork(WorkFlags f, const ClientFlags& cf) {
-  if (f.worker.empty()) {
+  bool named = !f.worker.empty();
+  if (!named) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     f.worker = fmt::format("{}-{}", host, getpid());
   }
+  WorkerOptions options;
+  options.server_url = cf.server;
+  options.key = cf.DataKey();
+  options.queue = f.queue;
+  options.worker_id = f.worker;
+  options.concurrency = f.concurrency;
+  options.lease_ms = f.lease_ms;
+  options.heartbeat_ms = f.heartbeat_ms;
+  options.shutdown_grace_ms = f.shutdown_grace_ms;
+  options.wait_ms = f.wait_ms;
+  // HOST-PID names no earlier run: nothing to reclaim.
+  options.reclaim_on_start = named && !f.no_reclaim;
+  options.on_event = LogEvent;
+  g_grace_ms = f.shutdown_grace_ms;
+  const std::vector<std::string>& command = f.command;
+  Worker worker(std::move(options), [&command](const Job& job) {
+    // The payload as the server sent it (parsed, a number could lose digits).
+    server::PayloadTexts payloads(*job.answer, /*batch=*/true);
+    auto text = payloads.Of(job.payload, job.index);
+    std::string payload = text.ok() ? std::move(*text) : boost::json::serialize(job.payload);
+    Outcome out = RunCommand(command, payload, [&job] { return job.abandoned(); });
+    return out.ok ? HandlerResult::Success() : HandlerResult::Failure(std::move(out.error));
+  });
+
+  g_worker.store(&worker);
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
@@ -257,25 +258,12 @@ int RunWork(WorkFlags f, const ClientFlags& cf) {
   signal(SIGPIPE, SIG_IGN);
   spdlog::info("worker {} on queue {}: {} loop(s) running '{}'", f.worker, f.queue, f.concurrency,
                fmt::join(f.command, " "));
-
-  std::atomic<bool> done{false};
-  std::thread heartbeat([&] {
-    Client client(cf.server, cf.DataKey());
-    std::string path = "/v1/queues/" + Client::Segment(f.queue) + "/workers/" +
-                       Client::Segment(f.worker) + "/heartbeat";
-    std::string body = fmt::format(R"({{"ttl_ms":{}}})", f.heartbeat_ms);
-    while (!done.load()) {
-      client.Request("POST", path, body);
-      for (int i = 0; i < 10 && !done.load(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(f.heartbeat_ms / 30 + 1));
-      }
-    }
-  });
-  std::vector<std::thread> loops;
-  for (int i = 0; i < f.concurrency; ++i) loops.emplace_back([&, i] { WorkLoop(f, cf, i); });
-  for (auto& t : loops) t.join();
-  done = true;
-  heartbeat.join();
+  worker.Run();
+  // Drained. What may be left is an abandoned command, stopped within kKillAfter while the
+  // worker is destroyed; a signal now ends the process.
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  g_worker.store(nullptr);
   spdlog::info("worker {} stopped", f.worker);
   return 0;
 }
@@ -299,6 +287,16 @@ void AddWorkCommand(CLI::App& app, ClientFlags& flags) {
   work->add_option("--heartbeat-ms", f->heartbeat_ms, "Heartbeat ttl")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{300}, int64_t{3'600'000}));
+  work->add_option("--shutdown-grace-ms", f->shutdown_grace_ms,
+                   "On SIGINT/SIGTERM, how long running commands may take before they are stopped "
+                   "and their jobs handed back (a second signal: at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}));
+  work->add_option("--wait-ms", f->wait_ms, "Long poll of each fetch")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
+  work->add_flag("--no-reclaim", f->no_reclaim,
+                 "With --worker: do not take back jobs in flight under that name at start");
   work->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
   work->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   work->add_option("--queue-key", flags.queue_key,

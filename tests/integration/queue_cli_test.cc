@@ -5,7 +5,8 @@
 //    requeue needs when the server has one;
 //  - `anteroom work Q -- sh -c SCRIPT`: acks on exit 0, nacks with the stderr tail otherwise,
 //    extends the lease while the command runs, runs --concurrency jobs at once, and on a signal
-//    stops fetching and finishes (first signal) or hands back (second signal) its jobs.
+//    stops fetching and finishes its jobs within --shutdown-grace-ms, handing back at once
+//    those that outlive it (or all of them on a second signal).
 //
 // Worker processes (support/worker_process.h) are forked and exec'd, stopped by their PID and
 // reaped. This process is the subreaper of what it starts while a test runs, so a command left
@@ -878,13 +879,76 @@ TEST_F(QueueCliTest, WorkSecondSignalAbandonsTheRunningJob) {
   EXPECT_EQ(IntField(jobs[0], "attempt"), 2) << "the abandoned delivery counts";
 }
 
+TEST_F(QueueCliTest, WorkDrainsOnSigintWithinTheGrace) {
+  // Four jobs of 1.5 s, two at once: on SIGINT the two running finish and are acked, nothing
+  // new is taken, and the worker exits 0 long before its (default, 25 s) grace.
+  for (int n = 0; n < 4; ++n) MustPush("wd", json::object{{"n", n}});
+  WorkerProcess& w =
+      StartWorker("wd", "w-drain", std::string(kLogPayload) + "sleep 1.5\necho done >> \"$DONE\"\n",
+                  {"--concurrency", "2"});
+  ASSERT_TRUE(w.started()) << w.error();
+  ASSERT_TRUE(WaitFor([&] { return Lines(File("log")).size() == 2; }, kSoon)) << w.Output();
+  auto signalled = SteadyClock::now();
+  w.Signal(SIGINT);
+  std::optional<int> status = w.WaitExit(kExitWithin);
+  EXPECT_TRUE(ExitedZero(status)) << DescribeStatus(status) << w.Output();
+  auto took = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - signalled);
+  std::printf("[ qcli     ] worker with 2 running jobs exited %lld ms after SIGINT\n",
+              static_cast<long long>(took.count()));
+
+  EXPECT_EQ(Lines(File("done")).size(), 2u) << "the running commands ran to their end";
+  EXPECT_EQ(Lines(File("log")).size(), 2u) << "a job was taken after the signal";
+  json::value stats = Stats("wd");
+  EXPECT_EQ(IntField(stats, "acked"), 2) << json::serialize(stats) << w.Output();
+  EXPECT_EQ(IntField(stats, "ready"), 2) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "inflight"), 0) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "nacked"), 0) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "expired"), 0) << json::serialize(stats);
+}
+
+TEST_F(QueueCliTest, WorkHandsBackAJobOutlivingTheGraceAtOnce) {
+  // A 30 s command on a 60 s lease, a grace of 500 ms: after SIGINT the command is stopped and
+  // its job is ready again at once (not when the lease runs out), as a new attempt.
+  std::string id = MustPush("wh", json::object{{"long", true}});
+  WorkerProcess& w = StartWorker("wh", "w-grace",
+                                 std::string(kLogPayload) + "echo $$ > \"$PIDF\"\nexec sleep 30\n",
+                                 {"--shutdown-grace-ms", "500", "--lease-ms", "60000"});
+  ASSERT_TRUE(w.started()) << w.error();
+  ASSERT_TRUE(WaitFor([&] { return !Lines(File("pid")).empty(); }, kSoon)) << w.Output();
+  pid_t command_pid = static_cast<pid_t>(std::stol(Lines(File("pid"))[0]));
+
+  auto signalled = SteadyClock::now();
+  w.Signal(SIGINT);
+  std::optional<int> status = w.WaitExit(kExitWithin);
+  auto took = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - signalled);
+  EXPECT_TRUE(ExitedZero(status)) << DescribeStatus(status) << w.Output();
+  EXPECT_GE(took.count(), 400) << "the grace was not waited for";
+  std::printf("[ qcli     ] worker exited %lld ms after SIGINT (grace 500 ms)\n",
+              static_cast<long long>(took.count()));
+  errno = 0;
+  bool command_gone = kill(command_pid, 0) != 0 && errno == ESRCH;
+  EXPECT_TRUE(command_gone) << "the command (PID " << command_pid << ") was not stopped";
+  if (!command_gone) kill(command_pid, SIGKILL);  // ours (a descendant); TearDown reaps it
+
+  json::value stats = Stats("wh");
+  EXPECT_EQ(IntField(stats, "inflight"), 0) << json::serialize(stats) << w.Output();
+  EXPECT_EQ(IntField(stats, "ready"), 1) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "delayed"), 0) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "nacked"), 1) << json::serialize(stats);
+  EXPECT_EQ(IntField(stats, "expired"), 0) << json::serialize(stats);
+  json::array jobs = Fetch("wh");
+  ASSERT_EQ(jobs.size(), 1u) << json::serialize(jobs);
+  EXPECT_EQ(StrField(jobs[0], "id"), id);
+  EXPECT_EQ(IntField(jobs[0], "attempt"), 2) << json::serialize(jobs[0]);
+}
+
 TEST_F(QueueCliTest, WorkDoesNotRunAJobThatArrivesAfterTheStopSignal) {
   WorkerProcess& w = StartWorker("wl", "w-late", kLogPayload);
   ASSERT_TRUE(w.started()) << w.error();
   // Once it says it runs, its loop is (about to be) in a long poll (1 s). (Its heartbeats do not
   // show: a queue nobody pushed to keeps no worker.)
-  ASSERT_TRUE(WaitFor([&] { return w.Output().find("1 loop(s) running") != std::string::npos; },
-                      kSoon))
+  ASSERT_TRUE(
+      WaitFor([&] { return w.Output().find("1 loop(s) running") != std::string::npos; }, kSoon))
       << w.Output();
   std::this_thread::sleep_for(milliseconds(300));
   w.Signal(SIGTERM);
