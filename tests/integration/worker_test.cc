@@ -100,7 +100,7 @@ class WorkerTest : public ServerTest {
     o.server_url = server().url();
     o.queue = queue;
     o.worker_id = "w-" + queue;
-    o.reclaim_on_start = false;  // the server of this branch does not know it
+    o.reclaim_on_start = false;  // the tests of reclaim turn it on
     o.heartbeat_ms = 5'000;
     o.wait_ms = 30'000;  // long: a stop must not wait for it
     o.on_event = [this](const WorkerEvent& e) {
@@ -514,8 +514,34 @@ TEST_F(WorkerTest, ReclaimOnStartFallsBackWhenTheServerRefusesIt) {
   EXPECT_EQ(other.with_reclaim.load(), 0);
 }
 
-// The same against the real server, with jobs: handled whether or not it knows reclaim (this
-// branch's server ignores fields it does not know).
+// A worker started again under the name of one that died holding jobs on long leases takes them
+// back on its first fetch and runs them at once, as new attempts, not after the leases.
+TEST_F(WorkerTest, ReclaimOnStartTakesBackWhatTheNameHeld) {
+  MustPush("wk", json::value(1));
+  MustPush("wk", json::value(2));
+  WorkerOptions o = Options("wk");
+  HttpResult held = client().Fetch("wk", o.worker_id, 2, /*lease_ms=*/600'000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  ASSERT_EQ(Inflight("wk").size(), 2u);
+  o.reclaim_on_start.reset();  // the default: on, as worker_id is given
+  std::mutex mu;
+  std::vector<int64_t> attempts;
+  Worker worker(o, [&](const Job& job) {
+    std::lock_guard lock(mu);
+    attempts.push_back(job.attempt);
+    return HandlerResult::Success();
+  });
+  Running run(worker);
+  ASSERT_TRUE(WaitFor([&] { return Stat("wk", "acked") == 2; }, kSoon)) << StatsText("wk");
+  worker.RequestStop();
+  ASSERT_TRUE(run.WaitDone(kSoon));
+  EXPECT_EQ(Events(WorkerEvent::Kind::kReclaimed), 1);
+  EXPECT_EQ(Events(WorkerEvent::Kind::kReclaimUnsupported), 0);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(attempts, (std::vector<int64_t>{2, 2})) << "the jobs the name held, again";
+}
+
+// Against the real server, with nothing held: the jobs are handled as by any fetch.
 TEST_F(WorkerTest, ReclaimOnStartStillHandlesTheJobs) {
   MustPush("wr", json::value(1));
   MustPush("wr", json::value(2));
