@@ -194,7 +194,9 @@ class Builder {
     std::string_view methods = key.substr(0, space);
     std::string pattern(key.substr(space + 1));
     const json::object& route = value.as_object();
-    OnlyKeys(route, {"summary", "description", "query", "request", "responses", "replay"}, where);
+    OnlyKeys(route,
+             {"summary", "description", "query", "headers", "request", "responses", "replay"},
+             where);
     while (!methods.empty()) {
       size_t comma = methods.find(',');
       std::string method(methods.substr(0, comma));
@@ -339,6 +341,25 @@ class Builder {
     return r;
   }
 
+  // The route's query or header parameters (`in`), as its description lists them.
+  void AddParameters(const json::object* given, std::string_view in, const std::string& where,
+                     json::array& parameters) {
+    if (given == nullptr) return;
+    for (const auto& kv : *given) {
+      std::string what = where + " " + std::string(in) + " " + std::string(kv.key());
+      if (!kv.value().is_object()) {
+        Problem(what + ": must be an object");
+        continue;
+      }
+      OnlyKeys(kv.value().as_object(), {"description", "schema", "example", "required"}, what);
+      json::object param = kv.value().as_object();
+      param["name"] = kv.key();
+      param["in"] = in;
+      if (!param.contains("required")) param["required"] = false;
+      parameters.push_back(std::move(param));
+    }
+  }
+
   json::object Operation(const RouteInfo& info, const std::string& method, const Described& d) {
     const json::object& route = *d.route;
     std::string where = d.file + " '" + method + " " + info.pattern + "'";
@@ -366,21 +387,8 @@ class Builder {
       parameters.push_back(std::move(param));
     }
     const json::object* query = ObjectAt(route, "query", where, false);
-    if (query != nullptr) {
-      for (const auto& kv : *query) {
-        if (!kv.value().is_object()) {
-          Problem(where + ": query parameter '" + std::string(kv.key()) + "' must be an object");
-          continue;
-        }
-        OnlyKeys(kv.value().as_object(), {"description", "schema", "example", "required"},
-                 where + " query " + std::string(kv.key()));
-        json::object param = kv.value().as_object();
-        param["name"] = kv.key();
-        param["in"] = "query";
-        if (!param.contains("required")) param["required"] = false;
-        parameters.push_back(std::move(param));
-      }
-    }
+    AddParameters(query, "query", where, parameters);
+    AddParameters(ObjectAt(route, "headers", where, false), "header", where, parameters);
     if (!parameters.empty()) op["parameters"] = std::move(parameters);
 
     const json::object* request = ObjectAt(route, "request", where, false);

@@ -20,6 +20,7 @@
 //    "routes": {"METHOD /pattern": {
 //        "summary": text, "description"?: text,
 //        "query"?: {NAME: {"description", "schema", "example"?, "required"?: bool}},
+//        "headers"?: {NAME: {...the same}},                    // request headers it reads
 //        "request"?: {"schema", "example", "content_type"?},   // default application/json
 //        "responses": {STATUS: {"description", "schema"?, "example"?, "content_type"?,
 //                               "headers"?: {NAME: {"description", "schema"}},

@@ -155,5 +155,23 @@ TEST(OpenApiDocTest, TheBuilderRefusesWhatWouldDrift) {
       << Joined(no_example.problems);
 }
 
+TEST(OpenApiDocTest, QueryAndHeaderParametersAreTheRoutesOwn) {
+  ApiDoc doc = BuildWith(R"({"tag": {"name": "t"}, "routes": {"GET /v1/queues/{q}": {
+    "summary": "s", "query": {"limit": {"schema": {"type": "integer"}}},
+    "headers": {"Anteroom-Session": {"schema": {"type": "string"}, "required": true}},
+    "responses": {"200": {"description": "d", "example": 1}}}}})",
+                         {Get("/v1/queues/{q}")});
+  ASSERT_TRUE(doc.problems.empty()) << Joined(doc.problems);
+  json::value root = json::parse(doc.json);
+  const json::array& params = root.at_pointer("/paths/~1v1~1queues~1{q}/get/parameters").as_array();
+  ASSERT_EQ(params.size(), 3u);
+  EXPECT_EQ(params[0].at("in").as_string(), "path");
+  EXPECT_EQ(params[1].at("in").as_string(), "query");
+  EXPECT_EQ(params[1].at("required").as_bool(), false);
+  EXPECT_EQ(params[2].at("in").as_string(), "header");
+  EXPECT_EQ(params[2].at("name").as_string(), "Anteroom-Session");
+  EXPECT_EQ(params[2].at("required").as_bool(), true);
+}
+
 }  // namespace
 }  // namespace anteroom::server
