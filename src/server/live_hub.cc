@@ -100,8 +100,14 @@ void LiveHub::Attach(std::string room, SessionView first, std::shared_ptr<LiveSt
     }
     if (w.streams.size() == 1) {
       w.last = first;
-      w.shown = {first.status, first.position, first.waiting,
-                 first.active, first.capacity, first.eta_ms};
+      // Every field the first message showed: one left at its default (the phase, the method)
+      // would differ from the next round's and send the same status again.
+      w.shown = {first.status,   first.position, first.waiting, first.active,
+                 first.capacity, first.eta_ms,   first.phase,   first.queueing_method};
+      if (rw.have_counts) {  // the event's times, as the rounds compare them
+        w.shown.event_starts_at = rw.counts.event_starts_at;
+        w.shown.event_ends_at = rw.counts.event_ends_at;
+      }
       w.shown_ms = clock_.NowMs();
     } else {
       // Another stream of a session that has some (a reload, a second tab): it is brought to

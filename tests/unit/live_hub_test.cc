@@ -158,6 +158,21 @@ class LiveHubTest : public ::testing::Test {
   std::map<std::string, std::shared_ptr<RecordingStream>> streams_;  // open ones
 };
 
+// The first message is what the session was shown: ticks with nothing new send nothing more,
+// whichever phase and method the room is in (a stream of a waiting session once got its first
+// status twice, the hub having noted the phase as "open" where the room's was "queue").
+TEST_F(LiveHubTest, NothingNewIsNotSentAgain) {
+  PutRoom(1);
+  Watch("holder-Qm9vYmFyYmF6cXV4");
+  Watch("waiter-Qm9vYmFyYmF6cXV4");
+  Settle();
+  ASSERT_EQ(streams_["waiter-Qm9vYmFyYmF6cXV4"]->messages.size(), 1u)
+      << json::serialize(streams_["waiter-Qm9vYmFyYmF6cXV4"]->messages.back());
+  EXPECT_EQ(streams_["waiter-Qm9vYmFyYmF6cXV4"]->messages[0].at("phase").as_string(), "queue");
+  EXPECT_EQ(streams_["holder-Qm9vYmFyYmF6cXV4"]->messages.size(), 2u)
+      << "the holder: its first status, then the line's growth";
+}
+
 TEST_F(LiveHubTest, AStreamOpenedWithATokenNeverShowsTheSession) {
   PutRoom(1);
   Watch("holder-Qm9vYmFyYmF6cXV4");
