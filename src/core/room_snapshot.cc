@@ -41,6 +41,8 @@ void Room::Save(ByteWriter& out) const {
   SaveOptional(out, own_.challenge_difficulty);
   out.PutBool(own_.gate.has_value());
   if (own_.gate) out.PutString(*own_.gate);
+  out.PutBool(own_.page.has_value());
+  if (own_.page) out.PutString(*own_.page);
   out.Put(static_cast<uint8_t>(own_.queueing_method));
   out.Put(revocation_ttl_ms_);
   out.Put(now_);
@@ -179,6 +181,8 @@ bool Room::Restore(ByteReader& in) {
   r.own_.challenge_difficulty = LoadOptional(in);
   r.own_.gate.reset();
   if (in.GetBool()) r.own_.gate = in.GetString();
+  r.own_.page.reset();
+  if (in.GetBool()) r.own_.page = in.GetString();
   auto method = in.Get<uint8_t>();
   if (method > static_cast<uint8_t>(QueueingMethod::kQueueAll)) in.Fail();
   r.own_.queueing_method = static_cast<QueueingMethod>(method);

@@ -15,6 +15,7 @@
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/gate_settings.h"
+#include "server/page_settings.h"
 #include "server/preamble.h"
 #include "server/session_json.h"
 #include "server/target_url.h"
@@ -62,6 +63,7 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
   };
+  o["page"] = info.config.page ? PageJson(*info.config.page) : json::value(nullptr);
   if (admin) o["gate"] = info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr);
   // What applies now, and why: a running event's overrides on top of the room's own settings.
   o["phase"] = core::ToString(info.phase);
@@ -216,6 +218,15 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
       auto text = CanonicalGateText(*gate);
       if (!text.ok()) return {text.status(), text.message()};
       patch.gate = std::optional<std::string>(std::move(*text));
+    }
+  }
+  if (const json::value* page = body.if_contains("page")) {
+    if (page->is_null()) {
+      patch.page.emplace();  // null clears them
+    } else {
+      auto text = CanonicalPageText(*page, "page");
+      if (!text.ok()) return {text.status(), text.message()};
+      patch.page = std::optional<std::string>(std::move(*text));
     }
   }
   return patch;

@@ -52,6 +52,8 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   }
   w.PutBool(p.gate.has_value());
   if (p.gate) PutOptionalString(w, *p.gate);
+  w.PutBool(p.page.has_value());
+  if (p.page) PutOptionalString(w, *p.page);
   w.PutBool(p.queueing_method.has_value());
   if (p.queueing_method) w.Put(static_cast<uint8_t>(*p.queueing_method));
   w.PutBool(p.include_active);
@@ -72,6 +74,7 @@ core::RoomPatch GetRoomPatch(ByteReader& r) {
     if (r.GetBool()) *field = GetOptional(r);
   }
   if (r.GetBool()) p.gate = GetOptionalString(r);
+  if (r.GetBool()) p.page = GetOptionalString(r);
   if (r.GetBool()) {
     auto method = r.Get<uint8_t>();
     if (method > static_cast<uint8_t>(core::QueueingMethod::kQueueAll)) r.Fail();
