@@ -125,6 +125,11 @@ inline std::string PageLanguage(std::string_view key) {
 inline std::string PageTemplate(std::string_view key) {
   return fmt::format("'{}.template' must be 1 to 64 characters of [A-Za-z0-9_-], or null", key);
 }
+inline constexpr std::string_view kPreviewState =
+    "'state' must be one of prequeue, waiting, random, active, closed, error";
+inline constexpr std::string_view kPreviewLanguage = "'lang' must be one of en, de, fr, es, ja";
+inline constexpr std::string_view kPreviewTemplate =
+    "'template' must name a template of --templates DIR (DIR/NAME.html)";
 inline constexpr std::string_view kBareLf =
     "a line of the request head ends in a bare LF: lines end in CRLF";
 inline constexpr std::string_view kTokenNotOfRoom =
