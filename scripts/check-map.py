@@ -18,8 +18,8 @@ out), else every file under ROOT but .git, build/, node_modules/ and __pycache__
 writes those when a test imports a bench module). It fails, one line per
 problem, when:
   - a file of the tree is on no line (every file must be, but for the files under tests/, where
-    each folder needs a line and files are optional, and under fuzz/corpus/, which its own line
-    covers whole);
+    each folder needs a line and files are optional, and under fuzz/corpus/ and docs/screenshots/,
+    which their own lines cover whole);
   - a line names a path that does not exist (a stale line);
   - lines under one folder are not in tree order: byte order of their names, as `LC_ALL=C ls`
     lists them (folders among the files, by their names without the slash), a `stem.{h,cc}` or
@@ -37,7 +37,7 @@ import sys
 MAP_FILE = "CONTRIBUTING.md"
 HEADING = "## Where things live"
 # Folders whose files need no line of their own: the folder's line covers them.
-COVERED_WHOLE = ("fuzz/corpus",)
+COVERED_WHOLE = ("fuzz/corpus", "docs/screenshots")
 # Folders whose sub-folders need a line but whose files may be left out.
 FILES_OPTIONAL = ("tests",)
 WALK_SKIP = {".git", "build", "node_modules", "__pycache__"}

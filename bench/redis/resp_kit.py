@@ -3,7 +3,7 @@
 # added in one place.
 import socket
 
-ROOM_KEYS = ["m", "l", "s", "d", "v", "x", "c", "cf", "g", "ln", "ld", "ev", "pq", "dw", "ps"]
+ROOM_KEYS = ["m", "l", "s", "d", "v", "x", "c", "cf", "g", "ln", "ld", "ev", "pq", "dw", "ps", "pg"]
 
 
 def room_keys(tag):

@@ -727,7 +727,8 @@ void AddServeCommand(CLI::App& app) {
                     "gate.hosts always may)");
   serve->add_option("--templates", flags->templates,
                     "Directory of page templates: its wait.html (if any) replaces the built-in "
-                    "waiting page at /wait/{room}; read at start-up");
+                    "waiting page at /wait/{room}, and each NAME.html is a template a room's "
+                    "page.template selects; read at start-up");
   serve->callback([flags] { Serve(*flags); });
 }
 

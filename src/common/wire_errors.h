@@ -95,6 +95,41 @@ inline std::string GateListShape(std::string_view key, size_t max, std::string_v
 inline constexpr std::string_view kGateReturn =
     "'return' must be an http(s) URL (https when the site is) on a host the room allows: its "
     "target_url's host, one of its gate.hosts, a --gate-host, or this server's own";
+// The waiting page's settings (server/page_settings.h). `key` is "page" or "overrides.page".
+inline std::string PageShape(std::string_view key) {
+  return fmt::format(
+      "'{}' must be an object with 'title', 'message', 'logo_url', 'colors', 'language' and "
+      "'template', each optional, or null",
+      key);
+}
+inline std::string PageText(std::string_view key, size_t max) {
+  return fmt::format(
+      "'{}' must be a string of at most {} bytes of UTF-8 text, with no control characters", key,
+      max);
+}
+inline std::string PageLogoUrl(std::string_view key) {
+  return fmt::format(
+      "'{}.logo_url' must be an https:// URL with a host (no user name or password), or a path "
+      "on this server starting with '/' (not '//'), at most 2048 bytes",
+      key);
+}
+inline std::string PageColors(std::string_view key) {
+  return fmt::format(
+      "'{}.colors' must be an object with 'background', 'text' and 'accent', each optional, "
+      "each a colour written #rrggbb",
+      key);
+}
+inline std::string PageLanguage(std::string_view key) {
+  return fmt::format("'{}.language' must be one of en, de, fr, es, ja, or null", key);
+}
+inline std::string PageTemplate(std::string_view key) {
+  return fmt::format("'{}.template' must be 1 to 64 characters of [A-Za-z0-9_-], or null", key);
+}
+inline constexpr std::string_view kPreviewState =
+    "'state' must be one of prequeue, waiting, random, active, closed, error";
+inline constexpr std::string_view kPreviewLanguage = "'lang' must be one of en, de, fr, es, ja";
+inline constexpr std::string_view kPreviewTemplate =
+    "'template' must name a template of --templates DIR (DIR/NAME.html)";
 inline constexpr std::string_view kBareLf =
     "a line of the request head ends in a bare LF: lines end in CRLF";
 inline constexpr std::string_view kTokenNotOfRoom =

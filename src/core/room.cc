@@ -25,6 +25,7 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (places_per_client) config.places_per_client = *places_per_client;
   if (challenge_difficulty) config.challenge_difficulty = *challenge_difficulty;
   if (gate) config.gate = *gate;
+  if (page) config.page = *page;
   if (queueing_method) config.queueing_method = *queueing_method;
 }
 
@@ -35,6 +36,9 @@ bool UrlInRange(const std::optional<std::string>& url) {
 }
 bool GateInRange(const std::optional<std::string>& gate) {
   return !gate || gate->size() <= kMaxGateBytes;
+}
+bool PageInRange(const std::optional<std::string>& page) {
+  return !page || page->size() <= kMaxPageBytes;
 }
 }  // namespace
 
@@ -49,7 +53,7 @@ bool InRange(const RoomConfig& c) {
          (!c.places_per_client || Within(*c.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!c.challenge_difficulty ||
           Within(*c.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
-         GateInRange(c.gate);
+         GateInRange(c.gate) && PageInRange(c.page);
 }
 
 bool InRange(const RoomPatch& p) {
@@ -67,7 +71,7 @@ bool InRange(const RoomPatch& p) {
           Within(**p.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!p.challenge_difficulty || !*p.challenge_difficulty ||
           Within(**p.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
-         (!p.gate || GateInRange(*p.gate));
+         (!p.gate || GateInRange(*p.gate)) && (!p.page || PageInRange(*p.page));
 }
 
 std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,

@@ -10,9 +10,10 @@ namespace anteroom::core {
 namespace {
 bool IsTime(int64_t ms) { return ms >= 0 && ms <= kLatestTimeMs; }
 
-// The layout's version, written first: that of the data directory's format
-// (store/log/record_format.h). Any other is refused.
-constexpr uint32_t kRoomFormat = 1;
+// The layout's version, written first. 2 (data format 5) adds the page settings at the end;
+// 1 (data format 4) still loads, with no page settings. Any other is refused.
+constexpr uint32_t kRoomFormat = 2;
+constexpr uint32_t kRoomFormatV1 = 1;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
   out.PutBool(v.has_value());
@@ -127,6 +128,8 @@ void Room::Save(ByteWriter& out) const {
   }
   out.Put(incarnation_);
   SaveLaunch(out);
+  out.PutBool(own_.page.has_value());
+  if (own_.page) out.PutString(*own_.page);
 }
 
 // Events, the draw and the random method's stream.
@@ -164,7 +167,8 @@ void Room::SaveLaunch(ByteWriter& out) const {
 }
 
 bool Room::Restore(ByteReader& in) {
-  if (in.Get<uint32_t>() != kRoomFormat) return false;
+  uint32_t format = in.Get<uint32_t>();
+  if (format != kRoomFormat && format != kRoomFormatV1) return false;
   Room& r = *this;
   r.own_.capacity = in.Get<int64_t>();
   r.own_.grace_ms = in.Get<int64_t>();
@@ -282,6 +286,8 @@ bool Room::Restore(ByteReader& in) {
   if (!RestoreClients(in)) return false;
   r.incarnation_ = in.Get<uint64_t>();
   if (!RestoreLaunch(in)) return false;
+  r.own_.page.reset();
+  if (format != kRoomFormatV1 && in.GetBool()) r.own_.page = in.GetString();
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];
     if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;

@@ -20,6 +20,7 @@ inline constexpr int64_t kMaxDurationMs = 604'800'000;  // 7 days
 inline constexpr int64_t kMaxAdmitPerMinute = 1'000'000'000;
 inline constexpr size_t kMaxTargetUrlBytes = 2048;
 inline constexpr size_t kMaxGateBytes = 16 * 1024;  // RoomConfig::gate, the JSON text
+inline constexpr size_t kMaxPageBytes = 16 * 1024;  // RoomConfig::page, the JSON text
 inline constexpr int64_t kMaxJoinsPerMinutePerClient = 100'000;
 inline constexpr int64_t kMaxPlacesPerClient = 1'000'000;
 inline constexpr int64_t kMinChallengeDifficulty = 1;   // bits of proof of work (challenge.h)
@@ -52,6 +53,10 @@ struct RoomConfig {
   // JSON text, validated and canonicalized by the HTTP layer; nullopt: no gate settings. Plain
   // data, as target_url: the rules never read it, and every backend keeps it byte for byte.
   std::optional<std::string> gate;
+  // The waiting page's settings (title, message, logo, colours, language, template) as one JSON
+  // text, validated and canonicalized by the HTTP layer (server/page_settings.h); nullopt: the
+  // defaults. Plain data, as gate: the rules never read it, every backend keeps it byte for byte.
+  std::optional<std::string> page;
   // How the room admits (core/room_event.h); an event running may override it.
   QueueingMethod queueing_method = QueueingMethod::kFifo;
 };
@@ -77,6 +82,7 @@ struct RoomPatch {
   std::optional<std::optional<int64_t>> places_per_client;
   std::optional<std::optional<int64_t>> challenge_difficulty;
   std::optional<std::optional<std::string>> gate;  // inner nullopt: clear it
+  std::optional<std::optional<std::string>> page;  // inner nullopt: clear it
   std::optional<QueueingMethod> queueing_method;
   // With queueing_method kQueueAll: everyone holding a slot goes back to the head of the line,
   // in admission order, their tokens revoked. An action, not a setting: never stored.

@@ -11,6 +11,7 @@
 #include "common/wire_time.h"
 #include "core/room_types.h"
 #include "server/http_names.h"
+#include "server/page_settings.h"
 
 namespace anteroom::server {
 
@@ -94,16 +95,10 @@ OpResult<core::EventOverrides> ReadOverrides(const json::value& v) {
     }
   }
   if (const json::value* page = o.if_contains("page")) {
-    if (!page->is_object()) {
-      return InOverrides<core::EventOverrides>(OpStatus::kInvalidArgument,
-                                               wire::NotAnObject("page"));
-    }
-    std::string text = json::serialize(*page);
-    if (text.size() > core::kMaxEventPageBytes) {
-      return InOverrides<core::EventOverrides>(
-          OpStatus::kInvalidArgument, wire::JsonLongerThan("page", core::kMaxEventPageBytes));
-    }
-    out.page = std::move(text);
+    // The same object as the room's page setting (server/page_settings.h), kept canonical.
+    auto text = CanonicalPageText(*page, "overrides.page");
+    if (!text.ok()) return {text.status(), text.message()};
+    out.page = std::move(*text);
   }
   return out;
 }

@@ -7,6 +7,8 @@
 // at the bottom, the family's route table (an array of RouteDef) added in one AddRoutes call.
 // The table is where a route's access rule (scope), body limit and CORS are read from.
 
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +26,9 @@ class StatsHistory;
 // The browser pages (web_family.cc), as `anteroom serve` configured them.
 struct WebOptions {
   std::string wait_template;  // the waiting page template; empty: the built-in web/wait.html
+  // Named templates a room's page.template selects: --templates DIR/NAME.html (wait.html is
+  // also "wait"). A name not here falls back to the waiting page template.
+  std::map<std::string, std::string, std::less<>> templates;
   // Where browsers reach anteroom's own pages and API (`--public-url`): a path on the protected
   // site ("/anteroom") or an absolute URL; empty: the root of the host they came to.
   std::string public_url;
@@ -32,7 +37,8 @@ struct WebOptions {
 };
 
 // `anteroom serve --templates DIR`: DIR/wait.html, if present, replaces the built-in waiting
-// page. Throws std::runtime_error (a start-up failure) when DIR or the file cannot be read.
+// page; every DIR/NAME.html (NAME of [A-Za-z0-9_-], up to 64) is the template NAME. Throws
+// std::runtime_error (a start-up failure) when DIR or the file cannot be read.
 WebOptions LoadWebOptions(const std::string& templates_dir);
 
 // What the handlers share. Outlives the router and every connection.
@@ -63,6 +69,13 @@ struct Services {
   // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
   std::string openapi_json = {};
 };
+
+// A join or check-in of session `id` in `room`, answered as POST /v1/rooms/{room}/check answers
+// it (the status object, or the refusal); `nonce` and `solution` are a challenge's proof (may be
+// null), `pass` a pass's code. The check route's and the waiting page's JSON mode.
+void CheckSession(Services& s, const Request& req, const std::string& room, std::string id,
+                  const std::string* nonce, const std::string* solution,
+                  std::optional<std::string> pass, Respond respond);
 
 // A route's handler in a family: the services, the request (params checked by the router's
 // pattern only), and the one answer.

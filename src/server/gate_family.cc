@@ -239,13 +239,24 @@ Response Wait(const Services& s, const Request& req, const GateRoom& room, const
     r.status = nginx ? 401 : 429;
     if (nginx) r.headers.emplace_back("Location", location);
     r.headers.emplace_back("Retry-After", "2");
+    // The fields of a check's status (nothing joined yet: no session, no token, no estimate),
+    // and the gate's own.
     r.body = json::serialize(json::object{
         {"room", room.info.room},
+        {"session", nullptr},
         {"status", "waiting"},
         {"position", room.info.waiting + 1},
         {"waiting", room.info.waiting},
         {"active", room.info.active},
         {"capacity", room.info.effective.capacity},
+        {"eta_ms", nullptr},
+        {"phase", core::ToString(room.info.phase)},
+        {"queueing_method", core::ToString(room.info.effective.queueing_method)},
+        {"refresh_after_ms", retry_ms},
+        {"starts_in_ms", nullptr},
+        {"ends_in_ms", nullptr},
+        {"odds", nullptr},
+        {"token", nullptr},
         {"retry_after_ms", retry_ms},
         {"live", PublicBase(s) + "/v1/rooms/" + room.info.room + "/ws"},
         {"enter", PublicBase(s) + "/v1/gate/" + room.info.room + "/enter"},

@@ -15,6 +15,7 @@
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/gate_settings.h"
+#include "server/page_settings.h"
 #include "server/preamble.h"
 #include "server/session_json.h"
 #include "server/target_url.h"
@@ -62,6 +63,7 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
       {"dropped_total", info.counters.dropped_total},
       {"released_total", info.counters.released_total},
   };
+  o["page"] = info.config.page ? PageJson(*info.config.page) : json::value(nullptr);
   if (admin) o["gate"] = info.config.gate ? GateJson(*info.config.gate) : json::value(nullptr);
   // What applies now, and why: a running event's overrides on top of the room's own settings.
   o["phase"] = core::ToString(info.phase);
@@ -218,6 +220,15 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
       patch.gate = std::optional<std::string>(std::move(*text));
     }
   }
+  if (const json::value* page = body.if_contains("page")) {
+    if (page->is_null()) {
+      patch.page.emplace();  // null clears them
+    } else {
+      auto text = CanonicalPageText(*page, "page");
+      if (!text.ok()) return {text.status(), text.message()};
+      patch.page = std::optional<std::string>(std::move(*text));
+    }
+  }
   return patch;
 }
 
@@ -313,6 +324,23 @@ void CheckByToken(Services& s, const std::string& room, std::string_view token, 
                  });
 }
 
+}  // namespace
+
+void CheckSession(Services& s, const Request& req, const std::string& room, std::string id,
+                  const std::string* nonce, const std::string* solution,
+                  std::optional<std::string> pass, Respond respond) {
+  ArrivalRead arrival = ReadArrival(req, s, room, id, nonce, solution);
+  if (pass) arrival.arrival.pass = std::move(*pass);
+  s.backend.Check(room, id, std::move(arrival.arrival),
+                  [room, id, problem = std::move(arrival.proof_problem),
+                   respond = std::move(respond), &s](OpResult<SessionView> r) {
+                    if (!r.ok()) return respond(JoinRefusal(r, room, id, problem));
+                    respond(SessionReply(room, *r, s));
+                  });
+}
+
+namespace {
+
 // POST /v1/rooms/{room}/check: joins (a new or absent session) or checks in; the status.
 // {"token"} instead of "session": CheckByToken.
 void CmdCheck(Services& s, const Request& req, Respond respond) {
@@ -341,16 +369,8 @@ void CmdCheck(Services& s, const Request& req, Respond respond) {
     }
   }
   std::string id = *session ? std::move(**session) : NewRandomId();
-  ArrivalRead arrival =
-      ReadArrival(req, s, req.params[0], id, nonce->has_value() ? &**nonce : nullptr,
-                  solution->has_value() ? &**solution : nullptr);
-  if (*pass) arrival.arrival.pass = std::move(**pass);
-  s.backend.Check(req.params[0], id, std::move(arrival.arrival),
-                  [room = req.params[0], id, problem = std::move(arrival.proof_problem),
-                   respond = std::move(respond), &s](OpResult<SessionView> r) {
-                    if (!r.ok()) return respond(JoinRefusal(r, room, id, problem));
-                    respond(SessionReply(room, *r, s));
-                  });
+  CheckSession(s, req, req.params[0], std::move(id), nonce->has_value() ? &**nonce : nullptr,
+               solution->has_value() ? &**solution : nullptr, std::move(*pass), std::move(respond));
 }
 
 // GET /v1/rooms/{room}/challenge, naming a session (a header or ?session=, CredentialOf): a

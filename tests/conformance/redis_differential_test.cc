@@ -64,18 +64,19 @@ std::string Show(const core::RoomInfo& i) {
   const core::RoomConfig& e = i.effective;
   return fmt::format(
       "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} gate={} "
-      "method={} active={} waiting={} adm={} drop={} rel={} | in force: cap={} grace={} cto={} "
+      "page={} method={} active={} waiting={} adm={} drop={} rel={} | in force: cap={} grace={} "
+      "cto={} "
       "idle={} apm={} method={} event={} prequeued={} phase={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
       i.config.idle_timeout_ms.value_or(-1), i.config.admit_per_minute.value_or(-1),
       i.config.paused, i.config.target_url.value_or("(none)"),
       i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
       i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"),
-      core::ToString(i.config.queueing_method), i.active, i.waiting, i.counters.admitted_total,
-      i.counters.dropped_total, i.counters.released_total, e.capacity, e.grace_ms,
-      e.checkin_timeout_ms, e.idle_timeout_ms.value_or(-1), e.admit_per_minute.value_or(-1),
-      core::ToString(e.queueing_method), i.event.value_or("(none)"), i.prequeued,
-      core::ToString(i.phase));
+      i.config.page.value_or("(none)"), core::ToString(i.config.queueing_method), i.active,
+      i.waiting, i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total,
+      e.capacity, e.grace_ms, e.checkin_timeout_ms, e.idle_timeout_ms.value_or(-1),
+      e.admit_per_minute.value_or(-1), core::ToString(e.queueing_method),
+      i.event.value_or("(none)"), i.prequeued, core::ToString(i.phase));
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -345,6 +346,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             p.gate.emplace();  // set (one of two texts, or empty) or cleared
             if (pick(3))
               *p.gate = pick(2) ? R"({"cookie":"g)" + std::to_string(pick(2)) + "\"}" : "";
+          }
+          if (pick(4) == 0) {
+            p.page.emplace();  // set (one of two texts, or empty) or cleared, apart from the gate
+            if (pick(3))
+              *p.page = pick(2) ? R"({"title":"p)" + std::to_string(pick(2)) + "\"}" : "";
           }
           (void)same("put", [&](Backend& b) {
             return Wait<core::RoomInfo>([&](auto done) { b.PutRoom(r, p, done); });

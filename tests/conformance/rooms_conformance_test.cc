@@ -742,6 +742,81 @@ TEST_P(RoomsConformanceTest, GateRoundTripsReplacesAndClears) {
   EXPECT_EQ(Get("absent").status(), OpStatus::kUnknownRoom);
 }
 
+// A room's page settings: one JSON text kept byte for byte beside the gate (and apart from it),
+// replaced, cleared, gone with the room, and back after a restart.
+const std::string kPage =
+    R"({"title":"Winter \u00e9 <drop>","message":"line\nline","colors":{"accent":"#2f6fde"},)"
+    "\"language\":\"ja\",\"note\":\"\xe3\x81\x8a\"}";
+
+RoomPatch PagePatch(std::optional<std::string> page) {
+  RoomPatch p;
+  p.page = std::move(page);
+  return p;
+}
+
+TEST_P(RoomsConformanceTest, PageRoundTripsReplacesClearsAndSurvivesRestarts) {
+  RoomPatch p;
+  p.capacity = 1;
+  p.gate = kGate;
+  p.page = kPage;
+  auto created = Put("r", p);
+  ASSERT_TRUE(created.ok()) << created.message();
+  EXPECT_EQ(created->config.page, kPage);
+  EXPECT_EQ(created->config.gate, kGate);
+  EXPECT_EQ(Get("r")->config.page, kPage);
+  auto list = List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().config.page, kPage);
+  EXPECT_EQ(Check("r", "a")->status, SessionStatus::kActive) << "the rules do not read it";
+
+  RoomPatch other;  // a patch without the field keeps it
+  other.capacity = 2;
+  EXPECT_EQ(Put("r", other)->config.page, kPage);
+  EXPECT_EQ(Put("r", GatePatch(std::nullopt))->config.page, kPage) << "apart from the gate";
+  for (const std::string& replacement :
+       {std::string(R"({"title":"x"})"), std::string(core::kMaxPageBytes, 'p'), std::string()}) {
+    auto changed = Put("r", PagePatch(replacement));
+    ASSERT_TRUE(changed.ok()) << changed.message();
+    EXPECT_EQ(changed->config.page, replacement) << replacement.size();
+    EXPECT_EQ(Get("r")->config.page, replacement) << "an empty text is a page, not none";
+  }
+  auto cleared = Put("r", PagePatch(std::nullopt));
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(cleared->config.page, std::nullopt);
+  EXPECT_EQ(Get("r")->config.page, std::nullopt);
+  EXPECT_EQ(Get("r")->config.capacity, 2);
+
+  // Deleting answers the page; the room made again under the name starts without one.
+  ASSERT_TRUE(Put("r", PagePatch(kPage)).ok());
+  auto deleted = Delete("r");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->config.page, kPage);
+  RoomPatch again;
+  again.capacity = 1;
+  EXPECT_EQ(Put("r", again)->config.page, std::nullopt);
+  EXPECT_EQ(Put("absent", PagePatch(kPage)).status(), OpStatus::kInvalidArgument);
+
+  // Across restarts: from the log alone, then from a snapshot plus the log.
+  RoomPatch created_with;
+  created_with.capacity = 1;
+  created_with.page = kPage;
+  ASSERT_TRUE(Put("created", created_with).ok());
+  MakeRoom("cleared", 1);
+  ASSERT_TRUE(Put("cleared", PagePatch(kPage)).ok());
+  ASSERT_TRUE(Put("cleared", PagePatch(std::nullopt)).ok());
+  if (!harness_->Restart()) GTEST_SKIP() << GetParam().name << " keeps nothing across restarts";
+  EXPECT_EQ(Get("created")->config.page, kPage);
+  EXPECT_EQ(Get("cleared")->config.page, std::nullopt);
+  EXPECT_EQ(Get("r")->config.page, std::nullopt);
+  auto* durable = dynamic_cast<conformance::DurableHarness*>(harness_.get());
+  if (durable) durable->Compact();
+  ASSERT_TRUE(Put("cleared", PagePatch(R"({"title":"after"})")).ok());
+  ASSERT_TRUE(harness_->Restart());
+  EXPECT_EQ(Get("created")->config.page, kPage);
+  EXPECT_EQ(Get("cleared")->config.page, std::optional<std::string>(R"({"title":"after"})"));
+}
+
 // Kept across restarts: from the log alone, then (log backends) from a snapshot plus the log;
 // for Redis, by another backend on the same prefix.
 TEST_P(RoomsConformanceTest, GateSurvivesRestarts) {

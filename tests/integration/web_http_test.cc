@@ -154,6 +154,29 @@ TEST(WebTemplatesTest, WaitHtmlInTheDirectoryReplacesTheBuiltInPage) {
   server.Stop();
 }
 
+// DIR/NAME.html is the template NAME, which a room's page.template selects; the admin's preview
+// renders it in a state.
+TEST(WebTemplatesTest, NamedTemplatesAreSelectedByTheRoom) {
+  TempDir dir("anteroom-templates");
+  ASSERT_FALSE(dir.path().empty());
+  WriteFile(dir.path() / "shop.html", "<p>{{title}}|{{t.heading_line}}|{{lang}}|{{state}}</p>");
+  WriteFile(dir.path() / "not a name.html", "ignored");
+  ServerProcess server({"--memory-only", "--templates", dir.path().string()});
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url());
+  ASSERT_EQ(c.PutRoom("r", {{"capacity", 1},
+                            {"page", {{"template", "shop"}, {"title", "<T>"}, {"language", "es"}}}})
+                .status,
+            200);
+  EXPECT_EQ(RawBody(Get(server.port(), "/wait/r")), "<p>&lt;T&gt;|Estás en la fila|es|</p>");
+  EXPECT_EQ(RawBody(Get(server.port(), "/v1/rooms/r/page/preview?state=closed&lang=de")),
+            "<p>&lt;T&gt;|Sie sind in der Warteschlange|de|closed</p>");
+  // The built-in page for rooms that name no template.
+  EXPECT_NE(RawBody(Get(server.port(), "/wait/other")).find("const room = \"other\";"),
+            std::string::npos);
+  server.Stop();
+}
+
 TEST(WebTemplatesTest, DirectoryWithoutWaitHtmlKeepsTheBuiltInPage) {
   TempDir dir("anteroom-templates");
   ASSERT_FALSE(dir.path().empty());

@@ -16,6 +16,7 @@
 #include "common/wire_time.h"
 #include "core/room_event.h"
 #include "core/room_types.h"
+#include "server/page_settings.h"
 
 namespace anteroom::server {
 namespace {
@@ -245,7 +246,7 @@ TEST(ReadEventSpecTest, ReadsEveryField) {
       "suspended": true,
       "overrides": {"capacity": 500, "admit_per_minute": 1200, "grace_ms": 0,
                     "checkin_timeout_ms": 20000, "queueing_method": "random",
-                    "page": {"title": "Winter drop", "colors": [1, 2]}}})"));
+                    "page": {"title": "Winter drop", "colors": {"accent": "#2F6FDE"}}}})"));
   ASSERT_TRUE(spec.ok()) << spec.message();
   core::EventSpec want;
   want.name = "Winter drop";
@@ -260,7 +261,7 @@ TEST(ReadEventSpecTest, ReadsEveryField) {
   want.overrides.grace_ms = 0;
   want.overrides.checkin_timeout_ms = 20000;
   want.overrides.queueing_method = core::QueueingMethod::kRandom;
-  want.overrides.page = R"({"title":"Winter drop","colors":[1,2]})";
+  want.overrides.page = R"({"title":"Winter drop","colors":{"accent":"#2f6fde"}})";
   EXPECT_EQ(*spec, want);
 }
 
@@ -315,25 +316,21 @@ TEST(ReadEventSpecTest, LimitsAreInclusive) {
           .ok());
 }
 
-// A page whose JSON text is `bytes` long: {"t":"xxx..."}.
-json::object PageOfBytes(size_t bytes) {
-  json::object page{{"t", std::string(bytes - 8, 'x')}};
-  EXPECT_EQ(json::serialize(page).size(), bytes);
-  return page;
-}
-
-TEST(ReadEventSpecTest, ThePageIsKeptAsItsJsonTextUpToItsLimit) {
-  json::object body{{"starts_at", 0}, {"ends_at", 1}};
-  body["overrides"] = json::object{{"page", PageOfBytes(core::kMaxEventPageBytes)}};
-  auto spec = ReadEventSpec(body);
+// The page is the room's page object (server/page_settings.h): validated, kept canonical.
+TEST(ReadEventSpecTest, ThePageIsTheRoomsPageObject) {
+  auto spec = ReadEventSpec(Body(R"({"starts_at": 0, "ends_at": 1, "overrides": {"page":
+      {"language": "fr", "title": "Drop"}}})"));
   ASSERT_TRUE(spec.ok()) << spec.message();
-  EXPECT_EQ(spec->overrides.page->size(), core::kMaxEventPageBytes);
-
-  body["overrides"] = json::object{{"page", PageOfBytes(core::kMaxEventPageBytes + 1)}};
+  EXPECT_EQ(spec->overrides.page, R"({"title":"Drop","language":"fr"})");
+  json::object body{{"starts_at", 0}, {"ends_at", 1}};
+  body["overrides"] =
+      json::object{{"page", json::object{{"message", std::string(kMaxPageMessageBytes + 1, 'x')}}}};
   auto over = ReadEventSpec(body);
   EXPECT_EQ(over.status(), OpStatus::kInvalidArgument);
-  EXPECT_EQ(over.message(),
-            wire::InField("overrides", wire::JsonLongerThan("page", core::kMaxEventPageBytes)));
+  EXPECT_EQ(over.message(), wire::PageText("overrides.page.message", kMaxPageMessageBytes));
+  auto colors = ReadEventSpec(Body(
+      R"({"starts_at": 0, "ends_at": 1, "overrides": {"page": {"colors": {"text": "blue"}}}})"));
+  EXPECT_EQ(colors.message(), wire::PageColors("overrides.page"));
 
   auto empty = ReadEventSpec(Body(R"({"starts_at": 0, "ends_at": 1, "overrides": {"page": {}}})"));
   ASSERT_TRUE(empty.ok());
@@ -425,9 +422,10 @@ TEST(ReadEventSpecTest, EveryRefusalNamesItsField) {
        Overrides(wire::NotOneOf("queueing_method", core::kQueueingMethods))},
       {with(R"("overrides": {"queueing_method": 0})"),
        Overrides(wire::NotAString("queueing_method"))},
-      {with(R"("overrides": {"page": "<h1>Drop</h1>"})"), Overrides(wire::NotAnObject("page"))},
-      {with(R"("overrides": {"page": [1]})"), Overrides(wire::NotAnObject("page"))},
-      {with(R"("overrides": {"page": null})"), Overrides(wire::NotAnObject("page"))},
+      {with(R"("overrides": {"page": "<h1>Drop</h1>"})"), wire::PageShape("overrides.page")},
+      {with(R"("overrides": {"page": [1]})"), wire::PageShape("overrides.page")},
+      {with(R"("overrides": {"page": null})"), wire::PageShape("overrides.page")},
+      {with(R"("overrides": {"page": {"n": 1}})"), wire::PageShape("overrides.page")},
   };
   for (const Refusal& r : refusals) {
     auto spec = ReadEventSpec(Body(r.body));
@@ -476,7 +474,7 @@ core::EventSpec FullSpec() {
   s.overrides.capacity = 500;
   s.overrides.admit_per_minute = 1200;
   s.overrides.queueing_method = core::QueueingMethod::kRandom;
-  s.overrides.page = R"({"title":"Winter drop","n":1.5E0,"list":[true,null,"x"]})";
+  s.overrides.page = R"({"title":"Winter drop","colors":{"accent":"#2f6fde"},"language":"de"})";
   return s;
 }
 
@@ -524,7 +522,8 @@ TEST(EventSpecJsonTest, WritesTheBodyForm) {
       "prequeue_scope": "all",
       "suspended": false,
       "overrides": {"capacity": 500, "admit_per_minute": 1200, "queueing_method": "random",
-                    "page": {"title": "Winter drop", "n": 1.5, "list": [true, null, "x"]}}})"));
+                    "page": {"title": "Winter drop", "colors": {"accent": "#2f6fde"},
+                             "language": "de"}}})"));
   EXPECT_EQ(EventSpecJson(core::EventSpec{})["prequeue_at"], nullptr);
   EXPECT_EQ(EventSpecJson(core::EventSpec{})["overrides"], json::object{});
 }
@@ -550,7 +549,8 @@ TEST(EventJsonTest, AnswersTimesAsTextAndMsWithCountdowns) {
       "prequeue_scope": "all",
       "suspended": false,
       "overrides": {"capacity": 500, "admit_per_minute": 1200, "queueing_method": "random",
-                    "page": {"title": "Winter drop", "n": 1.5, "list": [true, null, "x"]}},
+                    "page": {"title": "Winter drop", "colors": {"accent": "#2f6fde"},
+                             "language": "de"}},
       "prequeue_in_ms": 1000,
       "starts_in_ms": 3601000,
       "ends_in_ms": 10801250,

@@ -135,6 +135,15 @@ TEST_F(GateTest, AFullRoomSendsThePageToWaitKeepingTheUrlAskedFor) {
   EXPECT_EQ(line.at("position").as_int64(), 1);
   EXPECT_EQ(line.at("live").as_string(), "/v1/rooms/shop/ws");
   EXPECT_GT(line.at("retry_after_ms").as_int64(), 0);
+  // With every field of a check's status (an app reads the gate and the check alike).
+  for (std::string_view field :
+       {"session", "status", "position", "waiting", "active", "capacity", "eta_ms", "phase",
+        "queueing_method", "refresh_after_ms", "starts_in_ms", "ends_in_ms", "odds", "token"}) {
+    EXPECT_TRUE(line.as_object().contains(field)) << field;
+  }
+  EXPECT_FALSE(line.at("phase").as_string().empty());
+  EXPECT_EQ(line.at("queueing_method").as_string(), "fifo");
+  EXPECT_EQ(line.at("refresh_after_ms").as_int64(), line.at("retry_after_ms").as_int64());
   // nginx's auth_request fails anything but 2xx/401/403 with a 500: 401 there too.
   Request nginx_app = Asked("/v1/gate/shop?proxy=nginx", "/product/42?x=1");
   nginx_app.fields.set("Accept", "application/json");

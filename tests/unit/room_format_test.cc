@@ -520,4 +520,53 @@ TEST(RoomFormatTest, GateRecordsOutOfRangeOrDamagedAreRefused) {
 }
 
 }  // namespace
+// ---- the page settings ----------------------------------------------------------------------
+
+TEST(RoomFormatTest, SnapshotAndRecordsKeepThePage) {
+  const std::string page = R"({"title":"Drop \u00e9","colors":{"accent":"#2f6fde"}})";
+  for (const std::string& text : {page, std::string(), std::string(core::kMaxPageBytes, 'p')}) {
+    core::RoomConfig config = GateRoomConfig();
+    config.gate = kGate;
+    config.page = text;
+    core::Room room(config, kTtl, kT0);
+    GateRoom(room);
+    std::string bytes = Save(room);
+    core::Room restored(core::RoomConfig{}, kTtl, 0);
+    ByteReader in(bytes);
+    ASSERT_TRUE(restored.Restore(in)) << text.size();
+    EXPECT_TRUE(in.done());
+    EXPECT_EQ(restored.config().page, std::optional<std::string>(text));
+    EXPECT_EQ(restored.config().gate, std::optional<std::string>(kGate));
+    EXPECT_EQ(Save(restored), bytes);
+  }
+  // Over kMaxPageBytes it was never written: damage.
+  core::RoomConfig config = GateRoomConfig();
+  config.page = std::string(core::kMaxPageBytes + 1, 'p');
+  core::Room room(config, kTtl, kT0);
+  GateRoom(room);
+  std::string bytes = Save(room);
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  EXPECT_FALSE(restored.Restore(in));
+
+  std::vector<core::RoomPatch> patches(4);
+  patches[1].page = std::optional<std::string>(page);
+  patches[2].page = std::optional<std::string>();  // clear
+  patches[3].gate = std::optional<std::string>(kGate);
+  patches[3].page = std::optional<std::string>("");
+  for (size_t i = 0; i < patches.size(); ++i) {
+    std::string body;
+    ByteWriter w(body);
+    store::PutRoomPatch(w, patches[i]);
+    ByteReader r(body);
+    core::RoomPatch got = store::GetRoomPatch(r);
+    EXPECT_TRUE(r.done()) << i;
+    EXPECT_EQ(got.page, patches[i].page) << i;
+    EXPECT_EQ(got.gate, patches[i].gate) << i;
+  }
+  core::RoomPatch too_long;
+  too_long.page = std::optional<std::string>(std::string(core::kMaxPageBytes + 1, 'p'));
+  EXPECT_FALSE(core::InRange(too_long));
+}
+
 }  // namespace anteroom

@@ -2,12 +2,15 @@
 // evictions and challenges, dispatched through the router over a memory backend.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/wire_errors.h"
 #include "family_world.h"
+#include "server/page_settings.h"
 
 namespace anteroom::server {
 namespace {
@@ -229,6 +232,73 @@ TEST(RoomsFamilyTest, TouchAndLeaveDoNotTellWhetherASessionExists) {
   EXPECT_EQ(ErrorCode(w.Call(verb::post, "/v1/rooms/nowhere/touch",
                              R"({"session": ")" + nobody + R"("})")),
             "unknown_room");
+}
+
+TEST(RoomsFamilyTest, PageSettingsAreValidatedKeptCanonicalAndCleared) {
+  FamilyWorld w;
+  Response put = w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 1, "page": {
+      "template": "shop", "language": "de", "colors": {"text": "#1F2937", "accent": "#2f6fde"},
+      "logo_url": "https://cdn.example/logo.svg", "message": "Two\nlines", "title": "Drop"}})");
+  ASSERT_EQ(put.status, 200u) << put.body;
+  const std::string canonical =
+      R"({"title":"Drop","message":"Two\nlines","logo_url":"https://cdn.example/logo.svg",)"
+      R"("colors":{"text":"#1f2937","accent":"#2f6fde"},"language":"de","template":"shop"})";
+  EXPECT_EQ(boost::json::serialize(Json(put).at("page")), canonical);
+  // Public: the page shows it.
+  EXPECT_EQ(boost::json::serialize(Json(w.Call(verb::get, "/v1/rooms/r")).at("page")), canonical);
+  ASSERT_EQ(
+      w.Admin(verb::put, "/v1/rooms/r", R"({"page": {"logo_url": "/static/logo.png"}})").status,
+      200u);
+  EXPECT_EQ(boost::json::serialize(Json(w.Call(verb::get, "/v1/rooms/r")).at("page")),
+            R"({"logo_url":"/static/logo.png"})")
+      << "a page replaces the whole object";
+  Response cleared = w.Admin(verb::put, "/v1/rooms/r", R"({"page": null})");
+  EXPECT_TRUE(Json(cleared).at("page").is_null());
+
+  const std::vector<std::tuple<std::string, std::string>> refused = {
+      {R"("<h1>")", wire::PageShape("page")},
+      {R"({"script": "x"})", wire::PageShape("page")},
+      {R"({"title": 3})", wire::PageText("page.title", kMaxPageTitleBytes)},
+      {R"({"title": "a\u0000b"})", wire::PageText("page.title", kMaxPageTitleBytes)},
+      {R"({"title": "a\nb"})", wire::PageText("page.title", kMaxPageTitleBytes)},
+      {"{\"title\": \"" + std::string(kMaxPageTitleBytes + 1, 't') + "\"}",
+       wire::PageText("page.title", kMaxPageTitleBytes)},
+      {R"({"message": "a\u001bb"})", wire::PageText("page.message", kMaxPageMessageBytes)},
+      {R"({"logo_url": "http://cdn.example/l.png"})", wire::PageLogoUrl("page")},
+      {R"x({"logo_url": "javascript:alert(1)"})x", wire::PageLogoUrl("page")},
+      {R"x({"logo_url": "data:image/svg+xml,<svg/onload=alert(1)>"})x", wire::PageLogoUrl("page")},
+      {R"({"logo_url": "//evil.example/l.png"})", wire::PageLogoUrl("page")},
+      {R"({"logo_url": "https://user:pw@cdn.example/l.png"})", wire::PageLogoUrl("page")},
+      {R"({"logo_url": "logo.png"})", wire::PageLogoUrl("page")},
+      {R"({"colors": {"text": "red"}})", wire::PageColors("page")},
+      {R"({"colors": {"text": "#fff"}})", wire::PageColors("page")},
+      {R"({"colors": {"text": "#12345g"}})", wire::PageColors("page")},
+      {R"x({"colors": {"text": "#123456;background:url(x)"}})x", wire::PageColors("page")},
+      {R"({"colors": {"border": "#123456"}})", wire::PageColors("page")},
+      {R"({"colors": "#123456"})", wire::PageColors("page")},
+      {R"({"language": "it"})", wire::PageLanguage("page")},
+      {R"({"language": "EN"})", wire::PageLanguage("page")},
+      {R"({"template": "../wait"})", wire::PageTemplate("page")},
+      {R"({"template": ""})", wire::PageTemplate("page")},
+  };
+  for (const auto& [page, message] : refused) {
+    Response r = w.Admin(verb::put, "/v1/rooms/r", R"({"capacity": 3, "page": )" + page + "}");
+    EXPECT_EQ(r.status, 400u) << page;
+    EXPECT_EQ(ErrorMessage(r), message) << page;
+  }
+  EXPECT_EQ(Json(w.Call(verb::get, "/v1/rooms/r")).at("capacity").as_int64(), 1)
+      << "a refused page changes nothing";
+}
+
+TEST(RoomsFamilyTest, AcceptLanguagePicksABundledLanguage) {
+  EXPECT_EQ(PickLanguage(""), "en");
+  EXPECT_EQ(PickLanguage("de-CH, de;q=0.9, en;q=0.8"), "de");
+  EXPECT_EQ(PickLanguage("it, fr;q=0.5, ja;q=0.7"), "ja");
+  EXPECT_EQ(PickLanguage("pt-BR"), "en");
+  EXPECT_EQ(PickLanguage("ES-419,es;q=0.9"), "es");
+  EXPECT_EQ(PickLanguage("fr;q=0, de;q=0.1"), "de");
+  EXPECT_EQ(PickLanguage("*;q=0.5, fr;q=0.4"), "en");
+  EXPECT_EQ(PickLanguage("ja;q=0.5 , fr ; q=0.9"), "fr");
 }
 
 }  // namespace

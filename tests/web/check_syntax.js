@@ -30,6 +30,17 @@ function checkNoExternalUrls(text, filename) {
 let scripts = 0;
 for (const name of fs.readdirSync(webDir).sort()) {
   const file = path.join(webDir, name);
+  if (name === 'i18n') {
+    // The waiting page's translations: JSON with the same keys in every language.
+    const keys = (lang) => Object.keys(JSON.parse(fs.readFileSync(path.join(file, `${lang}.json`), 'utf8'))).sort().join();
+    for (const lang of fs.readdirSync(file)) {
+      if (keys(lang.replace(/\.json$/, '')) !== keys('en')) {
+        failures++;
+        console.error(`${file}/${lang}: not the keys of en.json`);
+      }
+    }
+    continue;
+  }
   const text = fs.readFileSync(file, 'utf8');
   if (name.endsWith('.js')) {
     compile(text, file);
@@ -37,7 +48,9 @@ for (const name of fs.readdirSync(webDir).sort()) {
   } else if (name.endsWith('.html')) {
     checkNoExternalUrls(text, file);
     const page = text.replaceAll('{{room_json}}', '"a.b:c-d"').replaceAll('{{room}}', 'a.b:c-d')
-      .replaceAll('{{base_json}}', '"/anteroom"').replaceAll('{{base}}', '/anteroom');
+      .replaceAll('{{base_json}}', '"/anteroom"').replaceAll('{{base}}', '/anteroom')
+      // The waiting page's other JSON placeholders (server/page_template.h), then its text.
+      .replace(/\{\{\w+_json\}\}/g, '{}').replace(/\{\{[\w.]+\}\}/g, 'x');
     let index = 0;
     for (const match of page.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script\s*>/gi)) {
       if (/\bsrc\s*=/i.test(match[1])) continue;

@@ -94,27 +94,36 @@ std::string LoadOrCreateSecret(const std::string& dir) {
   return LoadOrCreateFile(dir, "secret", [] { return RandomBytes(32); });
 }
 
-std::string LoadOrCreateFile(const std::string& dir, const std::string& name,
-                             const std::function<std::string()>& make) {
+namespace {
+// `content` as the file `name` of the directory: written beside it (mode 0600), synced, renamed
+// into place, the directory synced, so a crash leaves the old file or the new one.
+void ReplaceFile(const std::string& dir, const std::string& name, std::string_view content) {
   std::string path = dir + "/" + name;
-  std::string secret;
-  int error = 0;
-  if (ReadFile(path, secret, error) && !secret.empty()) return secret;
-  if (error != 0 && error != ENOENT) {
-    throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
-  }
-  secret = make();
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("{}: {}", tmp, ErrnoText(errno)));
   size_t written;
-  int rc = WriteAll(fd, secret, written);
+  int rc = WriteAll(fd, content, written);
   if (rc == 0) rc = SyncData(fd);
   ::close(fd);
   if (rc != 0 || ::rename(tmp.c_str(), path.c_str()) != 0 || SyncDir(dir) != 0) {
     throw std::runtime_error(fmt::format("{}: cannot write: {}", path, ErrnoText(rc ? rc : errno)));
   }
-  return secret;
+}
+}  // namespace
+
+std::string LoadOrCreateFile(const std::string& dir, const std::string& name,
+                             const std::function<std::string()>& make) {
+  std::string path = dir + "/" + name;
+  std::string content;
+  int error = 0;
+  if (ReadFile(path, content, error) && !content.empty()) return content;
+  if (error != 0 && error != ENOENT) {
+    throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
+  }
+  content = make();
+  ReplaceFile(dir, name, content);
+  return content;
 }
 
 namespace {
@@ -131,8 +140,9 @@ uint32_t FileFormat(const std::string& path) {
 [[noreturn]] void RefuseFormat(const std::string& dir, uint32_t found) {
   throw std::runtime_error(fmt::format(
       "data directory {} is in data format {}, written by an {} anteroom; this build reads "
-      "format {} only: run the anteroom that wrote it, or start this one on an empty directory",
-      dir, found, found < kFormatVersion ? "older" : "newer", kFormatVersion));
+      "formats {} to {}: run the anteroom that wrote it, or start this one on an empty directory",
+      dir, found, found < kFormatVersion ? "older" : "newer", kOldestReadableFormat,
+      kFormatVersion));
 }
 }  // namespace
 
@@ -146,7 +156,12 @@ void CheckDataFormat(const std::string& dir, const DirListing& files, bool mark)
     if (ec != std::errc() || std::string_view(end, text.data() + text.size()) != "\n") {
       throw std::runtime_error(fmt::format("{}: not a data format mark", path));
     }
-    if (found != kFormatVersion) RefuseFormat(dir, found);
+    if (!IsReadableFormat(found)) RefuseFormat(dir, found);
+    // An older format this build reads: marked as this build's before anything is written in
+    // this build's layouts, so the build that wrote it refuses it from now on.
+    if (mark && found != kFormatVersion) {
+      ReplaceFile(dir, kFormatFileName, fmt::format("{}\n", kFormatVersion));
+    }
     return;
   }
   if (error != ENOENT) throw std::runtime_error(fmt::format("{}: {}", path, ErrnoText(error)));
@@ -160,11 +175,9 @@ void CheckDataFormat(const std::string& dir, const DirListing& files, bool mark)
   }
   if (!first.empty()) {
     uint32_t found = FileFormat(dir + "/" + first);
-    if (found != 0 && found != kFormatVersion) RefuseFormat(dir, found);
+    if (found != 0 && !IsReadableFormat(found)) RefuseFormat(dir, found);
   }
-  if (mark) {
-    LoadOrCreateFile(dir, kFormatFileName, [] { return fmt::format("{}\n", kFormatVersion); });
-  }
+  if (mark) ReplaceFile(dir, kFormatFileName, fmt::format("{}\n", kFormatVersion));
 }
 
 }  // namespace anteroom::store::log

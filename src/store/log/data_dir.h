@@ -34,8 +34,9 @@ DirListing ListDir(const std::string& dir);
 
 inline constexpr char kFormatFileName[] = "format";
 // Throws, with one line saying what the directory is and what to do, when its data format is
-// not this build's (the `format` mark, or without one the files' headers): a directory of
-// another format is refused, never misread. With `mark`, a directory with no mark is marked.
+// not one this build reads (the `format` mark, or without one the files' headers): a directory
+// of another format is refused, never misread. With `mark`, the directory is marked with this
+// build's format (one with no mark, or of an older format this build reads).
 void CheckDataFormat(const std::string& dir, const DirListing& files, bool mark);
 
 // Holds the directory's lock for its lifetime. Throws (at start-up) if the directory cannot be

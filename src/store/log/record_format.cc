@@ -111,10 +111,10 @@ ScanResult Scan(std::string_view data, FileKind kind,
     r.problem = "wrong kind of file (log and snapshot swapped?)";
     return r;
   }
-  if (uint32_t version = Get<uint32_t>(h + 12); version != kFormatVersion) {
+  if (uint32_t version = Get<uint32_t>(h + 12); !IsReadableFormat(version)) {
     r.end = ScanResult::End::kDamaged;
-    r.problem = fmt::format("format version {} is not supported (this build reads {})", version,
-                            kFormatVersion);
+    r.problem = fmt::format("format version {} is not supported (this build reads {} to {})",
+                            version, kOldestReadableFormat, kFormatVersion);
     return r;
   }
   r.sequence = Get<uint64_t>(h + 16);

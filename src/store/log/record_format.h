@@ -3,7 +3,7 @@
 //
 // A file is a header followed by records:
 //
-//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (4)
+//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (5)
 //                      | u64 sequence (the segment's or snapshot's number) | u32 reserved (0)
 //                      | u32 crc32c of the 28 bytes before it
 //   record:            u32 length | u32 crc32c(payload) | u32 crc32c(the 8 bytes before it)
@@ -22,10 +22,15 @@
 //
 // kFormatVersion is the version of everything in a data directory: this framing, the change
 // records (store/memory/change_record.h) and the snapshots' layouts (memory_state.cc,
-// core/*_snapshot.cc). Each has one layout; changing any of them is a new version, and a
-// directory of another version is refused at start with one line (data_dir.h CheckDataFormat),
-// never read. Versions 1 to 3 were development formats, never released (4 added the
-// launch-day state: events, pre-queue, draws, queueing methods).
+// core/*_snapshot.cc). Changing any of them is a new version. A build reads its own version and
+// the released ones before it back to kOldestReadableFormat, and marks such a directory with its
+// own version before it writes (so an older build then refuses it rather than misread it); any
+// other version is refused at start with one line (data_dir.h CheckDataFormat), never read.
+// How a newer layout tells an older one apart: a room snapshot carries its own layout number
+// (core/room_snapshot.cc), and a record gains fields only at its end, read when bytes remain.
+// Versions 1 to 3 were development formats, never released. 4 added the launch-day state
+// (events, pre-queue, draws, queueing methods); 5 a room's page settings, at the end of a room
+// patch and of a room's snapshot.
 
 #include <cstdint>
 #include <functional>
@@ -34,7 +39,11 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kOldestReadableFormat = 4;
+inline constexpr bool IsReadableFormat(uint32_t v) {
+  return v >= kOldestReadableFormat && v <= kFormatVersion;
+}
 inline constexpr size_t kFileHeaderBytes = 32;
 inline constexpr size_t kRecordHeaderBytes = 12;
 // Larger lengths are damage: a log record is one change (a push batch is at most 16 MiB of

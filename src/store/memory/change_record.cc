@@ -55,6 +55,8 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   w.PutBool(p.queueing_method.has_value());
   if (p.queueing_method) w.Put(static_cast<uint8_t>(*p.queueing_method));
   w.PutBool(p.include_active);
+  w.PutBool(p.page.has_value());
+  if (p.page) PutOptionalString(w, *p.page);
 }
 
 core::RoomPatch GetRoomPatch(ByteReader& r) {
@@ -78,6 +80,8 @@ core::RoomPatch GetRoomPatch(ByteReader& r) {
     p.queueing_method = static_cast<core::QueueingMethod>(method);
   }
   p.include_active = r.GetBool();
+  // Format 4's patches end here (record_format.h: fields are added at the end).
+  if (!r.done() && r.GetBool()) p.page = GetOptionalString(r);
   return p;
 }
 

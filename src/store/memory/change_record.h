@@ -359,7 +359,9 @@ void EncodeChange(std::string& out, int64_t now_ms, std::string_view name, const
 // (opt-i64 each), idle_timeout_ms, admit_per_minute (u8 named [opt-i64]), paused (u8 named
 // [u8]), target_url (u8 named [opt-str]), joins_per_minute_per_client, places_per_client,
 // challenge_difficulty (u8 named [opt-i64]), gate (u8 named [opt-str], the gate's JSON text),
-// queueing_method (u8 named [u8]), include_active (u8).
+// queueing_method (u8 named [u8]), include_active (u8), then from format 5 page (u8 named
+// [opt-str], the page settings' JSON text). A patch ends its record, so format 4's patches are
+// those that end after include_active.
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
 core::RoomPatch GetRoomPatch(ByteReader& r);
 

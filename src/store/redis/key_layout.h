@@ -15,9 +15,9 @@ class KeyLayout {
   // KEYS of room.lua, in its order.
   std::vector<std::string> Room(const std::string& room) const {
     std::string base = prefix_ + "{r:" + room + "}:";
-    return {base + "m",  base + "l",  base + "s",  base + "d",  base + "v",
-            base + "x",  base + "c",  base + "cf", base + "g",  base + "ln",
-            base + "ld", base + "ev", base + "pq", base + "dw", base + "ps"};
+    return {base + "m",  base + "l",  base + "s",  base + "d",  base + "v",  base + "x",
+            base + "c",  base + "cf", base + "g",  base + "ln", base + "ld", base + "ev",
+            base + "pq", base + "dw", base + "ps", base + "pg"};
   }
   // KEYS of queue.lua, in its order.
   std::vector<std::string> Queue(const std::string& queue) const {

@@ -45,7 +45,7 @@ std::string OptBool(const std::optional<bool>& v) {
   if (!v) return "";
   return *v ? "1" : "0";
 }
-// The script's argument for a text setting (target URL, gate): '' keeps it, '-' clears it,
+// The script's argument for a text setting (target URL, gate, page): '' keeps it, '-' clears it,
 // '=TEXT' sets it (any bytes: arguments and Lua strings are binary-safe).
 std::string OptText(const std::optional<std::optional<std::string>>& v) {
   if (!v) return "";
@@ -344,7 +344,7 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
            OptNone(patch.places_per_client), OptNone(patch.challenge_difficulty),
            std::to_string(NewIncarnation()), OptText(patch.gate),
            patch.queueing_method ? core::ToString(*patch.queueing_method) : "",
-           patch.include_active ? "1" : "0"},
+           patch.include_active ? "1" : "0", OptText(patch.page)},
           [this, &s, room, done](OpResult<Reply> r) {
             if (!r.ok()) return done({r.status(), r.message()});
             Created(s, 'r', room, [done, info = ParseRoomInfo(room, *r)] { done(info); });

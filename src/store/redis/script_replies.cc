@@ -83,10 +83,10 @@ std::optional<DrawState> ParseDrawState(const Reply& answer) {
 // ---- room.lua ------------------------------------------------------------------------------
 
 // {cap, grace, cto, idle, apm, holders, waiting, admitted, dropped, released, paused, url, jpm,
-// ppc, pow, queueing method, gate (nil: none), then, while an event is open or a draw is
-// published, in force: cap, grace, cto, apm, queueing method, pre-queue open (0/1), prequeued,
-// open event (nil: none)}. Without these the room's own settings are in force, nobody is
-// pre-queued and no event is open.
+// ppc, pow, queueing method, gate (nil: none), page settings (nil: none), then, while an event is
+// open or a draw is published, in force: cap, grace, cto, apm, queueing method, pre-queue open
+// (0/1), prequeued, open event (nil: none)}. Without these the room's own settings are in force,
+// nobody is pre-queued and no event is open.
 core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   const Reply& a = RoomPayload(answer);
   core::RoomInfo info;
@@ -108,18 +108,19 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   info.config.challenge_difficulty = OffWhenNegative(a.at(14).AsInt());
   info.config.queueing_method = MethodOf(a.at(15));
   if (const Reply& gate = a.at(16); gate.type == Reply::Type::kString) info.config.gate = gate.str;
+  if (const Reply& page = a.at(17); page.type == Reply::Type::kString) info.config.page = page.str;
   info.effective = info.config;
   bool prequeue_open = false;
-  if (a.elements.size() > 17) {
+  if (a.elements.size() > 18) {
     // An event overrides these five; the rest in force are the room's own (core EffectiveConfig).
-    info.effective.capacity = a.at(17).AsInt();
-    info.effective.grace_ms = a.at(18).AsInt();
-    info.effective.checkin_timeout_ms = a.at(19).AsInt();
-    info.effective.admit_per_minute = OffWhenNegative(a.at(20).AsInt());
-    info.effective.queueing_method = MethodOf(a.at(21));
-    prequeue_open = a.at(22).AsInt() == 1;
-    info.prequeued = a.at(23).AsInt();
-    if (const Reply& event = a.at(24); event.type == Reply::Type::kString) info.event = event.str;
+    info.effective.capacity = a.at(18).AsInt();
+    info.effective.grace_ms = a.at(19).AsInt();
+    info.effective.checkin_timeout_ms = a.at(20).AsInt();
+    info.effective.admit_per_minute = OffWhenNegative(a.at(21).AsInt());
+    info.effective.queueing_method = MethodOf(a.at(22));
+    prequeue_open = a.at(23).AsInt() == 1;
+    info.prequeued = a.at(24).AsInt();
+    if (const Reply& event = a.at(25); event.type == Reply::Type::kString) info.event = event.str;
   }
   // As core::Room::Phase: of the settings in force (an event's method, capacity).
   info.phase = core::PhaseOf(info.effective.queueing_method, prequeue_open, info.waiting,

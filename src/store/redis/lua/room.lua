@@ -31,6 +31,7 @@
 --         that is not in KEYS[13] is in the draw and not published yet)
 --       15 passes (hash: pass id -> "KIND:USES:LEFT:CREATED:EXPIRES:DIGEST", see load_pass; read
 --         only by the passes' operations and by a check that carries a pass)
+--       16 page (string: "INC:TEXT", the room's waiting-page settings, kept as KEYS[9] is)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3 token ttl ms  4 entropy (32 random bytes from the
 --       calling process's CSPRNG, fresh for each call, in hex: see ENTROPY)  5.. the op's
 --       arguments
@@ -61,7 +62,7 @@ local function entropy_bytes()
 end
 -- The keys, named as KEYS above lists them.
 local K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS
-local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES
+local K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES, K_PAGE
 -- The line's changes made by this call since its last log entry, in order (see log_delta), and
 -- the version they start from (nil: the room was made by this call, and its log reset).
 -- call_reordered: this call put someone ahead of the line (or emptied it at once): no entry of
@@ -871,8 +872,8 @@ end
 -- The gate's text, or false (a nil reply) when there is none. A gate of another incarnation was
 -- left behind by a process whose script predates KEYS[9]: it deleted the room without it (and
 -- may have made it again), so that gate is not this room's.
-local function gate_text()
-  local v = redis.call('GET', K_GATE)
+local function gate_text(key)
+  local v = redis.call('GET', key or K_GATE)
   if not v then return false end
   local colon = string.find(v, ':', 1, true)
   if not colon or string.sub(v, 1, colon - 1) ~= digits(room.inc) then return false end
@@ -909,11 +910,13 @@ local function in_force()
          open_event_id()
 end
 -- The room object (script_replies.h ParseRoomInfo): the room's own settings and counts, the
--- gate, then in_force() (all its values: last in the constructor).
+-- gate, the page settings (KEYS[16], kept as the gate is), then in_force() (all its values:
+-- last in the constructor).
 local function info()
   local r = room
   return {r.cap, r.grace, r.cto, r.idle, r.apm, r.holders, waiting(), r.admitted, r.dropped,
-          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(), in_force()}
+          r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(),
+          gate_text(K_PAGE), in_force()}
 end
 -- An event as answered (script_replies.h ParseRoomEvent): {id, name, prequeue_at, starts_at,
 -- ends_at, shuffle_at_start, prequeue_scope, suspended, capacity, apm, grace, cto (-1: none),
@@ -1008,11 +1011,13 @@ local function create_room(now, inc)
 end
 -- The gate's argument ('' = keep, '-' = clear, '=TEXT' = set). A new room starts without a gate
 -- (one left behind, see gate_text, is removed).
-local function set_gate(gate, exists)
+-- The page settings (KEYS[16]) are kept the same way.
+local function set_gate(gate, exists, key)
+  key = key or K_GATE
   if gate == '-' or (not exists and gate == '') then
-    redis.call('DEL', K_GATE)
+    redis.call('DEL', key)
   elseif gate ~= '' then
-    redis.call('SET', K_GATE, digits(room.inc) .. ':' .. string.sub(gate, 2))
+    redis.call('SET', key, digits(room.inc) .. ':' .. string.sub(gate, 2))
   end
 end
 -- PutRoom: creates the room, or changes its own settings (core Room::Reconfigure).
@@ -1021,7 +1026,8 @@ end
 -- ARGV 12..14: jpm ppc pow ('' = keep, -1 = none)  15: the incarnation, if this creates it
 -- ARGV 16: gate ('' = keep, '-' = clear, '=TEXT' = set)  17: queueing method ('' = keep, or a
 -- METHOD name)  18: '1': include_active (with queue_all taking effect: the holders go back to
--- the head of the line, core SendHoldersBack)
+-- the head of the line, core SendHoldersBack)  19: page settings ('' = keep, '-' = clear,
+-- '=TEXT' = set)
 local function op_put_room(now)
   local patch = {cap = ARGV[5], grace = ARGV[6], cto = ARGV[7], idle = ARGV[8], apm = ARGV[9],
                  paused = ARGV[10], jpm = ARGV[12] or '', ppc = ARGV[13] or '', pow = ARGV[14] or ''}
@@ -1040,6 +1046,7 @@ local function op_put_room(now)
   if new_rate then refill_all_buckets(room.now) end
   if url == '-' then room.url = '' elseif url ~= '' then room.url = string.sub(url, 2) end
   set_gate(ARGV[16] or '', exists)
+  set_gate(ARGV[19] or '', exists, K_PAGE)
   bump_version()
   apply_effective(room.now)
   if ARGV[18] == '1' and cfg.qm == METHOD.queue_all then send_holders_back(false, room.now) end
@@ -1058,7 +1065,7 @@ local function op_delete_room(now)
   -- UNLINK: a large line or draw is freed off Redis's main thread.
   redis.call('UNLINK', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
              K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE,
-             K_DRAW, K_PASSES)
+             K_DRAW, K_PASSES, K_PAGE)
   return {'ok', NOTHING_TO_REGISTER, out}
 end
 -- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and the
@@ -1505,6 +1512,7 @@ local function run(keys, argv)
   K_REVOKED, K_REVOKED_EXPIRY, K_CLIENTS, K_REFILLS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS = KEYS[9], KEYS[10], KEYS[11]
   K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+  K_PAGE = KEYS[16]
   revocation_ttl = tonumber(ARGV[3])
   ENTROPY = ARGV[4] or ''
   if #ENTROPY ~= 64 or string.find(ENTROPY, '[^%x]') then
