@@ -288,6 +288,7 @@ bool Room::Restore(ByteReader& in) {
   if (!RestoreLaunch(in)) return false;
   r.own_.page.reset();
   if (format != kRoomFormatV1 && in.GetBool()) r.own_.page = in.GetString();
+  if (!InRange(r.own_)) return false;
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];
     if (s.status != SessionStatus::kActive && s.status != SessionStatus::kGrace) continue;

@@ -569,4 +569,25 @@ TEST(RoomFormatTest, SnapshotAndRecordsKeepThePage) {
   EXPECT_FALSE(core::InRange(too_long));
 }
 
+// Data format 4 wrote a patch without the page: it ended after include_active. Such a record
+// still reads, as a patch that leaves the page alone.
+TEST(RoomFormatTest, AFormat4PatchReadsWithoutAPage) {
+  core::RoomPatch patch;
+  patch.capacity = 7;
+  patch.gate = std::optional<std::string>(kGate);
+  patch.include_active = true;
+  std::string body;
+  ByteWriter w(body);
+  store::PutRoomPatch(w, patch);
+  ASSERT_EQ(body.back(), '\0');  // page: not named
+  body.pop_back();                // as format 4 wrote it
+  ByteReader r(body);
+  core::RoomPatch got = store::GetRoomPatch(r);
+  EXPECT_TRUE(r.done());
+  EXPECT_EQ(got.capacity, patch.capacity);
+  EXPECT_EQ(got.gate, patch.gate);
+  EXPECT_TRUE(got.include_active);
+  EXPECT_FALSE(got.page.has_value());
+}
+
 }  // namespace anteroom
