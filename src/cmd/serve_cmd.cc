@@ -25,6 +25,7 @@
 #include "http/fd_limit.h"
 #include "http/http_server.h"
 #include "http/origin_policy.h"
+#include "server/event_feed.h"
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/live_hub.h"
@@ -521,6 +522,7 @@ void Serve(const ServeFlags& flags) {
                            // every process: once a tick.
                            .reread_ms = redis ? flags.live_tick_ms : int64_t{100},
                        });
+  server::EventFeed events(backend, pool.Main(), server::EventFeedOptions{});
   server::StatsHistory history(flags.stats_interval_ms);
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
   server::Services services{
@@ -529,6 +531,7 @@ void Serve(const ServeFlags& flags) {
   services.origins = edge.origins.get();
   services.queue_keys = queue_keys.get();
   services.gate = &gate;
+  services.events = &events;
   server::RegisterAllRoutes(router, services);
   MakeDemoRooms(flags, clock, secret, backend);
 
@@ -537,6 +540,7 @@ void Serve(const ServeFlags& flags) {
       pool, router, ConnectionLimitsFromFlags(flags),
       http::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
+  events.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
   AllowRoomOrigins(sampler, edge.origins);
@@ -545,6 +549,7 @@ void Serve(const ServeFlags& flags) {
   // runs), not fatal.
   ServeSignals signals(pool.Main(), served.durable(), [&] {
     live.Stop();
+    events.Stop();
     sampler.Stop();
     pool.Stop();
   });

@@ -138,6 +138,16 @@ inline constexpr std::string_view kHistoryLimit = "'limit' must be an integer fr
 inline constexpr std::string_view kHistoryKinds =
     "'kinds' is a comma-separated list of 'rooms' and 'queues'";
 inline constexpr std::string_view kTokenOrSession = "give 'session' or 'token', not both";
+inline constexpr std::string_view kEventTypes =
+    "'types' must be a comma-separated list of lifecycle event types (docs/api.md#lifecycle-"
+    "events)";
+inline constexpr std::string_view kEventRooms =
+    "'rooms' must be a comma-separated list of at most 100 room names";
+inline constexpr std::string_view kLastEventId =
+    "Last-Event-ID (or 'after') must be an event id as the stream sent it: <ms>-<n>";
+inline constexpr std::string_view kEventsNotOnRedis =
+    "lifecycle events are not kept on the Redis backend yet: the admin event stream needs the "
+    "embedded backend for now";
 inline constexpr std::string_view kTokenNotHeld =
     "the token's admission has ended: nobody holds it any more";
 inline constexpr std::string_view kGateDecisionForProxy =

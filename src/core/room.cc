@@ -244,6 +244,7 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   deadlines_.Set(i, DueKey(s));
   ++version_;
   ++checkin_changes_;
+  Note(NoticeKind::kJoined, now, i);
   return i;
 }
 
@@ -296,6 +297,7 @@ void Room::Admit(Index i, int64_t now) {
   held_[s.admission] = i;
   ++holders_;
   ++counters_.admitted_total;
+  Note(NoticeKind::kAdmitted, now, i);
   admitted_window_.Add(now);
   deadlines_.Set(i, DueKey(s));
 }
@@ -353,6 +355,7 @@ void Room::ProcessDue(Index i, int64_t when) {
     case SessionStatus::kPrequeue:
       ReportSeenExpiry(i);
       ++counters_.dropped_total;
+      Note(NoticeKind::kDropped, when, i);
       DropWaiting(i);
       return;
     case SessionStatus::kActive:
@@ -361,6 +364,7 @@ void Room::ProcessDue(Index i, int64_t when) {
       // wherever the room's clock is. A replay, which has no idle keys, agrees.
       if (!s.claimed &&
           s.since + config_.checkin_timeout_ms <= static_cast<int64_t>(deadlines_.KeyOf(i) >> 1)) {
+        Note(NoticeKind::kDropped, when, i);
         Release(i, when, /*dropped=*/true);
       } else {
         ReportSeenExpiry(i);
@@ -368,6 +372,7 @@ void Room::ProcessDue(Index i, int64_t when) {
       }
       return;
     case SessionStatus::kGrace:
+      Note(NoticeKind::kExpired, when, i);
       Release(i, when, /*dropped=*/false);
       return;
     case SessionStatus::kGone:
@@ -442,6 +447,7 @@ bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
     case SessionStatus::kWaiting:
     case SessionStatus::kPrequeue:
       ++counters_.dropped_total;
+      Note(NoticeKind::kDropped, when, i);
       DropWaiting(i);
       break;
     case SessionStatus::kActive:
@@ -469,6 +475,7 @@ void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
   bool new_rate = patch.joins_per_minute_per_client &&
                   *patch.joins_per_minute_per_client != config_.joins_per_minute_per_client;
   patch.ApplyTo(own_);
+  Note(NoticeKind::kChanged, now_);
   // Debts are in units of the old rate: start every bucket full rather than convert them.
   if (new_rate) RefillAllBuckets();
   ApplyEffective(now_);
@@ -592,7 +599,7 @@ OpResult<SessionView> Room::Leave(std::string_view id, bool final, int64_t now_m
   if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
   Session& s = slab_[i];
   if (s.status == SessionStatus::kWaiting || s.status == SessionStatus::kPrequeue || final) {
-    return End(i, id);
+    return End(i, id, NoticeKind::kLeft);
   }
   if (s.status == SessionStatus::kActive) {
     ++version_;
@@ -607,10 +614,11 @@ OpResult<SessionView> Room::Evict(std::string_view id, int64_t now_ms) {
   Advance(now_ms);
   Index i = Find(id);
   if (i == kNoIndex) return {OpStatus::kUnknownSession, std::string(wire::kSessionNotInRoom)};
-  return End(i, id);
+  return End(i, id, NoticeKind::kRevoked);
 }
 
-SessionView Room::End(Index i, std::string_view id) {
+SessionView Room::End(Index i, std::string_view id, NoticeKind why) {
+  Note(why, now_, i);
   SessionStatus st = slab_[i].status;
   if (st == SessionStatus::kWaiting || st == SessionStatus::kPrequeue) {
     DropWaiting(i);
@@ -619,6 +627,30 @@ SessionView Room::End(Index i, std::string_view id) {
     Fill(now_);
   }
   return GoneView(id);  // `id` is the caller's: the slab's copy is gone
+}
+
+// ---- notices -------------------------------------------------------------------------------
+
+void Room::Note(NoticeKind kind, int64_t at, Index i, std::string detail) {
+  uint64_t seq = ++notice_seq_;
+  if (!noting_) return;
+  RoomNotice& n = notices_.emplace_back();
+  n.kind = kind;
+  n.seq = seq;
+  n.at = at;
+  n.detail = std::move(detail);
+  if (i != kNoIndex) {
+    n.session = slab_[i].id.view();
+    if (kind == NoticeKind::kAdmitted) n.admission = slab_[i].admission;
+  }
+}
+
+RoomNotice Room::DeletionNotice(int64_t now_ms) {
+  RoomNotice n;
+  n.kind = NoticeKind::kDeleted;
+  n.seq = ++notice_seq_;
+  n.at = std::max(now_ms, now_);
+  return n;
 }
 
 // ---- clients -------------------------------------------------------------------------------

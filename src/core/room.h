@@ -75,6 +75,7 @@
 #include "core/id_hash.h"
 #include "core/line.h"
 #include "core/minute_window.h"
+#include "core/room_notice.h"
 #include "core/room_types.h"
 #include "core/session_id.h"
 
@@ -234,6 +235,17 @@ class Room {
   size_t sessions() const { return index_.size(); }
   size_t MemoryBytes() const;
 
+  // ---- notices (core/room_notice.h) ----
+  // While noting, what happens is kept as notices until TakeNotices (the backend makes them
+  // lifecycle events after each call). Off while a log is replayed: those were told when they
+  // happened. The count goes on either way, so a replayed room numbers its next notice as the
+  // live one did.
+  void set_noting(bool on) { noting_ = on; }
+  std::vector<RoomNotice> TakeNotices() { return std::exchange(notices_, {}); }
+  uint64_t notice_seq() const { return notice_seq_; }
+  // The room's last notice, for the backend to tell when it deletes the room.
+  RoomNotice DeletionNotice(int64_t now_ms);
+
   // Snapshots (room_snapshot.cc): the whole state, so that a restored room answers and expires
   // exactly as this one would have. Restore fills a room just constructed (any config); false
   // when the bytes do not decode (the room is then unusable).
@@ -320,7 +332,7 @@ class Room {
   SessionView GoneView(std::string_view id) const;
   SessionView ClosedView(std::string_view id) const;  // a join the room does not take
   // Out of the room for good: out of the line, or the slot released (and refilled).
-  SessionView End(Index i, std::string_view id);
+  SessionView End(Index i, std::string_view id, NoticeKind why);
   void DropWaiting(Index i);
   // A check-in of a known session: grace ends, an admission is claimed.
   void ClaimPresence(Index i);
@@ -355,6 +367,9 @@ class Room {
                                 std::string_view pass_id);
   Index NextToAdmit();  // the front line first, then the method's pick
   void SaveLaunch(ByteWriter& out) const;
+
+  // A notice of `kind` at `at`, about session i if given (room.cc, "notices").
+  void Note(NoticeKind kind, int64_t at, Index i = kNoIndex, std::string detail = {});
 
   // Per-client limits (room.cc, "clients").
   bool LimitsClients() const {
@@ -398,6 +413,10 @@ class Room {
   MinuteWindow admitted_window_;
   MinuteWindow freed_window_;
   RoomCounters counters_;
+  // Notices counted (saved): kCreated is the first, so a new room starts at 1.
+  uint64_t notice_seq_ = 1;
+  bool noting_ = false;
+  std::vector<RoomNotice> notices_;
 
   struct Revoked {
     uint64_t admission;

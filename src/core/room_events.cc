@@ -53,6 +53,9 @@ void Room::ApplyEffective(int64_t now, bool fresh_presence) {
   RoomConfig before = std::move(config_);
   config_ = EffectiveConfig();
   ++version_;
+  if (before.queueing_method != config_.queueing_method) {
+    Note(NoticeKind::kMethodChanged, now, kNoIndex, ToString(config_.queueing_method));
+  }
   if (before.grace_ms != config_.grace_ms ||
       before.checkin_timeout_ms != config_.checkin_timeout_ms ||
       before.idle_timeout_ms != config_.idle_timeout_ms) {
@@ -128,6 +131,7 @@ void Room::ProcessBoundary(int64_t when) {
       case EventStage::kRunning:
         if (e.spec.ends_at != next_boundary_) continue;
         e.stage = EventStage::kEnded;
+        Note(NoticeKind::kEventEnded, when, kNoIndex, e.id);
         ComputeNextBoundary();
         ApplyEffective(when, /*fresh_presence=*/true);
         break;
@@ -140,6 +144,7 @@ void Room::ProcessBoundary(int64_t when) {
 }
 
 void Room::OpenPrequeue(const RoomEvent& e, int64_t now) {
+  Note(NoticeKind::kPrequeueOpened, now, kNoIndex, e.id);
   ++version_;
   if (e.spec.prequeue_scope != PrequeueScope::kAll) return;
   // Everyone goes to the draw: holders first (in admission order), then the line in order.
@@ -155,6 +160,7 @@ void Room::OpenPrequeue(const RoomEvent& e, int64_t now) {
 }
 
 void Room::StartEvent(RoomEvent& e, int64_t now) {
+  Note(NoticeKind::kEventStarted, now, kNoIndex, e.id);
   e.stage = EventStage::kRunning;
   ComputeNextBoundary();
   if (!prequeue_.empty() || e.spec.shuffle_at_start) {
@@ -234,6 +240,7 @@ void Room::SendHoldersBack(bool to_prequeue, int64_t now) {
   std::sort(holders.begin(), holders.end(),
             [&](Index a, Index b) { return slab_[a].admission < slab_[b].admission; });
   auto send_back = [&](Index i) {
+    Note(NoticeKind::kRevoked, now, i);
     Session& s = slab_[i];
     Revoke(s, now);
     held_.erase(s.admission);

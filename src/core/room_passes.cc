@@ -79,6 +79,7 @@ OpResult<SessionView> Room::UsePass(std::string_view id, std::string_view client
     i = Join(id, now_);
     CountJoin(i, client);
   }
+  Note(NoticeKind::kPassUsed, now_, i, std::string(pass_id));
   Session& s = slab_[i];
   s.last_seen = now_;
   if (s.status == SessionStatus::kWaiting || s.status == SessionStatus::kPrequeue) {

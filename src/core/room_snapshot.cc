@@ -10,8 +10,9 @@ namespace anteroom::core {
 namespace {
 bool IsTime(int64_t ms) { return ms >= 0 && ms <= kLatestTimeMs; }
 
-// The layout's version, written first. 2 (data format 5) adds the page settings at the end;
-// 1 (data format 4) still loads, with no page settings. Any other is refused.
+// The layout's version, written first. 2 (data format 5) adds at the end the page settings and
+// the count of notices; 1 (data format 4) still loads, with no page settings and the notices
+// counted from 1 again. Any other is refused.
 constexpr uint32_t kRoomFormat = 2;
 constexpr uint32_t kRoomFormatV1 = 1;
 
@@ -130,6 +131,7 @@ void Room::Save(ByteWriter& out) const {
   SaveLaunch(out);
   out.PutBool(own_.page.has_value());
   if (own_.page) out.PutString(*own_.page);
+  out.Put(notice_seq_);
 }
 
 // Events, the draw and the random method's stream.
@@ -287,7 +289,10 @@ bool Room::Restore(ByteReader& in) {
   r.incarnation_ = in.Get<uint64_t>();
   if (!RestoreLaunch(in)) return false;
   r.own_.page.reset();
-  if (format != kRoomFormatV1 && in.GetBool()) r.own_.page = in.GetString();
+  if (format != kRoomFormatV1) {
+    if (in.GetBool()) r.own_.page = in.GetString();
+    r.notice_seq_ = in.Get<uint64_t>();
+  }
   if (!InRange(r.own_)) return false;
   for (Index i = 0; i < n && !in.failed(); ++i) {
     const Session& s = r.slab_[i];

@@ -31,6 +31,12 @@ void LiveStream::Deliver(std::string message) {
   Pump();
 }
 
+void LiveStream::Enqueue(std::string frame) {
+  if (ended_ || finishing_) return;
+  queue_.push_back(std::move(frame));
+  Pump();
+}
+
 void LiveStream::Finish() {
   if (ended_ || finishing_) return;
   finishing_ = true;
@@ -39,7 +45,10 @@ void LiveStream::Finish() {
 
 void LiveStream::Pump() {
   if (ended_ || writing_) return;
-  if (pending_) {
+  if (!queue_.empty()) {
+    in_flight_ = std::move(queue_.front());
+    queue_.pop_front();
+  } else if (pending_) {
     in_flight_ = std::move(*pending_);
     pending_.reset();
   } else if (heartbeat_due_) {
@@ -47,6 +56,7 @@ void LiveStream::Pump() {
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch());
     in_flight_ = fmt::format(R"({{"type":"heartbeat","time_ms":{}}})", now.count());
+    if (frames_as_is_) in_flight_ = fmt::format("event: heartbeat\ndata: {}\n\n", in_flight_);
   } else {
     if (finishing_) CloseTransport(/*graceful=*/true);
     return;
@@ -61,7 +71,9 @@ void LiveStream::Written(bool ok) {
   in_flight_ = std::string();  // the next message brings its own buffer: none kept meanwhile
   if (!ok) return Ended();
   if (auto fn = std::exchange(on_first_written_, nullptr)) fn();
+  bool drained = queue_.empty() && on_drained_ != nullptr;
   Pump();
+  if (drained && !writing_) on_drained_();
 }
 
 void LiveStream::Ended() {
@@ -236,7 +248,7 @@ class EventStream final : public LiveStream {
   }
 
   void WriteMessage(const std::string& message) override {
-    out_ = Frame(fmt::format("data: {}\n\n", message));
+    out_ = Frame(frames_as_is() ? message : fmt::format("data: {}\n\n", message));
     auto self = std::static_pointer_cast<EventStream>(shared_from_this());
     net::async_write(socket_, net::buffer(out_),
                      [self](beast::error_code ec, size_t) { self->Written(!ec); });

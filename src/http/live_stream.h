@@ -19,6 +19,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,6 +49,14 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   // What Deliver is handed passes through `filter` before it is queued (heartbeats do not).
   // Call before the first Deliver.
   void FilterMessages(MessageFilter filter) { filter_ = filter; }
+  // Ordered delivery (the admin event stream): every frame is written, in order, none replaced;
+  // the sender bounds what it queues (one read's worth) and sends more on OnDrained. Call on
+  // executor() only. With SendFramesAsIs each message is a whole SSE frame (id:, event:, data:
+  // lines and the blank line), heartbeats too; call it before the first message.
+  void Enqueue(std::string frame);
+  size_t queued() const { return queue_.size() + (writing_ && !in_flight_.empty() ? 1 : 0); }
+  void OnDrained(std::function<void()> fn) { on_drained_ = std::move(fn); }
+  void SendFramesAsIs() { frames_as_is_ = true; }
   // Call on executor() only: closes once what is queued was written.
   void Finish();
   // Runs once, on executor(), when the connection has ended (either side). Set before the
@@ -91,6 +100,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   void Ended();
   void StartHeartbeats();
   void StopHeartbeats() { timer_.cancel(); }
+  bool frames_as_is() const { return frames_as_is_; }
   std::chrono::milliseconds heartbeat_interval() const { return heartbeat_; }
 
   LiveStreamOptions options_;
@@ -99,6 +109,9 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   void Pump();
 
   std::optional<std::string> pending_;  // the newest status not yet written
+  std::deque<std::string> queue_;       // ordered frames not yet written (Enqueue)
+  std::function<void()> on_drained_;
+  bool frames_as_is_ = false;
   std::chrono::milliseconds heartbeat_;
   boost::asio::steady_timer timer_;
   bool heartbeats_started_ = false;

@@ -43,6 +43,7 @@ WebOptions LoadWebOptions(const std::string& templates_dir);
 
 // What the handlers share. Outlives the router and every connection.
 class LiveHub;
+class EventFeed;
 class QueueKeys;
 class GateCache;
 
@@ -66,6 +67,8 @@ struct Services {
   GateCache* gate = nullptr;
   // The router's own latency histograms, for GET /metrics: set by RegisterMetricsRoutes.
   const HttpMetrics* http_metrics = nullptr;
+  // The admin event stream's readers (server/event_feed.h); without it the stream answers 503.
+  EventFeed* events = nullptr;
   // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
   std::string openapi_json = {};
 };
@@ -133,6 +136,7 @@ void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
 void RegisterGateRoutes(Router& router, Services& services);
+void RegisterLifecycleRoutes(Router& router, Services& services);
 // GET /openapi.json, built from the routes registered so far (server/openapi_doc.h): call it
 // last. Throws std::runtime_error (a start-up failure) when a route has no description.
 void RegisterOpenApiRoutes(Router& router, Services& services);
@@ -149,6 +153,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterMetricsRoutes(router, services);
   RegisterWebRoutes(router, services);
   if (services.gate) RegisterGateRoutes(router, services);
+  RegisterLifecycleRoutes(router, services);
   RegisterOpenApiRoutes(router, services);
 }
 

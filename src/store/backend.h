@@ -20,6 +20,7 @@
 #include "common/op_status.h"
 #include "core/queue_types.h"
 #include "core/room_types.h"
+#include "store/lifecycle_event.h"
 
 namespace anteroom::store {
 
@@ -142,6 +143,17 @@ class Backend {
                            Completion<Done> done) = 0;
   // The digest set for `queue`; nullopt when none is (or there is no such queue).
   virtual void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) = 0;
+
+  // ---- lifecycle events (store/lifecycle_event.h): the recent ones, in the order every process
+  // sharing the backend sees.
+
+  // Up to `max` events after `after` (nullopt: from the newest on); `reset` when some after it
+  // are no longer kept.
+  virtual void ReadEvents(std::optional<EventId> after, size_t max,
+                          Completion<EventRead> done) = 0;
+  // `fn` is called (on any thread; it must not block) when this process added events. A
+  // backend shared by processes does not hear of the others': readers also poll.
+  virtual void WatchEvents(std::function<void()> fn) = 0;
 
   // Whether a change made now would be kept (a full disk, a lost or read-only Redis: not).
   virtual void CheckHealth(Completion<HealthReport> done) = 0;

@@ -20,6 +20,7 @@
 #include "core/token.h"
 #include "http/origin_policy.h"
 #include "http/router.h"
+#include "server/event_feed.h"
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/live_hub.h"
@@ -50,6 +51,7 @@ class FamilyWorld {
     router_.SetQueueKeys(queue_keys_);
     services_.queue_keys = queue_keys_.get();
     services_.gate = &gate_;
+    services_.events = &events_;
     RegisterAllRoutes(router_, services_);
   }
   ~FamilyWorld() {
@@ -135,6 +137,7 @@ class FamilyWorld {
   Router router_;
   std::shared_ptr<QueueKeys> queue_keys_ = std::make_shared<QueueKeys>(backend_, clock_);
   GateCache gate_{backend_, clock_};
+  EventFeed events_{backend_, ioc_, EventFeedOptions{}};
   Services services_;
   std::shared_ptr<OriginPolicy> origins_;
 };

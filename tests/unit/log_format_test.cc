@@ -365,14 +365,21 @@ TEST(LogFormatTest, UnknownVersionIsDamage) {
   Scanned s = ScanAll(data);
   EXPECT_EQ(s.result.end, End::kDamaged);
   EXPECT_TRUE(s.payloads.empty());
-  EXPECT_NE(s.result.problem.find(fmt::format("format version {} is not supported (this build "
-                                              "reads {})",
-                                              kFormatVersion + 1, kFormatVersion)),
-            std::string::npos)
+  EXPECT_NE(
+      s.result.problem.find(fmt::format("format version {} is not supported (this build "
+                                        "reads {} to {})",
+                                        kFormatVersion + 1, kOldestReadableFormat, kFormatVersion)),
+      std::string::npos)
       << s.result.problem;
   PutU32(data, 12, 0);
   PutU32(data, 28, Crc32c(std::string_view(data.data(), 28)));
   EXPECT_EQ(ScanAll(data).result.end, End::kDamaged) << "versions start at 1";
+  PutU32(data, 12, kOldestReadableFormat - 1);
+  PutU32(data, 28, Crc32c(std::string_view(data.data(), 28)));
+  EXPECT_EQ(ScanAll(data).result.end, End::kDamaged) << "older than the oldest read";
+  PutU32(data, 12, kOldestReadableFormat);
+  PutU32(data, 28, Crc32c(std::string_view(data.data(), 28)));
+  EXPECT_EQ(ScanAll(data).result.end, End::kClean) << "the oldest read";
 }
 
 // An older version is refused as a newer one is: each version has one layout.

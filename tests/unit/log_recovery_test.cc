@@ -489,7 +489,7 @@ TEST(LogDataDirTest, AnUnmarkedDirectoryOfAnOlderFormatIsRefused) {
   std::string error = RecoverError(dir.path());
   EXPECT_EQ(error, "data directory " + dir.path() +
                        " is in data format 2, written by an older anteroom; this build reads "
-                       "format 5 only: run the anteroom that wrote it, or start this one on an "
+                       "formats 4 to 5: run the anteroom that wrote it, or start this one on an "
                        "empty directory");
   EXPECT_EQ(ReadAll(dir / SegmentName(1)), old);
   EXPECT_FALSE(std::filesystem::exists(dir / "format"));
@@ -501,6 +501,24 @@ TEST(LogDataDirTest, AnUnmarkedDirectoryOfAnOlderFormatIsRefused) {
   EXPECT_EQ(ReadAll(fresh / "format"), "5\n");
   WriteAllTo(fresh / "format", "3 \n");
   EXPECT_TRUE(Contains(RecoverError(fresh.path()), "not a data format mark"));
+}
+
+// A directory of format 4 (the oldest this build reads) is read; a start that writes marks it
+// with this build's format first, a check (no repair) leaves it as it was.
+TEST(LogDataDirTest, AnOlderReadableFormatIsReadAndMarkedBeforeWriting) {
+  ScratchDir dir;
+  WriteAllTo(dir / SegmentName(1), FileHeader(FileKind::kLog, 1, kOldestReadableFormat));
+  WriteAllTo(dir / "format", std::to_string(kOldestReadableFormat) + "\n");
+  EXPECT_EQ(RecoverError(dir.path(), /*repair=*/false), "");
+  EXPECT_EQ(ReadAll(dir / "format"), std::to_string(kOldestReadableFormat) + "\n");
+  EXPECT_EQ(RecoverError(dir.path(), /*repair=*/true), "");
+  EXPECT_EQ(ReadAll(dir / "format"), std::to_string(kFormatVersion) + "\n");
+  EXPECT_EQ(RecoverError(dir.path(), /*repair=*/true), "");
+
+  ScratchDir unmarked;
+  WriteAllTo(unmarked / SegmentName(1), FileHeader(FileKind::kLog, 1, kOldestReadableFormat));
+  EXPECT_EQ(RecoverError(unmarked.path(), /*repair=*/true), "");
+  EXPECT_EQ(ReadAll(unmarked / "format"), std::to_string(kFormatVersion) + "\n");
 }
 
 TEST(LogDataDirTest, ListDirParsesNamesAndIgnoresOthers) {

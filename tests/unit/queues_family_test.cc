@@ -14,13 +14,13 @@
 namespace anteroom::server {
 namespace {
 
+using ::anteroom::testing::ExactPayloads;
+using ::anteroom::testing::PayloadText;
 using http::verb;
 using testing::ErrorCode;
 using testing::ErrorMessage;
-using ::anteroom::testing::ExactPayloads;
 using testing::FamilyWorld;
 using testing::Json;
-using ::anteroom::testing::PayloadText;
 
 TEST(QueuesFamilyTest, PushFetchAck) {
   FamilyWorld w;

@@ -20,7 +20,10 @@ constexpr int64_t kMaxTimerSleepMs = 1000;
 thread_local std::string MemoryBackend::scratch_;
 
 MemoryBackend::MemoryBackend(const Clock& clock, MemoryBackendOptions options)
-    : clock_(clock), options_(std::move(options)), lease_key_(options_.lease_secret) {
+    : clock_(clock),
+      options_(std::move(options)),
+      events_(options_.events, clock_.NowMs()),
+      lease_key_(options_.lease_secret) {
   if (options_.run_timer) timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -55,8 +58,50 @@ std::shared_ptr<MemoryBackend::RoomSlot> MemoryBackend::MakeRoomSlot(const std::
   auto slot = std::make_shared<RoomSlot>(name, config, options_.token_ttl_ms, now,
                                          options_.max_clients_per_room);
   slot->room.set_presence(LivePresence());
+  slot->room.set_noting(!replaying_);
   return slot;
 }
+
+void MemoryBackend::TellRoom(RoomSlot& slot, const core::RoomNotice& notice) {
+  LifecycleEvent e;
+  e.type = core::ToWire(notice.kind);
+  e.at_ms = notice.at;
+  e.room = slot.name;
+  e.seq = notice.seq;
+  e.session = notice.session;
+  if (notice.kind == core::NoticeKind::kPositionNear) e.position = notice.position;
+  if (notice.kind == core::NoticeKind::kAdmitted) e.admission = notice.admission;
+  e.detail = notice.detail;
+  std::vector<LifecycleEvent> one;
+  one.push_back(std::move(e));
+  events_.Append(std::move(one), clock_.NowMs());
+}
+
+void MemoryBackend::TellNotices(RoomSlot& slot) {
+  std::vector<core::RoomNotice> notices = slot.room.TakeNotices();
+  if (notices.empty()) return;
+  std::vector<LifecycleEvent> events;
+  events.reserve(notices.size());
+  for (core::RoomNotice& n : notices) {
+    LifecycleEvent& e = events.emplace_back();
+    e.type = core::ToWire(n.kind);
+    e.at_ms = n.at;
+    e.room = slot.name;
+    e.seq = n.seq;
+    e.session = std::move(n.session);
+    if (n.kind == core::NoticeKind::kPositionNear) e.position = n.position;
+    if (n.kind == core::NoticeKind::kAdmitted) e.admission = n.admission;
+    e.detail = std::move(n.detail);
+  }
+  events_.Append(std::move(events), clock_.NowMs());
+}
+
+void MemoryBackend::ReadEvents(std::optional<EventId> after, size_t max,
+                               Completion<EventRead> done) {
+  done(OpResult<EventRead>(events_.ReadAfter(after, max)));
+}
+
+void MemoryBackend::WatchEvents(std::function<void()> fn) { events_.Watch(std::move(fn)); }
 
 void MemoryBackend::Schedule(const std::shared_ptr<Slot>& slot) {
   int64_t next = slot->NextDeadline();
@@ -144,6 +189,7 @@ void MemoryBackend::OnRoom(const std::string& name, Access access, Completion<T>
       it->second->room.Advance(now);
       LogTimeEffects(*it->second, now);
       result.emplace(fn(*it->second, now));
+      TellNotices(*it->second);
       Schedule(it->second);
       lsn = it->second->last_lsn;
     }
@@ -186,7 +232,14 @@ void MemoryBackend::PutRoom(std::string room, core::RoomPatch patch,
         LogTimeEffects(*slot, now);
         slot->room.Reconfigure(patch, now);
         Schedule(slot);
+      } else {
+        core::RoomNotice created;
+        created.kind = core::NoticeKind::kCreated;
+        created.seq = slot->room.notice_seq();
+        created.at = now;
+        TellRoom(*slot, created);
       }
+      TellNotices(*slot);
       if (it == rooms_.end()) {
         LogChange(*slot, now,
                   CreateRoomRecord{.incarnation = slot->room.incarnation(),
@@ -221,6 +274,7 @@ void MemoryBackend::ListRooms(Completion<std::vector<core::RoomInfo>> done) {
       int64_t now = clock_.NowMs();
       slot->room.Advance(now);
       LogTimeEffects(*slot, now);
+      TellNotices(*slot);
       Schedule(slot);
       rooms.push_back(Info(*slot));
       lsn = std::max(lsn, slot->last_lsn);
@@ -250,6 +304,8 @@ void MemoryBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done
       LogTimeEffects(*it->second, now);
       result.emplace(Info(*it->second));
       LogChange(*it->second, now, DeleteRoomRecord{});
+      TellNotices(*it->second);
+      TellRoom(*it->second, it->second->room.DeletionNotice(now));
       lsn = it->second->last_lsn;
     }
     if (it != rooms_.end()) rooms_.erase(it);  // the timer's weak_ptr lets go with it
@@ -470,7 +526,10 @@ void MemoryBackend::RunDue() {
       std::lock_guard slot_lock(slot->mu);
       int64_t slot_now = clock_.NowMs();
       slot->RunDue(slot_now, after);
-      if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) PublishDraw(*room, slot_now);
+      if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) {
+        PublishDraw(*room, slot_now);
+        TellNotices(*room);
+      }
       slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
       Schedule(slot);
       lsn = std::max(lsn, slot->last_lsn);

@@ -33,6 +33,7 @@
 #include "store/backend.h"
 #include "store/memory/change_record.h"
 #include "store/memory/change_sink.h"
+#include "store/memory/event_ring.h"
 #include "store/memory/pause_lock.h"
 
 namespace anteroom::store {
@@ -41,6 +42,8 @@ struct MemoryBackendOptions {
   int64_t token_ttl_ms = 600'000;                // how long revocations are remembered
   std::string lease_secret = "anteroom-leases";  // signs queue leases
   bool run_timer = true;                         // tests with a FakeClock call RunDue() themselves
+  // The lifecycle events kept for the admin stream (store/memory/event_ring.h).
+  EventRingLimits events = {};
   // Caps on what clients create (0: none). Beyond them a new room or queue is refused with
   // kLimitReached; existing ones work as before. Queues count once pushed to or given a key.
   size_t max_rooms = 0;
@@ -111,6 +114,8 @@ class MemoryBackend final : public Backend {
   void SetQueueKey(std::string queue, std::optional<std::string> digest,
                    Completion<Done> done) override;
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
+  void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
+  void WatchEvents(std::function<void()> fn) override;
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Processes every deadline due now. The timer thread calls it; so may tests.
@@ -207,6 +212,9 @@ class MemoryBackend final : public Backend {
   // LogSeenExpiries, then seeds (and logs the seed of) any draw the time began.
   void LogTimeEffects(RoomSlot& slot, int64_t now);
   static core::DrawSeed NewDrawSeed();
+  // The room's notices, told as lifecycle events (under the room's lock, after each call).
+  void TellNotices(RoomSlot& slot);
+  void TellRoom(RoomSlot& slot, const core::RoomNotice& notice);
   void PublishDraw(RoomSlot& slot, int64_t now);
   // What a room made or loaded now does with presence deadlines.
   core::Room::Presence LivePresence() const;
@@ -239,6 +247,7 @@ class MemoryBackend final : public Backend {
 
   const Clock& clock_;
   MemoryBackendOptions options_;
+  EventRing events_;  // its own lock: taken under a room's
   core::Hmac lease_key_;
   std::atomic<ChangeSink*> journal_{nullptr};
   bool replaying_ = false;  // between StartReplay and FinishRecovery

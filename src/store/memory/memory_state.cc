@@ -26,7 +26,9 @@ void MemoryBackend::FinishRecovery() {
   int64_t now = clock_.NowMs();
   for (auto& [name, slot] : rooms_) {
     std::lock_guard lock(slot->mu);
+    slot->room.set_noting(true);
     slot->room.Restart(now, LivePresence());
+    TellNotices(*slot);
     LogSeenExpiries(*slot);  // a live backend's (tests); none while recovering
   }
 }

@@ -138,6 +138,8 @@ class RedisBackend final : public Backend {
   void SetQueueKey(std::string queue, std::optional<std::string> digest,
                    Completion<Done> done) override;
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
+  void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
+  void WatchEvents(std::function<void()>) override {}
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Sweeps whatever is due now and times out long polls past their deadline; returns when
