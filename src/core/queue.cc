@@ -149,8 +149,8 @@ void Queue::Bury(Index i, std::string_view error, int64_t now) {
   Job& job = slab_[i];
   job.state = State::kDead;
   job.failed_at = now;
-  (void)error;  // the last entry of job.history
   dead_.emplace(now, job.id);
+  if (noting_) buried_.push_back(Buried{job.id, now, std::string(error)});
 }
 
 // A delivery that ended without an ack: the lease ran out, or its worker died or was released.

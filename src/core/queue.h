@@ -97,6 +97,17 @@ class Queue {
   size_t RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t now_ms);
   CancelOutcome Cancel(JobId id, int64_t now_ms);
   void SetPaused(bool paused, int64_t now_ms);
+  bool paused() const { return paused_; }
+
+  // Jobs that went dead while noting, until TakeBuried: the backend tells them as job.dead
+  // lifecycle events. Off while a log is replayed (they were told when they died).
+  struct Buried {
+    JobId id = 0;
+    int64_t at = 0;
+    std::string error;
+  };
+  void set_noting(bool on) { noting_ = on; }
+  std::vector<Buried> TakeBuried() { return std::exchange(buried_, {}); }
   QueueStats Stats(int64_t now_ms);
 
   // True when a fetch now would get a job (for waking long polls).
@@ -248,6 +259,8 @@ class Queue {
   int64_t next_order_ = 1;
   int64_t head_order_ = 0;  // decreasing: returned jobs lead their priority
   bool paused_ = false;
+  bool noting_ = false;
+  std::vector<Buried> buried_;
   int64_t pushed_ = 0, acked_count_ = 0, nacked_ = 0, expired_ = 0, cancelled_ = 0;
 };
 

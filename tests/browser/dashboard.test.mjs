@@ -75,6 +75,17 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await eventually(async () => (await shop.locator('.capacity').textContent()).trim() === '3',
       5_000, 'the new capacity on the page');
 
+    // The event timeline, from the admin event stream: the change and the admission it made,
+    // newest first; joins only when asked for.
+    const timeline = page.locator('#events tbody tr');
+    await eventually(async () => (await timeline.first().getAttribute('data-type')) === 'room.admitted',
+      5_000, 'the admission on top of the timeline');
+    const types = await timeline.evaluateAll((rows) => rows.map((r) => r.dataset.type));
+    assert.ok(types.indexOf('room.changed') > types.indexOf('room.admitted'),
+      `the change before the admission it made: ${types.join(' ')}`);
+    assert.ok(!types.includes('room.joined'), 'joins are left out by default');
+    assert.equal(await timeline.first().locator('td').nth(2).textContent(), 'shop');
+
     // Pause admissions, then resume.
     await shop.locator('button.toggle-pause').click();
     await eventually(async () => (await api(server, 'GET', '/v1/rooms/shop')).json.paused === true,

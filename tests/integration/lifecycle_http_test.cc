@@ -197,5 +197,31 @@ TEST_F(LifecycleHttpTest, DeadlinesAreToldWhenTheyFall) {
   EXPECT_EQ(Session(got[3]), "waiter-00000000000000000");
 }
 
+// A queue's events: a job whose last attempt failed goes dead (its id and the error), and the
+// queue is paused and resumed (told once each, not for a pause of a paused queue).
+TEST_F(LifecycleHttpTest, AQueuesDeadJobsAndPausesAreTold) {
+  auto stream = Open("?types=job.dead,queue.paused,queue.resumed");
+  HttpResult pushed = client().Push("mail", boost::json::value("hello"), {{"max_attempts", 1}});
+  ASSERT_EQ(pushed.status, 201) << pushed.body;
+  std::string id(pushed.json.at("id").as_string());
+  HttpResult got = client().Fetch("mail", "w1");
+  ASSERT_EQ(got.status, 200) << got.body;
+  std::string lease(got.json.at("jobs").at(0).at("lease").as_string());
+  ASSERT_EQ(client().Nack("mail", {lease}, std::nullopt, "smtp refused").status, 200);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(client().Request("POST", "/v1/queues/mail/pause", "{}").status, 200);
+  }
+  ASSERT_EQ(client().Request("POST", "/v1/queues/mail/resume", "{}").status, 200);
+  auto events = Take(*stream, 3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(Type(events[0]), "job.dead");
+  EXPECT_EQ(events[0].at("queue").as_string(), "mail");
+  EXPECT_FALSE(events[0].contains("room"));
+  EXPECT_EQ(events[0].at("data").at("job").as_string(), id);
+  EXPECT_EQ(events[0].at("data").at("detail").as_string(), "smtp refused");
+  EXPECT_EQ(Type(events[1]), "queue.paused");
+  EXPECT_EQ(Type(events[2]), "queue.resumed");
+}
+
 }  // namespace
 }  // namespace anteroom::testing

@@ -529,6 +529,8 @@ void MemoryBackend::RunDue() {
       if (auto* room = dynamic_cast<RoomSlot*>(slot.get())) {
         PublishDraw(*room, slot_now);
         TellNotices(*room);
+      } else if (auto* queue = dynamic_cast<QueueSlot*>(slot.get())) {
+        TellQueue(*queue);
       }
       slot->scheduled = INT64_MAX;  // stale entries only cost a no-op pass
       Schedule(slot);

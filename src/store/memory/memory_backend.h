@@ -215,6 +215,9 @@ class MemoryBackend final : public Backend {
   // The room's notices, told as lifecycle events (under the room's lock, after each call).
   void TellNotices(RoomSlot& slot);
   void TellRoom(RoomSlot& slot, const core::RoomNotice& notice);
+  // The queue's jobs that went dead, told as job.dead (under the queue's lock).
+  void TellQueue(QueueSlot& slot);
+  void TellQueueEvent(const std::string& queue, std::string type, int64_t now);
   void PublishDraw(RoomSlot& slot, int64_t now);
   // What a room made or loaded now does with presence deadlines.
   core::Room::Presence LivePresence() const;

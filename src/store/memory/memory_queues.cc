@@ -89,6 +89,7 @@ void MemoryBackend::OnQueue(const std::string& name, Access access, bool create,
         int64_t now = clock_.NowMs();
         result = fn(slot.get(), now, done);
         slot->Serve(now, after);
+        TellQueue(*slot);
         Schedule(slot);
         lsn = slot->last_lsn;
       }
@@ -383,8 +384,12 @@ void MemoryBackend::Cancel(std::string queue, core::JobId id,
 void MemoryBackend::SetPaused(std::string queue, bool paused, Completion<Done> done) {
   OnQueue<Done>(queue, Access::kChange, true, std::move(done),
                 [&](QueueSlot* q, int64_t now, auto&) {
+                  bool was = q->queue.paused();
                   q->queue.SetPaused(paused, now);
                   LogChange(*q, now, SetPausedRecord{.paused = paused});
+                  if (was != paused) {
+                    TellQueueEvent(q->name, paused ? "queue.paused" : "queue.resumed", now);
+                  }
                   return Answered<Done>(Done{});
                 });
 }
@@ -427,6 +432,30 @@ void MemoryBackend::GetQueueKey(std::string queue, Completion<std::optional<std:
     }
   }
   done(std::move(digest));
+}
+
+void MemoryBackend::TellQueue(QueueSlot& slot) {
+  std::vector<core::Queue::Buried> buried = slot.queue.TakeBuried();
+  if (buried.empty()) return;
+  std::vector<LifecycleEvent> events;
+  events.reserve(buried.size());
+  for (core::Queue::Buried& b : buried) {
+    LifecycleEvent& e = events.emplace_back();
+    e.type = "job.dead";
+    e.at_ms = b.at;
+    e.queue = slot.name;
+    e.job = b.id;
+    e.detail = std::move(b.error);
+  }
+  events_.Append(std::move(events), clock_.NowMs());
+}
+
+void MemoryBackend::TellQueueEvent(const std::string& queue, std::string type, int64_t now) {
+  std::vector<LifecycleEvent> one(1);
+  one[0].type = std::move(type);
+  one[0].at_ms = now;
+  one[0].queue = queue;
+  events_.Append(std::move(one), clock_.NowMs());
 }
 
 }  // namespace anteroom::store

@@ -383,6 +383,7 @@ void MemoryBackend::StartReplay() {
   std::unique_lock world(world_);
   replaying_ = true;
   for (auto& [name, slot] : rooms_) slot->room.set_presence(LivePresence());
+  for (auto& [name, slot] : queues_) slot->queue.set_noting(false);
 }
 
 }  // namespace anteroom::store

@@ -34,7 +34,9 @@ struct MemoryBackend::RoomSlot final : Slot {
 // it holds) goes with it; a waiter whose client hung up is never handed a job.
 struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<QueueSlot> {
   QueueSlot(MemoryBackend& b, std::string n, int64_t now)
-      : backend(b), name(std::move(n)), queue(name, b.lease_key_, now, SeedFor(name)) {}
+      : backend(b), name(std::move(n)), queue(name, b.lease_key_, now, SeedFor(name)) {
+    queue.set_noting(!b.replaying_);
+  }
 
   struct Waiter;
   using Waiters = std::list<Waiter>;

@@ -31,6 +31,10 @@ void MemoryBackend::FinishRecovery() {
     TellNotices(*slot);
     LogSeenExpiries(*slot);  // a live backend's (tests); none while recovering
   }
+  for (auto& [name, slot] : queues_) {
+    std::lock_guard lock(slot->mu);
+    slot->queue.set_noting(true);
+  }
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
