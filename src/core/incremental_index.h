@@ -13,14 +13,14 @@
 //  - When `old_` is empty, its memory is given back and the move is over.
 //
 // The move always ends before `cur_` itself must grow: at the start `old_` holds s elements
-// and `cur_` has room for at least s + max(s / 2, 2 * kStep) (`reserve`). During the move
+// and `cur_` has room for at least s + max(s / 2, s / kStep + 2) (`reserve`). During the move
 // `cur_`'s room left (max_load - size) shrinks only by inserts (one each) and moved elements
 // (s in all; erases from `old_` only make that fewer); erases never shrink it (boost's
 // anti-drift lowers max_load by at most one per erase, and the size drops by one). Each insert
 // moves kStep, so at most ceil(s / kStep) inserts come before the end, and
-// s + ceil(s / kStep) < s + max(s / 2, 2 * kStep) for kStep >= 4. (Were it ever wrong, boost
-// would grow `cur_` by itself, at once: still correct, as `drain_` points into `old_`, but the
-// old pause; tests/unit/incremental_index_test.cc checks that it does not happen.)
+// s + ceil(s / kStep) < s + s / kStep + 2. (Were it ever wrong, boost would grow `cur_` by
+// itself, at once: still correct, as `drain_` points into `old_`, but the old pause;
+// tests/unit/incremental_index_test.cc checks that it does not happen.)
 //
 // What the boost 1.81 flat tables guarantee that this relies on (boost/unordered/detail/foa.hpp):
 //  - erase(iterator) destroys that element and resets its slot's metadata, nothing else: every
@@ -48,7 +48,7 @@ namespace anteroom::core {
 
 template <typename Hash, typename Eq, size_t kStep = 32>
 class IncrementalIndex {
-  static_assert(kStep >= 4, "the sizing argument above needs kStep >= 4");
+  static_assert(kStep >= 4, "s / 2 must be the larger term but for tiny tables (see StartMove)");
 
  public:
   using Table = boost::unordered_flat_set<uint32_t, Hash, Eq>;
@@ -144,7 +144,9 @@ class IncrementalIndex {
   void StartMove() {
     old_.swap(cur_);  // old_ was empty and held no memory (Release)
     size_t s = old_.size();
-    cur_.reserve(s + std::max(s / 2, 2 * kStep));
+    // s / 2: the doubling boost would make; s / kStep + 2 only matters for tiny tables, which
+    // then grow as boost's do (14 slots, 29, 59, ...).
+    cur_.reserve(s + std::max(s / 2, s / kStep + 2));
     drain_ = old_.begin();  // the one scan for the first element, per growth
     if (!moving()) Release();
   }
