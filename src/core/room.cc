@@ -107,19 +107,16 @@ Room::Room(RoomConfig config, int64_t revocation_ttl_ms, int64_t now_ms)
       config_(config),
       revocation_ttl_ms_(revocation_ttl_ms),
       now_(now_ms),
-      index_(0, IdHash{&slab_}, IdEq{&slab_}),
+      index_(IdHash{&slab_}, IdEq{&slab_}),
       line_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
       version_(static_cast<uint64_t>(now_ms) << 20),
-      client_index_(0, ClientHash{&clients_}, ClientEq{&clients_}),
+      client_index_(ClientHash{&clients_}, ClientEq{&clients_}),
       prequeue_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }),
       front_([this](Line::Member m, Line::Ticket t) { slab_[m].ticket = t; }) {}
 
 // ---- queries -------------------------------------------------------------------------------
 
-Room::Index Room::Find(std::string_view id) const {
-  auto it = index_.find(id);
-  return it == index_.end() ? kNoIndex : *it;
-}
+Room::Index Room::Find(std::string_view id) const { return index_.find(id).value_or(kNoIndex); }
 
 int64_t Room::NextDeadline() const {
   if (Drawing() || NeedsSeed()) return now_;  // the backend publishes the draw, a chunk a tick
@@ -282,7 +279,7 @@ void Room::Reschedule(Index i) {
 }
 
 void Room::RekeyAll() {
-  for (Index i : index_) deadlines_.Set(i, DueKey(slab_[i]));
+  index_.ForEach([this](Index i) { deadlines_.Set(i, DueKey(slab_[i])); });
 }
 
 void Room::Admit(Index i, int64_t now) {
@@ -463,7 +460,7 @@ bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
 void Room::Restart(int64_t now_ms, Presence presence) {
   Advance(now_ms);
   presence_ = presence;
-  for (Index i : index_) slab_[i].last_seen = now_;
+  index_.ForEach([this](Index i) { slab_[i].last_seen = now_; });
   RekeyAll();
 }
 
@@ -656,8 +653,7 @@ RoomNotice Room::DeletionNotice(int64_t now_ms) {
 // ---- clients -------------------------------------------------------------------------------
 
 uint32_t Room::FindClient(std::string_view key) const {
-  auto it = client_index_.find(key);
-  return it == client_index_.end() ? kNoClient : *it;
+  return client_index_.find(key).value_or(kNoClient);
 }
 
 int64_t Room::PlacesOf(std::string_view client) const {
@@ -762,10 +758,10 @@ void Room::ForgetFullBuckets(int64_t now) {
 
 void Room::RefillAllBuckets() {
   while (!client_refills_.empty()) ForgetClient(client_refills_.Top().member);
-  for (uint32_t c : client_index_) {
+  client_index_.ForEach([this](uint32_t c) {
     clients_[c].debt = 0;
     clients_[c].debt_at = now_;
-  }
+  });
 }
 
 bool Room::IsRevoked(std::string_view id, uint64_t admission, int64_t now_ms) {

@@ -60,7 +60,7 @@ void Room::ApplyEffective(int64_t now, bool fresh_presence) {
       before.checkin_timeout_ms != config_.checkin_timeout_ms ||
       before.idle_timeout_ms != config_.idle_timeout_ms) {
     if (fresh_presence) {
-      for (Index i : index_) slab_[i].last_seen = std::max(slab_[i].last_seen, now_);
+      index_.ForEach([this](Index i) { slab_[i].last_seen = std::max(slab_[i].last_seen, now_); });
     }
     RekeyAll();
   }

@@ -226,6 +226,9 @@ bool Room::Restore(ByteReader& in) {
     r.free_.push_back(i);
   }
   if (in.failed()) return false;
+  size_t live = 0;
+  for (const Session& s : r.slab_) live += s.status != SessionStatus::kGone;
+  r.index_.reserve(live);  // once: no growth while the sessions go in
   for (Index i = 0; i < n; ++i) {
     if (r.slab_[i].status != SessionStatus::kGone) r.index_.insert(i);
   }
@@ -408,7 +411,7 @@ bool Room::RestoreClients(ByteReader& in) {
   if (in.failed()) return false;
   for (uint32_t c = 0; c < clients_.size(); ++c) {
     if (clients_[c].places != places[c]) return false;
-    if (!clients_[c].key.empty() && !client_index_.insert(c).second) return false;
+    if (!clients_[c].key.empty() && !client_index_.insert(c)) return false;
   }
   if (client_index_.size() + free_clients_.size() != clients_.size()) return false;
   uint64_t refills = in.GetCount(sizeof(uint32_t) + 8);
