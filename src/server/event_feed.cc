@@ -55,17 +55,17 @@ class EventFeed::Reader : public std::enable_shared_from_this<Reader> {
         filter_(std::move(filter)),
         batch_(batch) {}
 
+  // On the stream's thread, as the stream is handed over (before it can have ended, so its
+  // end is always heard).
   void Start() {
-    auto self = shared_from_this();
-    boost::asio::post(stream_->executor(), [self] {
-      self->stream_->OnDrained([weak = std::weak_ptr<Reader>(self)] {
-        if (auto r = weak.lock()) r->PullHere();
-      });
-      self->stream_->OnClosed([weak = std::weak_ptr<Reader>(self)] {
-        if (auto r = weak.lock()) r->ended_ = true;
-      });
-      self->PullHere();
+    std::weak_ptr<Reader> weak = shared_from_this();
+    stream_->OnDrained([weak] {
+      if (auto r = weak.lock()) r->PullHere();
     });
+    stream_->OnClosed([weak] {
+      if (auto r = weak.lock()) r->ended_ = true;
+    });
+    PullHere();
   }
   // Any thread.
   void Pull() {

@@ -56,7 +56,8 @@ class EventFeed {
 
   void Start();
   void Stop();
-  // `after`: the client's Last-Event-ID (nullopt: from now on).
+  // `after`: the client's Last-Event-ID (nullopt: from now on). Call on the stream's thread, as
+  // the route hands the stream over.
   void Attach(std::shared_ptr<http::LiveStream> stream, std::optional<store::EventId> after,
               EventFilter filter);
   size_t readers() const;
