@@ -62,18 +62,25 @@ std::shared_ptr<MemoryBackend::RoomSlot> MemoryBackend::MakeRoomSlot(const std::
   return slot;
 }
 
-void MemoryBackend::TellRoom(RoomSlot& slot, const core::RoomNotice& notice) {
+namespace {
+// A room's notice as the lifecycle event every backend tells.
+LifecycleEvent EventOf(const std::string& room, core::RoomNotice n) {
   LifecycleEvent e;
-  e.type = core::ToWire(notice.kind);
-  e.at_ms = notice.at;
-  e.room = slot.name;
-  e.seq = notice.seq;
-  e.session = notice.session;
-  if (notice.kind == core::NoticeKind::kPositionNear) e.position = notice.position;
-  if (notice.kind == core::NoticeKind::kAdmitted) e.admission = notice.admission;
-  e.detail = notice.detail;
+  e.type = core::ToWire(n.kind);
+  e.at_ms = n.at;
+  e.room = room;
+  e.seq = n.seq;
+  e.session = std::move(n.session);
+  if (n.kind == core::NoticeKind::kPositionNear) e.position = n.position;
+  if (n.kind == core::NoticeKind::kAdmitted) e.admission = n.admission;
+  e.detail = std::move(n.detail);
+  return e;
+}
+}  // namespace
+
+void MemoryBackend::TellRoom(RoomSlot& slot, const core::RoomNotice& notice) {
   std::vector<LifecycleEvent> one;
-  one.push_back(std::move(e));
+  one.push_back(EventOf(slot.name, notice));
   events_.Append(std::move(one), clock_.NowMs());
 }
 
@@ -82,17 +89,7 @@ void MemoryBackend::TellNotices(RoomSlot& slot) {
   if (notices.empty()) return;
   std::vector<LifecycleEvent> events;
   events.reserve(notices.size());
-  for (core::RoomNotice& n : notices) {
-    LifecycleEvent& e = events.emplace_back();
-    e.type = core::ToWire(n.kind);
-    e.at_ms = n.at;
-    e.room = slot.name;
-    e.seq = n.seq;
-    e.session = std::move(n.session);
-    if (n.kind == core::NoticeKind::kPositionNear) e.position = n.position;
-    if (n.kind == core::NoticeKind::kAdmitted) e.admission = n.admission;
-    e.detail = std::move(n.detail);
-  }
+  for (core::RoomNotice& n : notices) events.push_back(EventOf(slot.name, std::move(n)));
   events_.Append(std::move(events), clock_.NowMs());
 }
 
