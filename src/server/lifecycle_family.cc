@@ -29,8 +29,8 @@ bool SplitList(const std::string* text, std::vector<std::string>& out) {
 }
 
 bool KnownType(std::string_view type) {
-  return core::ParseNoticeKind(type).has_value() || type == "queue.paused" ||
-         type == "queue.resumed" || type == "job.dead";
+  return core::ParseNoticeKind(type).has_value() || type == store::kQueuePaused ||
+         type == store::kQueueResumed || type == store::kJobDead;
 }
 
 // GET /v1/admin/events?types=...&rooms=... (admin): the events after Last-Event-ID (or `after`;

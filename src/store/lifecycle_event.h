@@ -24,6 +24,11 @@ struct EventId {
   static std::optional<EventId> Parse(std::string_view text);
 };
 
+// The types of a queue's events (a room's are core::ToWire(NoticeKind)).
+inline constexpr std::string_view kJobDead = "job.dead";
+inline constexpr std::string_view kQueuePaused = "queue.paused";
+inline constexpr std::string_view kQueueResumed = "queue.resumed";
+
 struct LifecycleEvent {
   EventId id;
   std::string type;  // "room.admitted", "queue.paused", ...

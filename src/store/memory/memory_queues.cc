@@ -382,16 +382,16 @@ void MemoryBackend::Cancel(std::string queue, core::JobId id,
 }
 
 void MemoryBackend::SetPaused(std::string queue, bool paused, Completion<Done> done) {
-  OnQueue<Done>(queue, Access::kChange, true, std::move(done),
-                [&](QueueSlot* q, int64_t now, auto&) {
-                  bool was = q->queue.paused();
-                  q->queue.SetPaused(paused, now);
-                  LogChange(*q, now, SetPausedRecord{.paused = paused});
-                  if (was != paused) {
-                    TellQueueEvent(q->name, paused ? "queue.paused" : "queue.resumed", now);
-                  }
-                  return Answered<Done>(Done{});
-                });
+  OnQueue<Done>(
+      queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        bool was = q->queue.paused();
+        q->queue.SetPaused(paused, now);
+        LogChange(*q, now, SetPausedRecord{.paused = paused});
+        if (was != paused) {
+          TellQueueEvent(q->name, std::string(paused ? kQueuePaused : kQueueResumed), now);
+        }
+        return Answered<Done>(Done{});
+      });
 }
 
 // Setting a key creates the queue (counted against max_queues, as a first push is); removing
@@ -441,7 +441,7 @@ void MemoryBackend::TellQueue(QueueSlot& slot) {
   events.reserve(buried.size());
   for (core::Queue::Buried& b : buried) {
     LifecycleEvent& e = events.emplace_back();
-    e.type = "job.dead";
+    e.type = kJobDead;
     e.at_ms = b.at;
     e.queue = slot.name;
     e.job = b.id;
