@@ -141,13 +141,30 @@ inline constexpr std::string_view kTokenOrSession = "give 'session' or 'token', 
 inline constexpr std::string_view kEventTypes =
     "'types' must be a comma-separated list of lifecycle event types (docs/api.md#lifecycle-"
     "events)";
+inline constexpr std::string_view kWebhookNames = "webhook names";
+inline constexpr std::string_view kWebhookNameLength = "a webhook's name is at most 64 bytes";
+inline constexpr std::string_view kWebhookUrl =
+    "'url' must be an absolute http or https URL without user info, at most 2048 bytes";
+inline constexpr std::string_view kWebhookTypes =
+    "'types' must be a non-empty array of lifecycle event types (docs/api.md#lifecycle-events)";
+inline constexpr std::string_view kWebhookRooms =
+    "'rooms' must be an array of at most 100 room names";
+inline constexpr std::string_view kWebhookQueues =
+    "'queues' must be an array of at most 100 queue names";
+inline constexpr std::string_view kTooManyWebhooks = "at most 32 webhooks may be set";
+inline std::string UnknownWebhookField(std::string_view key) {
+  return "unknown field '" + std::string(key) + "' (a webhook has url, types, rooms, queues)";
+}
+inline std::string UnknownWebhook(std::string_view name) {
+  return "no webhook '" + std::string(name) + "'";
+}
 inline constexpr std::string_view kEventRooms =
     "'rooms' must be a comma-separated list of at most 100 room names";
 inline constexpr std::string_view kLastEventId =
     "Last-Event-ID (or 'after') must be an event id as the stream sent it: <ms>-<n>";
-inline constexpr std::string_view kEventsNotOnRedis =
-    "lifecycle events are not kept on the Redis backend yet: the admin event stream needs the "
-    "embedded backend for now";
+inline constexpr std::string_view kEventsNotOnCluster =
+    "lifecycle events are not kept on Redis Cluster: the admin event stream needs the embedded "
+    "backend or a single Redis";
 inline constexpr std::string_view kTokenNotHeld =
     "the token's admission has ended: nobody holds it any more";
 inline constexpr std::string_view kGateDecisionForProxy =

@@ -239,8 +239,9 @@ void Room::SendHoldersBack(bool to_prequeue, int64_t now) {
   for (const auto& [admission, i] : held_) holders.push_back(i);
   std::sort(holders.begin(), holders.end(),
             [&](Index a, Index b) { return slab_[a].admission < slab_[b].admission; });
+  // Told in admission order, whichever way they go back.
+  for (Index i : holders) Note(NoticeKind::kRevoked, now, i);
   auto send_back = [&](Index i) {
-    Note(NoticeKind::kRevoked, now, i);
     Session& s = slab_[i];
     Revoke(s, now);
     held_.erase(s.admission);

@@ -137,6 +137,7 @@ void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
 void RegisterGateRoutes(Router& router, Services& services);
 void RegisterLifecycleRoutes(Router& router, Services& services);
+void RegisterWebhookRoutes(Router& router, Services& services);
 // GET /openapi.json, built from the routes registered so far (server/openapi_doc.h): call it
 // last. Throws std::runtime_error (a start-up failure) when a route has no description.
 void RegisterOpenApiRoutes(Router& router, Services& services);
@@ -154,6 +155,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterWebRoutes(router, services);
   if (services.gate) RegisterGateRoutes(router, services);
   RegisterLifecycleRoutes(router, services);
+  RegisterWebhookRoutes(router, services);
   RegisterOpenApiRoutes(router, services);
 }
 

@@ -28,17 +28,14 @@ bool SplitList(const std::string* text, std::vector<std::string>& out) {
   return true;
 }
 
-bool KnownType(std::string_view type) {
-  return core::ParseNoticeKind(type).has_value() || type == store::kQueuePaused ||
-         type == store::kQueueResumed || type == store::kJobDead;
-}
+bool KnownType(const std::string& type) { return store::IsEventType(type); }
 
 // GET /v1/admin/events?types=...&rooms=... (admin): the events after Last-Event-ID (or `after`;
 // without either, from now on), then each as it comes; `event: reset` first when some after the
 // position asked for are no longer kept.
 void CmdAdminEvents(Services& s, const Request& req, Respond respond) {
   if (s.events == nullptr) {
-    return respond(ErrorReply(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
+    return respond(ErrorReply(OpStatus::kUnavailable, std::string(wire::kEventsNotOnCluster)));
   }
   if (req.websocket) return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kNotEventStream));
   EventFilter filter;

@@ -38,6 +38,17 @@ struct HealthReport {
   std::string problem;  // why not, when !changes_ok
 };
 
+// A named setting that belongs to no room or queue (a webhook; `kind` says which), kept as
+// durably as rooms and queues are and shared by the processes of a backend. `value` is what the
+// HTTP layer validated and wrote (JSON text): the backend keeps it, never reads it.
+struct ConfigEntry {
+  std::string kind;
+  std::string name;
+  std::string value;
+  bool operator==(const ConfigEntry&) const = default;
+};
+inline constexpr size_t kMaxConfigValueBytes = 64 * 1024;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -149,11 +160,30 @@ class Backend {
 
   // Up to `max` events after `after` (nullopt: from the newest on); `reset` when some after it
   // are no longer kept.
-  virtual void ReadEvents(std::optional<EventId> after, size_t max,
-                          Completion<EventRead> done) = 0;
+  virtual void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) = 0;
   // `fn` is called (on any thread; it must not block) when this process added events. A
   // backend shared by processes does not hear of the others': readers also poll.
   virtual void WatchEvents(std::function<void()> fn) = 0;
+
+  // ---- config entries (ConfigEntry)
+
+  // Sets (creates or replaces) an entry.
+  virtual void PutConfig(ConfigEntry entry, Completion<Done> done) = 0;
+  // Removes an entry: whether there was one.
+  virtual void DeleteConfig(std::string kind, std::string name, Completion<bool> done) = 0;
+  // Every entry of `kind`, by name.
+  virtual void ListConfig(std::string kind, Completion<std::vector<ConfigEntry>> done) = 0;
+
+  // ---- roles: work one process does for all that share the backend (the webhook dispatcher)
+
+  // Takes or renews `role` for `holder` for ttl_ms. Answers the position the role's holders
+  // saved ("" when none) while `holder` holds it, nullopt while another does. A backend of one
+  // process always grants it.
+  virtual void HoldRole(std::string role, std::string holder, int64_t ttl_ms,
+                        Completion<std::optional<std::string>> done) = 0;
+  // Saves the role's position, if `holder` still holds it (false: it does not; nothing saved).
+  virtual void SaveRolePosition(std::string role, std::string holder, std::string position,
+                                Completion<bool> done) = 0;
 
   // Whether a change made now would be kept (a full disk, a lost or read-only Redis: not).
   virtual void CheckHealth(Completion<HealthReport> done) = 0;

@@ -4,7 +4,14 @@
 
 #include <charconv>
 
+#include "core/room_notice.h"
+
 namespace anteroom::store {
+
+bool IsEventType(std::string_view type) {
+  return core::ParseNoticeKind(type).has_value() || type == kQueuePaused ||
+         type == kQueueResumed || type == kJobDead;
+}
 
 std::string EventId::ToString() const { return fmt::format("{}-{}", ms, n); }
 

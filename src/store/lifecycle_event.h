@@ -5,6 +5,7 @@
 // stream), and answers reads after a position (an EventId, the SSE stream's Last-Event-ID).
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,10 +25,20 @@ struct EventId {
   static std::optional<EventId> Parse(std::string_view text);
 };
 
+// What the event order keeps (the embedded backend's ring, the Redis feed): every event of the
+// last kEventsKeepMs, or the last kEventsKeepCount if that is more, never more than
+// kEventsMaxCount.
+inline constexpr size_t kEventsKeepCount = 100'000;
+inline constexpr int64_t kEventsKeepMs = 600'000;
+inline constexpr size_t kEventsMaxCount = 1'000'000;
+
 // The types of a queue's events (a room's are core::ToWire(NoticeKind)).
 inline constexpr std::string_view kJobDead = "job.dead";
 inline constexpr std::string_view kQueuePaused = "queue.paused";
 inline constexpr std::string_view kQueueResumed = "queue.resumed";
+
+// Whether `type` is one of the types above or a room's (the stream's and webhooks' filters).
+bool IsEventType(std::string_view type);
 
 struct LifecycleEvent {
   EventId id;

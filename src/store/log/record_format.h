@@ -3,7 +3,7 @@
 //
 // A file is a header followed by records:
 //
-//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (5)
+//   header (32 bytes): "anteroom" | u32 kind ("LOG1" or "SNP1" as bytes) | u32 version (6)
 //                      | u64 sequence (the segment's or snapshot's number) | u32 reserved (0)
 //                      | u32 crc32c of the 28 bytes before it
 //   record:            u32 length | u32 crc32c(payload) | u32 crc32c(the 8 bytes before it)
@@ -30,7 +30,8 @@
 // (core/room_snapshot.cc), and a record gains fields only at its end, read when bytes remain.
 // Versions 1 to 3 were development formats, never released. 4 added the launch-day state
 // (events, pre-queue, draws, queueing methods); 5 a room's page settings, at the end of a room
-// patch and of a room's snapshot.
+// patch and of a room's snapshot; 6 config entries (webhooks): a record kind (SetConfigRecord)
+// and a section at the end of the state snapshot.
 
 #include <cstdint>
 #include <functional>
@@ -39,7 +40,7 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestReadableFormat = 4;
 inline constexpr bool IsReadableFormat(uint32_t v) {
   return v >= kOldestReadableFormat && v <= kFormatVersion;

@@ -370,6 +370,16 @@ bool SetQueueKeyRecord::Decode(ByteReader& r) {
   return !r.failed();
 }
 
+void SetConfigRecord::Encode(ByteWriter& w) const {
+  w.PutString(kind);
+  PutOptionalString(w, value);
+}
+bool SetConfigRecord::Decode(ByteReader& r) {
+  kind = r.GetView();
+  value = GetOptionalView(r);
+  return !r.failed();
+}
+
 // ---- the head ------------------------------------------------------------------------------
 
 bool DecodeHead(ByteReader& r, ChangeHead& head) {

@@ -68,6 +68,8 @@ enum class ChangeKind : uint8_t {
   kSetPaused = 25,
   kSetQueueKey = 26,
   kReclaim = 27,
+  // neither: a config entry (its name is the record's name)
+  kSetConfig = 28,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -328,6 +330,18 @@ struct SetPausedRecord {
 struct SetQueueKeyRecord {
   static constexpr ChangeKind kKind = ChangeKind::kSetQueueKey;
   std::optional<std::string_view> digest = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// ---- config entries ------------------------------------------------------------------------
+
+// str kind | opt-str value: the entry set to `value`, or removed (none). store/backend.h's
+// ConfigEntry; the record's name is the entry's.
+struct SetConfigRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSetConfig;
+  std::string_view kind = {};
+  std::optional<std::string_view> value = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };

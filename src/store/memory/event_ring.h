@@ -20,9 +20,9 @@
 namespace anteroom::store {
 
 struct EventRingLimits {
-  size_t keep_count = 100'000;
-  int64_t keep_ms = 600'000;
-  size_t max_count = 1'000'000;
+  size_t keep_count = kEventsKeepCount;
+  int64_t keep_ms = kEventsKeepMs;
+  size_t max_count = kEventsMaxCount;
 };
 
 class EventRing {

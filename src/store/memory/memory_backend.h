@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -116,6 +117,14 @@ class MemoryBackend final : public Backend {
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
   void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
   void WatchEvents(std::function<void()> fn) override;
+  void PutConfig(ConfigEntry entry, Completion<Done> done) override;
+  void DeleteConfig(std::string kind, std::string name, Completion<bool> done) override;
+  void ListConfig(std::string kind, Completion<std::vector<ConfigEntry>> done) override;
+  // One process: the role is always its; the position is kept in memory (events are too).
+  void HoldRole(std::string role, std::string holder, int64_t ttl_ms,
+                Completion<std::optional<std::string>> done) override;
+  void SaveRolePosition(std::string role, std::string holder, std::string position,
+                        Completion<bool> done) override;
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Processes every deadline due now. The timer thread calls it; so may tests.
@@ -167,6 +176,12 @@ class MemoryBackend final : public Backend {
   };
   struct RoomSlot;
   struct QueueSlot;
+  // Config entries (memory_config.cc): never due; a slot for its lock and its latest record.
+  struct ConfigSlot final : Slot {
+    int64_t NextDeadline() const override { return INT64_MAX; }
+    void RunDue(int64_t, Deferred&) override {}
+    std::map<std::pair<std::string, std::string>, std::string> entries;  // (kind, name) -> value
+  };
   struct Wakeup {
     int64_t when;
     std::weak_ptr<Slot> slot;
@@ -261,6 +276,9 @@ class MemoryBackend final : public Backend {
   std::shared_mutex queues_mu_;
   std::unordered_map<std::string, std::shared_ptr<QueueSlot>> queues_;
   std::atomic<size_t> listed_queues_{0};  // queues QueueSlot::Counted() (what max_queues counts)
+  std::shared_ptr<ConfigSlot> config_ = std::make_shared<ConfigSlot>();
+  std::mutex roles_mu_;
+  std::map<std::string, std::string> role_positions_;
 
   std::mutex schedule_mu_;
   std::condition_variable schedule_cv_;

@@ -267,6 +267,19 @@ class ChangeReplayer {
     return Done{};
   }
 
+  // ---- config entries
+
+  OpResult<Done> Apply(const SetConfigRecord& c) {
+    if (c.value && c.value->size() > kMaxConfigValueBytes) return OutOfRange(c);
+    std::pair<std::string, std::string> key{std::string(c.kind), name_};
+    if (c.value) {
+      b_.config_->entries[key] = std::string(*c.value);
+    } else if (b_.config_->entries.erase(key) == 0) {
+      return Diverged("config entry '" + name_ + "' removed twice");
+    }
+    return Done{};
+  }
+
   // ---- helpers
 
   core::Room* FindRoom() {
@@ -375,6 +388,8 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<SetQueueKeyRecord>(r);
     case ChangeKind::kReclaim:
       return replay.DecodeAndApply<ReclaimRecord>(r);
+    case ChangeKind::kSetConfig:
+      return replay.DecodeAndApply<SetConfigRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }

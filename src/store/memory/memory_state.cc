@@ -38,7 +38,9 @@ void MemoryBackend::FinishRecovery() {
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
-// opt-str key, Queue). Room and Queue write their own versioned layouts (core/*_snapshot.cc).
+// opt-str key, Queue) | u64 config entries, each (str kind, str name, str value). Room and Queue
+// write their own versioned layouts (core/*_snapshot.cc). Data format 4 and 5 end after the
+// queues (no config entries then).
 // Sorted by name, so equal states write equal bytes (tests compare them).
 void MemoryBackend::SaveState(ByteWriter& out) const {
   out.Put(kStateFormat);
@@ -57,6 +59,12 @@ void MemoryBackend::SaveState(ByteWriter& out) const {
     out.PutBool(slot->listed);
     PutOptionalString(out, slot->key_digest);
     slot->queue.Save(out);
+  }
+  out.Put<uint64_t>(config_->entries.size());
+  for (const auto& [key, value] : config_->entries) {
+    out.PutString(key.first);
+    out.PutString(key.second);
+    out.PutString(value);
   }
 }
 
@@ -82,6 +90,16 @@ bool MemoryBackend::LoadState(ByteReader& in) {
     if (slot->key_digest && slot->key_digest->size() != kQueueKeyDigestBytes) return false;
     if (!slot->queue.Restore(in)) return false;
     queues_[name] = std::move(slot);
+  }
+  config_->entries.clear();
+  if (in.done()) return true;  // data format 4 or 5
+  uint64_t entries = in.GetCount(12);
+  for (uint64_t k = 0; k < entries && !in.failed(); ++k) {
+    std::string kind = in.GetString();
+    std::string name = in.GetString();
+    std::string value = in.GetString();
+    if (value.size() > kMaxConfigValueBytes) return false;
+    config_->entries[{std::move(kind), std::move(name)}] = std::move(value);
   }
   return in.done();
 }

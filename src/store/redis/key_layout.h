@@ -39,6 +39,18 @@ class KeyLayout {
   std::string Registry() const { return prefix_ + "registry"; }
   // Pub/Sub channel: a queue's name, published when long polls there should look again.
   std::string WakeChannel() const { return prefix_ + "wake"; }
+  // Lifecycle events of every room and queue (a stream), and the newest position trimmed from it
+  // (prelude.lua's feed). Passed to room.lua and queue.lua as KEYS 17 and 18 on a single Redis;
+  // the stream's name is also the channel its writers publish on.
+  std::string Feed() const { return prefix_ + "feed"; }
+  std::string FeedHorizon() const { return prefix_ + "feed-horizon"; }
+  // Config entries of a kind (a hash: name -> value; store/backend.h ConfigEntry).
+  std::string Config(const std::string& kind) const { return prefix_ + "config:" + kind; }
+  // A role's holder (a string with a TTL) and its saved position: one slot ({role:NAME}).
+  std::string Role(const std::string& role) const { return prefix_ + "{role:" + role + "}:holder"; }
+  std::string RolePosition(const std::string& role) const {
+    return prefix_ + "{role:" + role + "}:position";
+  }
   // The token secret shared by every process on this Redis.
   std::string Secret() const { return prefix_ + "secret"; }
   // The asymmetric token signing key (PEM) of an algorithm ("EdDSA", "ES256"), shared alike.

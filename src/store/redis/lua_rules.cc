@@ -9,9 +9,11 @@
 #include "core/queue_types.h"
 #include "core/room.h"
 #include "core/room_event.h"
+#include "core/room_notice.h"
 #include "core/room_pass.h"
 #include "core/room_types.h"
 #include "core/schedule.h"
+#include "store/lifecycle_event.h"
 
 namespace anteroom::store::redis {
 
@@ -89,6 +91,18 @@ std::string LuaRules() {
       core::kMaxPassesPerRoom, wire::kPassNotValid, wire::kPassUsedUp, wire::kPassExpired,
       wire::TooManyPasses(core::kMaxPassesPerRoom), LuaMessage(wire::PassIdTaken(kFigure)),
       LuaMessage(wire::UnknownPass(kFigure)));
+  // Lifecycle events (core/room_notice.h, store/lifecycle_event.h): each room notice's wire type
+  // by its name after the dot (RULES.notice.admitted = 'room.admitted'), a queue's, and what the
+  // feed keeps.
+  rules += "RULES.notice = {";
+  for (int k = 0; k < core::kNoticeKinds; ++k) {
+    std::string_view wire = core::ToWire(static_cast<core::NoticeKind>(k));
+    rules += fmt::format("{} = '{}', ", wire.substr(wire.find('.') + 1), wire);
+  }
+  rules += fmt::format(
+      "}}\nRULES.job_dead = '{}'\nRULES.queue_paused = '{}'\nRULES.queue_resumed = '{}'\n"
+      "RULES.feed_keep_count = {}\nRULES.feed_keep_ms = {}\nRULES.feed_max_count = {}\n",
+      kJobDead, kQueuePaused, kQueueResumed, kEventsKeepCount, kEventsKeepMs, kEventsMaxCount);
   return rules;
 }
 

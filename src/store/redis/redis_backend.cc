@@ -27,6 +27,24 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr const char* kSweepBatch = "256";
+// Roles (Backend::HoldRole): KEYS 1 holder (string with a TTL), 2 position; ARGV 1 the holder.
+// hold_role: ARGV 2 ttl ms; answers the position ('' when none) to the holder, nil to others.
+constexpr const char* kHoldRoleLua = R"lua(
+local function run(KEYS, ARGV)
+  local held = redis.call('GET', KEYS[1])
+  if held and held ~= ARGV[1] then return nil end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
+  return redis.call('GET', KEYS[2]) or ''
+end
+)lua";
+// save_role: ARGV 2 the position; 1 when saved, 0 when another holds the role.
+constexpr const char* kSaveRoleLua = R"lua(
+local function run(KEYS, ARGV)
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  redis.call('SET', KEYS[2], ARGV[2])
+  return 1
+end
+)lua";
 
 bool IsTransient(const Reply& r) {
   for (const char* p : {"OOM", "LOADING", "BUSY", "MASTERDOWN", "READONLY", "CLUSTERDOWN",
@@ -100,10 +118,14 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       lease_key_(options_.lease_secret),
       room_script_("room", LuaRules() + lua::kRoom),
       queue_script_("queue", LuaRules() + lua::kQueue),
-      sweep_script_("sweep", lua::kSweep) {
+      sweep_script_("sweep", lua::kSweep),
+      feed_script_("feed", lua::kFeed),
+      hold_role_script_("hold_role", kHoldRoleLua),
+      save_role_script_("save_role", kSaveRoleLua) {
   std::string error;
   auto url = ParseRedisUrl(options_.url, error);
   if (!url) throw std::runtime_error(error);
+  feed_ = !url->cluster;
   std::vector<asio::io_context*> contexts = options_.contexts;
   if (contexts.empty()) {
     own_io_ = std::make_unique<asio::io_context>();
@@ -138,9 +160,16 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   }
   asio::post(home().io, [this] {
     subscriber_ = home().client->NewSubscriber();
-    subscriber_->OnMessage([this](const std::string&, const std::string& queue) { Wake(queue); });
+    subscriber_->OnMessage([this](const std::string& channel, const std::string& queue) {
+      if (channel == keys_.Feed()) return TellWatchers();
+      Wake(queue);
+    });
     subscriber_->OnUp([this] {
       subscriber_->Command({"SUBSCRIBE", keys_.WakeChannel()}, [](Reply) {});
+      if (feed_) {
+        subscriber_->Command({"SUBSCRIBE", keys_.Feed()}, [](Reply) {});
+        TellWatchers();  // events may have come while it was down
+      }
       // Messages may have been missed while down: every long poll looks again.
       for (auto& [queue, polls] : polls_) Wake(queue);
       // Redis may have come back empty (restarted without persistence): shared values again.
@@ -251,7 +280,9 @@ OpResult<Reply> Checked(Reply r) {
 void RedisBackend::RoomScript(Shard& s, const std::string& room, std::vector<std::string> argv,
                               ReplyFn k) {
   argv.insert(argv.begin() + 1, {NowArg(), std::to_string(options_.token_ttl_ms), Entropy(s)});
-  s.client->Eval(room_script_, keys_.Room(room), std::move(argv), [this, &s, room, k](Reply r) {
+  std::vector<std::string> keys = keys_.Room(room);
+  if (feed_) keys.insert(keys.end(), {keys_.Feed(), keys_.FeedHorizon()});
+  s.client->Eval(room_script_, std::move(keys), std::move(argv), [this, &s, room, k](Reply r) {
     AfterScript(s, 'r', room, r);
     OpResult<Reply> result = Checked(std::move(r));
     if (result.status() == OpStatus::kUnknownRoom) {
@@ -264,7 +295,9 @@ void RedisBackend::RoomScript(Shard& s, const std::string& room, std::vector<std
 void RedisBackend::QueueScript(Shard& s, const std::string& queue, std::vector<std::string> argv,
                                ReplyFn k) {
   argv.insert(argv.begin() + 1, NowArg());
-  s.client->Eval(queue_script_, keys_.Queue(queue), std::move(argv), [this, &s, queue, k](Reply r) {
+  std::vector<std::string> keys = keys_.Queue(queue);
+  if (feed_) keys.insert(keys.end(), {keys_.Feed(), keys_.FeedHorizon()});
+  s.client->Eval(queue_script_, std::move(keys), std::move(argv), [this, &s, queue, k](Reply r) {
     AfterScript(s, 'q', queue, r);
     k(Checked(std::move(r)));
   });
@@ -382,10 +415,126 @@ void RedisBackend::DeleteRoom(std::string room, Completion<core::RoomInfo> done)
 }
 
 // Rooms are listed from the registry, then read one by one (each in its own slot).
-// Not kept on Redis yet: the stream answers 503 saying so rather than an empty stream that would
-// look like a quiet backend.
-void RedisBackend::ReadEvents(std::optional<EventId>, size_t, Completion<EventRead> done) {
-  done(OpResult<EventRead>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnRedis)));
+// On a single Redis, from the feed every process writes (feed.lua). Not kept on Redis Cluster:
+// the stream answers 503 saying so rather than an empty stream that would look like a quiet
+// backend.
+void RedisBackend::ReadEvents(std::optional<EventId> after, size_t max,
+                              Completion<EventRead> done) {
+  if (!feed_) {
+    return done(
+        OpResult<EventRead>(OpStatus::kUnavailable, std::string(wire::kEventsNotOnCluster)));
+  }
+  Post([this, after, max, done = std::move(done)](Shard& s) {
+    s.client->Eval(feed_script_, {keys_.Feed(), keys_.FeedHorizon()},
+                   {after ? after->ToString() : std::string(), std::to_string(max)},
+                   [done](Reply r) {
+                     if (r.type == Reply::Type::kTransport) {
+                       return done({OpStatus::kUnavailable, wire::RedisUnavailable(r.str)});
+                     }
+                     std::optional<EventRead> read = ParseEventRead(r);
+                     if (!read) {
+                       return done({OpStatus::kInternal, "redis: unexpected answer from feed.lua"});
+                     }
+                     done(OpResult<EventRead>(std::move(*read)));
+                   });
+  });
+}
+
+namespace {
+// A plain command's failure as an OpResult (nullopt: it went through).
+std::optional<OpStatus> Failed(const Reply& r, std::string& message) {
+  if (r.type == Reply::Type::kTransport) {
+    message = wire::RedisUnavailable(r.str);
+    return OpStatus::kUnavailable;
+  }
+  if (r.type == Reply::Type::kError) {
+    message = "redis: " + r.str;
+    return IsTransient(r) ? OpStatus::kUnavailable : OpStatus::kInternal;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+void RedisBackend::HoldRole(std::string role, std::string holder, int64_t ttl_ms,
+                            Completion<std::optional<std::string>> done) {
+  Post([this, role = std::move(role), holder = std::move(holder), ttl_ms,
+        done = std::move(done)](Shard& s) {
+    s.client->Eval(hold_role_script_, {keys_.Role(role), keys_.RolePosition(role)},
+                   {holder, std::to_string(ttl_ms)}, [done](Reply r) {
+                     std::string message;
+                     if (auto status = Failed(r, message)) return done({*status, message});
+                     if (r.type != Reply::Type::kString) {
+                       return done(std::optional<std::string>());
+                     }
+                     done(std::optional<std::string>(r.str));
+                   });
+  });
+}
+
+void RedisBackend::SaveRolePosition(std::string role, std::string holder, std::string position,
+                                    Completion<bool> done) {
+  Post([this, role = std::move(role), holder = std::move(holder), position = std::move(position),
+        done = std::move(done)](Shard& s) {
+    s.client->Eval(save_role_script_, {keys_.Role(role), keys_.RolePosition(role)},
+                   {holder, position}, [done](Reply r) {
+                     std::string message;
+                     if (auto status = Failed(r, message)) return done({*status, message});
+                     done(r.AsInt() == 1);
+                   });
+  });
+}
+
+void RedisBackend::PutConfig(ConfigEntry entry, Completion<Done> done) {
+  Post([this, entry = std::move(entry), done = std::move(done)](Shard& s) {
+    std::string key = keys_.Config(entry.kind);
+    s.client->Call(key, {"HSET", key, entry.name, entry.value}, [done](Reply r) {
+      std::string message;
+      if (auto status = Failed(r, message)) return done({*status, message});
+      done(Done{});
+    });
+  });
+}
+
+void RedisBackend::DeleteConfig(std::string kind, std::string name, Completion<bool> done) {
+  Post([this, kind = std::move(kind), name = std::move(name), done = std::move(done)](Shard& s) {
+    std::string key = keys_.Config(kind);
+    s.client->Call(key, {"HDEL", key, name}, [done](Reply r) {
+      std::string message;
+      if (auto status = Failed(r, message)) return done({*status, message});
+      done(r.AsInt() == 1);
+    });
+  });
+}
+
+void RedisBackend::ListConfig(std::string kind, Completion<std::vector<ConfigEntry>> done) {
+  Post([this, kind = std::move(kind), done = std::move(done)](Shard& s) {
+    std::string key = keys_.Config(kind);
+    s.client->Call(key, {"HGETALL", key}, [kind, done](Reply r) {
+      std::string message;
+      if (auto status = Failed(r, message)) return done({*status, message});
+      std::vector<ConfigEntry> out;
+      for (size_t k = 0; k + 1 < r.elements.size(); k += 2) {
+        out.push_back({kind, r.elements[k].str, r.elements[k + 1].str});
+      }
+      std::sort(out.begin(), out.end(),
+                [](const ConfigEntry& a, const ConfigEntry& b) { return a.name < b.name; });
+      done(std::move(out));
+    });
+  });
+}
+
+void RedisBackend::WatchEvents(std::function<void()> fn) {
+  std::lock_guard lock(watchers_mu_);
+  watchers_.push_back(std::move(fn));
+}
+
+void RedisBackend::TellWatchers() {
+  std::vector<std::function<void()>> watchers;
+  {
+    std::lock_guard lock(watchers_mu_);
+    watchers = watchers_;
+  }
+  for (auto& fn : watchers) fn();
 }
 
 // A process whose token secret (or signing key) is not the one Redis holds is reported too:

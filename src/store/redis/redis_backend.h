@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -139,7 +140,17 @@ class RedisBackend final : public Backend {
                    Completion<Done> done) override;
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
   void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
-  void WatchEvents(std::function<void()>) override {}
+  // Called on the home shard's thread when any process told the feed something.
+  void WatchEvents(std::function<void()> fn) override;
+  // A hash per kind (KeyLayout::Config).
+  void PutConfig(ConfigEntry entry, Completion<Done> done) override;
+  void DeleteConfig(std::string kind, std::string name, Completion<bool> done) override;
+  void ListConfig(std::string kind, Completion<std::vector<ConfigEntry>> done) override;
+  // A string with a TTL names the holder (role_script_); the position beside it.
+  void HoldRole(std::string role, std::string holder, int64_t ttl_ms,
+                Completion<std::optional<std::string>> done) override;
+  void SaveRolePosition(std::string role, std::string holder, std::string position,
+                        Completion<bool> done) override;
   void CheckHealth(Completion<HealthReport> done) override;
 
   // Sweeps whatever is due now and times out long polls past their deadline; returns when
@@ -344,7 +355,12 @@ class RedisBackend final : public Backend {
   RedisBackendOptions options_;
   KeyLayout keys_;
   core::Hmac lease_key_;
-  Script room_script_, queue_script_, sweep_script_;
+  Script room_script_, queue_script_, sweep_script_, feed_script_, hold_role_script_,
+      save_role_script_;
+  bool feed_ = false;  // lifecycle events are kept (a single Redis: room.lua's KEYS 17, 18)
+  std::mutex watchers_mu_;
+  std::vector<std::function<void()>> watchers_;
+  void TellWatchers();
 
   std::unique_ptr<boost::asio::io_context> own_io_;  // without options.contexts
   std::thread own_thread_;

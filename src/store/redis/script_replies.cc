@@ -468,4 +468,54 @@ core::CancelOutcome ParseCancel(const Reply& answer) {
 
 bool ParseKeyRemovalUncounts(const Reply& answer) { return QueuePayload(answer).AsInt() == 1; }
 
+// ---- the feed of lifecycle events ------------------------------------------------------------
+
+namespace {
+// One entry's fields (prelude.lua's feed): t type, at ms, r room | q queue, n sequence,
+// s session, a admission, j job, d detail.
+LifecycleEvent EventOfEntry(const Reply& fields) {
+  LifecycleEvent e;
+  for (size_t k = 0; k + 1 < fields.elements.size(); k += 2) {
+    const std::string& f = fields.elements[k].str;
+    const Reply& v = fields.elements[k + 1];
+    if (f == "t") {
+      e.type = v.str;
+    } else if (f == "at") {
+      e.at_ms = v.AsInt();
+    } else if (f == "r") {
+      e.room = v.str;
+    } else if (f == "q") {
+      e.queue = v.str;
+    } else if (f == "n") {
+      e.seq = static_cast<uint64_t>(v.AsInt());
+    } else if (f == "s") {
+      e.session = v.str;
+    } else if (f == "a") {
+      e.admission = static_cast<uint64_t>(v.AsInt());
+    } else if (f == "j") {
+      e.job = static_cast<uint64_t>(v.AsInt());
+    } else if (f == "d") {
+      e.detail = v.str;
+    }
+  }
+  return e;
+}
+}  // namespace
+
+std::optional<EventRead> ParseEventRead(const Reply& answer) {
+  EventRead read;
+  read.reset = answer.at(0).AsInt() == 1;
+  std::optional<EventId> from = EventId::Parse(answer.at(1).str);
+  if (!from) return std::nullopt;
+  read.last = *from;
+  for (const Reply& entry : answer.at(2).elements) {
+    std::optional<EventId> id = EventId::Parse(entry.at(0).str);
+    if (!id) return std::nullopt;
+    LifecycleEvent& e = read.events.emplace_back(EventOfEntry(entry.at(1)));
+    e.id = *id;
+    read.last = *id;
+  }
+  return read;
+}
+
 }  // namespace anteroom::store::redis

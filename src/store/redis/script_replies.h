@@ -14,6 +14,7 @@
 #include "core/queue_types.h"
 #include "core/room_pass.h"
 #include "core/room_types.h"
+#include "store/lifecycle_event.h"
 #include "store/redis/resp_reply.h"
 
 namespace anteroom::store::redis {
@@ -90,6 +91,10 @@ std::vector<core::RoomEvent> ParseEvents(const Reply& answer);
 std::optional<std::string> ParseAdmissionHolder(const Reply& answer);
 // revoked: whether that admission of the session was revoked.
 bool ParseIsRevoked(const Reply& answer);
+
+// feed.lua: {reset, the position read from, entries as XRANGE gives them}; nullopt when an id
+// is not one (never written so).
+std::optional<EventRead> ParseEventRead(const Reply& answer);
 
 // pass_add: when the passes were made (the room's time).
 int64_t ParsePassesAdded(const Reply& answer);

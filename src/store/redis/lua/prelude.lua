@@ -51,3 +51,51 @@ local function dispatch(ops, kind)
   end
   return op(now_ms())
 end
+
+-- ---- the feed: lifecycle events (store/lifecycle_event.h) -----------------------------------
+-- One capped stream (K_FEED) holds the recent events of every room and queue on this Redis, in
+-- the order they happened, each entry's id its position (what GET /v1/admin/events resumes from).
+-- K_FEED_HORIZON (a string "MS-N") is the newest id trimmed away: a reader after an older
+-- position has missed events (core's EventRing has the same invariant: every event after the
+-- horizon that was ever added is kept). Both are absent from KEYS on Redis Cluster, where a
+-- script may only touch its own slot: nothing is told there (docs/api.md says so).
+-- Kept: every event of the last RULES.feed_keep_ms, or the last RULES.feed_keep_count if that
+-- is more, never more than RULES.feed_max_count. Entries: t type, at ms, r room | q queue,
+-- n the room's sequence, s session, a admission, j job, d detail.
+local K_FEED, K_FEED_HORIZON
+local told = {}  -- this call's events, as XADD field lists, written when its state is
+local function tell(fields) if K_FEED then told[#told + 1] = fields end end
+
+local function parse_id(id)
+  local ms, n = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(n)
+end
+-- Trims the oldest entries past what is kept (at most 64 a call: a call adds far fewer), and
+-- records the newest trimmed as the horizon.
+local function trim_feed()
+  local excess = redis.call('XLEN', K_FEED) - RULES.feed_keep_count
+  if excess <= 0 then return end
+  local t = redis.call('TIME')
+  local cutoff = tonumber(t[1]) * 1000 - RULES.feed_keep_ms
+  local over = redis.call('XLEN', K_FEED) - RULES.feed_max_count
+  local oldest = redis.call('XRANGE', K_FEED, '-', '+', 'COUNT', math.min(excess, 64))
+  local last
+  for k, e in ipairs(oldest) do
+    local ms = parse_id(e[1])
+    if ms >= cutoff and k > over then break end
+    last = e[1]
+  end
+  if not last then return end
+  local ms, n = parse_id(last)
+  redis.call('XTRIM', K_FEED, 'MINID', digits(ms) .. '-' .. digits(n + 1))
+  redis.call('SET', K_FEED_HORIZON, last)
+end
+-- Writes this call's events, and wakes the readers of every process (the feed's name is also
+-- the channel they listen on).
+local function flush_told()
+  if #told == 0 then return end
+  for _, f in ipairs(told) do redis.call('XADD', K_FEED, '*', unpack(f)) end
+  told = {}
+  trim_feed()
+  redis.call('PUBLISH', K_FEED, '')
+end

@@ -50,6 +50,7 @@ local function save_queue()
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
              q.listed, q.axmin, q.due}))
+  flush_told()
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
@@ -131,7 +132,11 @@ local function add_history(x, err, now)
   h[#h + 1] = {x.attempt, err, now}
   redis.call('HSET', K_HISTORY, pad(x.id), cmsgpack.pack(h))
 end
-local function bury(x, now)
+local function bury(x, now, err)
+  if K_FEED then
+    tell({'t', RULES.job_dead, 'at', digits(now), 'q', string.match(K_META, '{q:(.*)}:m$'), 'j',
+          digits(x.id), 'd', err or ''})
+  end
   x.st, x.failed_at = 'x', now
   redis.call('ZADD', K_DEAD, now, pad(x.id))
   save_job(x)
@@ -141,7 +146,7 @@ local function fail(x, err, now, expired)
   end_lease(x)
   add_history(x, err, now)
   if expired then queue.expired = queue.expired + 1 end
-  if x.attempt >= x.max_attempts then return bury(x, now) end
+  if x.attempt >= x.max_attempts then return bury(x, now, err) end
   make_ready(x, true)
 end
 local function free_job(x)
@@ -237,6 +242,7 @@ local function counted() return queue.listed == 1 or keyed() end
 local function answer(force, payload)
   if holds_nothing() then
     redis.call('DEL', K_META, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS)
+    flush_told()  -- a resume that left nothing behind is still told
     return {'ok', NOTHING_TO_REGISTER, 0, payload}
   end
   local reg = to_register(force)
@@ -333,7 +339,7 @@ local function nack(x, delay, err, jitter)
   end_lease(x)
   queue.nacked = queue.nacked + 1
   add_history(x, err, queue.now)
-  if x.attempt >= x.max_attempts then return bury(x, queue.now) end
+  if x.attempt >= x.max_attempts then return bury(x, queue.now, err) end
   if delay ~= '' then
     delay = tonumber(delay)
   else
@@ -618,6 +624,10 @@ local function op_set_paused(now)
     create_queue(now)
   end
   advance(now)
+  if (queue.paused ~= 0) ~= (paused ~= 0) and K_FEED then
+    tell({'t', paused ~= 0 and RULES.queue_paused or RULES.queue_resumed, 'at', digits(queue.now),
+          'q', string.match(K_META, '{q:(.*)}:m$')})
+  end
   queue.paused = paused
   return answer(false, 1)
 end
@@ -672,6 +682,7 @@ local function run(keys, argv)
   K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
   K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
   K_WORKER_JOBS, K_POLL, K_QUEUE_KEY = KEYS[14], KEYS[15], KEYS[16]
+  K_FEED, K_FEED_HORIZON, told = KEYS[17], KEYS[18], {}
   queue = {}
   return dispatch(OPS, 'queue')
 end

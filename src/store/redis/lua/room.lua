@@ -87,10 +87,12 @@ local cfg = {}
 -- -1: none); ov, the overrides of the event running (a table, false: none). dr: the draw being
 -- published (false: none), {ev = event id, sh = 1 shuffled / 0 arrival order, at, n = its
 -- people, pub = positions published, seed = the seed's 32 bytes ('' unshuffled)}.
+-- ns: the room's count of its lifecycle events (core Room's notice_seq_; see note).
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
--- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr ns
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0,
-                  qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false}
+                  qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false,
+                  ns = 1}
 local function effective()
   local r, o = room, room.ov or {}
   -- The brake is the operator's: an event's method never lets go of it.
@@ -112,7 +114,8 @@ local function load_room()
           rvmin = t[14], aw = t[15], fw = t[16], paused = t[17] or d.paused, url = t[18] or d.url,
           ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
           inc = t[23] or d.inc, qm = t[24] or d.qm, nb = t[25] or d.nb, pq = t[26] or d.pq,
-          es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr}
+          es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr,
+          ns = t[31] or d.ns}
   ver0 = room.ver
   effective()
   return true
@@ -124,7 +127,32 @@ local function save_room()
   redis.call('SET', K_META, cmsgpack.pack({r.cap, r.grace, r.cto, r.idle, r.apm, r.now, r.holders,
              r.adm, r.seq, r.admitted, r.dropped, r.released, r.hint, r.rvmin, r.aw, r.fw,
              r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc, r.qm, r.nb, r.pq, r.es, r.ee, r.ov,
-             r.dr}))
+             r.dr, r.ns}))
+  flush_told()
+end
+
+-- ---- lifecycle events (core Room::Note) -------------------------------------------------------
+-- Counted always (room.ns), so a room's sequence is the core's; told to the feed (prelude.lua)
+-- when the call's state is written. `x`: the session it is about (nil: the room's own).
+local NOTICE = RULES.notice
+local room_name
+local function note(kind, at, x, detail)
+  room.ns = room.ns + 1
+  if not K_FEED then return end
+  room_name = room_name or string.match(K_META, '{r:(.*)}:m$')
+  local f = {'t', kind, 'at', digits(at), 'r', room_name, 'n', digits(room.ns)}
+  if x then
+    f[#f + 1], f[#f + 2] = 's', x.id
+    if kind == NOTICE.admitted then f[#f + 1], f[#f + 2] = 'a', digits(x.admission) end
+  end
+  if detail then f[#f + 1], f[#f + 2] = 'd', detail end
+  tell(f)
+end
+-- A new room's first event, numbered with the count it starts from (core: the backend tells it).
+local function note_created(now)
+  if not K_FEED then return end
+  room_name = room_name or string.match(K_META, '{r:(.*)}:m$')
+  tell({'t', NOTICE.created, 'at', digits(now), 'r', room_name, 'n', digits(room.ns)})
 end
 
 -- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last WINDOW_SECONDS whole seconds
@@ -462,6 +490,7 @@ local function admit(id, now)
   redis.call('HSET', K_REVOKED, '#' .. digits(x.admission), id)
   room.holders = room.holders + 1
   room.admitted = room.admitted + 1
+  note(NOTICE.admitted, now, x)
   room.aw = win_add(room.aw, now)
   save_session(x)
   set_deadline(x)
@@ -537,6 +566,7 @@ end
 local function send_holders_back(to_prequeue, now)
   local holders = holders_by_admission()
   for _, x in ipairs(holders) do
+    note(NOTICE.revoked, now, x)
     revoke(x, now)
     redis.call('HDEL', K_REVOKED, '#' .. digits(x.admission))
     room.holders = room.holders - 1
@@ -602,10 +632,12 @@ end
 -- them, and freed or added slots are filled. With `fresh_presence` (an event's stage or its
 -- schedule changed the timeouts, not the operator's own settings) nobody is dropped by a
 -- shorter timeout before they could check in under it: everyone counts as seen now.
+local creating  -- a room being made: its method is not a change (core: no notice then)
 local function apply_effective(now, fresh_presence)
   local before = cfg
   effective()
   bump_version()
+  if before.qm ~= cfg.qm and not creating then note(NOTICE.method_changed, now, nil, cfg.qm) end
   if before.grace ~= cfg.grace or before.cto ~= cfg.cto or before.idle ~= cfg.idle then
     rekey_all(fresh_presence and room.now or nil)
   end
@@ -673,6 +705,7 @@ end
 -- first, in admission order (their tokens revoked), then the line in order. The front line
 -- (those who came with a pass) stays ahead, waiting. O(line) then.
 local function open_prequeue(e, now)
+  note(NOTICE.prequeue, now, nil, e.id)
   bump_version()
   if e.sc ~= 'all' then return end
   send_holders_back(true, now)
@@ -702,6 +735,7 @@ end
 -- kept with the event (its "shuffle"). A shuffle of nobody is over at once. Its positions are
 -- published by the draw op, in chunks the processes' sweepers send (RedisBackend::SweepOne).
 local function start_event(e, events, now)
+  note(NOTICE.started, now, nil, e.id)
   e.stage = STAGE.running
   compute_next_boundary(events)
   local n = redis.call('ZCARD', K_PREQUEUE)
@@ -735,6 +769,7 @@ local function process_boundary(when)
         return save_events(events)
       elseif e.stage == STAGE.running and e.en == room.nb then
         e.stage = STAGE.ended
+        note(NOTICE.ended, when, nil, e.id)
         compute_next_boundary(events)
         apply_effective(when, true)
         return save_events(events)
@@ -750,9 +785,11 @@ end
 local function process_due(x, when, at)
   if x.st == 'w' or x.st == 'p' then  -- a drop-out from the pre-queue loses its draw
     room.dropped = room.dropped + 1
+    note(NOTICE.dropped, when, x)
     drop_waiting(x)
   elseif x.st == 'a' then
     if not x.claimed and x.since + cfg.cto <= at then
+      note(NOTICE.dropped, when, x)
       release(x, when, true)
     else  -- idle: as if it had left at this moment
       bump_version()
@@ -761,6 +798,7 @@ local function process_due(x, when, at)
       set_deadline(x)
     end
   elseif x.st == 'g' then
+    note(NOTICE.expired, when, x)
     release(x, when, false)
   end
 end
@@ -1003,7 +1041,8 @@ local function create_room(now, inc)
        idle = RULES.idle_timeout_ms, apm = -1, now = now, holders = 0,
        adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
        aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
-       inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr}
+       inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr,
+       ns = d.ns}
   -- Left by a process whose script predates these keys (it deleted the room without them).
   redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
   redis.call('UNLINK', K_DRAW, K_PASSES)
@@ -1036,6 +1075,7 @@ local function op_put_room(now)
   if not exists then
     if patch.cap == '' then return {'invalid_argument', MSG.capacity_required} end
     create_room(now, tonumber(ARGV[15] or '0') or 0)
+    note_created(now)
   else
     advance(now)
   end
@@ -1048,7 +1088,10 @@ local function op_put_room(now)
   set_gate(ARGV[16] or '', exists)
   set_gate(ARGV[19] or '', exists, K_PAGE)
   bump_version()
+  if exists then note(NOTICE.changed, room.now) end
+  creating = not exists
   apply_effective(room.now)
+  creating = false
   if ARGV[18] == '1' and cfg.qm == METHOD.queue_all then send_holders_back(false, room.now) end
   return answer(to_register(true), info())
 end
@@ -1062,6 +1105,8 @@ local function op_delete_room(now)
   if not load_room() then return no_room() end
   advance(now)
   local out = info()
+  note(NOTICE.deleted, room.now)
+  flush_told()
   -- UNLINK: a large line or draw is freed off Redis's main thread.
   redis.call('UNLINK', K_META, K_LINE, K_SESSIONS, K_DEADLINES, K_REVOKED, K_REVOKED_EXPIRY,
              K_CLIENTS, K_REFILLS, K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS, K_EVENTS, K_PREQUEUE,
@@ -1121,6 +1166,7 @@ local function use_pass(x, id, client, pid, p)
   p.left = p.left - 1
   save_pass(pid, p)
   if not x then x = join(id, client, true) end
+  note(NOTICE.pass_used, room.now, x, pid)
   unline(x)
   x.st, x.last_seen = 'w', room.now
   front_add(id)
@@ -1201,6 +1247,7 @@ join = function(id, client, held)
   count_join(x, client, room.now)
   save_session(x)
   set_deadline(x)
+  note(NOTICE.joined, room.now, x)
   if held then return x end
   fill(room.now)
   return load_session(id)
@@ -1278,7 +1325,8 @@ local function load_session_or_refuse(now)
   return x
 end
 -- x leaves the room for good (core Room::End): out of the line, or its place freed for the next.
-local function end_session(x)
+local function end_session(x, why)
+  note(why, room.now, x)
   if x.st == 'w' or x.st == 'p' then
     drop_waiting(x)
   else
@@ -1300,7 +1348,7 @@ end
 local function op_leave(now)
   local x, refusal = load_session_or_refuse(now)
   if not x then return refusal end
-  if x.st == 'w' or x.st == 'p' or ARGV[6] == '1' then return end_session(x) end
+  if x.st == 'w' or x.st == 'p' or ARGV[6] == '1' then return end_session(x, NOTICE.left) end
   if x.st == 'a' then
     bump_version()
     x.st, x.since = 'g', room.now + cfg.grace
@@ -1312,7 +1360,7 @@ end
 local function op_evict(now)
   local x, refusal = load_session_or_refuse(now)
   if not x then return refusal end
-  return end_session(x)
+  return end_session(x, NOTICE.revoked)
 end
 
 -- The holder of admission `adm` in a room from before the '#ADMISSION' index (incarnation 0):
@@ -1513,6 +1561,7 @@ local function run(keys, argv)
   K_GATE, K_LINE_SNAPSHOT, K_LINE_DELTAS = KEYS[9], KEYS[10], KEYS[11]
   K_EVENTS, K_PREQUEUE, K_DRAW, K_PASSES = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
   K_PAGE = KEYS[16]
+  K_FEED, K_FEED_HORIZON, told, room_name = KEYS[17], KEYS[18], {}, nil
   revocation_ttl = tonumber(ARGV[3])
   ENTROPY = ARGV[4] or ''
   if #ENTROPY ~= 64 or string.find(ENTROPY, '[^%x]') then

@@ -1,0 +1,169 @@
+#include "server/webhook_worker.h"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
+
+#include "server/webhook_dispatcher.h"
+
+namespace anteroom::server {
+
+WebhookWorker::WebhookWorker(store::Backend& backend, const Clock& clock,
+                             boost::asio::io_context& io, WebhookSender& sender, std::string worker,
+                             WebhookWorkerOptions options)
+    : backend_(backend),
+      clock_(clock),
+      io_(io),
+      sender_(sender),
+      worker_(std::move(worker)),
+      options_(options),
+      timer_(io) {}
+
+WebhookWorker::~WebhookWorker() { *alive_ = false; }
+
+void WebhookWorker::Start() {
+  boost::asio::post(io_, [this] { Reload(); });
+}
+
+void WebhookWorker::Stop() {
+  boost::asio::post(io_, [this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+// Reads the webhooks; starts a loop for each enabled one, and lets the others' loops run down.
+void WebhookWorker::Reload() {
+  if (stopped_) return;
+  backend_.ListConfig(
+      std::string(kWebhookKind), [this](OpResult<std::vector<store::ConfigEntry>> r) {
+        boost::asio::post(io_, [this, r = std::move(r)] {
+          if (stopped_) return;
+          if (r.ok()) {
+            for (auto& [name, loop] : loops_) loop.wanted = false;
+            for (const store::ConfigEntry& e : *r) {
+              std::optional<Webhook> w = LoadWebhook(e);
+              if (!w || w->disabled_at_ms) continue;
+              Loop& loop = loops_[w->name];
+              loop.webhook = std::move(*w);
+              loop.wanted = true;
+              Fetch(loop.webhook.name);
+            }
+            std::erase_if(loops_, [](const auto& kv) {
+              return !kv.second.wanted && kv.second.inflight == 0 && !kv.second.fetching;
+            });
+          }
+          timer_.expires_after(options_.reload);
+          timer_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) Reload();
+          });
+        });
+      });
+}
+
+void WebhookWorker::Fetch(const std::string& name) {
+  auto it = loops_.find(name);
+  if (stopped_ || it == loops_.end()) return;
+  Loop& loop = it->second;
+  if (!loop.wanted || loop.fetching || loop.inflight >= options_.concurrency) return;
+  loop.fetching = true;
+  core::FetchRequest request{.worker = worker_,
+                             .max = options_.concurrency - loop.inflight,
+                             .lease_ms = options_.lease_ms,
+                             .wait_ms = options_.poll_ms,
+                             .ack = {},
+                             .hangup = {}};
+  backend_.Fetch(WebhookQueue(name), std::move(request),
+                 [this, name, alive = alive_](OpResult<core::FetchAnswer> r) {
+                   if (!*alive) return;
+                   boost::asio::post(io_, [this, name, r = std::move(r)]() mutable {
+                     auto it = loops_.find(name);
+                     if (it == loops_.end()) return;
+                     it->second.fetching = false;
+                     if (!r.ok()) {
+                       // A lost backend: the next reload fetches again.
+                       spdlog::warn("webhook {}: fetch failed: {}", name, r.message());
+                       return;
+                     }
+                     for (core::Delivery& d : r->jobs) {
+                       ++it->second.inflight;
+                       Send(name, std::move(d));
+                     }
+                     Fetch(name);
+                   });
+                 });
+}
+
+void WebhookWorker::Send(const std::string& name, core::Delivery delivery) {
+  const Loop& loop = loops_.at(name);
+  std::optional<WebhookDeliveryJob> job = ReadWebhookDelivery(delivery.payload);
+  if (!job) {  // not a delivery (pushed by hand): a dead letter at once is not possible, so retry
+    return Finish(name, delivery,
+                  {.kind = WebhookOutcome::Kind::kRefused,
+                   .status = 0,
+                   .retry_after_ms = std::nullopt,
+                   .error = "not a webhook delivery"});
+  }
+  WebhookDelivery out{.url = loop.webhook.url,
+                      .id = job->id,
+                      .timestamp_s = clock_.NowMs() / 1000,
+                      .body = std::move(job->body),
+                      .secrets = loop.webhook.SigningSecrets(clock_.NowMs())};
+  sender_.Send(std::move(out), [this, name, delivery = std::move(delivery),
+                                alive = alive_](WebhookOutcome outcome) mutable {
+    if (!*alive) return;
+    boost::asio::post(io_, [this, name, delivery = std::move(delivery),
+                            outcome = std::move(outcome)] { Finish(name, delivery, outcome); });
+  });
+}
+
+void WebhookWorker::Finish(const std::string& name, const core::Delivery& delivery,
+                           WebhookOutcome outcome) {
+  std::string queue = WebhookQueue(name);
+  auto settled = [this, name, alive = alive_](auto) {
+    if (!*alive) return;
+    boost::asio::post(io_, [this, name] {
+      auto it = loops_.find(name);
+      if (it == loops_.end()) return;
+      if (it->second.inflight > 0) --it->second.inflight;
+      Fetch(name);
+    });
+  };
+  using Kind = WebhookOutcome::Kind;
+  if (outcome.kind == Kind::kDelivered || outcome.kind == Kind::kGone) {
+    if (outcome.kind == Kind::kDelivered) {
+      ++counts_.delivered;
+    } else {
+      Disable(name, "the receiver answered " + std::to_string(outcome.status) + " Gone");
+    }
+    backend_.Ack(queue, {delivery.lease}, settled);
+    return;
+  }
+  ++counts_.failed;
+  int64_t delay = outcome.retry_after_ms.value_or(WebhookRetryDelayMs(delivery.attempt));
+  std::string error = outcome.status > 0 ? "HTTP " + std::to_string(outcome.status) +
+                                               (outcome.error.empty() ? "" : ": " + outcome.error)
+                                         : outcome.error;
+  backend_.Nack(queue, {delivery.lease}, delay, std::move(error), settled);
+}
+
+void WebhookWorker::Disable(const std::string& name, std::string reason) {
+  ++counts_.disabled;
+  auto it = loops_.find(name);
+  if (it != loops_.end()) it->second.wanted = false;
+  spdlog::warn("webhook {}: disabled: {}", name, reason);
+  backend_.ListConfig(std::string(kWebhookKind), [this, name, reason = std::move(reason)](
+                                                     OpResult<std::vector<store::ConfigEntry>> r) {
+    if (!r.ok()) return;
+    for (const store::ConfigEntry& e : *r) {
+      if (e.name != name) continue;
+      std::optional<Webhook> w = LoadWebhook(e);
+      if (!w || w->disabled_at_ms) return;
+      w->disabled_at_ms = clock_.NowMs();
+      w->disabled_reason = reason;
+      backend_.PutConfig({std::string(kWebhookKind), name, StoreWebhook(*w)},
+                         [](OpResult<Done>) {});
+    }
+  });
+}
+
+}  // namespace anteroom::server
