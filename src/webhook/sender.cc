@@ -411,6 +411,7 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     out.status = status_;
     out.kind = KindOfStatus(status_);
     out.retry_after_ms = retry_after_ms_;
+    out.body_bytes = body_bytes_;
     if (out.kind != Kind::kDelivered) {
       out.error = "HTTP " + std::to_string(status_);
       if (status_ >= 300 && status_ <= 399) {

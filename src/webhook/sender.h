@@ -60,7 +60,8 @@ struct WebhookOutcome {
   int status = 0;  // the HTTP status; 0 when no response came
   // From Retry-After on a 429 or 503 (seconds or an HTTP-date), capped at kMaxRetryAfterMs.
   std::optional<int64_t> retry_after_ms;
-  std::string error;  // empty when delivered; short, for logs and the dashboard
+  size_t body_bytes = 0;  // of the response's body read: at most max_response_bytes
+  std::string error;      // empty when delivered; short, for logs and the dashboard
 };
 
 std::string_view OutcomeKindName(WebhookOutcome::Kind kind);  // "delivered", "retry", ...
