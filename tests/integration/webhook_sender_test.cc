@@ -53,6 +53,7 @@ struct Reply {
   size_t filler_times = 0;
   bool endless = false;
   bool never = false;
+  bool deaf = false;  // accepts, then reads nothing and says nothing
 };
 
 Reply Status(int status, std::string_view reason, std::string extra_headers = "",
@@ -101,7 +102,9 @@ class Receiver {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;
       ++accepted_;
-      if (tls_ != nullptr) {
+      if (reply_.deaf) {
+        held_.push_back(std::make_shared<tcp::socket>(std::move(socket)));
+      } else if (tls_ != nullptr) {
         auto stream = std::make_shared<ssl::stream<tcp::socket>>(std::move(socket), *tls_);
         stream->async_handshake(ssl::stream_base::server, [this, stream](beast::error_code e) {
           if (!e) Serve(stream);
@@ -355,6 +358,20 @@ TEST(WebhookSender, AReceiverThatNeverAnswersTimesOutWithinTheBound) {
   EXPECT_GE(r.ms, 650);
   EXPECT_LT(r.ms, 3000);
   EXPECT_EQ(receiver.requests().size(), 1u);  // it was sent; the answer never came
+}
+
+TEST(WebhookSender, AHandshakeThatNeverEndsTimesOutWithinTheBound) {
+  Reply deaf;
+  deaf.deaf = true;
+  Receiver receiver(deaf);
+  WebhookSenderOptions options = Loopback();
+  options.timeout_ms = 500;
+  Result r = SendOne(options, DeliveryTo(Url(receiver, "/", "127.0.0.1", "https")));
+  ASSERT_EQ(r.calls, 1);
+  EXPECT_EQ(r.out.kind, Kind::kRetry);
+  EXPECT_EQ(r.out.error, "timed out after 500 ms in the TLS handshake");
+  EXPECT_GE(r.ms, 450);
+  EXPECT_LT(r.ms, 3000);
 }
 
 TEST(WebhookSender, TenMegabytesAreNotRead) {
