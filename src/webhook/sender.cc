@@ -386,11 +386,11 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     body.data = chunk_.data();
     body.size = given_;
     WithStream([this](auto& stream) {
-      http::async_read(stream, buffer_, *parser_,
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         if (self->finished_) return;
-                         self->OnBody(ec);
-                       });
+      http::async_read_some(stream, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (self->finished_) return;
+                              self->OnBody(ec);
+                            });
     });
   }
 

@@ -55,7 +55,8 @@ struct Reply {
   size_t filler_times = 0;
   bool endless = false;
   bool never = false;
-  bool deaf = false;  // accepts, then reads nothing and says nothing
+  bool deaf = false;   // accepts, then reads nothing and says nothing
+  bool stall = false;  // after `head`, the connection is held open and nothing more is sent
 };
 
 Reply Status(int status, std::string_view reason, std::string extra_headers = "",
@@ -139,6 +140,10 @@ class Receiver {
 
   template <class Stream>
   void Fill(std::shared_ptr<Stream> stream, size_t done) {
+    if (reply_.stall) {
+      held_.push_back(stream);
+      return;
+    }
     if (reply_.filler.empty() || (!reply_.endless && done == reply_.filler_times)) {
       beast::error_code ignored;
       beast::get_lowest_layer(*stream).shutdown(tcp::socket::shutdown_send, ignored);
@@ -360,6 +365,22 @@ TEST(WebhookSender, AReceiverThatNeverAnswersTimesOutWithinTheBound) {
   EXPECT_GE(r.ms, 650);
   EXPECT_LT(r.ms, 3000);
   EXPECT_EQ(receiver.requests().size(), 1u);  // it was sent; the answer never came
+}
+
+TEST(WebhookSender, AnAnswerWhoseBodyStallsCountsAtTheDeadline) {
+  Reply stalled;
+  stalled.head = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc";
+  stalled.stall = true;
+  Receiver receiver(stalled);
+  WebhookSenderOptions options = Loopback();
+  options.timeout_ms = 500;
+  Result r = SendOne(options, DeliveryTo(Url(receiver)));
+  ASSERT_EQ(r.calls, 1);
+  EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;  // the receiver said 200
+  EXPECT_EQ(r.out.status, 200);
+  EXPECT_EQ(r.out.body_bytes, 3u);
+  EXPECT_GE(r.ms, 450);
+  EXPECT_LT(r.ms, 3000);
 }
 
 TEST(WebhookSender, AHandshakeThatNeverEndsTimesOutWithinTheBound) {
