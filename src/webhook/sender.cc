@@ -269,7 +269,7 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     }
     phase_ = "connecting";
     Tcp().async_connect(
-        endpoints, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint& peer) {
+        endpoints, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
           if (self->finished_) return;
           if (ec) {
             return self->Finish(Kind::kRetry, "connecting to " + self->url_.host + ":" +
@@ -278,7 +278,6 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
           }
           beast::error_code ignored;
           self->Tcp().socket().set_option(tcp::no_delay(true), ignored);
-          self->peer_ = peer;
           if (self->tls_) return self->Handshake();
           self->Write();
         });
@@ -463,7 +462,6 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   WebhookUrl url_;
   std::optional<beast::tcp_stream> plain_;
   std::optional<ssl::stream<beast::tcp_stream>> tls_;
-  tcp::endpoint peer_;
   http::request<http::string_body> request_;
   beast::flat_buffer buffer_{kMaxResponseHeadBytes + 4096};
   std::optional<http::response_parser<http::buffer_body>> parser_;

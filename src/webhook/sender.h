@@ -13,6 +13,8 @@
 // answer is in, nothing more is sent). One deadline, `timeout_ms`, covers all of it, the name's
 // resolution included. Redirects are not followed (Standard Webhooks: "3xx: Failure"): a 3xx is
 // kRetry with an error naming the refused redirect, so the admin sees it and fixes the URL.
+// A status stands once the head is in: a body that then stalls past the deadline or breaks off
+// does not change the outcome (a 2xx is delivered: the receiver has said so).
 //
 // Thread-safety: Send may be called from any thread, concurrently. Each delivery runs on its
 // own strand of the io_context and its callback runs there, exactly once. A delivery in flight
