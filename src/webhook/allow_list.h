@@ -37,7 +37,7 @@ class WebhookAllowList {
 
   // nullopt with `error` saying which entry is wrong and why: a CIDR with a prefix longer than
   // its family, or with bits set after its prefix ("10.0.0.1/8"), or a host name that is not
-  // letters, digits, '-' and '.' (no wildcards).
+  // letters, digits, '-', '_' and dots (no wildcards).
   static std::optional<WebhookAllowList> Parse(const std::vector<std::string>& entries,
                                                std::string& error);
 

@@ -19,7 +19,7 @@ inline constexpr std::string_view kSecretPrefix = "whsec_";
 // The key sizes the specification allows: "at least 24 bytes (192 bits, 512 maximum)".
 inline constexpr size_t kMinSecretBytes = 24;
 inline constexpr size_t kMaxSecretBytes = 64;
-// What NewWebhookSecret draws: 32 bytes (256 bits, HMAC-SHA256's own block of strength).
+// What NewWebhookSecret draws: 32 bytes (256 bits, as many as HMAC-SHA256 outputs).
 inline constexpr size_t kNewSecretBytes = 32;
 
 // "whsec_" + base64 of kNewSecretBytes bytes from OpenSSL's CSPRNG (RAND_bytes). Throws
