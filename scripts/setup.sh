@@ -61,7 +61,7 @@ if [ -f "$BROWSER_DIR/package-lock.json" ] &&
     cp package-lock.json node_modules/.installed-lock.json)
 fi
 
-# The token interop test's npm package (jose, pinned by package-lock.json), the same way.
+# The interop tests' npm packages (jose, standardwebhooks; pinned by package-lock.json), the same way.
 if [ -f "$INTEROP_DIR/package-lock.json" ] &&
    ! cmp -s "$INTEROP_DIR/package-lock.json" "$INTEROP_DIR/node_modules/.installed-lock.json"; then
   echo "setup: npm ci in tests/interop"
