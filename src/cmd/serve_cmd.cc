@@ -31,6 +31,8 @@
 #include "server/live_hub.h"
 #include "server/queue_keys.h"
 #include "server/stats_history.h"
+#include "server/webhook_dispatcher.h"
+#include "server/webhook_worker.h"
 #include "store/log/embedded_store.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/redis_backend.h"
@@ -70,7 +72,10 @@ struct ServeFlags {
   std::string public_url;  // where browsers reach anteroom (the gate's redirects)
   std::vector<std::string> gate_hosts;       // hosts the gate may send people back to
   std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
-  std::vector<std::string> cors_origins;     // origins whose pages may call the room API
+  std::vector<std::string> webhook_allow;    // internal destinations webhooks may reach
+  std::string webhook_ca_file;               // CAs for https receivers (default: the system's)
+  int64_t webhook_timeout_ms = 10'000;
+  std::vector<std::string> cors_origins;  // origins whose pages may call the room API
   std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
   size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
   size_t draw_chunk = store::MemoryBackendOptions{}.draw_chunk;
@@ -290,6 +295,18 @@ Edge EdgeFromFlags(const ServeFlags& flags) {
   edge.origins = std::make_shared<http::OriginPolicy>(http::OriginPolicyOptions{
       .cors_origins = flags.cors_origins, .trusted_proxies = edge.trusted});
   return edge;
+}
+
+// The webhook sender's settings; a bad --webhook-allow or CA file fails start-up at once.
+webhook::WebhookSenderOptions WebhookOptionsFromFlags(const ServeFlags& flags) {
+  std::string error;
+  auto allow = webhook::WebhookAllowList::Parse(flags.webhook_allow, error);
+  if (!allow) throw std::runtime_error("--webhook-allow: " + error);
+  webhook::WebhookSenderOptions options;
+  options.allow = std::move(*allow);
+  options.timeout_ms = flags.webhook_timeout_ms;
+  options.ca_file = flags.webhook_ca_file;
+  return options;
 }
 
 // The admin key and the queue key, and a line saying who may call what with them.
@@ -523,6 +540,10 @@ void Serve(const ServeFlags& flags) {
                            .reread_ms = redis ? flags.live_tick_ms : int64_t{100},
                        });
   server::EventFeed events(backend, pool.Main(), server::EventFeedOptions{});
+  webhook::WebhookSender webhook_sender(pool.Main(), WebhookOptionsFromFlags(flags));
+  server::WebhookDispatcher webhook_dispatcher(backend, clock, pool.Main());
+  server::WebhookWorker webhook_worker(backend, clock, pool.Main(), webhook_sender,
+                                       "anteroom-" + NewRandomId());
   server::StatsHistory history(flags.stats_interval_ms);
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
   server::Services services{
@@ -532,6 +553,7 @@ void Serve(const ServeFlags& flags) {
   services.queue_keys = queue_keys.get();
   services.gate = &gate;
   services.events = &events;
+  services.webhooks = &webhook_dispatcher;
   server::RegisterAllRoutes(router, services);
   MakeDemoRooms(flags, clock, secret, backend);
 
@@ -541,6 +563,8 @@ void Serve(const ServeFlags& flags) {
       http::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
   live.Start();
   events.Start();
+  webhook_dispatcher.Start();
+  webhook_worker.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
   server::StatsSampler sampler(pool.Main(), backend, clock, history);
   AllowRoomOrigins(sampler, edge.origins);
@@ -550,6 +574,8 @@ void Serve(const ServeFlags& flags) {
   ServeSignals signals(pool.Main(), served.durable(), [&] {
     live.Stop();
     events.Stop();
+    webhook_dispatcher.Stop();
+    webhook_worker.Stop();
     sampler.Stop();
     pool.Stop();
   });
@@ -692,6 +718,17 @@ void AddServeCommand(CLI::App& app) {
   serve->add_option("--trusted-proxy", flags->trusted_proxies,
                     "A proxy (CIDR, IPv4 or IPv6; repeatable) whose X-Forwarded-For says who the "
                     "client is, for per-client limits; without it the client is the peer address");
+  serve->add_option("--webhook-allow", flags->webhook_allow,
+                    "An internal destination webhooks may reach (CIDR or host name; repeatable): "
+                    "loopback, private and link-local addresses are refused otherwise");
+  serve->add_option("--webhook-ca-file", flags->webhook_ca_file,
+                    "CA certificates (PEM) that https webhook receivers are verified against "
+                    "(default: the system's)");
+  serve
+      ->add_option("--webhook-timeout-ms", flags->webhook_timeout_ms,
+                   "How long one webhook delivery may take, from connecting to the answer")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{60'000}));
   serve
       ->add_option("--max-clients-per-room", flags->max_clients_per_room,
                    "Clients a room with per-client limits keeps state for; beyond it, joins of "

@@ -46,6 +46,7 @@ class LiveHub;
 class EventFeed;
 class QueueKeys;
 class GateCache;
+class WebhookDispatcher;
 
 struct Services {
   store::Backend& backend;
@@ -69,6 +70,8 @@ struct Services {
   const HttpMetrics* http_metrics = nullptr;
   // The admin event stream's readers (server/event_feed.h); without it the stream answers 503.
   EventFeed* events = nullptr;
+  // Told when this process changes webhooks, so it dispatches by the new ones at once.
+  WebhookDispatcher* webhooks = nullptr;
   // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
   std::string openapi_json = {};
 };

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 #include "server/webhook_dispatcher.h"
 
 namespace anteroom::server {
@@ -36,28 +38,33 @@ void WebhookWorker::Reload() {
   if (stopped_) return;
   backend_.ListConfig(
       std::string(kWebhookKind), [this](OpResult<std::vector<store::ConfigEntry>> r) {
-        boost::asio::post(io_, [this, r = std::move(r)] {
-          if (stopped_) return;
-          if (r.ok()) {
-            for (auto& [name, loop] : loops_) loop.wanted = false;
-            for (const store::ConfigEntry& e : *r) {
-              std::optional<Webhook> w = LoadWebhook(e);
-              if (!w || w->disabled_at_ms) continue;
-              Loop& loop = loops_[w->name];
-              loop.webhook = std::move(*w);
-              loop.wanted = true;
-              Fetch(loop.webhook.name);
-            }
-            std::erase_if(loops_, [](const auto& kv) {
-              return !kv.second.wanted && kv.second.inflight == 0 && !kv.second.fetching;
-            });
-          }
-          timer_.expires_after(options_.reload);
-          timer_.async_wait([this](boost::system::error_code ec) {
-            if (!ec) Reload();
-          });
-        });
+        std::shared_ptr<std::vector<store::ConfigEntry>> entries;
+        if (r.ok()) entries = std::make_shared<std::vector<store::ConfigEntry>>(std::move(*r));
+        boost::asio::post(io_, [this, entries] { Reloaded(entries.get()); });
       });
+}
+
+// `entries`: the webhooks as just read (null: the read failed; the loops go on as they were).
+void WebhookWorker::Reloaded(const std::vector<store::ConfigEntry>* entries) {
+  if (stopped_) return;
+  if (entries != nullptr) {
+    for (auto& [name, loop] : loops_) loop.wanted = false;
+    for (const store::ConfigEntry& e : *entries) {
+      std::optional<Webhook> w = LoadWebhook(e);
+      if (!w || w->disabled_at_ms) continue;
+      Loop& loop = loops_[w->name];
+      loop.webhook = std::move(*w);
+      loop.wanted = true;
+      Fetch(loop.webhook.name);
+    }
+    std::erase_if(loops_, [](const auto& kv) {
+      return !kv.second.wanted && kv.second.inflight == 0 && !kv.second.fetching;
+    });
+  }
+  timer_.expires_after(options_.reload);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) Reload();
+  });
 }
 
 void WebhookWorker::Fetch(const std::string& name) {
@@ -101,13 +108,14 @@ void WebhookWorker::Send(const std::string& name, core::Delivery delivery) {
                   {.kind = WebhookOutcome::Kind::kRefused,
                    .status = 0,
                    .retry_after_ms = std::nullopt,
+                   .body_bytes = 0,
                    .error = "not a webhook delivery"});
   }
-  WebhookDelivery out{.url = loop.webhook.url,
-                      .id = job->id,
-                      .timestamp_s = clock_.NowMs() / 1000,
-                      .body = std::move(job->body),
-                      .secrets = loop.webhook.SigningSecrets(clock_.NowMs())};
+  webhook::WebhookDelivery out{.url = loop.webhook.url,
+                               .id = job->id,
+                               .timestamp_s = clock_.NowMs() / 1000,
+                               .body = std::move(job->body),
+                               .secrets = loop.webhook.SigningSecrets(clock_.NowMs())};
   sender_.Send(std::move(out), [this, name, delivery = std::move(delivery),
                                 alive = alive_](WebhookOutcome outcome) mutable {
     if (!*alive) return;
@@ -151,18 +159,19 @@ void WebhookWorker::Disable(const std::string& name, std::string reason) {
   auto it = loops_.find(name);
   if (it != loops_.end()) it->second.wanted = false;
   spdlog::warn("webhook {}: disabled: {}", name, reason);
-  backend_.ListConfig(std::string(kWebhookKind), [this, name, reason = std::move(reason)](
+  backend_.ListConfig(std::string(kWebhookKind), [this, name, reason = std::move(reason),
+                                                  alive = alive_](
                                                      OpResult<std::vector<store::ConfigEntry>> r) {
-    if (!r.ok()) return;
-    for (const store::ConfigEntry& e : *r) {
-      if (e.name != name) continue;
-      std::optional<Webhook> w = LoadWebhook(e);
-      if (!w || w->disabled_at_ms) return;
-      w->disabled_at_ms = clock_.NowMs();
-      w->disabled_reason = reason;
-      backend_.PutConfig({std::string(kWebhookKind), name, StoreWebhook(*w)},
-                         [](OpResult<Done>) {});
-    }
+    if (!*alive || !r.ok()) return;
+    std::vector<store::ConfigEntry> entries = std::move(*r);
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const store::ConfigEntry& e) { return e.name == name; });
+    if (it == entries.end()) return;
+    std::optional<Webhook> w = LoadWebhook(*it);
+    if (!w || w->disabled_at_ms) return;
+    w->disabled_at_ms = clock_.NowMs();
+    w->disabled_reason = reason;
+    backend_.PutConfig({std::string(kWebhookKind), name, StoreWebhook(*w)}, [](OpResult<Done>) {});
   });
 }
 

@@ -19,11 +19,14 @@
 #include <string>
 
 #include "common/clock.h"
-#include "server/webhook_sender.h"
 #include "server/webhook_settings.h"
 #include "store/backend.h"
+#include "webhook/sender.h"
 
 namespace anteroom::server {
+
+using webhook::WebhookOutcome;
+using webhook::WebhookSender;
 
 struct WebhookWorkerOptions {
   size_t concurrency = 8;                   // deliveries in flight per webhook per process
@@ -59,6 +62,7 @@ class WebhookWorker {
     bool wanted = true;  // still set and enabled when last read
   };
   void Reload();
+  void Reloaded(const std::vector<store::ConfigEntry>* entries);
   void Fetch(const std::string& name);  // on the io_context
   void Send(const std::string& name, core::Delivery delivery);
   void Finish(const std::string& name, const core::Delivery& delivery, WebhookOutcome outcome);

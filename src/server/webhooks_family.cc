@@ -9,6 +9,7 @@
 #include "server/event_json.h"
 #include "server/families.h"
 #include "server/preamble.h"
+#include "server/webhook_dispatcher.h"
 #include "server/webhook_settings.h"
 #include "webhook/signature.h"
 
@@ -52,9 +53,10 @@ std::optional<Response> BadWebhookName(const Request& req) {
 void Save(Services& s, Webhook w, std::optional<std::string> secret, unsigned status,
           Respond respond) {
   store::ConfigEntry entry{std::string(kWebhookKind), w.name, StoreWebhook(w)};
-  s.backend.PutConfig(std::move(entry), [w = std::move(w), secret = std::move(secret), status,
+  s.backend.PutConfig(std::move(entry), [&s, w = std::move(w), secret = std::move(secret), status,
                                          respond = std::move(respond)](OpResult<Done> r) {
     if (!r.ok()) return respond(ErrorReply(r));
+    if (s.webhooks != nullptr) s.webhooks->Reload();
     json::object o = WebhookJson(w);
     if (secret) o["secret"] = *secret;
     respond(JsonReply(std::move(o), status));
@@ -111,13 +113,14 @@ void CmdGetWebhook(Services& s, const Request& req, Respond respond) {
   });
 }
 
-// DELETE /v1/webhooks/{name}: deliveries still queued for it are dropped as they come up.
+// DELETE /v1/webhooks/{name}: deliveries still queued for it stay in its queue until deleted.
 void CmdDeleteWebhook(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadWebhookName(req)) return respond(std::move(*bad));
   s.backend.DeleteConfig(
       std::string(kWebhookKind), req.params[0],
-      [name = req.params[0], respond = std::move(respond)](OpResult<bool> r) {
+      [&s, name = req.params[0], respond = std::move(respond)](OpResult<bool> r) {
         if (!r.ok()) return respond(ErrorReply(r));
+        if (s.webhooks != nullptr) s.webhooks->Reload();
         if (!*r) {
           return respond(ErrorReply(OpStatus::kNotFound, wire::UnknownWebhook(name)));
         }

@@ -5,11 +5,11 @@
 // on stdout ({verified, id, payload | error}). The first line is "PORT <n>". Exits 0 after
 // COUNT deliveries; a watchdog ends it if the test never sends them.
 //
-//   node webhook_receiver.mjs <whsec_...> <COUNT>
+//   node webhook_receiver.mjs <whsec_...> <COUNT> [PORT]
 import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
-const [secret, countText] = process.argv.slice(2);
+const [secret, countText, portText] = process.argv.slice(2);
 const webhook = new Webhook(secret);
 let left = Number(countText);
 
@@ -37,6 +37,6 @@ const server = http.createServer((req, res) => {
     if (--left === 0) server.close(() => process.exit(0));
   });
 });
-server.listen(0, '127.0.0.1', () => {
+server.listen(Number(portText || 0), '127.0.0.1', () => {
   process.stdout.write(`PORT ${server.address().port}\n`);
 });
