@@ -20,6 +20,8 @@ WireError ToWire(OpStatus status) {
       return {404, "unknown_session"};
     case OpStatus::kUnknownJob:
       return {404, "unknown_job"};
+    case OpStatus::kUnknownWebhook:
+      return {404, "unknown_webhook"};
     case OpStatus::kMethodNotAllowed:
       return {405, "method_not_allowed"};
     case OpStatus::kConflict:

@@ -19,6 +19,7 @@ enum class OpStatus : uint8_t {
   kUnknownRoom,
   kUnknownSession,
   kUnknownJob,
+  kUnknownWebhook,
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,

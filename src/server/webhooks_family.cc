@@ -108,7 +108,8 @@ void CmdGetWebhook(Services& s, const Request& req, Respond respond) {
   LoadWebhooks(s, [name = req.params[0], respond = std::move(respond)](OpResult<Webhooks> all) {
     if (!all.ok()) return respond(ErrorReply(all));
     const Webhook* w = Find(*all, name);
-    if (w == nullptr) return respond(ErrorReply(OpStatus::kNotFound, wire::UnknownWebhook(name)));
+    if (w == nullptr)
+      return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
     respond(JsonReply(WebhookJson(*w)));
   });
 }
@@ -122,7 +123,7 @@ void CmdDeleteWebhook(Services& s, const Request& req, Respond respond) {
         if (!r.ok()) return respond(ErrorReply(r));
         if (s.webhooks != nullptr) s.webhooks->Reload();
         if (!*r) {
-          return respond(ErrorReply(OpStatus::kNotFound, wire::UnknownWebhook(name)));
+          return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
         }
         respond(JsonReply(json::object{{"deleted", name}}));
       });
@@ -136,7 +137,7 @@ void CmdRotateWebhookSecret(Services& s, const Request& req, Respond respond) {
     if (!all.ok()) return respond(ErrorReply(all));
     const Webhook* old = Find(*all, name);
     if (old == nullptr) {
-      return respond(ErrorReply(OpStatus::kNotFound, wire::UnknownWebhook(name)));
+      return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
     }
     Webhook w = *old;
     int64_t now = s.clock.NowMs();
@@ -161,7 +162,7 @@ void CmdEnableWebhook(Services& s, const Request& req, Respond respond) {
     if (!all.ok()) return respond(ErrorReply(all));
     const Webhook* old = Find(*all, name);
     if (old == nullptr) {
-      return respond(ErrorReply(OpStatus::kNotFound, wire::UnknownWebhook(name)));
+      return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
     }
     Webhook w = *old;
     w.disabled_at_ms.reset();

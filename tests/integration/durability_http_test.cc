@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "anteroom/client.hpp"
+#include "store/log/record_format.h"
 #include "support/api_checks.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
@@ -1072,18 +1073,22 @@ TEST(DurabilityFormatTest, ADirectoryOfAnotherFormatIsRefusedWithOneLine) {
     EXPECT_TRUE(StopClean(*server));
   }
   const fs::path mark = dir.path() / "format";
-  EXPECT_EQ(ReadFile(mark), "5\n") << Listing(dir.path());
+  const std::string current = std::to_string(store::log::kFormatVersion);
+  const std::string next = std::to_string(store::log::kFormatVersion + 1);
+  EXPECT_EQ(ReadFile(mark), current + "\n") << Listing(dir.path());
   ASSERT_EQ(CheckData(dir.path()).exit_code, 0);
 
-  // 3 was never released (4 is, and is read: tests/upgrade/); 6 is not yet.
-  for (const auto& [written, who] : {std::pair{"3", "older"}, std::pair{"6", "newer"}}) {
+  // 3 was never released (4 is, and is read: tests/upgrade/); the next is not yet.
+  for (const auto& [written, who] :
+       {std::pair<std::string, std::string>{"3", "older"}, std::pair{next, std::string("newer")}}) {
     ASSERT_TRUE(WriteWholeFile(mark, std::string(written) + "\n"));
     const fs::path segment = dir.path() / SegmentName(1);
     const std::string before = ReadFile(segment);
     const std::string line = "data directory " + dir.path().string() + " is in data format " +
                              written + ", written by an " + who +
-                             " anteroom; this build reads formats 4 to 5: run the anteroom that "
-                             "wrote it, or start this one on an empty directory";
+                             " anteroom; this build reads formats 4 to " + current +
+                             ": run the anteroom that wrote it, or start this one on an empty "
+                             "directory";
     CliResult check = CheckData(dir.path());
     EXPECT_EQ(check.exit_code, 1) << Describe(check);
     EXPECT_EQ(check.err, "error: " + line + "\n") << Describe(check);
