@@ -1,6 +1,6 @@
 // The admin dashboard in a real browser: HTTP Basic auth with the admin key, live counts of
-// rooms and queues, the 15-minute charts, changing capacity, pausing admissions, and requeueing
-// dead letters.
+// rooms and queues, the 15-minute charts, changing capacity, pausing admissions, requeueing
+// dead letters, and webhooks (one a 410 disabled, enabled again).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -110,5 +110,50 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await context.close();
   } finally {
     await server.stop();
+  }
+});
+
+// Webhooks on the dashboard: a receiver that answers 410 Gone disables its webhook; the panel
+// shows it disabled, with its queue's counts, and its button enables it again.
+test('the dashboard shows webhooks and enables one a 410 disabled', async () => {
+  const http = await import('node:http');
+  let hits = 0;
+  const receiver = http.createServer((req, res) => {
+    hits += 1;
+    req.resume();
+    req.on('end', () => res.writeHead(410).end());
+  });
+  await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${receiver.address().port}/hook`;
+  const server = await startServer(['--webhook-allow', '127.0.0.1/32'], { ANTEROOM_ADMIN_KEY: KEY });
+  try {
+    const made = await api(server, 'PUT', '/v1/webhooks/shop-hook',
+      { url, types: ['room.created'] }, KEY);
+    assert.equal(made.status, 201, made.text);
+    assert.match(made.json.secret, /^whsec_/);
+    assert.equal((await api(server, 'PUT', '/v1/rooms/shop', { capacity: 1 }, KEY)).status, 200);
+    await eventually(async () => (await api(server, 'GET', '/v1/webhooks/shop-hook', undefined, KEY))
+      .json.disabled_at !== null, 10_000, 'the 410 disabled the webhook');
+    assert.equal(hits, 1);
+
+    const context = await browser.newContext({ httpCredentials: { username: 'ops', password: KEY } });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/admin`);
+    const row = page.locator('#webhooks tr[data-webhook="shop-hook"]');
+    await eventually(async () => (await row.getAttribute('data-state')) === 'disabled',
+      5_000, 'the webhook shown disabled');
+    assert.match(await row.locator('.state').textContent(), /410/);
+    assert.equal((await row.locator('td.url').textContent()).trim(), url);
+    assert.equal((await row.locator('td.delivered').textContent()).trim(), '1');
+    assert.equal(await page.locator('#webhooks').evaluate((t) => t.innerText.includes('whsec_')), false,
+      'no secret on the page');
+    await row.locator('button.enable').click();
+    await eventually(async () => (await row.getAttribute('data-state')) === 'enabled',
+      5_000, 'enabled again');
+    assert.equal((await api(server, 'GET', '/v1/webhooks/shop-hook', undefined, KEY)).json.disabled_at, null);
+    await context.close();
+  } finally {
+    await server.stop();
+    receiver.close();
   }
 });
