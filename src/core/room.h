@@ -75,6 +75,7 @@
 #include "core/incremental_index.h"
 #include "core/line.h"
 #include "core/minute_window.h"
+#include "core/outflow_estimate.h"
 #include "core/room_notice.h"
 #include "core/room_types.h"
 #include "core/session_id.h"
@@ -413,7 +414,13 @@ class Room {
   // only compare it with what they read from this process).
   uint64_t version_;
   MinuteWindow admitted_window_;
-  MinuteWindow freed_window_;
+  // Slots freed (the outflow) and joins to the line (the inflow): the ETA's measurements.
+  FlowHistory outflow_;
+  FlowHistory inflow_;
+  // EstimateFlow as of a whole second, remembered: asked on every waiting check.
+  Flow FlowAt(int64_t now) const;
+  mutable int64_t flow_second_ = INT64_MIN;
+  mutable Flow flow_;
   RoomCounters counters_;
   // Notices counted (saved): kCreated is the first, so a new room starts at 1.
   uint64_t notice_seq_ = 1;

@@ -1072,17 +1072,17 @@ TEST(DurabilityFormatTest, ADirectoryOfAnotherFormatIsRefusedWithOneLine) {
     EXPECT_TRUE(StopClean(*server));
   }
   const fs::path mark = dir.path() / "format";
-  EXPECT_EQ(ReadFile(mark), "5\n") << Listing(dir.path());
+  EXPECT_EQ(ReadFile(mark), "6\n") << Listing(dir.path());
   ASSERT_EQ(CheckData(dir.path()).exit_code, 0);
 
-  // 3 was never released (4 is, and is read: tests/upgrade/); 6 is not yet.
-  for (const auto& [written, who] : {std::pair{"3", "older"}, std::pair{"6", "newer"}}) {
+  // 3 was never released (4 is, and is read: tests/upgrade/); 7 is not yet.
+  for (const auto& [written, who] : {std::pair{"3", "older"}, std::pair{"7", "newer"}}) {
     ASSERT_TRUE(WriteWholeFile(mark, std::string(written) + "\n"));
     const fs::path segment = dir.path() / SegmentName(1);
     const std::string before = ReadFile(segment);
     const std::string line = "data directory " + dir.path().string() + " is in data format " +
                              written + ", written by an " + who +
-                             " anteroom; this build reads formats 4 to 5: run the anteroom that "
+                             " anteroom; this build reads formats 4 to 6: run the anteroom that "
                              "wrote it, or start this one on an empty directory";
     CliResult check = CheckData(dir.path());
     EXPECT_EQ(check.exit_code, 1) << Describe(check);

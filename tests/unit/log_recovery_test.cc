@@ -489,7 +489,7 @@ TEST(LogDataDirTest, AnUnmarkedDirectoryOfAnOlderFormatIsRefused) {
   std::string error = RecoverError(dir.path());
   EXPECT_EQ(error, "data directory " + dir.path() +
                        " is in data format 2, written by an older anteroom; this build reads "
-                       "formats 4 to 5: run the anteroom that wrote it, or start this one on an "
+                       "formats 4 to 6: run the anteroom that wrote it, or start this one on an "
                        "empty directory");
   EXPECT_EQ(ReadAll(dir / SegmentName(1)), old);
   EXPECT_FALSE(std::filesystem::exists(dir / "format"));
@@ -498,7 +498,7 @@ TEST(LogDataDirTest, AnUnmarkedDirectoryOfAnOlderFormatIsRefused) {
   RecoverInto(fresh.path(), /*repair=*/false);
   EXPECT_FALSE(std::filesystem::exists(fresh / "format")) << "check-data writes nothing";
   RecoverInto(fresh.path(), /*repair=*/true);
-  EXPECT_EQ(ReadAll(fresh / "format"), "5\n");
+  EXPECT_EQ(ReadAll(fresh / "format"), "6\n");
   WriteAllTo(fresh / "format", "3 \n");
   EXPECT_TRUE(Contains(RecoverError(fresh.path()), "not a data format mark"));
 }

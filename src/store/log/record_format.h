@@ -30,7 +30,8 @@
 // (core/room_snapshot.cc), and a record gains fields only at its end, read when bytes remain.
 // Versions 1 to 3 were development formats, never released. 4 added the launch-day state
 // (events, pre-queue, draws, queueing methods); 5 a room's page settings, at the end of a room
-// patch and of a room's snapshot.
+// patch and of a room's snapshot; 6 the ETA's flow histories in a room's snapshot (its layout
+// 3, core/room_snapshot.cc).
 
 #include <cstdint>
 #include <functional>
@@ -39,7 +40,7 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestReadableFormat = 4;
 inline constexpr bool IsReadableFormat(uint32_t v) {
   return v >= kOldestReadableFormat && v <= kFormatVersion;

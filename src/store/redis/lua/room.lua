@@ -87,10 +87,13 @@ local cfg = {}
 -- -1: none); ov, the overrides of the event running (a table, false: none). dr: the draw being
 -- published (false: none), {ev = event id, sh = 1 shuffled / 0 arrival order, at, n = its
 -- people, pub = positions published, seed = the seed's 32 bytes ('' unshuffled)}.
+-- fw: the minute window of freed slots an older script kept (no longer written or read).
+-- fo, fi: the flow histories of the ETA (flow_add): slots freed, joins to the line.
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
--- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr fo fi
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0,
-                  qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false}
+                  qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false,
+                  fo = '', fi = ''}
 local function effective()
   local r, o = room, room.ov or {}
   -- The brake is the operator's: an event's method never lets go of it.
@@ -112,7 +115,8 @@ local function load_room()
           rvmin = t[14], aw = t[15], fw = t[16], paused = t[17] or d.paused, url = t[18] or d.url,
           ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
           inc = t[23] or d.inc, qm = t[24] or d.qm, nb = t[25] or d.nb, pq = t[26] or d.pq,
-          es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr}
+          es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr,
+          fo = t[31] or d.fo, fi = t[32] or d.fi}
   ver0 = room.ver
   effective()
   return true
@@ -124,7 +128,30 @@ local function save_room()
   redis.call('SET', K_META, cmsgpack.pack({r.cap, r.grace, r.cto, r.idle, r.apm, r.now, r.holders,
              r.adm, r.seq, r.admitted, r.dropped, r.released, r.hint, r.rvmin, r.aw, r.fw,
              r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc, r.qm, r.nb, r.pq, r.es, r.ee, r.ov,
-             r.dr}))
+             r.dr, r.fo, r.fi}))
+end
+
+-- ---- flow histories (core::FlowHistory): "START|BUCKET:COUNT,..." -------------------------
+-- Events counted in FLOW_BUCKET_MS buckets (numbered ms / FLOW_BUCKET_MS, floored), ascending,
+-- only the last FLOW_BUCKETS kept; START is when the first event after a quiet window came.
+-- The backend reads them (script_replies.cc ParseFlowHistory) and makes the rates with the
+-- core's formula (core::EstimateFlow), so both backends give equal ETAs.
+local FLOW_BUCKET_MS, FLOW_BUCKETS = RULES.flow_bucket_ms, RULES.flow_buckets
+local function flow_add(w, now)
+  local b = math.floor(now / FLOW_BUCKET_MS)
+  -- Most events fall in the newest bucket: one match, no parse of the rest.
+  local head, last, count = string.match(w, '^(.*[|,])(%-?%d+):(%d+)$')
+  if last and tonumber(last) >= b then return head .. last .. ':' .. digits(tonumber(count) + 1) end
+  local start, body = string.match(w, '^(%-?%d+)|(.*)$')
+  local out = {}
+  if start then
+    for bs, bc in string.gmatch(body, '(%-?%d+):(%d+)') do
+      if tonumber(bs) > b - FLOW_BUCKETS then out[#out + 1] = bs .. ':' .. bc end
+    end
+  end
+  if #out == 0 then start = digits(now) end
+  out[#out + 1] = digits(b) .. ':1'
+  return start .. '|' .. table.concat(out, ',')
 end
 
 -- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last WINDOW_SECONDS whole seconds
@@ -434,7 +461,7 @@ local function release(x, now, dropped)
   room.holders = room.holders - 1
   room.released = room.released + 1
   if dropped then room.dropped = room.dropped + 1 end
-  room.fw = win_add(room.fw, now)
+  room.fo = flow_add(room.fo, now)
   redis.call('HDEL', K_REVOKED, '#' .. digits(x.admission))
   revoke(x, now)
   free_session(x)
@@ -824,15 +851,6 @@ end
 local function to_register(force) return register_deadline(room, next_deadline(), force) end
 
 -- ---- answers --------------------------------------------------------------------------------
--- The freed count of the window as of `now`, counted once per call for a given window and second.
-local freed_w, freed_sec, freed_n
-local function freed_now(now)
-  local sec = second_of(now)
-  if freed_w ~= room.fw or freed_sec ~= sec then
-    freed_w, freed_sec, freed_n = room.fw, sec, win_count(room.fw, now)
-  end
-  return freed_n
-end
 -- A session's part of its view: {status, position, waiting, active, capacity, admission,
 -- incarnation}. No position in the random method (odds instead: made by the backend from
 -- context()), none in the pre-queue.
@@ -850,12 +868,13 @@ end
 -- A join the room does not take (queueing method reject): nothing of it is kept.
 local function closed_view() return {'closed', 0, waiting(), room.holders, cfg.cap, 0, 0} end
 -- The room's part of every view, answered once beside them (script_replies.h ViewContext):
--- {now, method, pre-queue open (0/1), paused, freed in the last minute, apm, cto, idle,
--- starts_at and ends_at of the event statuses speak of (-1: none)}. The backend makes the
--- phase, the ETA or odds, starts_in/ends_in and refresh_after from it with the core's formulas.
+-- {now, method, pre-queue open (0/1), paused, the outflow's history, apm, cto, idle,
+-- starts_at and ends_at of the event statuses speak of (-1: none), the inflow's history}. The
+-- backend makes the phase, the flow, the ETA or odds, starts_in/ends_in and refresh_after from
+-- it with the core's formulas.
 local function context()
-  return {room.now, cfg.qm, prequeue_open() and 1 or 0, room.paused, freed_now(room.now), cfg.apm,
-          cfg.cto, room.idle, room.es, room.ee}
+  return {room.now, cfg.qm, prequeue_open() and 1 or 0, room.paused, room.fo, cfg.apm,
+          cfg.cto, room.idle, room.es, room.ee, room.fi}
 end
 -- A check-in of a known session: now present; grace ends, an admission is claimed.
 local function claim_presence(x)
@@ -1003,7 +1022,8 @@ local function create_room(now, inc)
        idle = RULES.idle_timeout_ms, apm = -1, now = now, holders = 0,
        adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
        aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
-       inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr}
+       inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr,
+       fo = d.fo, fi = d.fi}
   -- Left by a process whose script predates these keys (it deleted the room without them).
   redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
   redis.call('UNLINK', K_DRAW, K_PASSES)
@@ -1195,6 +1215,7 @@ join = function(id, client, held)
     redis.call('ZADD', K_PREQUEUE, room.seq, id)
   else
     line_add(id)
+    room.fi = flow_add(room.fi, room.now)
   end
   bump_version()
   local x = {id = id, st = st, last_seen = room.now, since = 0, admission = 0, claimed = false}
@@ -1264,9 +1285,9 @@ local function op_read_line(now)
            line_snapshot(digits(ver))
   end
   local r = room
-  return answer(to_register(false), {ver, r.holders, waiting(), cfg.cap, win_count(r.fw, r.now),
-                                     cfg.apm, cfg.cto, r.idle, r.paused, r.inc, cfg.qm,
-                                     prequeue_open() and 1 or 0, r.es, r.ee}, line)
+  return answer(to_register(false), {ver, r.holders, waiting(), cfg.cap, r.fo, cfg.apm, cfg.cto,
+                                     r.idle, r.paused, r.inc, cfg.qm, prequeue_open() and 1 or 0,
+                                     r.es, r.ee, r.fi, r.now}, line)
 end
 
 -- The session ARGV 5 names, in the room brought to now; else nil and the refusal to answer.
