@@ -76,24 +76,34 @@ double EstimateRate(const FlowHistory& h, int64_t now_ms) {
   }
   if (sum == 0) return 0;
 
-  // Burstiness: the dispersion of the whole buckets counted since the start.
-  double n = 0, mean = 0, m2 = 0;
+  // Burstiness: the dispersion (variance over mean) of the whole buckets counted since the
+  // start, the variance from differences of neighbours (half their mean square), which a change
+  // of rate, one step between two levels, hardly moves: the band must not widen by the very
+  // change it is there to catch.
+  double n = 0, sum_counts = 0, pairs = 0, sum_sq = 0;
   for (int k = 1; k < FlowHistory::kBuckets && (cur - k) * kB >= h.start_ms; ++k) {
     double x = static_cast<double>(h.CountOf(cur - k));
+    if (n > 0) {
+      double d = x - static_cast<double>(h.CountOf(cur - k + 1));
+      sum_sq += d * d;
+      pairs += 1;
+    }
     n += 1;
-    double d = x - mean;
-    mean += d / n;
-    m2 += d * (x - mean);
+    sum_counts += x;
   }
   double dispersion = 1;
-  if (n >= 3 && mean > 0) dispersion = std::max(1.0, m2 / n / mean);
+  if (pairs >= 2 && sum_counts > 0)
+    dispersion = std::max(1.0, sum_sq / pairs / 2 / (sum_counts / n));
 
   for (size_t w = 0; w < kWindows.size(); ++w) {
     bool agree = true;
     for (size_t s = w + 1; s < kWindows.size() && agree; ++s) {
-      double expected = count[w] * span[s] / span[w];
-      double off = count[s] - expected;
-      agree = off * off <= kAgreeSigmas * kAgreeSigmas * dispersion * std::max(expected, 1.0);
+      // Given the long window's count, the recent part's is binomial (its share p of the span),
+      // spread `dispersion` times as wide.
+      double p = span[s] / span[w];
+      double off = count[s] - count[w] * p;
+      double variance = dispersion * std::max(count[w] * p * (1 - p), 1.0);
+      agree = off * off <= kAgreeSigmas * kAgreeSigmas * variance;
     }
     if (agree) return count[w] / span[w];
   }
