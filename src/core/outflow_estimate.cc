@@ -92,8 +92,9 @@ double EstimateRate(const FlowHistory& h, int64_t now_ms) {
     sum_counts += x;
   }
   double dispersion = 1;
-  if (pairs >= 2 && sum_counts > 0)
+  if (pairs >= 2 && sum_counts > 0) {
     dispersion = std::max(1.0, sum_sq / pairs / 2 / (sum_counts / n));
+  }
 
   for (size_t w = 0; w < kWindows.size(); ++w) {
     bool agree = true;

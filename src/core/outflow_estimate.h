@@ -9,13 +9,16 @@
 // the live channel run EstimateRate on equal counts and give equal numbers.
 //
 // EstimateRate: count / span over the longest of the 5, 3, 2 and 1 minute windows whose recent
-// parts (each shorter window) agree with it within 3 standard deviations, the variance being
-// the bucket counts' measured dispersion (variance / mean, at least 1: Poisson) times the
-// expected count. Steady but bursty outflow (batches every 25 s) is averaged over the long
-// window; a genuine change of rate falls outside the band and the short window wins. The span
-// never exceeds how long the history has been counting (the first 20 s of outflow are not
-// divided by a minute). Time is taken in whole seconds, so an estimate changes at most once a
-// second.
+// parts (each shorter window) agree with it within 3 standard deviations. Given the long
+// window's count, a recent part's is binomial (its share of the span); its variance is widened
+// by the buckets' measured dispersion (half the mean square of neighbouring differences over
+// the mean, at least 1 as for arrivals at random: neighbours, so that a change of rate, one step,
+// does not widen the band meant to catch it). Steady but bursty outflow (batches every 25 s) is
+// averaged over the long window; a genuine change of rate falls outside the band and the short
+// window wins. The span never exceeds how long the history has been counting (the first 20 s
+// of outflow are not divided by a minute; never less than 10 s). Time is taken in whole
+// seconds, so an estimate changes at most once a second. docs/benchmarks.md, "ETA accuracy",
+// measures it (bench/eta_bench.cc).
 
 #include <array>
 #include <cstdint>
