@@ -138,7 +138,7 @@ struct RoomCounters {
 
 // Estimated wait of the waiting session at `position`: the position over the rate at which
 // slots are freed (flow.out_per_ms, measured by core::EstimateFlow), rounded up, and no sooner
-// than the admission-rate cap allows; nullopt when nothing was freed in the last 5 minutes.
+// than the admission-rate cap allows; nullopt when the outflow is 0 (none measured).
 // The one formula every backend and the live channel use.
 std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
                              std::optional<int64_t> admit_per_minute);
@@ -146,8 +146,8 @@ std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
 // The odds a waiting session has in the random method, with `waiting` in line (nullopt when
 // nobody waits): each is next with chance 1/waiting, and the waits by which a quarter, half and
 // three quarters of those waiting now will be in are core::RandomWaitMs of the flow (the
-// outflow no faster than the rate cap; nullopt when nobody moves: `moving` false, or no slot
-// freed in the last 5 minutes).
+// outflow no faster than the rate cap; nullopt when nobody moves: `moving` false, or no outflow
+// measured).
 std::optional<WaitOdds> RandomOdds(int64_t waiting, const Flow& flow,
                                    std::optional<int64_t> admit_per_minute, bool moving);
 
