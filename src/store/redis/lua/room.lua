@@ -1540,6 +1540,6 @@ local function run(keys, argv)
     return {'invalid_argument', 'room.lua: ARGV[4] must be 32 random bytes in hex'}
   end
   room, cfg, call_deltas, ver0, call_reordered = {}, {}, {}, nil, false
-  freed_w, freed_sec, freed_n, picks_used = nil, nil, nil, 0
+  picks_used = 0
   return dispatch(OPS, 'room')
 end
