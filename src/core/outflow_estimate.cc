@@ -64,12 +64,17 @@ double EstimateRate(const FlowHistory& h, int64_t now_ms) {
   if (cur - h.newest >= FlowHistory::kBuckets) return 0;
   int64_t observed = std::max<int64_t>(0, now - h.start_ms);
   int64_t into = now - cur * kB;
+  // c[j]: the count of bucket cur - j.
+  std::array<int64_t, FlowHistory::kBuckets> c{};
+  for (auto j = static_cast<size_t>(cur - h.newest); j < c.size(); ++j) {
+    c[j] = h.counts[j - static_cast<size_t>(cur - h.newest)];
+  }
 
   std::array<double, kWindows.size()> count{}, span{};
   int64_t sum = 0;
   int j = 0;
   for (size_t w = kWindows.size(); w-- > 0;) {  // shortest first: each window extends the last
-    for (; j < kWindows[w]; ++j) sum += h.CountOf(cur - j);
+    for (; j < kWindows[w]; ++j) sum += c[static_cast<size_t>(j)];
     count[w] = static_cast<double>(sum);
     int64_t s = std::min((kWindows[w] - 1) * kB + into, observed);
     span[w] = static_cast<double>(std::max(s, kMinSpanMs));
@@ -82,9 +87,9 @@ double EstimateRate(const FlowHistory& h, int64_t now_ms) {
   // change it is there to catch.
   double n = 0, sum_counts = 0, pairs = 0, sum_sq = 0;
   for (int k = 1; k < FlowHistory::kBuckets && (cur - k) * kB >= h.start_ms; ++k) {
-    double x = static_cast<double>(h.CountOf(cur - k));
+    double x = static_cast<double>(c[static_cast<size_t>(k)]);
     if (n > 0) {
-      double d = x - static_cast<double>(h.CountOf(cur - k + 1));
+      double d = x - static_cast<double>(c[static_cast<size_t>(k - 1)]);
       sum_sq += d * d;
       pairs += 1;
     }

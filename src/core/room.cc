@@ -162,16 +162,14 @@ uint64_t Room::RateOpenKey(int64_t now) const {
 std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
   // Nobody moves until an admin resumes or lets go of the brake.
   if (config_.paused || config_.queueing_method == QueueingMethod::kQueueAll) return std::nullopt;
-  return EtaMs(position, FlowAt(now), config_.admit_per_minute);
+  // fifo: the outflow alone.
+  return EtaMs(position, Flow{RateAt(outflow_, outflow_memo_, now), 0}, config_.admit_per_minute);
 }
 
-Flow Room::FlowAt(int64_t now) const {
+double Room::RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const {
   int64_t second = now >= 0 ? now / 1000 : (now - 999) / 1000;
-  if (second != flow_second_) {
-    flow_ = EstimateFlow(outflow_, inflow_, now);
-    flow_second_ = second;
-  }
-  return flow_;
+  if (second != memo.second) memo = {second, EstimateRate(history, now)};
+  return memo.rate;
 }
 
 SessionView Room::View(Index i, int64_t now) const {
@@ -250,7 +248,7 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
     s.status = SessionStatus::kWaiting;
     s.ticket = line_.PushBack(i);
     inflow_.Add(now);
-    flow_second_ = INT64_MIN;
+    inflow_memo_ = {};
   }
   deadlines_.Set(i, DueKey(s));
   ++version_;
@@ -318,7 +316,7 @@ void Room::Release(Index i, int64_t now, bool dropped) {
   ++counters_.released_total;
   if (dropped) ++counters_.dropped_total;
   outflow_.Add(now);
-  flow_second_ = INT64_MIN;
+  outflow_memo_ = {};
   held_.erase(slab_[i].admission);
   Revoke(slab_[i], now);
   Free(i);
