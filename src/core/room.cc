@@ -1,6 +1,7 @@
 #include "core/room.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/wire_errors.h"
 
@@ -74,10 +75,12 @@ bool InRange(const RoomPatch& p) {
          (!p.gate || GateInRange(*p.gate)) && (!p.page || PageInRange(*p.page));
 }
 
-std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
+std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
                              std::optional<int64_t> admit_per_minute) {
-  if (freed_last_minute == 0) return std::nullopt;
-  int64_t eta = CeilDiv(position * MinuteWindow::kWindowMs, freed_last_minute);
+  if (!(flow.out_per_ms > 0)) return std::nullopt;
+  // Waits beyond about 10 years are shown as that (as RandomWaitMs does).
+  double t = std::min(std::ceil(static_cast<double>(position) / flow.out_per_ms), 3.2e11);
+  int64_t eta = static_cast<int64_t>(t);
   if (admit_per_minute) {
     eta = std::max(eta, CeilDiv(position * MinuteWindow::kWindowMs, *admit_per_minute));
   }
@@ -159,7 +162,14 @@ uint64_t Room::RateOpenKey(int64_t now) const {
 std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
   // Nobody moves until an admin resumes or lets go of the brake.
   if (config_.paused || config_.queueing_method == QueueingMethod::kQueueAll) return std::nullopt;
-  return EtaMs(position, freed_window_.Count(now), config_.admit_per_minute);
+  // fifo: the outflow alone.
+  return EtaMs(position, Flow{RateAt(outflow_, outflow_memo_, now), 0}, config_.admit_per_minute);
+}
+
+double Room::RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const {
+  int64_t second = now >= 0 ? now / 1000 : (now - 999) / 1000;
+  if (second != memo.second) memo = {second, EstimateRate(history, now)};
+  return memo.rate;
 }
 
 SessionView Room::View(Index i, int64_t now) const {
@@ -237,6 +247,8 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   } else {
     s.status = SessionStatus::kWaiting;
     s.ticket = line_.PushBack(i);
+    inflow_.Add(now);
+    inflow_memo_ = {};
   }
   deadlines_.Set(i, DueKey(s));
   ++version_;
@@ -303,7 +315,8 @@ void Room::Release(Index i, int64_t now, bool dropped) {
   --holders_;
   ++counters_.released_total;
   if (dropped) ++counters_.dropped_total;
-  freed_window_.Add(now);
+  outflow_.Add(now);
+  outflow_memo_ = {};
   held_.erase(slab_[i].admission);
   Revoke(slab_[i], now);
   Free(i);
@@ -554,7 +567,7 @@ LineView Room::ReadLine(uint64_t since, int64_t now_ms) {
   v.active = holders_;
   v.waiting = waiting();
   v.capacity = config_.capacity;
-  v.freed_last_minute = freed_window_.Count(now_);
+  v.flow = FlowAt(now_);
   v.admit_per_minute = config_.admit_per_minute;
   v.paused = config_.paused;
   v.checkin_timeout_ms = config_.checkin_timeout_ms;

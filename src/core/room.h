@@ -75,6 +75,7 @@
 #include "core/incremental_index.h"
 #include "core/line.h"
 #include "core/minute_window.h"
+#include "core/outflow_estimate.h"
 #include "core/room_notice.h"
 #include "core/room_types.h"
 #include "core/session_id.h"
@@ -413,7 +414,21 @@ class Room {
   // only compare it with what they read from this process).
   uint64_t version_;
   MinuteWindow admitted_window_;
-  MinuteWindow freed_window_;
+  // Slots freed (the outflow) and joins to the line (the inflow): the ETA's measurements.
+  FlowHistory outflow_;
+  FlowHistory inflow_;
+  // EstimateRate of each as of a whole second, remembered until the second or the history
+  // changes: asked on every waiting check. Apart, so that a join (the inflow, read by the random
+  // method's odds alone) does not make a fifo check estimate the outflow again.
+  struct RateMemo {
+    int64_t second = INT64_MIN;
+    double rate = 0;
+  };
+  double RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const;
+  Flow FlowAt(int64_t now) const {
+    return Flow{RateAt(outflow_, outflow_memo_, now), RateAt(inflow_, inflow_memo_, now)};
+  }
+  mutable RateMemo outflow_memo_, inflow_memo_;
   RoomCounters counters_;
   // Notices counted (saved): kCreated is the first, so a new room starts at 1.
   uint64_t notice_seq_ = 1;

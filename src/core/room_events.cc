@@ -370,19 +370,20 @@ RoomPhase Room::Phase() const {
                  config_.paused);
 }
 
-std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
+std::optional<WaitOdds> RandomOdds(int64_t waiting, const Flow& flow,
                                    std::optional<int64_t> admit_per_minute, bool moving) {
   if (waiting <= 0) return std::nullopt;
   WaitOdds odds;
   odds.chance_next = 1.0 / static_cast<double>(waiting);
   if (!moving) return odds;
-  auto eta = [&](int64_t quarters) {
-    return EtaMs(std::max<int64_t>(1, (waiting * quarters + 3) / 4), freed_last_minute,
-                 admit_per_minute);
-  };
-  odds.p25_ms = eta(1);
-  odds.p50_ms = eta(2);
-  odds.p75_ms = eta(3);
+  // Admissions come no faster than the rate cap lets them.
+  double out = flow.out_per_ms;
+  if (admit_per_minute) {
+    out = std::min(out, static_cast<double>(*admit_per_minute) / MinuteWindow::kWindowMs);
+  }
+  odds.p25_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.25);
+  odds.p50_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.5);
+  odds.p75_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.75);
   return odds;
 }
 
@@ -414,7 +415,7 @@ int64_t RefreshAfterMs(SessionStatus status, int64_t checkin_timeout_ms,
 
 std::optional<WaitOdds> Room::Odds(int64_t now) const {
   bool moving = !config_.paused && config_.queueing_method != QueueingMethod::kQueueAll;
-  return RandomOdds(waiting(), freed_window_.Count(now), config_.admit_per_minute, moving);
+  return RandomOdds(waiting(), FlowAt(now), config_.admit_per_minute, moving);
 }
 
 const RoomEvent* Room::StatusEvent() const {

@@ -10,10 +10,13 @@ namespace anteroom::core {
 namespace {
 bool IsTime(int64_t ms) { return ms >= 0 && ms <= kLatestTimeMs; }
 
-// The layout's version, written first. 2 (data format 5) adds at the end the page settings and
-// the count of notices; 1 (data format 4) still loads, with no page settings and the notices
-// counted from 1 again. Any other is refused.
-constexpr uint32_t kRoomFormat = 2;
+// The layout's version, written first. 3 (data format 6) drops the minute window of freed slots
+// and adds at the end the ETA's flow histories (outflow, inflow); 2 (data format 5) adds at the
+// end the page settings and the count of notices; 1 (data format 4) still loads, with no page
+// settings and the notices counted from 1 again. Layouts 1 and 2 load with empty histories (the
+// ETA measures again from the next slot freed). Any other is refused.
+constexpr uint32_t kRoomFormat = 3;
+constexpr uint32_t kRoomFormatV2 = 2;
 constexpr uint32_t kRoomFormatV1 = 1;
 
 void SaveOptional(ByteWriter& out, const std::optional<int64_t>& v) {
@@ -92,7 +95,6 @@ void Room::Save(ByteWriter& out) const {
   out.Put(holders_);
   out.Put(admissions_);
   admitted_window_.Save(out);
-  freed_window_.Save(out);
   out.Put(counters_.admitted_total);
   out.Put(counters_.dropped_total);
   out.Put(counters_.released_total);
@@ -132,6 +134,8 @@ void Room::Save(ByteWriter& out) const {
   out.PutBool(own_.page.has_value());
   if (own_.page) out.PutString(*own_.page);
   out.Put(notice_seq_);
+  outflow_.Save(out);
+  inflow_.Save(out);
 }
 
 // Events, the draw and the random method's stream.
@@ -170,7 +174,7 @@ void Room::SaveLaunch(ByteWriter& out) const {
 
 bool Room::Restore(ByteReader& in) {
   uint32_t format = in.Get<uint32_t>();
-  if (format != kRoomFormat && format != kRoomFormatV1) return false;
+  if (format != kRoomFormat && format != kRoomFormatV2 && format != kRoomFormatV1) return false;
   Room& r = *this;
   r.own_.capacity = in.Get<int64_t>();
   r.own_.grace_ms = in.Get<int64_t>();
@@ -272,7 +276,7 @@ bool Room::Restore(ByteReader& in) {
   r.holders_ = in.Get<int64_t>();
   r.admissions_ = in.Get<uint64_t>();
   r.admitted_window_.Load(in);
-  r.freed_window_.Load(in);
+  if (format != kRoomFormat) MinuteWindow().Load(in);  // the freed slots' minute: not kept
   r.counters_.admitted_total = in.Get<int64_t>();
   r.counters_.dropped_total = in.Get<int64_t>();
   r.counters_.released_total = in.Get<int64_t>();
@@ -295,6 +299,10 @@ bool Room::Restore(ByteReader& in) {
   if (format != kRoomFormatV1) {
     if (in.GetBool()) r.own_.page = in.GetString();
     r.notice_seq_ = in.Get<uint64_t>();
+  }
+  if (format == kRoomFormat) {
+    r.outflow_.Load(in);
+    r.inflow_.Load(in);
   }
   if (!InRange(r.own_)) return false;
   for (Index i = 0; i < n && !in.failed(); ++i) {

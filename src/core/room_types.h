@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/outflow_estimate.h"
 #include "core/room_event.h"
 #include "core/room_pass.h"
 
@@ -104,7 +105,7 @@ const char* ToString(SessionStatus status);
 
 // In the random method a waiting session has no place, only odds: the chance that it is drawn
 // next, and the waits by which a quarter, half and three quarters of those waiting now will be
-// in (EtaMs of those ranks: a drawn rank is uniform over the line).
+// in (core::RandomWaitMs: people still joining make each draw's odds smaller).
 struct WaitOdds {
   double chance_next = 0;
   std::optional<int64_t> p25_ms, p50_ms, p75_ms;
@@ -136,17 +137,18 @@ struct RoomCounters {
 };
 
 // Estimated wait of the waiting session at `position`: the position over the rate at which
-// slots were freed in the last minute (and no sooner than the admission-rate cap allows);
-// nullopt when nothing was freed in that minute. The one formula every backend and the live
-// channel use.
-std::optional<int64_t> EtaMs(int64_t position, int64_t freed_last_minute,
+// slots are freed (flow.out_per_ms, measured by core::EstimateFlow), rounded up, and no sooner
+// than the admission-rate cap allows; nullopt when the outflow is 0 (none measured).
+// The one formula every backend and the live channel use.
+std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
                              std::optional<int64_t> admit_per_minute);
 
 // The odds a waiting session has in the random method, with `waiting` in line (nullopt when
-// nobody waits): each is next with chance 1/waiting, and the wait by which a quarter, half and
-// three quarters of the line will be in is the EtaMs of that rank (nullopt when nobody moves:
-// `moving` false, or no slot freed in the last minute).
-std::optional<WaitOdds> RandomOdds(int64_t waiting, int64_t freed_last_minute,
+// nobody waits): each is next with chance 1/waiting, and the waits by which a quarter, half and
+// three quarters of those waiting now will be in are core::RandomWaitMs of the flow (the
+// outflow no faster than the rate cap; nullopt when nobody moves: `moving` false, or no outflow
+// measured).
+std::optional<WaitOdds> RandomOdds(int64_t waiting, const Flow& flow,
                                    std::optional<int64_t> admit_per_minute, bool moving);
 
 // The phase a status shows (RoomPhase, core/room_event.h) of a room admitting by `method`:
@@ -198,7 +200,7 @@ struct LineView {
   int64_t active = 0;
   int64_t waiting = 0;
   int64_t capacity = 0;
-  int64_t freed_last_minute = 0;  // the ETA basis (EtaMs)
+  Flow flow;  // the ETA basis (EtaMs, RandomOdds), as of the read
   std::optional<int64_t> admit_per_minute;
   bool paused = false;             // no ETA while admissions are paused
   int64_t checkin_timeout_ms = 0;  // how often connected sessions must be kept present

@@ -236,12 +236,11 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   }
   core::LineView& v = *result;
   const core::LineView& c = rw.counts;
-  bool counts_changed = !rw.have_counts || v.active != c.active || v.waiting != c.waiting ||
-                        v.capacity != c.capacity || v.freed_last_minute != c.freed_last_minute ||
-                        v.admit_per_minute != c.admit_per_minute || v.paused != c.paused ||
-                        v.phase != c.phase || v.queueing_method != c.queueing_method ||
-                        v.event_starts_at != c.event_starts_at ||
-                        v.event_ends_at != c.event_ends_at;
+  bool counts_changed =
+      !rw.have_counts || v.active != c.active || v.waiting != c.waiting ||
+      v.capacity != c.capacity || v.flow != c.flow || v.admit_per_minute != c.admit_per_minute ||
+      v.paused != c.paused || v.phase != c.phase || v.queueing_method != c.queueing_method ||
+      v.event_starts_at != c.event_starts_at || v.event_ends_at != c.event_ends_at;
   if (v.changed) {
     // One ordered sweep: each connected session's position is its place in this walk.
     rw.version = v.version;
@@ -273,7 +272,7 @@ void LiveHub::OnLine(const std::string& room, OpResult<core::LineView> result) {
   rw.counts.active = v.active;
   rw.counts.waiting = v.waiting;
   rw.counts.capacity = v.capacity;
-  rw.counts.freed_last_minute = v.freed_last_minute;
+  rw.counts.flow = v.flow;
   rw.counts.admit_per_minute = v.admit_per_minute;
   rw.counts.paused = v.paused;
   rw.counts.checkin_timeout_ms = v.checkin_timeout_ms;
@@ -366,8 +365,8 @@ std::optional<int64_t> MsUntil(const std::optional<int64_t>& at, int64_t now) {
 // places, the median of its odds), as the room's own view says it.
 std::optional<int64_t> ShownEta(const core::LineView& c, int64_t position) {
   if (!Moving(c)) return std::nullopt;
-  if (!Drawn(c)) return core::EtaMs(position, c.freed_last_minute, c.admit_per_minute);
-  auto odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, true);
+  if (!Drawn(c)) return core::EtaMs(position, c.flow, c.admit_per_minute);
+  auto odds = core::RandomOdds(c.waiting, c.flow, c.admit_per_minute, true);
   return odds ? odds->p50_ms : std::nullopt;
 }
 }  // namespace
@@ -389,7 +388,7 @@ SessionView LiveHub::ViewFromLine(const RoomWatch& rw, const Watch& w) const {
   if (v.status == SessionStatus::kWaiting) {
     if (Drawn(c)) {
       v.position = 0;  // the random method has no places, only odds
-      v.odds = core::RandomOdds(c.waiting, c.freed_last_minute, c.admit_per_minute, Moving(c));
+      v.odds = core::RandomOdds(c.waiting, c.flow, c.admit_per_minute, Moving(c));
     }
     v.eta_ms = ShownEta(c, v.position);
   }

@@ -57,7 +57,7 @@ TEST_P(LiveConformanceTest, ReadLineAnswersTheLineInOrderWithTheCounts) {
   EXPECT_EQ(v->waiting, 3);
   EXPECT_EQ(v->capacity, 2);
   EXPECT_EQ(v->checkin_timeout_ms, 1'000);
-  EXPECT_EQ(v->freed_last_minute, 0);
+  EXPECT_EQ(v->flow.out_per_ms, 0);
 }
 
 TEST_P(LiveConformanceTest, AnUnchangedLineIsNotCopiedAgain) {
@@ -92,42 +92,54 @@ TEST_P(LiveConformanceTest, EveryChangeOfTheLineOrOfAHolderMovesTheVersion) {
   auto admitted = Read("r", after_grace->version);  // b admitted: the line is c alone
   EXPECT_TRUE(admitted->changed);
   EXPECT_EQ(Ids(*admitted), std::vector<std::string>{"c"});
-  EXPECT_EQ(admitted->freed_last_minute, 1);
+  EXPECT_EQ(admitted->flow.out_per_ms, 1.0 / 10'000);  // one slot freed, in 10 s at least
 }
 
-// The ETA's basis: slots freed in the last 60 whole seconds. One slot is freed in each of 70
-// seconds, then time runs on without any: the count rises to its cap and falls a bucket a
-// second, and an ETA follows it (Redis keeps a running total in front of its buckets).
-TEST_P(LiveConformanceTest, FreedLastMinuteCountsTheLastSixtySecondsAsTimeRuns) {
+// The ETA's basis (core::EstimateFlow): slots freed and joins, counted in 10 s buckets over 5
+// minutes, equal on every backend (Redis keeps the buckets in room.lua and the backend runs the
+// core's formula on them). One slot is freed in each of 70 seconds, then time runs on without
+// any: the rate is the count over the time observed (never less than 10 s) while the first
+// minute lasts, then the windows' choice, and an ETA follows it.
+TEST_P(LiveConformanceTest, TheFlowFollowsTheOutflowAsTimeRuns) {
   MakeRoom("r", 1, /*checkin_timeout_ms=*/3'600'000, /*grace_ms=*/0);
+  core::FlowHistory out, in;  // the same events, counted here
   ASSERT_TRUE(Check("r", "h0").ok());
   for (int i = 0; i < 80; ++i) ASSERT_TRUE(Check("r", "w" + std::to_string(i)).ok());
-  auto freed = [&] {
+  for (int i = 0; i < 81; ++i) in.Add(NowMs());  // h0 too: it joined the line, then got in
+  auto flow = [&] {
     auto v = Read("r", 0);
     EXPECT_TRUE(v.ok()) << v.message();
-    return v.ok() ? v->freed_last_minute : -1;
+    return v.ok() ? v->flow : core::Flow{-1, -1};
   };
+  auto expected = [&] { return core::EstimateFlow(out, in, NowMs()); };
+  EXPECT_EQ(flow(), (core::Flow{0, 81.0 / 10'000}));  // no slot freed yet: no ETA
   // The holder leaves each second and the next in line is admitted (and holds the slot).
   std::string holder = "h0";
   for (int sec = 0; sec < 70; ++sec) {
     auto left = Await<SessionView>([&](auto done) { b().Leave("r", holder, true, done); });
     ASSERT_TRUE(left.ok()) << left.message();
+    out.Add(NowMs());
     holder = "w" + std::to_string(sec);
-    EXPECT_EQ(freed(), std::min(sec + 1, 60)) << "second " << sec;
+    core::Flow f = flow();
+    EXPECT_EQ(f, expected()) << "second " << sec;
+    // The first 10 s are divided by 10 s; then by the time since the first slot freed.
+    double rate = sec < 10 ? (sec + 1) / 10'000.0 : (sec + 1) / (sec * 1'000.0);
+    if (sec < 60) {
+      EXPECT_DOUBLE_EQ(f.out_per_ms, rate) << "second " << sec;
+    }
     AdvanceTime(1'000);
   }
-  // 70 freed, one a second; the last 60 seconds hold 60 of them. Then none for a while.
-  EXPECT_EQ(freed(), 59);  // a second on: the bucket of 60 s ago fell out
   auto waiting = Check("r", "w75");
   ASSERT_TRUE(waiting.ok());
   ASSERT_TRUE(waiting->eta_ms.has_value());
-  EXPECT_EQ(*waiting->eta_ms, (waiting->position * 60'000 + 58) / 59);
-  AdvanceTime(30'000);
-  EXPECT_EQ(freed(), 29);
-  AdvanceTime(29'000);
-  EXPECT_EQ(freed(), 0);
-  AdvanceTime(500);
-  EXPECT_EQ(freed(), 0);
+  EXPECT_EQ(waiting->eta_ms, core::EtaMs(waiting->position, expected(), std::nullopt));
+  EXPECT_NEAR(*waiting->eta_ms, waiting->position * 1'000, waiting->position * 20);
+  // Then none for a while: the rate falls as the windows without any win.
+  for (int step = 0; step < 28; ++step) {
+    AdvanceTime(10'000);
+    EXPECT_EQ(flow(), expected()) << "quiet for " << (step + 1) * 10 << " s";
+  }
+  EXPECT_LT(flow().out_per_ms, 0.2 / 1'000);
 }
 
 TEST_P(LiveConformanceTest, ExpiryIsSeenByTheNextRead) {

@@ -56,7 +56,10 @@ std::string Show(const core::SessionView& v) {
       v.session, core::ToString(v.status), v.position, v.waiting, v.active, v.capacity,
       v.eta_ms ? *v.eta_ms : -1, v.admission, core::ToString(v.phase),
       core::ToString(v.queueing_method), Show(v.starts_in_ms), Show(v.ends_in_ms),
-      v.refresh_after_ms, v.odds ? fmt::format("{}", v.odds->chance_next) : "none");
+      v.refresh_after_ms,
+      v.odds ? fmt::format("{}:{}/{}/{}", v.odds->chance_next, Show(v.odds->p25_ms),
+                           Show(v.odds->p50_ms), Show(v.odds->p75_ms))
+             : "none");
 }
 // The room's own settings and counts, then what is in force: the effective settings (the
 // own with a running event's overrides), the open event, the prequeued count and the phase.
@@ -127,9 +130,9 @@ std::string Show(const std::vector<core::SessionView>& v) {
 // Versions start from each backend's own origin: only the line and the counts are compared.
 std::string Show(const core::LineView& v) {
   std::string s = fmt::format(
-      "active={} waiting={} cap={} freed={} apm={} cto={} paused={} phase={} method={} event={}-{} "
-      "line=",
-      v.active, v.waiting, v.capacity, v.freed_last_minute,
+      "active={} waiting={} cap={} flow={:.17g}/{:.17g} apm={} cto={} paused={} phase={} method={} "
+      "event={}-{} line=",
+      v.active, v.waiting, v.capacity, v.flow.out_per_ms, v.flow.in_per_ms,
       v.admit_per_minute ? *v.admit_per_minute : -1, v.checkin_timeout_ms, v.paused,
       core::ToString(v.phase), core::ToString(v.queueing_method), Show(v.event_starts_at),
       Show(v.event_ends_at));

@@ -216,7 +216,51 @@ TEST(RedisRoomStateTest, RoomWrittenBeforeLaunchDayStillLoads) {
                 backend.PutEvent("old", "drop", drop, done);
               }).ok());
   EXPECT_EQ(check("c")->status, core::SessionStatus::kPrequeue);
-  EXPECT_EQ(FieldCount(meta), 31) << "written back whole (through ns, the event count)";
+  EXPECT_EQ(FieldCount(meta), 33) << "written back whole (through ns and the flow histories)";
+}
+
+// Rooms written before the ETA's flow histories (30 fields: up to `dr`; the freed slots' minute
+// window `fw` was the ETA's basis) load with empty histories: no ETA until a slot is freed,
+// then the same as a new room's from there on.
+TEST(RedisRoomStateTest, RoomWrittenBeforeTheFlowHistoriesStillLoads) {
+  constexpr int kFieldsBeforeFlows = 30;
+  FakeClock clock;
+  std::string prefix = "legacy-flow" + std::to_string(getpid()) + ":";
+  redis::RedisBackend backend(clock, redis::RedisBackendOptions{.url = RedisServers::Get().Single(),
+                                                                .key_prefix = prefix,
+                                                                .redis_time = false,
+                                                                .run_timer = false});
+  auto check = [&](const std::string& session) {
+    return AwaitAnswer<core::SessionView>([&](auto done) { backend.Check("old", session, done); });
+  };
+  core::RoomPatch create;
+  create.capacity = 1;
+  create.grace_ms = 0;
+  ASSERT_TRUE(
+      AwaitAnswer<core::RoomInfo>([&](auto done) { backend.PutRoom("old", create, done); }).ok());
+  ASSERT_EQ(check("a")->status, core::SessionStatus::kActive);
+  ASSERT_EQ(check("b")->status, core::SessionStatus::kWaiting);
+  ASSERT_EQ(check("c")->status, core::SessionStatus::kWaiting);
+  const std::string meta = prefix + "{r:old}:m";
+  ASSERT_EQ(FieldCount(meta), 33);
+  std::string cut = EvalOnSingle(
+      "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
+      "for i = 1, " +
+          std::to_string(kFieldsBeforeFlows) +
+          " do old[i] = t[i] end "
+          "redis.call('SET', KEYS[1], cmsgpack.pack(old)) return #old",
+      meta);
+  ASSERT_EQ(cut, std::to_string(kFieldsBeforeFlows));
+
+  EXPECT_EQ(check("c")->eta_ms, std::nullopt);  // nothing freed, as far as it knows
+  clock.Advance(3'000);
+  ASSERT_TRUE(AwaitAnswer<core::SessionView>([&](auto done) {
+                backend.Leave("old", "a", /*final=*/true, done);
+              }).ok());
+  auto c = check("c");
+  EXPECT_EQ(c->position, 1);
+  EXPECT_EQ(c->eta_ms, 10'000);  // one slot freed, over the 10 s an estimate takes at least
+  EXPECT_EQ(FieldCount(meta), 33) << "written back with them";
 }
 
 // The gate is a key of its own ({r:NAME}:g, KEYS[9] of room.lua: "INC:TEXT"), so rooms written

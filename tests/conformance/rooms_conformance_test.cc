@@ -302,6 +302,59 @@ TEST_P(RoomsConformanceTest, FinalLeaveFreesTheSlotForTheHeadOfTheLine) {
   EXPECT_EQ(Touch("r", "a").status(), OpStatus::kUnknownSession);
 }
 
+// The ETA on every backend (core::EstimateFlow over the same counts, core/outflow_estimate.h):
+// the position over the slots freed per ms, counted since the first one, never over less
+// than 10 s.
+TEST_P(RoomsConformanceTest, TheEtaIsThePositionOverTheMeasuredOutflow) {
+  MakeRoom("r", 2, /*grace_ms=*/0, /*checkin_timeout_ms=*/3'600'000, std::nullopt);
+  for (const char* s : {"a", "b", "c", "d", "e"}) Arrive("r", s);
+  AdvanceTime(5'000);
+  ASSERT_TRUE(Leave("r", "a", true).ok());  // c in: one slot freed, counted over 10 s
+  auto e = Check("r", "e");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->position, 2);
+  EXPECT_EQ(e->eta_ms, 20'000);
+  AdvanceTime(15'000);
+  ASSERT_TRUE(Leave("r", "b", true).ok());  // d in: two slots in the 15 s since the first
+  e = Check("r", "e");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->position, 1);
+  EXPECT_EQ(e->eta_ms, core::EtaMs(1, core::Flow{2.0 / 15'000, 0}, std::nullopt));
+  EXPECT_NEAR(static_cast<double>(e->eta_ms.value_or(0)), 7'500, 1);
+}
+
+// The random method's odds on every backend: the quartile waits of those waiting when each
+// admission draws one of a line that people keep joining (core::RandomWaitMs), from the same
+// measured outflow and inflow.
+TEST_P(RoomsConformanceTest, RandomOddsCountThePeopleStillJoining) {
+  MakeRoom("r", 1, /*grace_ms=*/0, /*checkin_timeout_ms=*/3'600'000, std::nullopt);
+  RoomPatch random;
+  random.queueing_method = core::QueueingMethod::kRandom;
+  ASSERT_TRUE(Put("r", random).ok());
+  Arrive("r", "h");  // joins, in at once: ten joins at the start
+  for (int i = 0; i < 9; ++i) Arrive("r", "w" + std::to_string(i));
+  AdvanceTime(10'000);
+  ASSERT_TRUE(Leave("r", "h", true).ok());  // one drawn in: eight wait
+  auto expected = core::RandomOdds(8, core::Flow{1.0 / 10'000, 10.0 / 10'000}, std::nullopt, true);
+  ASSERT_TRUE(expected.has_value());
+  int seen = 0;
+  for (int i = 0; i < 9; ++i) {
+    auto v = Check("r", "w" + std::to_string(i));
+    ASSERT_TRUE(v.ok());
+    if (v->status != SessionStatus::kWaiting) continue;
+    ++seen;
+    ASSERT_TRUE(v->odds.has_value());
+    EXPECT_DOUBLE_EQ(v->odds->chance_next, 1.0 / 8);
+    EXPECT_EQ(v->odds->p25_ms, expected->p25_ms);
+    EXPECT_EQ(v->odds->p50_ms, expected->p50_ms);
+    EXPECT_EQ(v->odds->p75_ms, expected->p75_ms);
+    EXPECT_EQ(v->eta_ms, expected->p50_ms);
+  }
+  EXPECT_EQ(seen, 8);
+  // Joins at ten times the outflow: the line grows, the median wait is far past 8 slots' time.
+  EXPECT_GT(expected->p50_ms.value_or(0), 10 * 4 * 10'000);
+}
+
 TEST_P(RoomsConformanceTest, LeaveThenReturnWithinGrace) {
   MakeRoom("r", 1, /*grace_ms=*/5'000);
   Arrive("r", "a");

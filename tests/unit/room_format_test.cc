@@ -13,6 +13,8 @@
 
 #include "common/bytes.h"
 #include "common/clock.h"
+#include "core/minute_window.h"
+#include "core/outflow_estimate.h"
 #include "core/room.h"
 #include "store/memory/change_record.h"
 #include "store/memory/memory_backend.h"
@@ -79,12 +81,51 @@ TEST(RoomFormatTest, SnapshotKeepsPausedAndTargetUrl) {
   EXPECT_EQ(restored.Check("d", kT0 + 2'001).status, core::SessionStatus::kWaiting);
 }
 
-// Layout 1 (data format 4) is layout 2 without the page settings at its end: it still loads,
-// with no page, and saves as layout 2.
+// Layout 2 (data format 5) is layout 3 with the freed slots' minute window after the admitted
+// one and without the flow histories at the end; layout 1 (data format 4) is layout 2 without
+// the page settings and the count of notices at its end. Both still load, with empty
+// histories, and save as layout 3.
+std::string EmptyMinuteWindow() {
+  std::string out;
+  ByteWriter w(out);
+  core::MinuteWindow().Save(w);
+  return out;
+}
+std::string EmptyFlowHistories() {
+  std::string out;
+  ByteWriter w(out);
+  core::FlowHistory().Save(w);
+  core::FlowHistory().Save(w);
+  return out;
+}
+std::string AsLayoutTwo(const std::string& v3) {
+  // A room that admitted nobody: its admitted window is empty; the freed one followed it.
+  const std::string window = EmptyMinuteWindow(), flows = EmptyFlowHistories();
+  size_t at = v3.find(window);
+  EXPECT_NE(at, std::string::npos);
+  EXPECT_EQ(v3.substr(v3.size() - flows.size()), flows);
+  std::string v2 = v3.substr(0, at + window.size()) + window +
+                   v3.substr(at + window.size(), v3.size() - flows.size() - at - window.size());
+  v2[0] = 2;
+  return v2;
+}
+
+TEST(RoomFormatTest, LayoutTwoStillLoadsWithEmptyFlowHistories) {
+  core::Room room(WrittenConfig(), kTtl, kT0);
+  std::string v3 = Save(room);
+  ASSERT_EQ(v3[0], 3);
+  std::string v2 = AsLayoutTwo(v3);
+  core::Room old(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(v2);
+  ASSERT_TRUE(old.Restore(in));
+  EXPECT_TRUE(in.done());
+  EXPECT_EQ(Save(old), v3);
+}
+
 TEST(RoomFormatTest, LayoutOneStillLoadsWithoutAPage) {
   core::Room room(WrittenConfig(), kTtl, kT0);
-  std::string v2 = Save(room);
-  ASSERT_EQ(v2[0], 2);
+  std::string v3 = Save(room);
+  std::string v2 = AsLayoutTwo(v3);
   constexpr size_t kNoPageAndNoticeCount = 1 + 8;  // no page; the count of notices
   ASSERT_EQ(v2[v2.size() - kNoPageAndNoticeCount], '\0');
   std::string v1 = v2.substr(0, v2.size() - kNoPageAndNoticeCount);
@@ -94,13 +135,30 @@ TEST(RoomFormatTest, LayoutOneStillLoadsWithoutAPage) {
   ASSERT_TRUE(old.Restore(in));
   EXPECT_TRUE(in.done());
   EXPECT_FALSE(old.config().page.has_value());
-  EXPECT_EQ(Save(old), v2);
+  EXPECT_EQ(Save(old), v3);
+}
+
+// The flow histories are kept: a restored room shows the same ETA.
+TEST(RoomFormatTest, SnapshotKeepsTheFlowHistories) {
+  core::Room room(WrittenConfig(), kTtl, kT0);
+  BuildRoom(room);
+  std::string bytes = Save(room);
+  core::Room restored(core::RoomConfig{}, kTtl, 0);
+  ByteReader in(bytes);
+  ASSERT_TRUE(restored.Restore(in));
+  EXPECT_EQ(Save(restored), bytes);
+  auto before = room.ReadLine(0, kT0 + 5'000);
+  auto after = restored.ReadLine(0, kT0 + 5'000);
+  EXPECT_GT(before.flow.out_per_ms, 0);
+  EXPECT_GT(before.flow.in_per_ms, 0);
+  EXPECT_EQ(after.flow, before.flow);
+  EXPECT_EQ(restored.Check("d", kT0 + 5'000).eta_ms, room.Check("d", kT0 + 5'000).eta_ms);
 }
 
 TEST(RoomFormatTest, UnknownSnapshotFormatIsRefused) {
   core::Room room(WrittenConfig(), kTtl, kT0);
   std::string bytes = Save(room);
-  for (uint32_t format : {0u, 3u}) {
+  for (uint32_t format : {0u, 4u}) {
     std::string changed = bytes;
     changed[0] = static_cast<char>(format);
     core::Room restored(core::RoomConfig{}, kTtl, 0);

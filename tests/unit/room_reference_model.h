@@ -341,7 +341,7 @@ class ReferenceRoom {
   void Release(const std::string& id, int64_t now, bool dropped) {
     ++counters_.released_total;
     if (dropped) ++counters_.dropped_total;
-    freed_at_.push_back(now);
+    freed_.Add(now);
     revoked_[id] = {Find(id)->admission, now + ttl_};
     Erase(id);
   }
@@ -379,17 +379,10 @@ class ReferenceRoom {
     v.status = s.status;
     if (s.status == Status::kWaiting) {
       v.position = std::find(line_.begin(), line_.end(), s.id) - line_.begin() + 1;
-      int64_t sec = now_ / 1000;
-      int64_t freed = std::count_if(freed_at_.begin(), freed_at_.end(), [&](int64_t f) {
-        return f / 1000 > sec - 60 && f / 1000 <= sec;
-      });
-      if (freed > 0 && !config_.paused) {
-        int64_t eta = (v.position * 60'000 + freed - 1) / freed;
-        if (config_.admit_per_minute) {
-          int64_t apm = *config_.admit_per_minute;
-          eta = std::max(eta, (v.position * 60'000 + apm - 1) / apm);
-        }
-        v.eta_ms = eta;
+      // The outflow as the core measures it (core/outflow_estimate.h, tested on its own).
+      if (!config_.paused) {
+        v.eta_ms = core::EtaMs(v.position, core::Flow{core::EstimateRate(freed_, now_), 0},
+                               config_.admit_per_minute);
       }
     } else {
       v.admission = s.admission;
@@ -406,7 +399,7 @@ class ReferenceRoom {
   uint32_t next_slot_ = 0;
   std::vector<std::string> line_;
   std::vector<int64_t> admitted_at_;
-  std::vector<int64_t> freed_at_;
+  core::FlowHistory freed_;                                      // releases
   std::map<std::string, std::pair<uint64_t, int64_t>> revoked_;  // id -> (admission, until)
   uint64_t admissions_ = 0;
   core::RoomCounters counters_;

@@ -31,7 +31,8 @@
 // Versions 1 to 3 were development formats, never released. 4 added the launch-day state
 // (events, pre-queue, draws, queueing methods); 5 a room's page settings, at the end of a room
 // patch and of a room's snapshot; 6 config entries (webhooks): a record kind (SetConfigRecord)
-// and a section at the end of the state snapshot.
+// and a section at the end of the state snapshot, and the ETA's flow histories in a room's
+// snapshot (its layout 3, core/room_snapshot.cc).
 
 #include <cstdint>
 #include <functional>

@@ -38,14 +38,16 @@ std::string LuaRules() {
       "  capacity = {}, grace_ms = {}, checkin_timeout_ms = {}, idle_timeout_ms = {},\n"
       "  token_units = {}, table_full_retry_ms = {}, places_retry_min_ms = {},\n"
       "  kind_dropout = {}, kind_other = {}, window_seconds = {}, window_ms = {},\n"
+      "  flow_bucket_ms = {}, flow_buckets = {},\n"
       // queue.lua: the rules of core::Queue
       "  backoff_base_ms = {}, backoff_cap_ms = {}, backoff_max_shift = {},\n"
       "  ack_memory_ms = {}, ack_memory_max = {}, kept_attempts = {}}}\n",
       room.capacity, room.grace_ms, room.checkin_timeout_ms, room.idle_timeout_ms.value_or(-1),
       Room::kTokenUnits, Room::kTableFullRetryMs, Room::kPlacesRetryMinMs, Room::kKindDropout,
       Room::kKindOther, core::MinuteWindow::kSeconds, core::MinuteWindow::kWindowMs,
-      core::kBackoffBaseMs, core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs,
-      core::kAckMemoryMax, core::kKeptAttempts);
+      core::FlowHistory::kBucketMs, core::FlowHistory::kBuckets, core::kBackoffBaseMs,
+      core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs, core::kAckMemoryMax,
+      core::kKeptAttempts);
   // Launch day: the queueing methods by their names (the scripts store and answer names, which
   // the backend reads with core::ParseQueueingMethod), the event stages by their codes, and the
   // schedule's bound.

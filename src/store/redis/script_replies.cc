@@ -128,27 +128,65 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   return info;
 }
 
+core::FlowHistory ParseFlowHistory(std::string_view text) {
+  core::FlowHistory h;
+  auto number = [&](size_t& at, int64_t& out) {
+    const char* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data() + at, end, out);
+    if (ec != std::errc() || p == text.data() + at) return false;
+    at = static_cast<size_t>(p - text.data());
+    return true;
+  };
+  size_t at = 0;
+  int64_t start = 0;
+  if (!number(at, start) || at >= text.size() || text[at] != '|') return h;
+  ++at;
+  // Ascending buckets: read them all, then place each from the newest back.
+  std::vector<std::pair<int64_t, int64_t>> buckets;
+  while (at < text.size()) {
+    int64_t b = 0, c = 0;
+    if (!number(at, b) || at >= text.size() || text[at] != ':') return {};
+    ++at;
+    if (!number(at, c) || c < 0) return {};
+    if (!buckets.empty() && b <= buckets.back().first) return {};
+    buckets.emplace_back(b, c);
+    if (at < text.size()) {
+      if (text[at] != ',') return {};
+      ++at;
+    }
+  }
+  if (buckets.empty()) return h;
+  h.start_ms = start;
+  h.newest = buckets.back().first;
+  for (const auto& [b, c] : buckets) {
+    if (h.newest - b < core::FlowHistory::kBuckets) h.counts[static_cast<size_t>(h.newest - b)] = c;
+  }
+  return h;
+}
+
 namespace {
 // What room.lua context() answers beside the views of one call:
-// {now, method, pre-queue open (0/1), paused, freed, apm, cto, idle, starts_at, ends_at}
-// (-1: none, for apm, idle and the event's times).
+// {now, method, pre-queue open (0/1), paused, outflow, apm, cto, idle, starts_at, ends_at,
+// inflow} (-1: none, for apm, idle and the event's times; the flows as ParseFlowHistory reads).
 struct ViewContext {
   int64_t now = 0;
   core::QueueingMethod method = core::QueueingMethod::kFifo;
   bool prequeue_open = false;
   bool paused = false;
-  int64_t freed = 0;
+  core::Flow flow;
   std::optional<int64_t> admit_per_minute;
   int64_t checkin_timeout_ms = 0;
   std::optional<int64_t> idle_timeout_ms;
   std::optional<int64_t> event_starts_at, event_ends_at;
 };
 ViewContext ToContext(const Reply& c) {
-  return ViewContext{.now = c.at(0).AsInt(),
+  int64_t now = c.at(0).AsInt();
+  return ViewContext{.now = now,
                      .method = MethodOf(c.at(1)),
                      .prequeue_open = c.at(2).AsInt() == 1,
                      .paused = c.at(3).AsInt() == 1,
-                     .freed = c.at(4).AsInt(),
+                     .flow = core::EstimateFlow(ParseFlowHistory(c.at(4).str),
+                                                ParseFlowHistory(c.at(10).str), now),
                      .admit_per_minute = OffWhenNegative(c.at(5).AsInt()),
                      .checkin_timeout_ms = c.at(6).AsInt(),
                      .idle_timeout_ms = OffWhenNegative(c.at(7).AsInt()),
@@ -184,10 +222,10 @@ core::SessionView ToView(const std::string& session, const Reply& a, const ViewC
   if (v.status == core::SessionStatus::kWaiting) {
     if (c.method == core::QueueingMethod::kRandom) {
       v.position = 0;
-      v.odds = core::RandomOdds(v.waiting, c.freed, c.admit_per_minute, moving);
+      v.odds = core::RandomOdds(v.waiting, c.flow, c.admit_per_minute, moving);
       if (v.odds) v.eta_ms = v.odds->p50_ms;
     } else if (moving) {
-      v.eta_ms = core::EtaMs(v.position, c.freed, c.admit_per_minute);
+      v.eta_ms = core::EtaMs(v.position, c.flow, c.admit_per_minute);
     }
   } else if (v.status == core::SessionStatus::kActive || v.status == core::SessionStatus::kGrace) {
     v.eta_ms = 0;
@@ -219,8 +257,8 @@ std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sess
   return views;
 }
 
-// {{ver, holders, waiting, cap, freed, apm, cto, idle, paused, inc, method, pre-queue open,
-// event starts_at, event ends_at}, line}
+// {{ver, holders, waiting, cap, outflow, apm, cto, idle, paused, inc, method, pre-queue open,
+// event starts_at, event ends_at, inflow, now}, line}
 LineReply ParseLine(Reply&& answer) {
   const Reply& c = RoomPayload(answer);
   LineReply r;
@@ -229,7 +267,8 @@ LineReply ParseLine(Reply&& answer) {
   v.active = c.at(1).AsInt();
   v.waiting = c.at(2).AsInt();
   v.capacity = c.at(3).AsInt();
-  v.freed_last_minute = c.at(4).AsInt();
+  v.flow = core::EstimateFlow(ParseFlowHistory(c.at(4).str), ParseFlowHistory(c.at(14).str),
+                              c.at(15).AsInt());
   if (int64_t apm = c.at(5).AsInt(); apm >= 0) v.admit_per_minute = apm;
   v.checkin_timeout_ms = c.at(6).AsInt();
   if (int64_t idle = c.at(7).AsInt(); idle >= 0) v.idle_timeout_ms = idle;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/queue_types.h"
@@ -57,14 +58,19 @@ std::optional<DrawState> ParseDrawState(const Reply& answer);
 
 // ---- room.lua ------------------------------------------------------------------------------
 
+// A flow history as room.lua keeps it (flow_add): "START|BUCKET:COUNT,..." with the buckets
+// ascending and only those counted; "" (or anything else) is an empty history.
+core::FlowHistory ParseFlowHistory(std::string_view text);
+
 // put, get, delete: the room object (room.lua info()): its own settings, counts and gate, then
 // what is in force: the effective settings, the open event, the prequeued count, and the
 // phase (core::PhaseOf of the effective settings), as core::Room answers them.
 core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer);
 // check, touch, leave, evict: the session's view (room.lua view()), finished from the room's
-// context (room.lua context()) with the core's formulas: the phase (core::PhaseOf), the ETA
-// (core::EtaMs) or, in the random method, the odds (core::RandomOdds), starts_in/ends_in, and
-// refresh_after (core::RefreshAfterMs), as core::Room::View does.
+// context (room.lua context()) with the core's formulas: the phase (core::PhaseOf), the flow
+// (core::EstimateFlow of the histories), the ETA (core::EtaMs) or, in the random method, the odds
+// (core::RandomOdds), starts_in/ends_in, and refresh_after (core::RefreshAfterMs), as
+// core::Room::View does.
 core::SessionView ParseSessionView(const std::string& session, const Reply& answer);
 // present: a view of each session asked about, in order, finished alike.
 std::vector<core::SessionView> ParsePresent(const std::vector<std::string>& sessions,

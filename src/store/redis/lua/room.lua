@@ -88,11 +88,13 @@ local cfg = {}
 -- published (false: none), {ev = event id, sh = 1 shuffled / 0 arrival order, at, n = its
 -- people, pub = positions published, seed = the seed's 32 bytes ('' unshuffled)}.
 -- ns: the room's count of its lifecycle events (core Room's notice_seq_; see note).
+-- fw: the minute window of freed slots an older script kept (no longer written or read).
+-- fo, fi: the flow histories of the ETA (flow_add): slots freed, joins to the line.
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
--- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr ns
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr ns fo fi
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0,
                   qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false,
-                  ns = 1}
+                  ns = 1, fo = '', fi = ''}
 local function effective()
   local r, o = room, room.ov or {}
   -- The brake is the operator's: an event's method never lets go of it.
@@ -115,7 +117,7 @@ local function load_room()
           ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
           inc = t[23] or d.inc, qm = t[24] or d.qm, nb = t[25] or d.nb, pq = t[26] or d.pq,
           es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr,
-          ns = t[31] or d.ns}
+          ns = t[31] or d.ns, fo = t[32] or d.fo, fi = t[33] or d.fi}
   ver0 = room.ver
   effective()
   return true
@@ -127,7 +129,7 @@ local function save_room()
   redis.call('SET', K_META, cmsgpack.pack({r.cap, r.grace, r.cto, r.idle, r.apm, r.now, r.holders,
              r.adm, r.seq, r.admitted, r.dropped, r.released, r.hint, r.rvmin, r.aw, r.fw,
              r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc, r.qm, r.nb, r.pq, r.es, r.ee, r.ov,
-             r.dr, r.ns}))
+             r.dr, r.ns, r.fo, r.fi}))
   flush_told()
 end
 
@@ -153,6 +155,29 @@ local function note_created(now)
   if not K_FEED then return end
   room_name = room_name or string.match(K_META, '{r:(.*)}:m$')
   tell({'t', NOTICE.created, 'at', digits(now), 'r', room_name, 'n', digits(room.ns)})
+end
+
+-- ---- flow histories (core::FlowHistory): "START|BUCKET:COUNT,..." -------------------------
+-- Events counted in FLOW_BUCKET_MS buckets (numbered ms / FLOW_BUCKET_MS, floored), ascending,
+-- only the last FLOW_BUCKETS kept; START is when the first event after a quiet window came.
+-- The backend reads them (script_replies.cc ParseFlowHistory) and makes the rates with the
+-- core's formula (core::EstimateFlow), so both backends give equal ETAs.
+local FLOW_BUCKET_MS, FLOW_BUCKETS = RULES.flow_bucket_ms, RULES.flow_buckets
+local function flow_add(w, now)
+  local b = math.floor(now / FLOW_BUCKET_MS)
+  -- Most events fall in the newest bucket: one match, no parse of the rest.
+  local head, last, count = string.match(w, '^(.*[|,])(%-?%d+):(%d+)$')
+  if last and tonumber(last) >= b then return head .. last .. ':' .. digits(tonumber(count) + 1) end
+  local start, body = string.match(w, '^(%-?%d+)|(.*)$')
+  local out = {}
+  if start then
+    for bs, bc in string.gmatch(body, '(%-?%d+):(%d+)') do
+      if tonumber(bs) > b - FLOW_BUCKETS then out[#out + 1] = bs .. ':' .. bc end
+    end
+  end
+  if #out == 0 then start = digits(now) end
+  out[#out + 1] = digits(b) .. ':1'
+  return start .. '|' .. table.concat(out, ',')
 end
 
 -- ---- minute windows: "TOTAL NEWEST|second:count,..." over the last WINDOW_SECONDS whole seconds
@@ -462,7 +487,7 @@ local function release(x, now, dropped)
   room.holders = room.holders - 1
   room.released = room.released + 1
   if dropped then room.dropped = room.dropped + 1 end
-  room.fw = win_add(room.fw, now)
+  room.fo = flow_add(room.fo, now)
   redis.call('HDEL', K_REVOKED, '#' .. digits(x.admission))
   revoke(x, now)
   free_session(x)
@@ -862,15 +887,6 @@ end
 local function to_register(force) return register_deadline(room, next_deadline(), force) end
 
 -- ---- answers --------------------------------------------------------------------------------
--- The freed count of the window as of `now`, counted once per call for a given window and second.
-local freed_w, freed_sec, freed_n
-local function freed_now(now)
-  local sec = second_of(now)
-  if freed_w ~= room.fw or freed_sec ~= sec then
-    freed_w, freed_sec, freed_n = room.fw, sec, win_count(room.fw, now)
-  end
-  return freed_n
-end
 -- A session's part of its view: {status, position, waiting, active, capacity, admission,
 -- incarnation}. No position in the random method (odds instead: made by the backend from
 -- context()), none in the pre-queue.
@@ -888,12 +904,13 @@ end
 -- A join the room does not take (queueing method reject): nothing of it is kept.
 local function closed_view() return {'closed', 0, waiting(), room.holders, cfg.cap, 0, 0} end
 -- The room's part of every view, answered once beside them (script_replies.h ViewContext):
--- {now, method, pre-queue open (0/1), paused, freed in the last minute, apm, cto, idle,
--- starts_at and ends_at of the event statuses speak of (-1: none)}. The backend makes the
--- phase, the ETA or odds, starts_in/ends_in and refresh_after from it with the core's formulas.
+-- {now, method, pre-queue open (0/1), paused, the outflow's history, apm, cto, idle,
+-- starts_at and ends_at of the event statuses speak of (-1: none), the inflow's history}. The
+-- backend makes the phase, the flow, the ETA or odds, starts_in/ends_in and refresh_after from
+-- it with the core's formulas.
 local function context()
-  return {room.now, cfg.qm, prequeue_open() and 1 or 0, room.paused, freed_now(room.now), cfg.apm,
-          cfg.cto, room.idle, room.es, room.ee}
+  return {room.now, cfg.qm, prequeue_open() and 1 or 0, room.paused, room.fo, cfg.apm,
+          cfg.cto, room.idle, room.es, room.ee, room.fi}
 end
 -- A check-in of a known session: now present; grace ends, an admission is claimed.
 local function claim_presence(x)
@@ -1042,7 +1059,7 @@ local function create_room(now, inc)
        adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
        aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
        inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr,
-       ns = d.ns}
+       ns = d.ns, fo = d.fo, fi = d.fi}
   -- Left by a process whose script predates these keys (it deleted the room without them).
   redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
   redis.call('UNLINK', K_DRAW, K_PASSES)
@@ -1241,6 +1258,7 @@ join = function(id, client, held)
     redis.call('ZADD', K_PREQUEUE, room.seq, id)
   else
     line_add(id)
+    room.fi = flow_add(room.fi, room.now)
   end
   bump_version()
   local x = {id = id, st = st, last_seen = room.now, since = 0, admission = 0, claimed = false}
@@ -1311,9 +1329,9 @@ local function op_read_line(now)
            line_snapshot(digits(ver))
   end
   local r = room
-  return answer(to_register(false), {ver, r.holders, waiting(), cfg.cap, win_count(r.fw, r.now),
-                                     cfg.apm, cfg.cto, r.idle, r.paused, r.inc, cfg.qm,
-                                     prequeue_open() and 1 or 0, r.es, r.ee}, line)
+  return answer(to_register(false), {ver, r.holders, waiting(), cfg.cap, r.fo, cfg.apm, cfg.cto,
+                                     r.idle, r.paused, r.inc, cfg.qm, prequeue_open() and 1 or 0,
+                                     r.es, r.ee, r.fi, r.now}, line)
 end
 
 -- The session ARGV 5 names, in the room brought to now; else nil and the refusal to answer.
@@ -1568,6 +1586,6 @@ local function run(keys, argv)
     return {'invalid_argument', 'room.lua: ARGV[4] must be 32 random bytes in hex'}
   end
   room, cfg, call_deltas, ver0, call_reordered = {}, {}, {}, nil, false
-  freed_w, freed_sec, freed_n, picks_used = nil, nil, nil, 0
+  picks_used = 0
   return dispatch(OPS, 'room')
 end
