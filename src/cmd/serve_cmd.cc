@@ -541,7 +541,7 @@ void Serve(const ServeFlags& flags) {
                        });
   server::EventFeed events(backend, pool.Main(), server::EventFeedOptions{});
   webhook::WebhookSender webhook_sender(pool.Main(), WebhookOptionsFromFlags(flags));
-  server::WebhookDispatcher webhook_dispatcher(backend, clock, pool.Main());
+  server::WebhookDispatcher webhook_dispatcher(backend, pool.Main());
   server::WebhookWorker webhook_worker(backend, clock, pool.Main(), webhook_sender,
                                        "anteroom-" + NewRandomId());
   server::StatsHistory history(flags.stats_interval_ms);

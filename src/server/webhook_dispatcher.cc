@@ -36,10 +36,9 @@ struct WebhookDispatcher::WakeTarget {
   WebhookDispatcher* dispatcher = nullptr;
 };
 
-WebhookDispatcher::WebhookDispatcher(store::Backend& backend, const Clock& clock,
-                                     boost::asio::io_context& io, WebhookDispatcherOptions options)
+WebhookDispatcher::WebhookDispatcher(store::Backend& backend, boost::asio::io_context& io,
+                                     WebhookDispatcherOptions options)
     : backend_(backend),
-      clock_(clock),
       io_(io),
       options_(options),
       holder_(NewRandomId()),

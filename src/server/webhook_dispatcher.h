@@ -56,7 +56,7 @@ struct WebhookDispatchCounts {
 
 class WebhookDispatcher {
  public:
-  WebhookDispatcher(store::Backend& backend, const Clock& clock, boost::asio::io_context& io,
+  WebhookDispatcher(store::Backend& backend, boost::asio::io_context& io,
                     WebhookDispatcherOptions options = {});
   ~WebhookDispatcher();
   WebhookDispatcher(const WebhookDispatcher&) = delete;
@@ -77,7 +77,6 @@ class WebhookDispatcher {
   void Dispatch(store::EventRead read);
 
   store::Backend& backend_;
-  const Clock& clock_;
   boost::asio::io_context& io_;
   WebhookDispatcherOptions options_;
   std::string holder_;
