@@ -1,7 +1,6 @@
 #include "server/webhook_settings.h"
 
 #include <boost/json.hpp>
-#include <boost/url/parse.hpp>
 
 #include <algorithm>
 #include <random>
@@ -10,6 +9,7 @@
 #include "common/wire_errors.h"
 #include "http/json_body.h"
 #include "server/event_json.h"
+#include "webhook/webhook_url.h"
 
 namespace anteroom::server {
 
@@ -20,12 +20,10 @@ namespace {
 constexpr int64_t kRetryScheduleMs[kWebhookAttempts - 1] = {
     5'000, 300'000, 1'800'000, 7'200'000, 18'000'000, 36'000'000, 36'000'000};
 
+// The sender's own rule (webhook/webhook_url.h), so a URL a PUT takes is one it can send to.
 bool ValidUrl(std::string_view text) {
-  if (text.empty() || text.size() > kMaxWebhookUrlBytes) return false;
-  auto url = boost::urls::parse_absolute_uri(text);
-  if (!url) return false;
-  if (url->scheme() != "http" && url->scheme() != "https") return false;
-  return url->has_authority() && !url->host().empty() && !url->has_userinfo();
+  std::string error;
+  return webhook::ParseWebhookUrl(text, error).has_value();
 }
 
 // An array of names, each passing `valid`, at most `max`; nullopt when it is not one.

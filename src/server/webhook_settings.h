@@ -27,7 +27,6 @@ namespace anteroom::server {
 inline constexpr std::string_view kWebhookKind = "webhook";
 inline constexpr size_t kMaxWebhooks = 32;
 inline constexpr size_t kMaxWebhookNameBytes = 64;
-inline constexpr size_t kMaxWebhookUrlBytes = 2048;
 inline constexpr size_t kMaxWebhookFilterNames = 100;  // rooms, and queues, each
 // After a rotation the previous secret still signs for this long (receivers move over).
 inline constexpr int64_t kSecretOverlapMs = 24 * 3'600'000;
@@ -63,9 +62,10 @@ struct Webhook {
 std::string WebhookQueue(std::string_view name);
 bool IsValidWebhookName(std::string_view name);
 
-// The PUT body: {"url": http(s) URL without user info (<= kMaxWebhookUrlBytes), "types": [event
-// type, ...] (at least one, each known), "rooms"?: [name, ...], "queues"?: [name, ...]}. Other
-// fields are refused by name. Only what the body says: name, secrets and times are the route's.
+// The PUT body: {"url": http(s) URL without user info (<= webhook::kMaxWebhookUrlBytes), "types":
+// [event type, ...] (at least one, each known), "rooms"?: [name, ...], "queues"?: [name, ...]}.
+// Other fields are refused by name. Only what the body says: name, secrets and times are the
+// route's.
 OpResult<Webhook> ReadWebhookPut(const boost::json::object& body);
 
 // The config entry's value, and back (nullopt: not one this build wrote).

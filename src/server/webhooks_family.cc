@@ -129,17 +129,26 @@ void CmdDeleteWebhook(Services& s, const Request& req, Respond respond) {
       });
 }
 
-// POST /v1/webhooks/{name}/rotate: a new secret (in this answer only) signs from now on; the
-// ones before it still sign for kSecretOverlapMs, so receivers can move over.
-void CmdRotateWebhookSecret(Services& s, const Request& req, Respond respond) {
+// Loads the webhook the path names and hands a copy to `change`, which saves it or answers;
+// 404 unknown_webhook when there is none.
+template <typename Change>
+void ChangeWebhook(Services& s, const Request& req, Respond respond, Change change) {
   if (auto bad = BadWebhookName(req)) return respond(std::move(*bad));
-  LoadWebhooks(s, [&s, name = req.params[0], respond = std::move(respond)](OpResult<Webhooks> all) {
+  LoadWebhooks(s, [&s, name = req.params[0], respond = std::move(respond),
+                   change = std::move(change)](OpResult<Webhooks> all) mutable {
     if (!all.ok()) return respond(ErrorReply(all));
     const Webhook* old = Find(*all, name);
     if (old == nullptr) {
       return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
     }
-    Webhook w = *old;
+    change(Webhook(*old), std::move(respond));
+  });
+}
+
+// POST /v1/webhooks/{name}/rotate: a new secret (in this answer only) signs from now on; the
+// ones before it still sign for kSecretOverlapMs, so receivers can move over.
+void CmdRotateWebhookSecret(Services& s, const Request& req, Respond respond) {
+  ChangeWebhook(s, req, std::move(respond), [&s](Webhook w, Respond respond) {
     int64_t now = s.clock.NowMs();
     std::erase_if(w.secrets, [now](const WebhookSecret& k) {
       return k.expires_at_ms && *k.expires_at_ms <= now;
@@ -157,14 +166,7 @@ void CmdRotateWebhookSecret(Services& s, const Request& req, Respond respond) {
 
 // POST /v1/webhooks/{name}/enable: after a receiver answered 410 Gone (which disables it).
 void CmdEnableWebhook(Services& s, const Request& req, Respond respond) {
-  if (auto bad = BadWebhookName(req)) return respond(std::move(*bad));
-  LoadWebhooks(s, [&s, name = req.params[0], respond = std::move(respond)](OpResult<Webhooks> all) {
-    if (!all.ok()) return respond(ErrorReply(all));
-    const Webhook* old = Find(*all, name);
-    if (old == nullptr) {
-      return respond(ErrorReply(OpStatus::kUnknownWebhook, wire::UnknownWebhook(name)));
-    }
-    Webhook w = *old;
+  ChangeWebhook(s, req, std::move(respond), [&s](Webhook w, Respond respond) {
     w.disabled_at_ms.reset();
     w.disabled_reason.clear();
     Save(s, std::move(w), std::nullopt, 200, std::move(respond));
