@@ -134,7 +134,7 @@ void CmdDeleteWebhook(Services& s, const Request& req, Respond respond) {
 template <typename Change>
 void ChangeWebhook(Services& s, const Request& req, Respond respond, Change change) {
   if (auto bad = BadWebhookName(req)) return respond(std::move(*bad));
-  LoadWebhooks(s, [&s, name = req.params[0], respond = std::move(respond),
+  LoadWebhooks(s, [name = req.params[0], respond = std::move(respond),
                    change = std::move(change)](OpResult<Webhooks> all) mutable {
     if (!all.ok()) return respond(ErrorReply(all));
     const Webhook* old = Find(*all, name);
