@@ -27,6 +27,7 @@ void RoomPatch::ApplyTo(RoomConfig& config) const {
   if (challenge_difficulty) config.challenge_difficulty = *challenge_difficulty;
   if (gate) config.gate = *gate;
   if (page) config.page = *page;
+  if (notify_at_position) config.notify_at_position = *notify_at_position;
   if (queueing_method) config.queueing_method = *queueing_method;
 }
 
@@ -54,7 +55,8 @@ bool InRange(const RoomConfig& c) {
          (!c.places_per_client || Within(*c.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!c.challenge_difficulty ||
           Within(*c.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
-         GateInRange(c.gate) && PageInRange(c.page);
+         GateInRange(c.gate) && PageInRange(c.page) &&
+         (!c.notify_at_position || Within(*c.notify_at_position, 1, kMaxNotifyAtPosition));
 }
 
 bool InRange(const RoomPatch& p) {
@@ -72,7 +74,9 @@ bool InRange(const RoomPatch& p) {
           Within(**p.places_per_client, 1, kMaxPlacesPerClient)) &&
          (!p.challenge_difficulty || !*p.challenge_difficulty ||
           Within(**p.challenge_difficulty, kMinChallengeDifficulty, kMaxChallengeDifficulty)) &&
-         (!p.gate || GateInRange(*p.gate)) && (!p.page || PageInRange(*p.page));
+         (!p.gate || GateInRange(*p.gate)) && (!p.page || PageInRange(*p.page)) &&
+         (!p.notify_at_position || !*p.notify_at_position ||
+          Within(**p.notify_at_position, 1, kMaxNotifyAtPosition));
 }
 
 std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
@@ -273,6 +277,7 @@ void Room::Free(Index i) {
 void Room::Unline(Index i) {
   Session& s = slab_[i];
   if (s.status == SessionStatus::kWaiting) {
+    Unprefix(s);
     (s.front ? front_ : line_).Remove(s.ticket);
     s.front = false;
   } else if (s.status == SessionStatus::kPrequeue && !s.drawn) {
@@ -338,6 +343,11 @@ void Room::ForgetOldRevocations(int64_t now) {
 }
 
 void Room::Fill(int64_t now) {
+  AdmitWhileFree(now);
+  SettleNear(now);
+}
+
+void Room::AdmitWhileFree(int64_t now) {
   if (config_.paused) return;  // freed slots stay free; resuming (Reconfigure) fills them
   switch (config_.queueing_method) {
     case QueueingMethod::kQueueAll:
@@ -417,7 +427,11 @@ void Room::Advance(int64_t now_ms) {
 }
 
 // At equal keys: a session's deadline, then an event's stage change, then the rate cap.
+// Notify when near is settled once all the deadlines of a millisecond are processed: those of
+// one time go in the heap's tie order, which Redis's (room.lua) need not share, and the
+// positions in between would differ.
 void Room::ProcessBefore(uint64_t limit) {
+  int64_t unsettled = -1;  // the time of deadlines processed and not settled yet (-1: none)
   while (true) {
     uint64_t heap_key = deadlines_.empty() ? kNever : deadlines_.Top().key;
     uint64_t rate_key = RateOpenKey(now_);
@@ -425,6 +439,10 @@ void Room::ProcessBefore(uint64_t limit) {
     uint64_t key = std::min({heap_key, rate_key, boundary_key});
     if (key >= limit) break;
     int64_t when = std::max(static_cast<int64_t>(key >> 1), now_);
+    if (unsettled >= 0 && unsettled != when) {
+      SettleNear(unsettled);
+      unsettled = -1;
+    }
     if (heap_key > key && boundary_key == key) {
       now_ = when;
       ProcessBoundary(when);
@@ -439,8 +457,10 @@ void Room::ProcessBefore(uint64_t limit) {
       ProcessDue(i, when);
     }
     now_ = when;
-    Fill(when);
+    AdmitWhileFree(when);
+    unsettled = when;
   }
+  if (unsettled >= 0) SettleNear(unsettled);
 }
 
 // In the live room this expiry was processed after every deadline keyed before (at, drop-out)
@@ -492,6 +512,7 @@ void Room::Reconfigure(const RoomPatch& patch, int64_t now_ms) {
   if (patch.include_active && config_.queueing_method == QueueingMethod::kQueueAll) {
     SendHoldersBack(/*to_prequeue=*/false, now_);
   }
+  SettleNear(now_);
 }
 
 OpResult<SessionView> Room::Check(std::string_view id, const Arrival& arrival, int64_t now_ms) {
@@ -632,6 +653,7 @@ SessionView Room::End(Index i, std::string_view id, NoticeKind why) {
   SessionStatus st = slab_[i].status;
   if (st == SessionStatus::kWaiting || st == SessionStatus::kPrequeue) {
     DropWaiting(i);
+    SettleNear(now_);
   } else {
     Release(i, now_, /*dropped=*/false);
     Fill(now_);
@@ -641,17 +663,69 @@ SessionView Room::End(Index i, std::string_view id, NoticeKind why) {
 
 // ---- notices -------------------------------------------------------------------------------
 
-void Room::Note(NoticeKind kind, int64_t at, Index i, std::string detail) {
+void Room::Note(NoticeKind kind, int64_t at, Index i, std::string detail, int64_t position) {
   uint64_t seq = ++notice_seq_;
   if (!noting_) return;
   RoomNotice& n = notices_.emplace_back();
   n.kind = kind;
   n.seq = seq;
   n.at = at;
+  n.position = position;
   n.detail = std::move(detail);
   if (i != kNoIndex) {
     n.session = slab_[i].id.view();
     if (kind == NoticeKind::kAdmitted) n.admission = slab_[i].admission;
+  }
+}
+
+// ---- notify when near ----------------------------------------------------------------------
+
+int64_t Room::WaitingPosition(const Session& s) const {
+  return s.front ? front_.Position(s.ticket)
+                 : static_cast<int64_t>(front_.size()) + line_.Position(s.ticket);
+}
+
+Room::Index Room::WaitingAt(int64_t position) const {
+  auto front = static_cast<int64_t>(front_.size());
+  return position <= front ? front_.At(position) : line_.At(position - front);
+}
+
+// The prefix stays the first near_noted_ waiting: one of them leaving shortens it.
+void Room::Unprefix(const Session& s) {
+  if (near_noted_ > 0 && WaitingPosition(s) <= near_noted_) --near_noted_;
+}
+
+void Room::PrefixArrival(Index i, int64_t now) {
+  Session& s = slab_[i];
+  int64_t position = WaitingPosition(s);
+  if (position > near_noted_) return;  // behind the prefix: SettleNear comes to it
+  if (!s.near && position <= config_.notify_at_position.value_or(0)) {
+    s.near = true;
+    Note(NoticeKind::kPositionNear, now, i, {}, position);
+  }
+  if (s.near) {
+    ++near_noted_;
+  } else {
+    near_noted_ = position - 1;  // one not noted ends the prefix
+  }
+}
+
+void Room::PrefixArrivals(const std::vector<Index>& block) {
+  if (block.empty()) return;
+  int64_t first = static_cast<int64_t>(front_.size()) + 1;
+  if (first > near_noted_) return;
+  bool all_near = std::all_of(block.begin(), block.end(), [&](Index i) { return slab_[i].near; });
+  near_noted_ = all_near ? near_noted_ + static_cast<int64_t>(block.size()) : first - 1;
+}
+
+void Room::SettleNear(int64_t now) {
+  if (!config_.notify_at_position || config_.queueing_method == QueueingMethod::kRandom) return;
+  int64_t until = std::min(*config_.notify_at_position, waiting());
+  while (near_noted_ < until) {
+    Index i = WaitingAt(++near_noted_);
+    if (slab_[i].near) continue;
+    slab_[i].near = true;
+    Note(NoticeKind::kPositionNear, now, i, {}, near_noted_);
   }
 }
 

@@ -54,6 +54,15 @@
 //    the rules read the effective settings). Stage changes are deadlines: processed at their
 //    times, in order with the others.
 //  - A draw holds slab indices, so none is reused until it is over.
+//
+// Notify when near (notify_at_position N): room.position_near is noted once per session, the
+// first time its position is <= N after a call (at a join too), with that position. The waiting
+// (front line, then the line) start with a prefix of near_noted_ sessions that were all noted;
+// after every change the prefix is extended to N (or everyone), noting those not noted before.
+// A removal inside the prefix shortens it. An arrival inside it lengthens it when noted before;
+// else one with a pass (to the front line) is noted at once when its position is <= N, and
+// holders sent back to the head end the prefix before them (the next SettleNear notes them at
+// their positions). Skipped under the random method; saved with the room.
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -264,6 +273,7 @@ class Room {
     bool claimed = false;
     bool drawn = false;  // kPrequeue: in the draw's order (not in prequeue_), not published yet
     bool front = false;  // kWaiting: in front_ (came with a pass), not in line_
+    bool near = false;   // room.position_near noted (once per session)
     uint32_t client = kNoClient;  // the client its join counted for (tracked joins only)
   };
   using Index = uint32_t;
@@ -319,7 +329,7 @@ class Room {
   void Reschedule(Index i);  // lowers the heap key if the true deadline moved earlier
   void RekeyAll();
   uint64_t RateOpenKey(int64_t now) const;
-  void Fill(int64_t now);
+  void Fill(int64_t now);  // AdmitWhileFree, then SettleNear
   void Admit(Index i, int64_t now);
   void Release(Index i, int64_t now, bool dropped);
   void Revoke(const Session& s, int64_t now);
@@ -370,7 +380,18 @@ class Room {
   void SaveLaunch(ByteWriter& out) const;
 
   // A notice of `kind` at `at`, about session i if given (room.cc, "notices").
-  void Note(NoticeKind kind, int64_t at, Index i = kNoIndex, std::string detail = {});
+  void Note(NoticeKind kind, int64_t at, Index i = kNoIndex, std::string detail = {},
+            int64_t position = 0);
+  // Notify when near (room.cc, "notify when near"; see the top of this file).
+  int64_t WaitingPosition(const Session& s) const;  // requires kWaiting
+  Index WaitingAt(int64_t position) const;          // 1 <= position <= waiting()
+  void Unprefix(const Session& s);                  // before s leaves front_ or line_
+  void PrefixArrival(Index i, int64_t now);         // after i came into front_ (a pass)
+  // After `block` came to the head of line_ (holders sent back), in this order.
+  void PrefixArrivals(const std::vector<Index>& block);
+  void SettleNear(int64_t now);  // the prefix extended to N
+  // Admits while slots are free (Fill without SettleNear).
+  void AdmitWhileFree(int64_t now);
 
   // Per-client limits (room.cc, "clients").
   bool LimitsClients() const {
@@ -432,6 +453,7 @@ class Room {
   RoomCounters counters_;
   // Notices counted (saved): kCreated is the first, so a new room starts at 1.
   uint64_t notice_seq_ = 1;
+  int64_t near_noted_ = 0;  // the waiting's prefix noted room.position_near (saved)
   bool noting_ = false;
   std::vector<RoomNotice> notices_;
 

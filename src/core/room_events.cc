@@ -152,6 +152,8 @@ void Room::OpenPrequeue(const RoomEvent& e, int64_t now) {
   std::vector<Index> waiting;
   waiting.reserve(line_.size());
   line_.ForEach([&](Line::Member m) { waiting.push_back(m); });
+  // The line empties: what is left of the noted prefix is in the front line.
+  near_noted_ = std::min(near_noted_, static_cast<int64_t>(front_.size()));
   for (Index i : waiting) {
     line_.Remove(slab_[i].ticket);
     slab_[i].status = SessionStatus::kPrequeue;
@@ -263,6 +265,7 @@ void Room::SendHoldersBack(bool to_prequeue, int64_t now) {
       send_back(*it);
       slab_[*it].ticket = line_.PushFront(*it);
     }
+    PrefixArrivals(holders);
   }
   ++version_;
 }

@@ -88,6 +88,7 @@ OpResult<SessionView> Room::UsePass(std::string_view id, std::string_view client
     s.status = SessionStatus::kWaiting;
     s.front = true;
     s.ticket = front_.PushBack(i);
+    PrefixArrival(i, now_);
     ++version_;
     deadlines_.Set(i, DueKey(s));
     if (pass.kind == PassKind::kAdmit && holders_ < config_.capacity) Admit(i, now_);

@@ -11,7 +11,8 @@ namespace {
 bool IsTime(int64_t ms) { return ms >= 0 && ms <= kLatestTimeMs; }
 
 // The layout's version, written first. 3 (data format 6) drops the minute window of freed slots
-// and adds at the end the ETA's flow histories (outflow, inflow); 2 (data format 5) adds at the
+// and adds at the end the ETA's flow histories (outflow, inflow), then notify_at_position, the
+// noted prefix and the sessions that were told room.position_near; 2 (data format 5) adds at the
 // end the page settings and the count of notices; 1 (data format 4) still loads, with no page
 // settings and the notices counted from 1 again. Layouts 1 and 2 load with empty histories (the
 // ETA measures again from the next slot freed). Any other is refused.
@@ -136,6 +137,14 @@ void Room::Save(ByteWriter& out) const {
   out.Put(notice_seq_);
   outflow_.Save(out);
   inflow_.Save(out);
+  SaveOptional(out, own_.notify_at_position);
+  out.Put(near_noted_);
+  std::vector<Index> near;
+  for (Index i = 0; i < slab_.size(); ++i) {
+    if (slab_[i].near) near.push_back(i);
+  }
+  out.Put<uint64_t>(near.size());
+  for (Index i : near) out.Put(i);
 }
 
 // Events, the draw and the random method's stream.
@@ -303,6 +312,19 @@ bool Room::Restore(ByteReader& in) {
   if (format == kRoomFormat) {
     r.outflow_.Load(in);
     r.inflow_.Load(in);
+    r.own_.notify_at_position = LoadOptional(in);
+    r.config_.notify_at_position = r.own_.notify_at_position;  // no event overrides it
+    r.near_noted_ = in.Get<int64_t>();
+    uint64_t near = in.GetCount(sizeof(Index));
+    for (uint64_t k = 0; k < near && !in.failed(); ++k) {
+      Index i = in.Get<Index>();
+      if (i >= n || r.slab_[i].status == SessionStatus::kGone) {
+        in.Fail();
+      } else {
+        r.slab_[i].near = true;
+      }
+    }
+    if (r.near_noted_ < 0 || r.near_noted_ > r.waiting()) return false;
   }
   if (!InRange(r.own_)) return false;
   for (Index i = 0; i < n && !in.failed(); ++i) {

@@ -24,6 +24,8 @@ inline constexpr size_t kMaxGateBytes = 16 * 1024;  // RoomConfig::gate, the JSO
 inline constexpr size_t kMaxPageBytes = 16 * 1024;  // RoomConfig::page, the JSON text
 inline constexpr int64_t kMaxJoinsPerMinutePerClient = 100'000;
 inline constexpr int64_t kMaxPlacesPerClient = 1'000'000;
+// notify_at_position: a change that brings it in force walks the first N waiting once.
+inline constexpr int64_t kMaxNotifyAtPosition = 10'000;
 inline constexpr int64_t kMinChallengeDifficulty = 1;   // bits of proof of work (challenge.h)
 inline constexpr int64_t kMaxChallengeDifficulty = 24;  // ~16M hashes: minutes in a browser
 inline constexpr int64_t kDefaultChallengeDifficulty = 16;
@@ -58,6 +60,10 @@ struct RoomConfig {
   // text, validated and canonicalized by the HTTP layer (server/page_settings.h); nullopt: the
   // defaults. Plain data, as gate: the rules never read it, every backend keeps it byte for byte.
   std::optional<std::string> page;
+  // room.position_near is told once per session when its position first is <= this (a join at
+  // such a position included); nullopt: never. Not under the random method (nobody has a
+  // position there).
+  std::optional<int64_t> notify_at_position;
   // How the room admits (core/room_event.h); an event running may override it.
   QueueingMethod queueing_method = QueueingMethod::kFifo;
 };
@@ -84,6 +90,7 @@ struct RoomPatch {
   std::optional<std::optional<int64_t>> challenge_difficulty;
   std::optional<std::optional<std::string>> gate;  // inner nullopt: clear it
   std::optional<std::optional<std::string>> page;  // inner nullopt: clear it
+  std::optional<std::optional<int64_t>> notify_at_position;
   std::optional<QueueingMethod> queueing_method;
   // With queueing_method kQueueAll: everyone holding a slot goes back to the head of the line,
   // in admission order, their tokens revoked. An action, not a setting: never stored.

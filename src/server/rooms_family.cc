@@ -57,6 +57,7 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
        info.config.target_url ? json::value(*info.config.target_url) : json::value(nullptr)},
       {"joins_per_minute_per_client", Nullable(info.config.joins_per_minute_per_client)},
       {"places_per_client", Nullable(info.config.places_per_client)},
+      {"notify_at_position", Nullable(info.config.notify_at_position)},
       {"challenge", ChallengeJson(info.config.challenge_difficulty)},
       {"queueing_method", core::ToString(info.config.queueing_method)},
       {"admitted_total", info.counters.admitted_total},
@@ -177,6 +178,8 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   if (!joins.ok()) return {joins.status(), joins.message()};
   auto places = ReadNullableInt(body, "places_per_client", 1, core::kMaxPlacesPerClient);
   if (!places.ok()) return {places.status(), places.message()};
+  auto near = ReadNullableInt(body, "notify_at_position", 1, core::kMaxNotifyAtPosition);
+  if (!near.ok()) return {near.status(), near.message()};
   auto challenge = ReadChallenge(body);
   if (!challenge.ok()) return {challenge.status(), challenge.message()};
   if (const json::value* url = body.if_contains("target_url")) {
@@ -198,6 +201,7 @@ OpResult<core::RoomPatch> ReadPatch(const json::object& body) {
   patch.paused = *paused;
   patch.joins_per_minute_per_client = *joins;
   patch.places_per_client = *places;
+  patch.notify_at_position = *near;
   patch.challenge_difficulty = *challenge;
   if (const json::value* method = body.if_contains("queueing_method")) {
     auto parsed =

@@ -184,15 +184,26 @@ void WebhookDispatcher::Dispatch(store::EventRead read) {
   if (jobs.empty()) return save();
   auto left = std::make_shared<size_t>(jobs.size());
   auto failed = std::make_shared<bool>(false);
-  for (auto& [queue, list] : jobs) {
+  for (auto& [name, list] : jobs) {
     size_t n = list.size();
+    const std::string& queue = name;  // a name a lambda can capture (clang: not a binding)
     backend_.Push(queue, std::move(list),
-                  [this, left, failed, save, n](OpResult<std::vector<core::PushResult>> r) {
-                    boost::asio::post(io_, [this, left, failed, save, n, ok = r.ok()] {
+                  [this, left, failed, save, n, queue](OpResult<std::vector<core::PushResult>> r) {
+                    // Only a lost backend is worth another try; a refusal would be refused again,
+                    // and would hold back every other webhook's deliveries with it.
+                    bool retry = !r.ok() && r.status() == OpStatus::kUnavailable;
+                    if (!r.ok() && !retry) {
+                      spdlog::error(
+                          "webhooks: {} deliveries to queue {} refused ({}): not delivered", n,
+                          queue, r.message());
+                    }
+                    boost::asio::post(io_, [this, left, failed, save, n, ok = r.ok(), retry] {
                       if (ok) {
                         counts_.pushed += n;
-                      } else {
+                      } else if (retry) {
                         *failed = true;
+                      } else {
+                        counts_.refused += n;
                       }
                       if (--*left > 0) return;
                       if (*failed) {  // from the same position next time: repeats are deduped

@@ -52,6 +52,9 @@ struct WebhookDispatchCounts {
   std::atomic<uint64_t> pushed{0};    // delivery jobs pushed (a dedupe hit counts too)
   std::atomic<uint64_t> missed{0};    // times events were gone before they were read (a reset)
   std::atomic<uint64_t> failures{0};  // reads or pushes that failed (retried)
+  // Deliveries a queue refused for good (e.g. --max-queues reached): logged and passed over,
+  // so that one webhook's queue does not hold back every other webhook's deliveries.
+  std::atomic<uint64_t> refused{0};
 };
 
 class WebhookDispatcher {

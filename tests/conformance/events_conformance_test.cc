@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend_fixture.h"
@@ -210,6 +211,64 @@ TEST_P(EventsConformanceTest, AQueueTellsDeadJobsAndPauses) {
     EXPECT_EQ(e.queue, "jobs");
     EXPECT_TRUE(e.room.empty());
   }
+}
+
+// notify_at_position: each session is told once, at the position it reached, whatever moved the
+// line (a join, an admission, one leaving ahead, the brake sending a holder back, a wider N).
+TEST_P(EventsConformanceTest, NotifyWhenNearTellsEachOnceAtItsPosition) {
+  if (!Kept()) GTEST_SKIP() << "no events on Redis Cluster";
+  EventId mark = Mark();
+  RoomPatch p;
+  p.capacity = 1;
+  p.grace_ms = 5'000;
+  p.checkin_timeout_ms = 30'000;
+  p.idle_timeout_ms = 300'000;
+  p.notify_at_position = 2;
+  Put("n", p);
+  for (const char* s : {"a", "b", "c", "d", "e"}) Check("n", s);  // a in; b 1 .. e 4
+  Leave("n", "a", /*final=*/true);                                // b in; c 1, d 2
+  Leave("n", "c", /*final=*/false);                               // d 1, e 2
+  RoomPatch brake;
+  brake.queueing_method = core::QueueingMethod::kQueueAll;
+  brake.include_active = true;
+  Put("n", brake);  // b (told before) back to the head: b, d, e
+  RoomPatch wider;
+  wider.notify_at_position = 4;
+  Put("n", wider);
+  Check("n", "f");  // 4
+  RoomPatch go;
+  go.queueing_method = core::QueueingMethod::kFifo;
+  Put("n", go);  // b in again
+
+  std::vector<LifecycleEvent> events = Since(mark);
+  std::vector<Told> want = {
+      {"room.created", "", 1, ""},        {"room.joined", "a", 2, ""},
+      {"room.admitted", "a", 3, ""},      {"room.joined", "b", 4, ""},
+      {"room.position_near", "b", 5, ""}, {"room.joined", "c", 6, ""},
+      {"room.position_near", "c", 7, ""}, {"room.joined", "d", 8, ""},
+      {"room.joined", "e", 9, ""},        {"room.left", "a", 10, ""},
+      {"room.admitted", "b", 11, ""},     {"room.position_near", "d", 12, ""},
+      {"room.left", "c", 13, ""},         {"room.position_near", "e", 14, ""},
+      {"room.changed", "", 15, ""},       {"room.method_changed", "", 16, "queue_all"},
+      {"room.revoked", "b", 17, ""},      {"room.changed", "", 18, ""},
+      {"room.joined", "f", 19, ""},       {"room.position_near", "f", 20, ""},
+      {"room.changed", "", 21, ""},       {"room.method_changed", "", 22, "fifo"},
+      {"room.admitted", "b", 23, ""},
+  };
+  EXPECT_EQ(Summary(events), want);
+  std::vector<std::pair<std::string, int64_t>> positions;
+  for (const LifecycleEvent& e : events) {
+    if (e.type == "room.position_near") {
+      positions.emplace_back(e.session, e.position.value_or(-1));
+    } else {
+      EXPECT_FALSE(e.position.has_value()) << e.type;
+    }
+  }
+  EXPECT_EQ(positions, (std::vector<std::pair<std::string, int64_t>>{
+                           {"b", 1}, {"c", 2}, {"d", 2}, {"e", 2}, {"f", 4}}));
+  auto info = Await<core::RoomInfo>([&](auto done) { b().GetRoom("n", done); });
+  ASSERT_TRUE(info.ok()) << info.message();
+  EXPECT_EQ(info->config.notify_at_position, std::optional<int64_t>(4));
 }
 
 TEST_P(EventsConformanceTest, AReadResumesAfterAnyPositionItGave) {

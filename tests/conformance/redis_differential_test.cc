@@ -67,7 +67,8 @@ std::string Show(const core::RoomInfo& i) {
   const core::RoomConfig& e = i.effective;
   return fmt::format(
       "{} cap={} grace={} cto={} idle={} apm={} paused={} url={} jpm={} ppc={} pow={} gate={} "
-      "page={} method={} active={} waiting={} adm={} drop={} rel={} | in force: cap={} grace={} "
+      "page={} near={} method={} active={} waiting={} adm={} drop={} rel={} | in force: cap={} "
+      "grace={} "
       "cto={} "
       "idle={} apm={} method={} event={} prequeued={} phase={}",
       i.room, i.config.capacity, i.config.grace_ms, i.config.checkin_timeout_ms,
@@ -75,11 +76,12 @@ std::string Show(const core::RoomInfo& i) {
       i.config.paused, i.config.target_url.value_or("(none)"),
       i.config.joins_per_minute_per_client.value_or(-1), i.config.places_per_client.value_or(-1),
       i.config.challenge_difficulty.value_or(-1), i.config.gate.value_or("(none)"),
-      i.config.page.value_or("(none)"), core::ToString(i.config.queueing_method), i.active,
-      i.waiting, i.counters.admitted_total, i.counters.dropped_total, i.counters.released_total,
-      e.capacity, e.grace_ms, e.checkin_timeout_ms, e.idle_timeout_ms.value_or(-1),
-      e.admit_per_minute.value_or(-1), core::ToString(e.queueing_method),
-      i.event.value_or("(none)"), i.prequeued, core::ToString(i.phase));
+      i.config.page.value_or("(none)"), i.config.notify_at_position.value_or(-1),
+      core::ToString(i.config.queueing_method), i.active, i.waiting, i.counters.admitted_total,
+      i.counters.dropped_total, i.counters.released_total, e.capacity, e.grace_ms,
+      e.checkin_timeout_ms, e.idle_timeout_ms.value_or(-1), e.admit_per_minute.value_or(-1),
+      core::ToString(e.queueing_method), i.event.value_or("(none)"), i.prequeued,
+      core::ToString(i.phase));
 }
 std::string Show(const std::vector<core::PushResult>& v) {
   std::string s;
@@ -345,6 +347,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           if (pick(3) == 0) p.joins_per_minute_per_client = maybe(1, 7);
           if (pick(3) == 0) p.places_per_client = maybe(1, 3);
           if (pick(6) == 0) p.challenge_difficulty = maybe(1, 3);
+          if (pick(3) == 0) p.notify_at_position = maybe(1, 4);
           if (pick(4) == 0) {
             p.gate.emplace();  // set (one of two texts, or empty) or cleared
             if (pick(3))
@@ -702,10 +705,10 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             const LifecycleEvent& e = *events[j];
             // A pass's id is random per backend: which pass was used is compared by answers.
             std::string detail = e.type == "room.pass_used" ? "" : e.detail;
-            run.push_back(fmt::format("{} {} at={} adm={} job={} '{}' seq {}..{}", e.type,
+            run.push_back(fmt::format("{} {} at={} adm={} job={} pos={} '{}' seq {}..{}", e.type,
                                       e.session, e.at_ms, e.admission.value_or(0),
-                                      e.job.value_or(0), detail, events[from]->seq,
-                                      events[to - 1]->seq));
+                                      e.job.value_or(0), e.position.value_or(0), detail,
+                                      events[from]->seq, events[to - 1]->seq));
           }
           std::sort(run.begin(), run.end());
           lines.insert(lines.end(), run.begin(), run.end());
@@ -718,8 +721,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
       size_t k = 0;
       while (k < lines.size() && k < other.size() && lines[k] == other[k]) ++k;
       if (k < lines.size() || k < other.size()) {
-        ADD_FAILURE() << owner << ": lifecycle events differ at the " << k << "th\n memory: "
-                      << (k < lines.size() ? lines[k] : "(none)")
+        ADD_FAILURE() << owner << ": lifecycle events differ at the " << k
+                      << "th\n memory: " << (k < lines.size() ? lines[k] : "(none)")
                       << "\n redis:  " << (k < other.size() ? other[k] : "(none)");
       }
     }

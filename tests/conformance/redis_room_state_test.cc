@@ -216,7 +216,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforeLaunchDayStillLoads) {
                 backend.PutEvent("old", "drop", drop, done);
               }).ok());
   EXPECT_EQ(check("c")->status, core::SessionStatus::kPrequeue);
-  EXPECT_EQ(FieldCount(meta), 33) << "written back whole (through ns and the flow histories)";
+  EXPECT_EQ(FieldCount(meta), 35) << "written back whole (through ns, the flow histories, nap, nf)";
 }
 
 // Rooms written before the ETA's flow histories (30 fields: up to `dr`; the freed slots' minute
@@ -242,7 +242,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforeTheFlowHistoriesStillLoads) {
   ASSERT_EQ(check("b")->status, core::SessionStatus::kWaiting);
   ASSERT_EQ(check("c")->status, core::SessionStatus::kWaiting);
   const std::string meta = prefix + "{r:old}:m";
-  ASSERT_EQ(FieldCount(meta), 33);
+  ASSERT_EQ(FieldCount(meta), 35);
   std::string cut = EvalOnSingle(
       "local t = cmsgpack.unpack(redis.call('GET', KEYS[1])) local old = {} "
       "for i = 1, " +
@@ -260,7 +260,7 @@ TEST(RedisRoomStateTest, RoomWrittenBeforeTheFlowHistoriesStillLoads) {
   auto c = check("c");
   EXPECT_EQ(c->position, 1);
   EXPECT_EQ(c->eta_ms, 10'000);  // one slot freed, over the 10 s an estimate takes at least
-  EXPECT_EQ(FieldCount(meta), 33) << "written back with them";
+  EXPECT_EQ(FieldCount(meta), 35) << "written back with them (and those after)";
 }
 
 // The gate is a key of its own ({r:NAME}:g, KEYS[9] of room.lua: "INC:TEXT"), so rooms written

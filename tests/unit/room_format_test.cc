@@ -98,9 +98,12 @@ std::string EmptyFlowHistories() {
   core::FlowHistory().Save(w);
   return out;
 }
+// After the flow histories, layout 3 ends with notify_at_position (off), the told prefix (0) and
+// the count of sessions told (0).
+std::string NoNearTail() { return std::string(1 + 8 + 8 + 8, '\0'); }
 std::string AsLayoutTwo(const std::string& v3) {
   // A room that admitted nobody: its admitted window is empty; the freed one followed it.
-  const std::string window = EmptyMinuteWindow(), flows = EmptyFlowHistories();
+  const std::string window = EmptyMinuteWindow(), flows = EmptyFlowHistories() + NoNearTail();
   size_t at = v3.find(window);
   EXPECT_NE(at, std::string::npos);
   EXPECT_EQ(v3.substr(v3.size() - flows.size()), flows);
@@ -578,15 +581,16 @@ TEST(RoomFormatTest, GateRecordsOutOfRangeOrDamagedAreRefused) {
   EXPECT_EQ(backend.Summarize().rooms, 1u);
 
   std::string record = ChangeRecord("max", kT0 + 1, change);
-  // Cut by its last byte it is format 4's layout of the same change (a patch ended after
-  // include_active: AFormat4PatchReadsWithoutAPage); the log's framing catches such a cut.
-  for (size_t cut = 1; cut + 1 < record.size(); ++cut) {
+  // Cut by its last byte it is format 5's layout of the same change (a patch ended after the
+  // page), by two format 4's (ended after include_active: AFormat4PatchReadsWithoutAPage); the
+  // log's framing catches such a cut.
+  for (size_t cut = 1; cut + 2 < record.size(); ++cut) {
     EXPECT_FALSE(backend.Replay(std::string_view(record).substr(0, cut)).ok()) << cut;
   }
   EXPECT_FALSE(backend.Replay(record + '\0').ok());
   create.capacity = 2;
   std::string created = CreateRecord("cut", kT0 + 1, 2, create);
-  EXPECT_FALSE(backend.Replay(created.substr(0, created.size() - 2)).ok());
+  EXPECT_FALSE(backend.Replay(created.substr(0, created.size() - 3)).ok());
   auto info = GetRoom(backend, "max");
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->config.gate, std::optional<std::string>(std::string(core::kMaxGateBytes, 'g')));
@@ -657,6 +661,8 @@ TEST(RoomFormatTest, AFormat4PatchReadsWithoutAPage) {
   std::string body;
   ByteWriter w(body);
   store::PutRoomPatch(w, patch);
+  ASSERT_EQ(body.back(), '\0');  // notify_at_position: not named
+  body.pop_back();               // as format 5 wrote it
   ASSERT_EQ(body.back(), '\0');  // page: not named
   body.pop_back();               // as format 4 wrote it
   ByteReader r(body);
@@ -666,6 +672,22 @@ TEST(RoomFormatTest, AFormat4PatchReadsWithoutAPage) {
   EXPECT_EQ(got.gate, patch.gate);
   EXPECT_TRUE(got.include_active);
   EXPECT_FALSE(got.page.has_value());
+}
+
+// notify_at_position goes at the end of a patch (format 6) and is cleared by a named null.
+TEST(RoomFormatTest, APatchKeepsNotifyAtPosition) {
+  for (std::optional<int64_t> n : {std::optional<int64_t>(5), std::optional<int64_t>()}) {
+    core::RoomPatch patch;
+    patch.notify_at_position = n;
+    std::string body;
+    ByteWriter w(body);
+    store::PutRoomPatch(w, patch);
+    ByteReader r(body);
+    core::RoomPatch got = store::GetRoomPatch(r);
+    EXPECT_TRUE(r.done());
+    ASSERT_TRUE(got.notify_at_position.has_value());
+    EXPECT_EQ(*got.notify_at_position, n);
+  }
 }
 
 }  // namespace anteroom

@@ -32,7 +32,8 @@
 // (events, pre-queue, draws, queueing methods); 5 a room's page settings, at the end of a room
 // patch and of a room's snapshot; 6 config entries (webhooks): a record kind (SetConfigRecord)
 // and a section at the end of the state snapshot, and the ETA's flow histories in a room's
-// snapshot (its layout 3, core/room_snapshot.cc).
+// snapshot (its layout 3, core/room_snapshot.cc), and notify_at_position at the end of a room
+// patch and of a room's snapshot.
 
 #include <cstdint>
 #include <functional>

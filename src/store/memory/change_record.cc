@@ -57,6 +57,8 @@ void PutRoomPatch(ByteWriter& w, const core::RoomPatch& p) {
   w.PutBool(p.include_active);
   w.PutBool(p.page.has_value());
   if (p.page) PutOptionalString(w, *p.page);
+  w.PutBool(p.notify_at_position.has_value());
+  if (p.notify_at_position) PutOptional(w, *p.notify_at_position);
 }
 
 core::RoomPatch GetRoomPatch(ByteReader& r) {
@@ -82,6 +84,8 @@ core::RoomPatch GetRoomPatch(ByteReader& r) {
   p.include_active = r.GetBool();
   // Format 4's patches end here (record_format.h: fields are added at the end).
   if (!r.done() && r.GetBool()) p.page = GetOptionalString(r);
+  // Format 5's end here.
+  if (!r.done() && r.GetBool()) p.notify_at_position = GetOptional(r);
   return p;
 }
 

@@ -374,7 +374,8 @@ void EncodeChange(std::string& out, int64_t now_ms, std::string_view name, const
 // [u8]), target_url (u8 named [opt-str]), joins_per_minute_per_client, places_per_client,
 // challenge_difficulty (u8 named [opt-i64]), gate (u8 named [opt-str], the gate's JSON text),
 // queueing_method (u8 named [u8]), include_active (u8), then from format 5 page (u8 named
-// [opt-str], the page settings' JSON text). A patch ends its record, so format 4's patches are
+// [opt-str], the page settings' JSON text), from format 6 notify_at_position (u8 named
+// [opt-i64]). A patch ends its record, so format 4's patches are
 // those that end after include_active.
 void PutRoomPatch(ByteWriter& w, const core::RoomPatch& patch);
 core::RoomPatch GetRoomPatch(ByteReader& r);

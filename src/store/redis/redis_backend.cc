@@ -377,7 +377,8 @@ void RedisBackend::PutRoom(std::string room, core::RoomPatch patch,
            OptNone(patch.places_per_client), OptNone(patch.challenge_difficulty),
            std::to_string(NewIncarnation()), OptText(patch.gate),
            patch.queueing_method ? core::ToString(*patch.queueing_method) : "",
-           patch.include_active ? "1" : "0", OptText(patch.page)},
+           patch.include_active ? "1" : "0", OptText(patch.page),
+           OptNone(patch.notify_at_position)},
           [this, &s, room, done](OpResult<Reply> r) {
             if (!r.ok()) return done({r.status(), r.message()});
             Created(s, 'r', room, [done, info = ParseRoomInfo(room, *r)] { done(info); });

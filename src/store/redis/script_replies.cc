@@ -109,18 +109,19 @@ core::RoomInfo ParseRoomInfo(const std::string& room, const Reply& answer) {
   info.config.queueing_method = MethodOf(a.at(15));
   if (const Reply& gate = a.at(16); gate.type == Reply::Type::kString) info.config.gate = gate.str;
   if (const Reply& page = a.at(17); page.type == Reply::Type::kString) info.config.page = page.str;
+  info.config.notify_at_position = OffWhenNegative(a.at(18).AsInt());
   info.effective = info.config;
   bool prequeue_open = false;
-  if (a.elements.size() > 18) {
+  if (a.elements.size() > 19) {
     // An event overrides these five; the rest in force are the room's own (core EffectiveConfig).
-    info.effective.capacity = a.at(18).AsInt();
-    info.effective.grace_ms = a.at(19).AsInt();
-    info.effective.checkin_timeout_ms = a.at(20).AsInt();
-    info.effective.admit_per_minute = OffWhenNegative(a.at(21).AsInt());
-    info.effective.queueing_method = MethodOf(a.at(22));
-    prequeue_open = a.at(23).AsInt() == 1;
-    info.prequeued = a.at(24).AsInt();
-    if (const Reply& event = a.at(25); event.type == Reply::Type::kString) info.event = event.str;
+    info.effective.capacity = a.at(19).AsInt();
+    info.effective.grace_ms = a.at(20).AsInt();
+    info.effective.checkin_timeout_ms = a.at(21).AsInt();
+    info.effective.admit_per_minute = OffWhenNegative(a.at(22).AsInt());
+    info.effective.queueing_method = MethodOf(a.at(23));
+    prequeue_open = a.at(24).AsInt() == 1;
+    info.prequeued = a.at(25).AsInt();
+    if (const Reply& event = a.at(26); event.type == Reply::Type::kString) info.event = event.str;
   }
   // As core::Room::Phase: of the settings in force (an event's method, capacity).
   info.phase = core::PhaseOf(info.effective.queueing_method, prequeue_open, info.waiting,
@@ -511,7 +512,7 @@ bool ParseKeyRemovalUncounts(const Reply& answer) { return QueuePayload(answer).
 
 namespace {
 // One entry's fields (prelude.lua's feed): t type, at ms, r room | q queue, n sequence,
-// s session, a admission, j job, d detail.
+// s session, a admission, j job, d detail, p position (room.position_near).
 LifecycleEvent EventOfEntry(const Reply& fields) {
   LifecycleEvent e;
   for (size_t k = 0; k + 1 < fields.elements.size(); k += 2) {
@@ -535,6 +536,8 @@ LifecycleEvent EventOfEntry(const Reply& fields) {
       e.job = static_cast<uint64_t>(v.AsInt());
     } else if (f == "d") {
       e.detail = v.str;
+    } else if (f == "p") {
+      e.position = v.AsInt();
     }
   }
   return e;

@@ -61,7 +61,7 @@ end
 -- script may only touch its own slot: nothing is told there (docs/api.md says so).
 -- Kept: every event of the last RULES.feed_keep_ms, or the last RULES.feed_keep_count if that
 -- is more, never more than RULES.feed_max_count. Entries: t type, at ms, r room | q queue,
--- n the room's sequence, s session, a admission, j job, d detail.
+-- n the room's sequence, s session, a admission, j job, d detail, p position.
 local K_FEED, K_FEED_HORIZON
 local told = {}  -- this call's events, as XADD field lists, written when its state is
 local function tell(fields) if K_FEED then told[#told + 1] = fields end end

@@ -90,11 +90,13 @@ local cfg = {}
 -- ns: the room's count of its lifecycle events (core Room's notice_seq_; see note).
 -- fw: the minute window of freed slots an older script kept (no longer written or read).
 -- fo, fi: the flow histories of the ETA (flow_add): slots freed, joins to the line.
+-- nap: notify_at_position (-1 off); nf: the waiting's prefix told room.position_near (see
+-- settle_near).
 -- FIELDS, the array's order: cap grace cto idle apm now holders adm seq admitted dropped
--- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr ns fo fi
+-- released hint rvmin aw fw paused url ver jpm ppc pow inc qm nb pq es ee ov dr ns fo fi nap nf
 local DEFAULTS = {paused = 0, url = '', ver = 0, jpm = -1, ppc = -1, pow = -1, inc = 0,
                   qm = METHOD.fifo, nb = NEVER, pq = 0, es = -1, ee = -1, ov = false, dr = false,
-                  ns = 1, fo = '', fi = ''}
+                  ns = 1, fo = '', fi = '', nap = -1, nf = 0}
 local function effective()
   local r, o = room, room.ov or {}
   -- The brake is the operator's: an event's method never lets go of it.
@@ -117,7 +119,8 @@ local function load_room()
           ver = t[19] or d.ver, jpm = t[20] or d.jpm, ppc = t[21] or d.ppc, pow = t[22] or d.pow,
           inc = t[23] or d.inc, qm = t[24] or d.qm, nb = t[25] or d.nb, pq = t[26] or d.pq,
           es = t[27] or d.es, ee = t[28] or d.ee, ov = t[29] or d.ov, dr = t[30] or d.dr,
-          ns = t[31] or d.ns, fo = t[32] or d.fo, fi = t[33] or d.fi}
+          ns = t[31] or d.ns, fo = t[32] or d.fo, fi = t[33] or d.fi, nap = t[34] or d.nap,
+          nf = t[35] or d.nf}
   ver0 = room.ver
   effective()
   return true
@@ -129,16 +132,17 @@ local function save_room()
   redis.call('SET', K_META, cmsgpack.pack({r.cap, r.grace, r.cto, r.idle, r.apm, r.now, r.holders,
              r.adm, r.seq, r.admitted, r.dropped, r.released, r.hint, r.rvmin, r.aw, r.fw,
              r.paused, r.url, r.ver, r.jpm, r.ppc, r.pow, r.inc, r.qm, r.nb, r.pq, r.es, r.ee, r.ov,
-             r.dr, r.ns, r.fo, r.fi}))
+             r.dr, r.ns, r.fo, r.fi, r.nap, r.nf}))
   flush_told()
 end
 
 -- ---- lifecycle events (core Room::Note) -------------------------------------------------------
 -- Counted always (room.ns), so a room's sequence is the core's; told to the feed (prelude.lua)
--- when the call's state is written. `x`: the session it is about (nil: the room's own).
+-- when the call's state is written. `x`: the session it is about (nil: the room's own);
+-- `position`: room.position_near's.
 local NOTICE = RULES.notice
 local room_name
-local function note(kind, at, x, detail)
+local function note(kind, at, x, detail, position)
   room.ns = room.ns + 1
   if not K_FEED then return end
   room_name = room_name or string.match(K_META, '{r:(.*)}:m$')
@@ -148,6 +152,7 @@ local function note(kind, at, x, detail)
     if kind == NOTICE.admitted then f[#f + 1], f[#f + 2] = 'a', digits(x.admission) end
   end
   if detail then f[#f + 1], f[#f + 2] = 'd', detail end
+  if position then f[#f + 1], f[#f + 2] = 'p', digits(position) end
   tell(f)
 end
 -- A new room's first event, numbered with the count it starts from (core: the backend tells it).
@@ -252,7 +257,15 @@ local function line_add(id)
     call_deltas[#call_deltas + 1] = '+' .. id
   end
 end
+-- Before `id` leaves KEYS[2]: the told prefix (settle_near) is the first room.nf of it, so one of
+-- those leaving shortens it.
+local function unprefix(id)
+  if room.nf == 0 then return end
+  local rank = redis.call('ZRANK', K_LINE, id)
+  if rank and rank < room.nf then room.nf = room.nf - 1 end
+end
 local function line_remove(id)
+  unprefix(id)
   if redis.call('ZREM', K_LINE, id) == 1 then call_deltas[#call_deltas + 1] = '-' .. id end
 end
 -- The front line (core Room::front_: waiting sessions that came with a pass, admitted before
@@ -312,19 +325,21 @@ log_delta = function()
   ver0, call_deltas, call_reordered = room.ver, {}, false
 end
 -- A session joined as a counted client carries ':CLIENT' at the end (clients contain ':').
+-- The fifth field is a digit of flags: 1 claimed, 2 told room.position_near (near).
 local function load_session(id)
   local v = redis.call('HGET', K_SESSIONS, id)
   if not v then return nil end
   local st, ls, since, adm, cl, client =
       string.match(v, '^(%a):(%-?%d+):(%-?%d+):(%d+):(%d):?(.*)$')
+  cl = tonumber(cl)
   return {id = id, st = st, last_seen = tonumber(ls), since = tonumber(since),
-          admission = tonumber(adm), claimed = cl == '1', client = client}
+          admission = tonumber(adm), claimed = cl % 2 == 1, near = cl >= 2, client = client}
 end
 local function save_session(x)
   local client = (x.client ~= nil and x.client ~= '') and (':' .. x.client) or ''
+  local flags = (x.claimed and 1 or 0) + (x.near and 2 or 0)
   redis.call('HSET', K_SESSIONS, x.id, x.st .. ':' .. digits(x.last_seen) .. ':' ..
-             digits(x.since) .. ':' .. digits(x.admission) .. ':' .. (x.claimed and '1' or '0') ..
-             client)
+             digits(x.since) .. ':' .. digits(x.admission) .. ':' .. flags .. client)
 end
 
 -- ---- clients: per-client limits (the rules of src/core/room.h) ---------------------------------
@@ -553,7 +568,51 @@ local function pick_next()
   local rank = below(n)
   return redis.call('ZRANGE', K_LINE, rank, rank)[1]
 end
-local function fill(now)
+-- ---- notify when near (core Room, "notify when near") ------------------------------------------
+-- room.position_near is told once per session (near) when its position first is <= room.nap.
+-- The first room.nf of KEYS[2] (front line, then line) were all told; after every change the
+-- prefix is extended to nap (or everyone), telling those not told before. Not under random.
+local function settle_near(now)
+  if room.nap < 0 or cfg.qm == METHOD.random then return end
+  local upto = math.min(room.nap, waiting())
+  if room.nf >= upto then return end
+  for _, id in ipairs(redis.call('ZRANGE', K_LINE, room.nf, upto - 1)) do
+    room.nf = room.nf + 1
+    local x = load_session(id)
+    if not x.near then
+      x.near = true
+      save_session(x)
+      note(NOTICE.position_near, now, x, nil, room.nf)
+    end
+  end
+end
+-- x came into KEYS[2] at `position`, inside the prefix or behind it (core PrefixArrival): told
+-- before, the prefix grows over it; else it is told at once when position <= nap, or ends the
+-- prefix there.
+local function prefix_arrival(x, position, now)
+  if position > room.nf then return end
+  if not x.near and position <= room.nap then
+    x.near = true
+    save_session(x)
+    note(NOTICE.position_near, now, x, nil, position)
+  end
+  if x.near then room.nf = room.nf + 1 else room.nf = position - 1 end
+end
+local function front_size()
+  return redis.call('ZCOUNT', K_LINE, '-inf', '(' .. digits(LINE_LOWEST))
+end
+-- `block` came to the head of the line, behind the front line (holders sent back; core
+-- PrefixArrivals): inside the prefix, it grows over them when all were told, else it ends before
+-- them (the next settle_near tells them at their positions).
+local function prefix_arrivals(block)
+  if #block == 0 then return end
+  local first = front_size() + 1
+  if first > room.nf then return end
+  local all = true
+  for _, x in ipairs(block) do if not x.near then all = false end end
+  if all then room.nf = room.nf + #block else room.nf = first - 1 end
+end
+local function admit_while_free(now)
   if room.paused == 1 then return end  -- freed slots stay free until an admin resumes
   if cfg.qm == METHOD.queue_all then return end  -- the brake: letting go of it fills them
   if cfg.qm == METHOD.passthrough then  -- nobody waits, whatever the capacity
@@ -566,6 +625,10 @@ local function fill(now)
     if not next then return end
     admit(next, now)
   end
+end
+local function fill(now)
+  admit_while_free(now)
+  settle_near(now)
 end
 local function rate_open_key(now)
   if room.paused == 1 or cfg.apm < 0 or room.holders >= cfg.cap or cfg.qm == METHOD.queue_all or
@@ -613,6 +676,7 @@ local function send_holders_back(to_prequeue, now)
     end
     if #holders > 0 then call_reordered = true end
   end
+  prefix_arrivals(to_prequeue and {} or holders)
   bump_version()
 end
 
@@ -738,6 +802,7 @@ local function open_prequeue(e, now)
   if #ids > 0 then
     redis.call('ZREMRANGEBYSCORE', K_LINE, digits(LINE_LOWEST), '+inf')
     call_reordered = true
+    room.nf = math.min(room.nf, waiting())  -- what is left of the prefix: the front line
   end
   for _, id in ipairs(ids) do
     local x = load_session(id)
@@ -834,9 +899,12 @@ local function forget_old_revocations(now)
 end
 
 -- Every deadline up to `now` in key order (core ProcessBefore): at equal keys a session's
--- deadline, then an event's stage change, then the rate cap; each followed by a fill.
+-- deadline, then an event's stage change, then the rate cap; each followed by a fill, and
+-- notify when near settled once a millisecond's deadlines are done (their tie order is the
+-- zset's, not the core heap's).
 local function advance(now)
   local target = math.max(now, room.now)
+  local unsettled
   while true do
     local heap_key, first = first_score(K_DEADLINES)
     local rate_key = rate_open_key(room.now)
@@ -844,6 +912,10 @@ local function advance(now)
     local k = math.min(heap_key, rate_key, stage_key)
     if k == NEVER or math.floor(k / 2) > target then break end
     local when = math.max(math.floor(k / 2), room.now)
+    if unsettled and unsettled ~= when then
+      settle_near(unsettled)
+      unsettled = nil
+    end
     local again = false
     if heap_key > k and stage_key == k then
       room.now = when
@@ -865,9 +937,11 @@ local function advance(now)
     end
     if not again then
       room.now = when
-      fill(when)
+      admit_while_free(when)
+      unsettled = when
     end
   end
+  if unsettled then settle_near(unsettled) end
   room.now = target
   forget_old_revocations(room.now)
   -- Refills pend only while a rate is set (changing it empties them): most rooms skip this.
@@ -971,7 +1045,7 @@ local function info()
   local r = room
   return {r.cap, r.grace, r.cto, r.idle, r.apm, r.holders, waiting(), r.admitted, r.dropped,
           r.released, r.paused, r.url, r.jpm, r.ppc, r.pow, r.qm, gate_text(),
-          gate_text(K_PAGE), in_force()}
+          gate_text(K_PAGE), r.nap, in_force()}
 end
 -- An event as answered (script_replies.h ParseRoomEvent): {id, name, prequeue_at, starts_at,
 -- ends_at, shuffle_at_start, prequeue_scope, suspended, capacity, apm, grace, cto (-1: none),
@@ -1059,7 +1133,7 @@ local function create_room(now, inc)
        adm = 0, seq = 0, admitted = 0, dropped = 0, released = 0, hint = NEVER, rvmin = NEVER,
        aw = '', fw = '', paused = 0, url = '', ver = now * 1000, jpm = -1, ppc = -1, pow = -1,
        inc = inc, qm = d.qm, nb = d.nb, pq = d.pq, es = d.es, ee = d.ee, ov = d.ov, dr = d.dr,
-       ns = d.ns, fo = d.fo, fi = d.fi}
+       ns = d.ns, fo = d.fo, fi = d.fi, nap = d.nap, nf = d.nf}
   -- Left by a process whose script predates these keys (it deleted the room without them).
   redis.call('DEL', K_LINE_DELTAS, K_EVENTS, K_PREQUEUE)
   redis.call('UNLINK', K_DRAW, K_PASSES)
@@ -1086,7 +1160,8 @@ end
 -- '=TEXT' = set)
 local function op_put_room(now)
   local patch = {cap = ARGV[5], grace = ARGV[6], cto = ARGV[7], idle = ARGV[8], apm = ARGV[9],
-                 paused = ARGV[10], jpm = ARGV[12] or '', ppc = ARGV[13] or '', pow = ARGV[14] or ''}
+                 paused = ARGV[10], jpm = ARGV[12] or '', ppc = ARGV[13] or '', pow = ARGV[14] or '',
+                 nap = ARGV[20] or ''}
   local url, method = ARGV[11] or '', ARGV[17] or ''
   local exists = load_room()
   if not exists then
@@ -1110,6 +1185,7 @@ local function op_put_room(now)
   apply_effective(room.now)
   creating = false
   if ARGV[18] == '1' and cfg.qm == METHOD.queue_all then send_holders_back(false, room.now) end
+  settle_near(room.now)
   return answer(to_register(true), info())
 end
 local function op_get_room(now)
@@ -1187,6 +1263,7 @@ local function use_pass(x, id, client, pid, p)
   unline(x)
   x.st, x.last_seen = 'w', room.now
   front_add(id)
+  prefix_arrival(x, front_size(), room.now)
   bump_version()
   save_session(x)
   set_deadline(x)
@@ -1347,6 +1424,7 @@ local function end_session(x, why)
   note(why, room.now, x)
   if x.st == 'w' or x.st == 'p' then
     drop_waiting(x)
+    settle_near(room.now)
   else
     release(x, room.now, false)
     fill(room.now)
