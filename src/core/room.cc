@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "common/wire_errors.h"
 
@@ -429,9 +430,11 @@ void Room::Advance(int64_t now_ms) {
 // At equal keys: a session's deadline, then an event's stage change, then the rate cap.
 // Notify when near is settled once all the deadlines of a millisecond are processed: those of
 // one time go in the heap's tie order, which Redis's (room.lua) need not share, and the
-// positions in between would differ.
+// positions in between would differ. A replay's expiries (ApplySeenExpiry) leave their time
+// unsettled for the deadlines of the same millisecond that follow, as the live room did.
 void Room::ProcessBefore(uint64_t limit) {
-  int64_t unsettled = -1;  // the time of deadlines processed and not settled yet (-1: none)
+  // The time of deadlines processed and not settled yet (-1: none).
+  int64_t unsettled = std::exchange(unsettled_near_, -1);
   while (true) {
     uint64_t heap_key = deadlines_.empty() ? kNever : deadlines_.Top().key;
     uint64_t rate_key = RateOpenKey(now_);
@@ -460,7 +463,12 @@ void Room::ProcessBefore(uint64_t limit) {
     AdmitWhileFree(when);
     unsettled = when;
   }
-  if (unsettled >= 0) SettleNear(unsettled);
+  if (unsettled < 0) return;
+  if (unsettled < static_cast<int64_t>(limit >> 1)) {
+    SettleNear(unsettled);
+  } else {
+    unsettled_near_ = unsettled;  // more of that millisecond is to come (a replayed expiry)
+  }
 }
 
 // In the live room this expiry was processed after every deadline keyed before (at, drop-out)
@@ -471,6 +479,9 @@ bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
   ProcessBefore(Key(at, kKindDropout));
   int64_t when = std::max(at, now_);
   now_ = when;
+  if (unsettled_near_ >= 0 && unsettled_near_ != when) {
+    SettleNear(std::exchange(unsettled_near_, -1));
+  }
   Index i = Find(id);
   if (i == kNoIndex) return false;
   switch (slab_[i].status) {
@@ -486,7 +497,8 @@ bool Room::ApplySeenExpiry(std::string_view id, int64_t at) {
     default:
       return false;
   }
-  Fill(when);
+  AdmitWhileFree(when);
+  unsettled_near_ = when;  // settled by the next ProcessBefore, past this millisecond
   return true;
 }
 

@@ -454,6 +454,9 @@ class Room {
   // Notices counted (saved): kCreated is the first, so a new room starts at 1.
   uint64_t notice_seq_ = 1;
   int64_t near_noted_ = 0;  // the waiting's prefix noted room.position_near (saved)
+  // A replayed expiry's time, whose SettleNear waits for the rest of its millisecond (-1: none;
+  // never set in a live room, whose calls end settled).
+  int64_t unsettled_near_ = -1;
   bool noting_ = false;
   std::vector<RoomNotice> notices_;
 

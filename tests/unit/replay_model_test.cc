@@ -207,6 +207,7 @@ class Walk {
     if (Chance(30)) p.joins_per_minute_per_client = maybe(1, 6);
     if (Chance(30)) p.places_per_client = maybe(1, 3);
     if (Chance(15)) p.challenge_difficulty = maybe(1, 2);
+    if (Chance(40)) p.notify_at_position = maybe(1, 3);
     if (Chance(20)) {
       p.gate.emplace();  // set, or (a third of the time) cleared
       if (Chance(67)) *p.gate = R"({"cookie":"g)" + std::to_string(U(0, 9)) + "\"}";
