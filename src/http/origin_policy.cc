@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/ascii.h"
+#include "common/uri_shape.h"
 
 namespace anteroom::http {
 
@@ -57,7 +58,7 @@ std::optional<std::string> NormalizeOrigin(std::string_view text) {
 
 std::optional<std::string> OriginOfUrl(std::string_view url) {
   auto u = urls::parse_uri(url);
-  if (!u) return std::nullopt;
+  if (!u || !PathFollowsAuthority(*u)) return std::nullopt;
   return OriginOf(*u);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/ascii.h"
+#include "common/uri_shape.h"
 #include "common/wire_errors.h"
 #include "core/room_types.h"
 
@@ -41,7 +42,7 @@ bool IsLogoUrl(std::string_view url) {
   }
   auto uri = urls::parse_uri(url);
   return uri && uri->scheme_id() == urls::scheme::https && uri->has_authority() &&
-         !uri->encoded_host().empty() && !uri->has_userinfo();
+         !uri->encoded_host().empty() && !uri->has_userinfo() && PathFollowsAuthority(*uri);
 }
 
 bool IsColor(std::string_view s) {

@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 
+#include "common/uri_shape.h"
 #include "common/wire_errors.h"
 #include "core/room_types.h"
 
@@ -39,6 +40,7 @@ OpResult<Done> CheckTargetUrl(std::string_view url) {
     return Refuse("the scheme is '" + std::string(uri->scheme()) + "'");
   }
   if (!uri->has_authority() || uri->encoded_host().empty()) return Refuse("it has no host");
+  if (!PathFollowsAuthority(*uri)) return Refuse("the port must be digits, then '/' or nothing");
   // "https://shop.example@evil.example/" goes to evil.example: no reason to allow the confusion.
   if (uri->has_userinfo()) return Refuse("a user name or password is not allowed in it");
   return Done{};

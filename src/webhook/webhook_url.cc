@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/ascii.h"
+#include "common/uri_shape.h"
 
 namespace anteroom::webhook {
 
@@ -65,6 +66,7 @@ std::optional<WebhookUrl> ParseWebhookUrl(std::string_view url, std::string& err
     return refuse("the scheme must be http or https");
   }
   if (!u.has_authority() || u.encoded_host().empty()) return refuse("the URL has no host");
+  if (!PathFollowsAuthority(u)) return refuse("the port must be digits, then '/' or nothing");
   if (u.has_userinfo()) return refuse("a user name or password is not allowed in the URL");
   switch (u.host_type()) {
     case urls::host_type::ipv4: {

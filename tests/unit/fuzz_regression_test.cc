@@ -18,6 +18,7 @@
 #include "store/memory/change_record.h"
 #include "store/memory/memory_backend.h"
 #include "store/redis/reply_reader.h"
+#include "webhook/webhook_url.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 // In every ASan runtime, but g++ 12 ships no <sanitizer/allocator_interface.h> (clang does).
@@ -203,6 +204,15 @@ TEST(FuzzRegressionTest, NotFoundEchoesThePathAsSent) {
   boost::json::value body = boost::json::parse(answer->body, ec);
   ASSERT_FALSE(ec) << answer->body;
   EXPECT_EQ(body.at("error").at("message").as_string(), "no such route: /v1/rooms/r/c%eck");
+}
+
+// webhook_inputs: Boost.URL 1.81 parses "https://hooks.example.c:484om3/anteroom?x=1" as port 484
+// and the path "om3/anteroom", a request target without its '/' (common/uri_shape.h).
+TEST(FuzzRegressionTest, APortRunningIntoThePathIsNoWebhookUrl) {
+  std::string error;
+  EXPECT_FALSE(webhook::ParseWebhookUrl("https://hooks.example.c:484om3/anteroom?x=1", error));
+  EXPECT_FALSE(error.empty());
+  EXPECT_TRUE(webhook::ParseWebhookUrl("https://hooks.example.c:484/anteroom?x=1", error));
 }
 
 }  // namespace

@@ -40,6 +40,8 @@ TEST(OriginPolicyTest, OriginOfATargetUrl) {
   EXPECT_EQ(OriginOfUrl("http://127.0.0.1:9000/app"), "http://127.0.0.1:9000");
   EXPECT_FALSE(OriginOfUrl("/demo").has_value()) << "a relative target is the same origin";
   EXPECT_FALSE(OriginOfUrl("mailto:x@y").has_value());
+  // Not an origin a browser would send: the port runs into the host (common/uri_shape.h).
+  EXPECT_FALSE(OriginOfUrl("https://shop.example:443evil.example/").has_value());
 }
 
 TEST(OriginPolicyTest, SameOriginByHostAndTrustedForwardedHost) {

@@ -82,6 +82,9 @@ TEST(RoomsFamilyTest, RequestsRefusedBeforeTheBackend) {
   EXPECT_EQ(ErrorMessage(challenge), wire::kChallengeShape);
   Response url = w.Admin(verb::put, "/v1/rooms/r", R"({"target_url": 3})");
   EXPECT_EQ(ErrorMessage(url), wire::kTargetUrlType);
+  Response port = w.Admin(verb::put, "/v1/rooms/r",
+                          R"({"target_url": "https://shop.example:443evil.example/"})");
+  EXPECT_EQ(port.status, 400u) << "the port runs into the host: common/uri_shape.h";
   Response query = w.Call(verb::get, "/v1/rooms/r/challenge?session=a%20b");
   EXPECT_EQ(ErrorMessage(query), wire::BadNameField("session"));
   EXPECT_EQ(w.Call(verb::get, "/v1/rooms").body, R"({"rooms":[]})") << "nothing was created";
@@ -270,6 +273,7 @@ TEST(RoomsFamilyTest, PageSettingsAreValidatedKeptCanonicalAndCleared) {
       {R"({"logo_url": "//evil.example/l.png"})", wire::PageLogoUrl("page")},
       {R"({"logo_url": "https://user:pw@cdn.example/l.png"})", wire::PageLogoUrl("page")},
       {R"({"logo_url": "logo.png"})", wire::PageLogoUrl("page")},
+      {R"({"logo_url": "https://cdn.example:443evil.example/l.png"})", wire::PageLogoUrl("page")},
       {R"({"colors": {"text": "red"}})", wire::PageColors("page")},
       {R"({"colors": {"text": "#fff"}})", wire::PageColors("page")},
       {R"({"colors": {"text": "#12345g"}})", wire::PageColors("page")},

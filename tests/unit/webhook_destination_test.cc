@@ -190,29 +190,17 @@ TEST(WebhookUrl, WhatTheSenderCalls) {
 }
 
 TEST(WebhookUrl, RefusedUrls) {
-  for (const std::string& bad :
-       std::vector<std::string>{"",
-                                "/relative/path",
-                                "example.com/hook",
-                                "ftp://example.com/",
-                                "file:///etc/passwd",
-                                "gopher://example.com/",
-                                "http:///nohost",
-                                "http://user:pw@example.com/",
-                                "http://user@example.com/",
-                                "https://example.com/#fragment",
-                                "http://1.2.3/",
-                                "http://2130706433/",
-                                "http://[fe80::1%25eth0]/",
-                                "http://[v7.future]/",
-                                "http://example.com:0/",
-                                "http://example.com:99999/",
-                                "http://%65xample.com/",
-                                "http://exa_mple!.com/",
-                                "http://exa mple.com/",
-                                "http://example.com/a b",
-                                "http://example.com/\r\nX-Injected: 1",
-                                "https://" + std::string(2040, 'a') + ".com/"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "/relative/path", "example.com/hook", "ftp://example.com/", "file:///etc/passwd",
+           "gopher://example.com/", "http:///nohost", "http://user:pw@example.com/",
+           "http://user@example.com/", "https://example.com/#fragment", "http://1.2.3/",
+           "http://2130706433/", "http://[fe80::1%25eth0]/", "http://[v7.future]/",
+           "http://example.com:0/", "http://example.com:99999/",
+           // Boost.URL 1.81 reads port 484 and the path "om3/x" (the fuzzer's
+           // find): common/uri_shape.h
+           "https://hooks.example.c:484om3/x", "http://[::1]:80ab/x", "http://%65xample.com/",
+           "http://exa_mple!.com/", "http://exa mple.com/", "http://example.com/a b",
+           "http://example.com/\r\nX-Injected: 1", "https://" + std::string(2040, 'a') + ".com/"}) {
     std::string error;
     EXPECT_FALSE(ParseWebhookUrl(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
