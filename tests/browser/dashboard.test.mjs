@@ -148,6 +148,7 @@ test('the dashboard charts the ETA error of a room whose traced people were admi
     const series = await page.locator('svg.chart[data-chart-room="shop"]').evaluateAll(
       (charts) => charts.map((c) => c.dataset.series));
     assert.deepEqual(series, ['waiting,active', 'admissions,departures', 'eta_error_p50,eta_error_p90']);
+    await chart.screenshot({ path: artifactPath('dashboard-eta-error.png') });
     await context.close();
   } finally {
     await server.stop();
