@@ -21,9 +21,9 @@
 // revoked: dropped then) or the cap: one lost sample, never a wrong one.
 //
 // Bounded against hostile traffic: at most `max_open_per_room` open traces per room, `max_rooms`
-// rooms, `max_errors_per_room` errors kept per room. About 48 bytes per open trace (and its
-// session id), 16 per error kept: with the defaults at most ~64 traces and ~60 errors per room,
-// about 4 KiB.
+// rooms, `max_errors_per_room` errors kept per room. 56 bytes per open trace (plus a session id
+// longer than 15 bytes), 16 per error kept, about 100 per room: with the defaults at most
+// 64 x 56 + 256 x 16 bytes, about 8 KiB per room (one trace every 5 s keeps ~60 errors).
 //
 // The check path's cost: a waiting answer takes one mutex and one map lookup (most then stop:
 // the room's next sample is not due); other answers take nothing.
