@@ -25,6 +25,7 @@
 #include "http/fd_limit.h"
 #include "http/http_server.h"
 #include "http/origin_policy.h"
+#include "server/eta_tracer.h"
 #include "server/event_feed.h"
 #include "server/families.h"
 #include "server/gate_cache.h"
@@ -68,8 +69,9 @@ struct ServeFlags {
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
   int64_t stats_interval_ms = 5000;
-  std::string templates;   // a directory whose wait.html replaces the built-in waiting page
-  std::string public_url;  // where browsers reach anteroom (the gate's redirects)
+  int64_t eta_sample_ms = 5000;  // per room, one waiting person traced this often at most
+  std::string templates;         // a directory whose wait.html replaces the built-in waiting page
+  std::string public_url;        // where browsers reach anteroom (the gate's redirects)
   std::vector<std::string> gate_hosts;       // hosts the gate may send people back to
   std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
   std::vector<std::string> webhook_allow;    // internal destinations webhooks may reach
@@ -545,6 +547,9 @@ void Serve(const ServeFlags& flags) {
   server::WebhookWorker webhook_worker(backend, clock, pool.Main(), webhook_sender,
                                        "anteroom-" + NewRandomId());
   server::StatsHistory history(flags.stats_interval_ms);
+  server::EtaTracer eta_tracer(clock,
+                               server::EtaTracerOptions{.sample_every_ms = flags.eta_sample_ms});
+  server::EtaEventReader eta_reader(backend, pool.Main(), eta_tracer);
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
   server::Services services{
       backend, signer, clock, &live, &history, std::move(edge.web), std::move(edge.trusted),
@@ -554,6 +559,7 @@ void Serve(const ServeFlags& flags) {
   services.gate = &gate;
   services.events = &events;
   services.webhooks = &webhook_dispatcher;
+  services.eta = &eta_tracer;
   server::RegisterAllRoutes(router, services);
   MakeDemoRooms(flags, clock, secret, backend);
 
@@ -565,8 +571,9 @@ void Serve(const ServeFlags& flags) {
   events.Start();
   webhook_dispatcher.Start();
   webhook_worker.Start();
+  eta_reader.Start();
   // Declared after the backend, so it stops (and is gone) before the backend.
-  server::StatsSampler sampler(pool.Main(), backend, clock, history);
+  server::StatsSampler sampler(pool.Main(), backend, clock, history, &eta_tracer);
   AllowRoomOrigins(sampler, edge.origins);
   sampler.Start();
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
@@ -576,6 +583,7 @@ void Serve(const ServeFlags& flags) {
     events.Stop();
     webhook_dispatcher.Stop();
     webhook_worker.Stop();
+    eta_reader.Stop();
     sampler.Stop();
     pool.Stop();
   });
@@ -712,9 +720,16 @@ void AddServeCommand(CLI::App& app) {
   serve
       ->add_option("--stats-interval-ms", flags->stats_interval_ms,
                    "How often rooms and queues are sampled for GET /v1/stats/history (the last "
-                   "15 minutes are kept)")
+                   "15 minutes are kept at this interval, the hour one sample a minute)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
+  serve
+      ->add_option("--eta-sample-ms", flags->eta_sample_ms,
+                   "Per room, one waiting person answered with an ETA is followed to their "
+                   "admission at most this often, to measure the ETA's error (the stats history "
+                   "and the dashboard); 0: any waiting answer, up to 64 followed per room")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}));
   serve->add_option("--trusted-proxy", flags->trusted_proxies,
                     "A proxy (CIDR, IPv4 or IPv6; repeatable) whose X-Forwarded-For says who the "
                     "client is, for per-client limits; without it the client is the peer address");

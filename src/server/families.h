@@ -47,6 +47,7 @@ class EventFeed;
 class QueueKeys;
 class GateCache;
 class WebhookDispatcher;
+class EtaTracer;
 
 struct Services {
   store::Backend& backend;
@@ -72,6 +73,9 @@ struct Services {
   EventFeed* events = nullptr;
   // Told when this process changes webhooks, so it dispatches by the new ones at once.
   WebhookDispatcher* webhooks = nullptr;
+  // Told of every waiting status this process answers, to follow a sample of them to their
+  // admission (server/eta_tracer.h: the measured ETA error); none: nothing is traced.
+  EtaTracer* eta = nullptr;
   // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
   std::string openapi_json = {};
 };

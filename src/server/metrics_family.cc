@@ -1,5 +1,5 @@
 // Monitoring: GET /metrics (Prometheus text format 0.0.4: rooms, queues, HTTP latency) and
-// GET /v1/stats/history (the last 15 minutes of samples, for the dashboard). Both are admin
+// GET /v1/stats/history (the last hour of samples, for the dashboard). Both are admin
 // routes: when an admin key is set, a scraper sends it as a Bearer token or Basic password.
 #include <boost/json.hpp>
 
@@ -123,7 +123,7 @@ void CmdMetrics(Services& s, const Request&, Respond respond) {
 }
 
 // GET /v1/stats/history[?limit=N&room_after=NAME&queue_after=NAME&kinds=rooms,queues]: a page
-// of the last 15 minutes of samples.
+// of the last hour of samples.
 void CmdStatsHistory(Services& s, const Request& req, Respond respond) {
   if (s.stats_history == nullptr) {
     return respond(ErrorReply(OpStatus::kUnavailable, wire::kNoStatsHistory));

@@ -12,6 +12,7 @@
 #include "http/json_body.h"
 #include "http/origin_policy.h"
 #include "server/arrival.h"
+#include "server/eta_tracer.h"
 #include "server/families.h"
 #include "server/gate_cache.h"
 #include "server/gate_settings.h"
@@ -82,6 +83,7 @@ json::object RoomJson(const RoomInfo& info, bool admin) {
 
 Response SessionReply(const std::string& room, const SessionView& v, Services& services,
                       bool show_session = true) {
+  if (services.eta != nullptr) services.eta->OnAnswer(room, v);
   fmt::memory_buffer out;
   AppendSessionJson(out, v, AdmissionToken(room, v, services.signer, services.clock), {},
                     show_session);

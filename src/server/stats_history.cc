@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <set>
 
 namespace anteroom::server {
@@ -18,20 +20,28 @@ namespace json = boost::json;
 namespace {
 
 // Keeps the entries whose names are in `live`, appending a sample to each; new names start a
-// ring, names gone are forgotten.
+// series, names gone are forgotten.
 template <typename Sample, typename Item, typename NameOf, typename SampleOf>
-void Update(std::map<std::string, SampleRing<Sample>, std::less<>>& rings, size_t capacity,
-            const std::vector<Item>& live, NameOf name_of, SampleOf sample_of) {
+void Update(std::map<std::string, SampleSeries<Sample>, std::less<>>& series, size_t capacity,
+            int64_t t, const std::vector<Item>& live, NameOf name_of, SampleOf sample_of) {
   std::set<std::string_view> names;
   for (const Item& item : live) names.insert(name_of(item));
-  std::erase_if(rings, [&](const auto& entry) { return !names.contains(entry.first); });
+  std::erase_if(series, [&](const auto& entry) { return !names.contains(entry.first); });
   for (const Item& item : live) {
-    auto it = rings.find(name_of(item));
-    if (it == rings.end()) {
-      it = rings.emplace(std::string(name_of(item)), SampleRing<Sample>(capacity)).first;
+    auto it = series.find(name_of(item));
+    if (it == series.end()) {
+      it = series
+               .emplace(std::string(name_of(item)),
+                        SampleSeries<Sample>(capacity, StatsHistory::minute_capacity()))
+               .first;
     }
-    it->second.Push(sample_of(item));
+    it->second.Push(t, sample_of(item));
   }
+}
+
+json::value Fraction(float v) {
+  if (std::isnan(v)) return nullptr;
+  return std::round(static_cast<double>(v) * 10'000) / 10'000;  // 4 decimals: 0.01 %
 }
 
 json::object RoomSampleJson(const RoomSample& s) {
@@ -42,7 +52,10 @@ json::object RoomSampleJson(const RoomSample& s) {
                       {"paused", s.paused},
                       {"admitted_total", s.admitted_total},
                       {"dropped_total", s.dropped_total},
-                      {"released_total", s.released_total}};
+                      {"released_total", s.released_total},
+                      {"eta_traces", s.eta_traces},
+                      {"eta_error_p50", Fraction(s.eta_error_p50)},
+                      {"eta_error_p90", Fraction(s.eta_error_p90)}};
 }
 
 json::object QueueSampleJson(const QueueSample& s) {
@@ -66,17 +79,14 @@ struct PageRows {
 };
 
 template <typename Sample>
-PageRows<Sample> CopyPage(const std::map<std::string, SampleRing<Sample>, std::less<>>& rings,
+PageRows<Sample> CopyPage(const std::map<std::string, SampleSeries<Sample>, std::less<>>& rings,
                           const std::string& after, size_t limit) {
   PageRows<Sample> page;
   page.total = rings.size();
   if (limit == 0) return page;  // the kind was not asked for
   auto it = after.empty() ? rings.begin() : rings.upper_bound(after);
   for (; it != rings.end() && page.rows.size() < limit; ++it) {
-    std::vector<Sample> samples;
-    samples.reserve(it->second.size());
-    for (size_t i = 0; i < it->second.size(); ++i) samples.push_back(it->second[i]);
-    page.rows.emplace_back(it->first, std::move(samples));
+    page.rows.emplace_back(it->first, it->second.All());
   }
   page.more = it != rings.end();
   return page;
@@ -107,19 +117,29 @@ StatsHistory::StatsHistory(int64_t interval_ms)
     : interval_ms_(std::max<int64_t>(interval_ms, 1)),
       capacity_(static_cast<size_t>(kWindowMs / interval_ms_) + 1) {}
 
-void StatsHistory::AddRooms(int64_t t, const std::vector<core::RoomInfo>& rooms) {
+void StatsHistory::AddRooms(int64_t t, const std::vector<core::RoomInfo>& rooms,
+                            const EtaErrors* eta) {
   std::lock_guard lock(mu_);
   Update(
-      rooms_, capacity_, rooms, [](const core::RoomInfo& r) -> std::string_view { return r.room; },
-      [t](const core::RoomInfo& r) {
-        return RoomSample{.t = t,
-                          .active = r.active,
-                          .waiting = r.waiting,
-                          .capacity = r.config.capacity,
-                          .paused = r.config.paused,
-                          .admitted_total = r.counters.admitted_total,
-                          .dropped_total = r.counters.dropped_total,
-                          .released_total = r.counters.released_total};
+      rooms_, capacity_, t, rooms,
+      [](const core::RoomInfo& r) -> std::string_view { return r.room; },
+      [t, eta](const core::RoomInfo& r) {
+        RoomSample s{.t = t,
+                     .active = r.active,
+                     .waiting = r.waiting,
+                     .capacity = r.config.capacity,
+                     .admitted_total = r.counters.admitted_total,
+                     .dropped_total = r.counters.dropped_total,
+                     .released_total = r.counters.released_total,
+                     .paused = r.config.paused};
+        if (eta != nullptr) {
+          if (auto it = eta->find(r.room); it != eta->end()) {
+            s.eta_traces = static_cast<int32_t>(std::min<size_t>(it->second.count, INT32_MAX));
+            if (it->second.p50) s.eta_error_p50 = static_cast<float>(*it->second.p50);
+            if (it->second.p90) s.eta_error_p90 = static_cast<float>(*it->second.p90);
+          }
+        }
+        return s;
       });
 }
 
@@ -128,7 +148,7 @@ void StatsHistory::AddQueues(int64_t t,
   using Item = std::pair<std::string, core::QueueStats>;
   std::lock_guard lock(mu_);
   Update(
-      queues_, capacity_, queues, [](const Item& q) -> std::string_view { return q.first; },
+      queues_, capacity_, t, queues, [](const Item& q) -> std::string_view { return q.first; },
       [t](const Item& q) {
         const core::QueueStats& s = q.second;
         return QueueSample{.t = t,
@@ -153,6 +173,8 @@ json::object StatsHistory::ToJson(int64_t now_ms, const HistoryPage& page) const
     queues = CopyPage(queues_, page.queue_after, page.queues ? limit : 0);
   }
   return json::object{{"interval_ms", interval_ms_},
+                      {"minute_ms", kMinuteMs},
+                      {"window_ms", kHourMs},
                       {"now_ms", now_ms},
                       {"rooms", RowsJson(rooms, "room", RoomSampleJson)},
                       {"queues", RowsJson(queues, "queue", QueueSampleJson)},
@@ -168,8 +190,8 @@ json::object StatsHistory::ToJson(int64_t now_ms, const HistoryPage& page) const
 // the sampler is gone does nothing.
 struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
   State(boost::asio::io_context& io, store::Backend& backend, const Clock& clock,
-        StatsHistory& history)
-      : io(io), backend(backend), clock(clock), history(history), timer(io) {}
+        StatsHistory& history, const EtaTracer* eta)
+      : io(io), backend(backend), clock(clock), history(history), eta(eta), timer(io) {}
 
   // On the io_context's thread.
   void Sample() {
@@ -179,7 +201,9 @@ struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
       auto self = weak.lock();
       if (!self || self->stopped.load()) return;
       if (rooms.ok()) {
-        self->history.AddRooms(self->clock.NowMs(), *rooms);
+        StatsHistory::EtaErrors errors;
+        if (self->eta != nullptr) errors = self->eta->Summaries();
+        self->history.AddRooms(self->clock.NowMs(), *rooms, &errors);
         if (self->on_rooms) self->on_rooms(*rooms);
       } else {
         spdlog::debug("stats history: listing rooms failed: {}", rooms.message());
@@ -220,6 +244,7 @@ struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
   store::Backend& backend;
   const Clock& clock;
   StatsHistory& history;
+  const EtaTracer* eta;
   boost::asio::steady_timer timer;
   std::chrono::steady_clock::time_point next;
   std::atomic<bool> stopped{false};
@@ -227,8 +252,8 @@ struct StatsSampler::State : std::enable_shared_from_this<StatsSampler::State> {
 };
 
 StatsSampler::StatsSampler(boost::asio::io_context& io, store::Backend& backend, const Clock& clock,
-                           StatsHistory& history)
-    : state_(std::make_shared<State>(io, backend, clock, history)) {}
+                           StatsHistory& history, const EtaTracer* eta)
+    : state_(std::make_shared<State>(io, backend, clock, history, eta)) {}
 
 StatsSampler::~StatsSampler() { Stop(); }
 

@@ -1,5 +1,5 @@
 // The admin dashboard in a real browser: HTTP Basic auth with the admin key, live counts of
-// rooms and queues, the 15-minute charts, changing capacity, pausing admissions, requeueing
+// rooms and queues, the one-hour charts (the ETA's measured error among them), changing capacity, pausing admissions, requeueing
 // dead letters, and webhooks (one a 410 disabled, enabled again).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -107,6 +107,48 @@ test('the dashboard asks for the key, shows live counts and charts, and its cont
     await eventually(async () => (await api(server, 'GET', '/v1/queues/mail', undefined, KEY)).json.dead === 0,
       5_000, 'the dead letter requeued');
     assert.equal((await api(server, 'GET', '/v1/queues/mail', undefined, KEY)).json.ready, 1);
+    await context.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+// The ETA-error chart: a room of one whose waiting people (every one traced here:
+// --eta-sample-ms 0) are admitted one after another once they waited over a second.
+test('the dashboard charts the ETA error of a room whose traced people were admitted', async () => {
+  const server = await startServer(['--stats-interval-ms', '200', '--eta-sample-ms', '0'],
+    { ANTEROOM_ADMIN_KEY: KEY });
+  try {
+    assert.equal((await api(server, 'PUT', '/v1/rooms/shop', { capacity: 1 }, KEY)).status, 200);
+    const line = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7'];
+    for (const s of ['h', ...line]) {
+      assert.equal((await api(server, 'POST', '/v1/rooms/shop/check', { session: s }, KEY)).status, 200);
+    }
+    // A slot freed: the outflow is measured, so the waiting answers carry an ETA.
+    await api(server, 'POST', '/v1/rooms/shop/leave', { session: 'h', final: true }, KEY);
+    for (const s of line.slice(1)) {
+      const r = await api(server, 'POST', '/v1/rooms/shop/check', { session: s }, KEY);
+      assert.equal(r.json.status, 'waiting', r.text);
+      assert.equal(typeof r.json.eta_ms, 'number', r.text);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    for (const s of line.slice(0, -1)) {
+      await api(server, 'POST', '/v1/rooms/shop/leave', { session: s, final: true }, KEY);
+    }
+
+    const context = await browser.newContext({ httpCredentials: { username: 'ops', password: KEY } });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/admin`);
+    const chart = page.locator('svg.chart[data-chart-room="shop"][data-chart-kind="eta-error"]');
+    await chart.waitFor({ timeout: 10_000 });
+    assert.equal(await chart.getAttribute('data-series'), 'eta_error_p50,eta_error_p90');
+    assert.ok(await chart.locator('polyline, circle').count() >= 1, 'the error is drawn');
+    assert.match(await chart.locator('xpath=..').locator('figcaption').textContent(), /ETA error/);
+    // Beside the line, the active and the admissions per minute.
+    const series = await page.locator('svg.chart[data-chart-room="shop"]').evaluateAll(
+      (charts) => charts.map((c) => c.dataset.series));
+    assert.deepEqual(series, ['waiting,active', 'admissions,departures', 'eta_error_p50,eta_error_p90']);
+    await chart.screenshot({ path: artifactPath('dashboard-eta-error.png') });
     await context.close();
   } finally {
     await server.stop();

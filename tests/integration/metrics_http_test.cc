@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "support/api_checks.h"
@@ -552,6 +553,63 @@ TEST_F(MetricsAuthTest, BothRoutesNeedTheKeyAsBearerOrBasic) {
                                   {"Authorization: Basic " + Base64(std::string("me:") + kAdminKey),
                                    "Connection: close"}));
   EXPECT_EQ(RawStatus(put), 200) << put;
+}
+
+// The ETA's measured error in the history: waiting people traced from their check answers
+// (every one here: --eta-sample-ms 0) to their admissions, read from the event stream.
+class EtaErrorHttpTest : public MetricsHttpTest {
+ protected:
+  std::vector<std::string> ServerArgs() const override {
+    return {"--stats-interval-ms", "100", "--eta-sample-ms", "0", "--threads", "2"};
+  }
+};
+
+TEST_F(EtaErrorHttpTest, HistoryShowsTheEtaErrorAfterAdmissions) {
+  MustPut("shop", {{"capacity", 1}});
+  ASSERT_EQ(client().Check("shop", "h").status, 200);
+  std::vector<std::string> line = {"w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+  for (const std::string& s : line) ASSERT_EQ(client().Check("shop", s).status, 200);
+  // A slot freed: the outflow is measured, so waiting answers carry an ETA.
+  ASSERT_TRUE(IsSession(client().Leave("shop", "h", true), "gone"));
+  for (size_t i = 1; i < line.size(); ++i) {
+    HttpResult r = client().Check("shop", line[i]);
+    ASSERT_EQ(StrField(r.json, "status"), "waiting") << r.body;
+    ASSERT_TRUE(IntField(r.json, "eta_ms").has_value()) << r.body;
+  }
+  // Waits of a second or more (shorter are not scored), then one admission after another.
+  std::this_thread::sleep_for(milliseconds(1'100));
+  for (size_t i = 0; i + 1 < line.size(); ++i) {
+    ASSERT_TRUE(IsSession(client().Leave("shop", line[i], true), "gone"));
+  }
+  EXPECT_EQ(StrField(client().Check("shop", line.back()).json, "status"), "active");
+
+  json::value history;
+  json::value last;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        history = History();
+        json::array samples = SamplesOf(history, "rooms", "room", "shop");
+        if (samples.empty()) return false;
+        last = samples.back();
+        return IntField(last, "eta_traces") == 6;
+      },
+      seconds(10)))
+      << json::serialize(history);
+  // Errors are fractions of the actual wait: non-negative, p90 at least the median.
+  ASSERT_TRUE(last.at("eta_error_p50").is_number()) << json::serialize(last);
+  ASSERT_TRUE(last.at("eta_error_p90").is_number()) << json::serialize(last);
+  double p50 = last.at("eta_error_p50").to_number<double>();
+  double p90 = last.at("eta_error_p90").to_number<double>();
+  EXPECT_GE(p50, 0);
+  EXPECT_GE(p90, p50);
+  // A room nobody waited in has no figures.
+  MustPut("empty", {{"capacity", 1}});
+  ASSERT_TRUE(WaitFor([&] { return !SamplesOf(History(), "rooms", "room", "empty").empty(); },
+                      seconds(10)));
+  json::value empty = SamplesOf(History(), "rooms", "room", "empty").back();
+  EXPECT_EQ(IntField(empty, "eta_traces"), 0);
+  EXPECT_TRUE(empty.at("eta_error_p50").is_null());
+  EXPECT_TRUE(empty.at("eta_error_p90").is_null());
 }
 
 TEST_F(MetricsHttpTest, WithoutAKeyBothRoutesAreOpen) {

@@ -61,15 +61,70 @@ TEST(StatsHistoryTest, KeepsFifteenMinutesOfSamples) {
   EXPECT_EQ(StatsHistory(5000).capacity(), 181u);
   EXPECT_EQ(StatsHistory(100).capacity(), 9001u);
   EXPECT_EQ(StatsHistory(StatsHistory::kWindowMs).capacity(), 2u);
+  EXPECT_EQ(StatsHistory::minute_capacity(), 61u);
   StatsHistory history(300'000);  // 4 samples
   for (int64_t i = 0; i < 10; ++i) history.AddRooms(1000 + i, {Room("r", i, 10 * i)});
   json::object out = history.ToJson(2000);
   const json::array& samples = out.at("rooms").as_array().at(0).at("samples").as_array();
-  ASSERT_EQ(samples.size(), 4u);
-  EXPECT_EQ(samples.front().at("t"), 1006);
+  // The 4 latest, after the one-minute sample older than them (the first: the others came
+  // within its minute).
+  ASSERT_EQ(samples.size(), 5u);
+  EXPECT_EQ(samples.front().at("t"), 1000);
+  EXPECT_EQ(samples[1].at("t"), 1006);
   EXPECT_EQ(samples.back().at("t"), 1009);
   EXPECT_EQ(samples.back().at("active"), 9);
   EXPECT_EQ(samples.back().at("admitted_total"), 90);
+}
+
+// Every sample of the last 15 minutes, then one a minute back to an hour: bounded however long
+// it runs.
+TEST(StatsHistoryTest, KeepsAnHourOfOneMinuteSamples) {
+  StatsHistory history(5000);
+  const int64_t start = 1'000'000;
+  const int64_t two_hours = 2 * StatsHistory::kHourMs;
+  for (int64_t t = start; t <= start + two_hours; t += 5000) {
+    history.AddRooms(t, {Room("r", 1, t / 1000)});
+  }
+  json::object out = history.ToJson(start + two_hours);
+  EXPECT_EQ(out.at("window_ms"), StatsHistory::kHourMs);
+  EXPECT_EQ(out.at("minute_ms"), 60'000);
+  const json::array& samples = out.at("rooms").as_array().at(0).at("samples").as_array();
+  int64_t oldest = samples.front().at("t").as_int64();
+  int64_t newest = samples.back().at("t").as_int64();
+  EXPECT_EQ(newest, start + two_hours);
+  EXPECT_GE(newest - oldest, StatsHistory::kHourMs) << "an hour is covered";
+  EXPECT_LE(newest - oldest, StatsHistory::kHourMs + 60'000);
+  EXPECT_LE(samples.size(), 181u + 61u);
+  int64_t prev = 0;
+  size_t minutes = 0;
+  for (const json::value& s : samples) {
+    int64_t t = s.at("t").as_int64();
+    EXPECT_GT(t, prev) << "oldest first, no repeats";
+    if (prev != 0 && t - prev == 60'000) ++minutes;
+    prev = t;
+  }
+  EXPECT_GE(minutes, 44u) << "one a minute before the last 15 minutes";
+  EXPECT_EQ(samples.back().at("eta_traces"), 0);
+  EXPECT_TRUE(samples.back().at("eta_error_p50").is_null());
+}
+
+TEST(StatsHistoryTest, CarriesTheRoomsEtaErrors) {
+  StatsHistory history(5000);
+  StatsHistory::EtaErrors eta;
+  eta["a"] = EtaErrorSummary{.count = 7, .p50 = 0.125, .p90 = 0.5};
+  eta["b"] = EtaErrorSummary{.count = 2, .p50 = std::nullopt, .p90 = std::nullopt};
+  history.AddRooms(100, {Room("a", 1, 1), Room("b", 1, 1), Room("c", 1, 1)}, &eta);
+  json::object out = history.ToJson(200);
+  auto last = [&](size_t i) {
+    return out.at("rooms").as_array().at(i).at("samples").as_array().back().as_object();
+  };
+  EXPECT_EQ(last(0).at("eta_traces"), 7);
+  EXPECT_EQ(last(0).at("eta_error_p50").as_double(), 0.125);
+  EXPECT_EQ(last(0).at("eta_error_p90").as_double(), 0.5);
+  EXPECT_EQ(last(1).at("eta_traces"), 2);
+  EXPECT_TRUE(last(1).at("eta_error_p50").is_null()) << "too few to say";
+  EXPECT_TRUE(last(1).at("eta_error_p90").is_null());
+  EXPECT_EQ(last(2).at("eta_traces"), 0);
 }
 
 TEST(StatsHistoryTest, AnswersTheDocumentedShape) {
@@ -85,7 +140,7 @@ TEST(StatsHistoryTest, AnswersTheDocumentedShape) {
   EXPECT_EQ(rooms[1].at("room"), "b");
   json::value want_room = json::parse(
       R"({"t":100,"active":3,"waiting":2,"capacity":5,"paused":false,"admitted_total":4,"dropped_total":1,
-          "released_total":3})");
+          "released_total":3,"eta_traces":0,"eta_error_p50":null,"eta_error_p90":null})");
   EXPECT_EQ(rooms[0].at("samples").as_array().at(0), want_room);
   const json::array& queues = out.at("queues").as_array();
   ASSERT_EQ(queues.size(), 1u);
