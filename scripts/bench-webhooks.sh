@@ -11,7 +11,11 @@
 # 1000) and wrk -t2 -c50 checks them (bench/wrk/check.lua) for HTTP_SECONDS while
 # bench/webhooks/joiner.py joins 1,000 new sessions a second into room "flow" (capacity 10M:
 # each join is an admission, so "on" pushes and delivers 1,000 webhooks a second). Reported: the
-# checks/s of each, their ratio, and (on) the deliveries the receiver got.
+# checks/s of each, their ratio, and (on) the deliveries the receiver got, the connections they
+# came on, and the CPU the receiver used from the joiner's start to the last delivery
+# (utime+stime of /proc/PID/stat, and the run time of its threads from schedstat, which the tick
+# counts undercount on a tickless VM): it shares these two cores with anteroom here, and would
+# not on a real deployment.
 #
 # Loopback only; every step bounded by `timeout`; every process started here stopped by its PID.
 set -euo pipefail
@@ -26,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) BUILD=0 ;;
     --rounds) ROUNDS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-webhooks.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -48,6 +52,7 @@ need node nodejs
 record_machine
 
 SESSIONS=20000
+CLK_TCK="$(getconf CLK_TCK)"
 for round in $(seq "$ROUNDS"); do
   for mode in off on; do
     log="$OUT/serve-$mode-$round.log"
@@ -70,27 +75,43 @@ for round in $(seq "$ROUNDS"); do
     timeout $((HTTP_SECONDS + 30)) python3 "$ROOT/bench/webhooks/joiner.py" "$SERVER_URL" flow \
       "$RATE" "$((HTTP_SECONDS + 2))" >"$OUT/joiner-$mode-$round.json" &
     joiner_pid="$!"
+    receiver_ticks_before=0
+    receiver_ns_before=0
+    if [[ $mode == on ]]; then
+      receiver_ticks_before="$(pid_cpu_ticks "$receiver_pid")"
+      receiver_ns_before="$(run_ns "$receiver_pid")"
+    fi
     sleep 1
     timeout $((HTTP_SECONDS + 60)) wrk -t2 -c50 -d"${HTTP_SECONDS}s" --latency \
       -s "$ROOT/bench/wrk/check.lua" "$SERVER_URL" -- "$SESSIONS" peer >"$OUT/wrk-$mode-$round.txt"
     wait "$joiner_pid"
     received=0
+    connections=0
+    receiver_cpu_s=0
+    receiver_run_s=0
     if [[ $mode == on ]]; then
       sleep 2  # the last deliveries
+      receiver_cpu_s="$(awk -v a="$receiver_ticks_before" -v b="$(pid_cpu_ticks "$receiver_pid")" \
+        -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", (b - a) / hz}')"
+      receiver_run_s="$(awk -v a="$receiver_ns_before" -v b="$(run_ns "$receiver_pid")" \
+        'BEGIN {printf "%.2f", (b - a) / 1e9}')"
       kill -TERM "$receiver_pid" 2>/dev/null || true
       wait "$receiver_pid" 2>/dev/null || true
       received="$(sed -n 's/^RECEIVED //p' "$receiver_out")"
+      connections="$(sed -n 's/^CONNECTIONS //p' "$receiver_out")"
     fi
     python3 - "$OUT/wrk-$mode-$round.txt" "$OUT/joiner-$mode-$round.json" "$mode" "$round" \
-      "${received:-0}" <<'PY' | tee -a "$OUT/rounds.jsonl"
+      "${received:-0}" "${connections:-0}" "$receiver_cpu_s" "$receiver_run_s" \
+      <<'PY' | tee -a "$OUT/rounds.jsonl"
 import json, sys
-wrk, joiner, mode, rnd, received = sys.argv[1:]
+wrk, joiner, mode, rnd, received, connections, receiver_cpu_s, receiver_run_s = sys.argv[1:]
 j = json.loads([l for l in open(wrk) if l.startswith('{"tool":"wrk"')][-1])
 flow = json.loads(open(joiner).read().strip().splitlines()[-1])
 print(json.dumps({"mode": mode, "round": int(rnd), "checks_per_s": j["requests_per_s"],
                   "p99_ms": j.get("p99_ms"), "admissions_per_s": flow["joins_per_s"],
                   "join_errors": flow["errors"], "admissions": flow["joins"],
-                  "webhooks_received": int(received)}))
+                  "webhooks_received": int(received), "receiver_connections": int(connections),
+                  "receiver_cpu_s": float(receiver_cpu_s), "receiver_run_s": float(receiver_run_s)}))
 PY
     cleanup
   done
@@ -114,4 +135,11 @@ for mode in ("off", "on"):
           f'{med(mode, "admissions_per_s"):.0f} | {share} |')
 print(f"\nchecks/s with the webhook / without, per round: {', '.join(f'{x:.3f}' for x in ratios)}; "
       f"median {statistics.median(ratios):.3f}")
+on = [r for r in rounds if r["mode"] == "on"]
+print("receiver connections (on), per round: "
+      + ", ".join(f'{r["receiver_connections"]} for {r["webhooks_received"]} deliveries' for r in on))
+print("receiver CPU (on), per round, from the joiner's start to the last delivery: "
+      + ", ".join(f'{r["receiver_cpu_s"]:.2f} s utime+stime / {r["receiver_run_s"]:.2f} s run '
+                  f'({1e6 * r["receiver_run_s"] / max(r["webhooks_received"], 1):.0f} us run per delivery)'
+                  for r in on))
 PY

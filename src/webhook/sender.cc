@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
 
 #include <date/date.h>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,9 +15,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "webhook/signature.h"
 #include "webhook/webhook_url.h"
@@ -168,18 +173,187 @@ constexpr size_t kSnippetBytes = 120;  // of a failed answer's body, in its erro
 constexpr int kMaxInterimResponses = 8;
 
 using Strand = net::strand<net::io_context::executor_type>;
+using SteadyClock = std::chrono::steady_clock;
 
-// One attempt, alive until its last handler has run; every handler runs on its strand.
+// One connection to a destination: its stream and the strand every handler of its operations
+// runs on (a delivery that reuses it runs on that strand too: the stream's executor is fixed).
+struct Connection {
+  explicit Connection(Strand s) : strand(std::move(s)) {}
+
+  beast::tcp_stream& Tcp() { return tls ? tls->next_layer() : *plain; }
+
+  // No TLS close_notify: the answer is in (or never will be), nothing more is sent.
+  void Close() {
+    if (!tls && !plain) return;
+    beast::error_code ignored;
+    Tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Tcp().close();
+  }
+
+  // Idle and still as it was left: the server has not closed it (EOF, a reset) nor written on
+  // it (a close_notify, a 408, anything unasked for: then it is not reused either).
+  bool Quiet() {
+    if (!tls && !plain) return false;
+    if (tls && SSL_pending(tls->native_handle()) > 0) return false;
+    char byte = 0;
+    ssize_t n = ::recv(Tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+  Strand strand;
+  std::optional<beast::tcp_stream> plain;
+  std::optional<ssl::stream<beast::tcp_stream>> tls;
+  SteadyClock::time_point opened{};
+  SteadyClock::time_point idle_since{};
+};
+
+// What a kept-alive connection breaks with when the server closed it as the request went.
+bool ClosedByTheServer(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == net::error::connection_aborted || ec == ssl::error::stream_truncated;
+}
+
+std::string DestinationKey(const WebhookUrl& url) {
+  return (url.https ? "https://" : "http://") + url.host + ":" + std::to_string(url.port);
+}
+
+}  // namespace
+
+// Idle connections, least recently used first. Any thread: one mutex; the limits are small
+// (tens), so scans are linear. An idle connection has no operation pending: closing it from
+// any thread is safe.
+class WebhookSender::Pool : public std::enable_shared_from_this<Pool> {
+ public:
+  Pool(net::io_context& ioc, const WebhookSenderOptions& o)
+      : per_destination_(o.pool_per_destination),
+        total_(o.pool_total),
+        idle_for_(std::chrono::milliseconds(std::max<int64_t>(o.pool_idle_ms, 1))),
+        max_age_(std::chrono::milliseconds(std::max<int64_t>(o.pool_max_age_ms, 1))),
+        timer_(net::make_strand(ioc)) {}
+
+  bool Enabled() const { return per_destination_ > 0 && total_ > 0; }
+
+  // The most recently used idle connection to `key` that is still quiet, or null.
+  std::unique_ptr<Connection> Take(const std::string& key) {
+    std::lock_guard lock(mu_);
+    CloseExpiredLocked(SteadyClock::now());
+    for (size_t i = idle_.size(); i-- > 0;) {
+      if (idle_[i].key != key) continue;
+      std::unique_ptr<Connection> c = std::move(idle_[i].connection);
+      idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (c->Quiet()) return c;
+      c->Close();
+    }
+    return nullptr;
+  }
+
+  // Kept for the next delivery to `key`, or closed (full, too old, the sender gone).
+  void Give(std::string key, std::unique_ptr<Connection> c) {
+    auto now = SteadyClock::now();
+    std::lock_guard lock(mu_);
+    if (closed_ || !Enabled() || now - c->opened >= max_age_) return c->Close();
+    CloseExpiredLocked(now);
+    c->idle_since = now;
+    idle_.push_back({std::move(key), std::move(c)});
+    const std::string& k = idle_.back().key;
+    size_t same =
+        std::count_if(idle_.begin(), idle_.end(), [&](const Idle& e) { return e.key == k; });
+    if (same > per_destination_) {
+      auto oldest =
+          std::find_if(idle_.begin(), idle_.end(), [&](const Idle& e) { return e.key == k; });
+      oldest->connection->Close();
+      idle_.erase(oldest);
+    }
+    while (idle_.size() > total_) {
+      idle_.front().connection->Close();
+      idle_.erase(idle_.begin());
+    }
+    ArmLocked();
+  }
+
+  // The sender is going: every idle connection closed, none kept from now on.
+  void CloseAll() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (Idle& e : idle_) e.connection->Close();
+    idle_.clear();
+    timer_.cancel();
+  }
+
+  size_t IdleCount() const {
+    std::lock_guard lock(mu_);
+    return idle_.size();
+  }
+
+ private:
+  struct Idle {
+    std::string key;
+    std::unique_ptr<Connection> connection;
+  };
+
+  // Idle ones are in the order they went idle: the expired ones are at the front.
+  void CloseExpiredLocked(SteadyClock::time_point now) {
+    size_t n = 0;
+    while (n < idle_.size() && now - idle_[n].connection->idle_since >= idle_for_) {
+      idle_[n++].connection->Close();
+    }
+    idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+  // One timer, due when the oldest idle connection expires; none when nothing is idle.
+  void ArmLocked() {
+    if (armed_ || closed_ || idle_.empty()) return;
+    armed_ = true;
+    timer_.expires_at(idle_.front().connection->idle_since + idle_for_);
+    timer_.async_wait([weak = weak_from_this()](beast::error_code) {
+      if (auto self = weak.lock()) self->OnTimer();
+    });
+  }
+
+  void OnTimer() {
+    std::lock_guard lock(mu_);
+    armed_ = false;
+    if (closed_) return;
+    CloseExpiredLocked(SteadyClock::now());
+    ArmLocked();
+  }
+
+  const size_t per_destination_;
+  const size_t total_;
+  const SteadyClock::duration idle_for_;
+  const SteadyClock::duration max_age_;
+  mutable std::mutex mu_;
+  std::vector<Idle> idle_;
+  net::steady_timer timer_;
+  bool armed_ = false;
+  bool closed_ = false;
+};
+
+namespace {
+
+using Pool = WebhookSender::Pool;
+
+// One attempt, alive until its last handler has run; every handler runs on its strand (a
+// reused connection's, or a new one).
 class Attempt : public std::enable_shared_from_this<Attempt> {
  public:
   Attempt(net::io_context& ioc, std::shared_ptr<const WebhookSender::Shared> shared,
-          WebhookDelivery d, std::function<void(WebhookOutcome)> done)
+          std::weak_ptr<Pool> pool, std::optional<WebhookUrl> url, std::string url_error,
+          std::unique_ptr<Connection> reused, WebhookDelivery d,
+          std::function<void(WebhookOutcome)> done)
       : shared_(std::move(shared)),
+        pool_(std::move(pool)),
+        parsed_url_(std::move(url)),
+        url_error_(std::move(url_error)),
         delivery_(std::move(d)),
         done_(std::move(done)),
-        strand_(net::make_strand(ioc)),
+        strand_(reused ? reused->strand : net::make_strand(ioc)),
         resolver_(strand_),
-        deadline_(strand_) {}
+        deadline_(strand_),
+        conn_(std::move(reused)),
+        reused_(conn_ != nullptr),
+        reusable_(reused_) {}
 
   void Begin() {
     net::post(strand_, [self = shared_from_this()] { self->Start(); });
@@ -189,10 +363,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   const WebhookSenderOptions& Options() const { return shared_->options; }
 
   void Start() {
-    std::string error;
-    auto url = ParseWebhookUrl(delivery_.url, error);
-    if (!url) return Finish(Kind::kRefused, "bad URL: " + error);
-    url_ = std::move(*url);
+    if (!parsed_url_) return Finish(Kind::kRefused, "bad URL: " + url_error_);
+    url_ = std::move(*parsed_url_);
     if (!IsDeliveryId(delivery_.id)) return Finish(Kind::kRefused, "bad webhook-id");
     int64_t timestamp = delivery_.timestamp_s;
     if (timestamp <= 0) {
@@ -213,7 +385,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     request_.set("webhook-id", delivery_.id);
     request_.set("webhook-timestamp", std::to_string(timestamp));
     request_.set("webhook-signature", *signature);
-    request_.set(http::field::connection, "close");
+    auto pool = pool_.lock();
+    if (!pool || !pool->Enabled()) request_.set(http::field::connection, "close");
     request_.body() = std::move(delivery_.body);
     request_.prepare_payload();
 
@@ -222,6 +395,11 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
       if (!ec) self->OnDeadline();
     });
 
+    if (conn_) return Write();  // kept alive: checked and connected when it was opened
+    Resolve();
+  }
+
+  void Resolve() {
     if (url_.address) {
       Check({tcp::endpoint(*url_.address, url_.port)});
       return;
@@ -259,14 +437,16 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     Connect(std::move(allowed));
   }
 
-  beast::tcp_stream& Tcp() { return tls_ ? tls_->next_layer() : *plain_; }
+  beast::tcp_stream& Tcp() { return conn_->Tcp(); }
 
   void Connect(std::vector<tcp::endpoint> endpoints) {
+    conn_ = std::make_unique<Connection>(strand_);
     if (url_.https) {
-      tls_.emplace(strand_, shared_->tls);
+      conn_->tls.emplace(strand_, shared_->tls);
     } else {
-      plain_.emplace(strand_);
+      conn_->plain.emplace(strand_);
     }
+    conn_->opened = SteadyClock::now();
     phase_ = "connecting";
     Tcp().async_connect(
         endpoints, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
@@ -278,28 +458,29 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
           }
           beast::error_code ignored;
           self->Tcp().socket().set_option(tcp::no_delay(true), ignored);
-          if (self->tls_) return self->Handshake();
+          if (self->conn_->tls) return self->Handshake();
           self->Write();
         });
   }
 
   void Handshake() {
-    SSL* ssl = tls_->native_handle();
+    auto& tls = *conn_->tls;
+    SSL* ssl = tls.native_handle();
     SSL_set_min_proto_version(ssl, TLS1_2_VERSION);
     // SNI carries names only (RFC 6066): an address is verified against the certificate's
     // IP entries by host_name_verification all the same.
     if (!url_.address && SSL_set_tlsext_host_name(ssl, url_.host.c_str()) != 1) {
       return Finish(Kind::kRetry, "TLS: cannot set the server name");
     }
-    tls_->set_verify_mode(ssl::verify_peer);
-    tls_->set_verify_callback(ssl::host_name_verification(url_.host));
+    tls.set_verify_mode(ssl::verify_peer);
+    tls.set_verify_callback(ssl::host_name_verification(url_.host));
     phase_ = "in the TLS handshake";
-    tls_->async_handshake(
+    tls.async_handshake(
         ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
           if (self->finished_) return;
           if (ec) {
             std::string why = ec.message();
-            long verify = SSL_get_verify_result(self->tls_->native_handle());
+            long verify = SSL_get_verify_result(self->conn_->tls->native_handle());
             if (verify != X509_V_OK) {
               why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
             }
@@ -311,19 +492,34 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
 
   template <class F>
   void WithStream(F&& f) {
-    if (tls_) {
-      f(*tls_);
+    if (conn_->tls) {
+      f(*conn_->tls);
     } else {
-      f(*plain_);
+      f(*conn_->plain);
     }
+  }
+
+  // A kept-alive connection the server closed before any byte of its answer: the request goes
+  // again on a new connection, once (a new connection is never reused_).
+  bool SendAgain(const beast::error_code& ec) {
+    if (!reused_ || !ClosedByTheServer(ec)) return false;
+    reused_ = false;
+    conn_->Close();
+    retired_ = std::move(conn_);  // its last handler has run; kept for the attempt's life
+    buffer_.clear();
+    parser_.reset();
+    Resolve();
+    return true;
   }
 
   void Write() {
     phase_ = "sending the request";
+    reusable_ = false;
     WithStream([this](auto& stream) {
       http::async_write(stream, request_,
                         [self = shared_from_this()](beast::error_code ec, size_t) {
                           if (self->finished_) return;
+                          if (ec && self->SendAgain(ec)) return;
                           if (ec) return self->Finish(Kind::kRetry, "sending: " + ec.message());
                           self->ReadHead();
                         });
@@ -345,6 +541,9 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   }
 
   void OnHead(beast::error_code ec) {
+    if (ec && interim_ == 0 && !parser_->got_some() && buffer_.size() == 0 && SendAgain(ec)) {
+      return;
+    }
     if (ec == http::error::header_limit) {
       return Finish(Kind::kRetry, "the response's head is over " +
                                       std::to_string(kMaxResponseHeadBytes) + " bytes");
@@ -405,7 +604,12 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     ReadBody();
   }
 
-  void Answered() {
+  // `in_time`: not called by the deadline (when a read may still be pending).
+  void Answered(bool in_time = true) {
+    // Reused only after a clean end: the whole answer read (not cut at the cap), nothing read
+    // past it, and the server keeping the connection (keep_alive() is false for
+    // `Connection: close`, HTTP/1.0 without keep-alive, and a body ended by the close).
+    reusable_ = in_time && parser_->is_done() && parser_->keep_alive() && buffer_.size() == 0;
     WebhookOutcome out;
     out.status = status_;
     out.kind = KindOfStatus(status_);
@@ -426,7 +630,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
 
   void OnDeadline() {
     if (finished_) return;
-    if (status_ != 0) return Answered();  // the body was slow; the answer is in
+    reusable_ = false;                         // an operation may be pending on it
+    if (status_ != 0) return Answered(false);  // the body was slow; the answer is in
     Finish(Kind::kRetry,
            "timed out after " + std::to_string(Options().timeout_ms) + " ms " + phase_);
   }
@@ -443,10 +648,15 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     finished_ = true;
     deadline_.cancel();
     resolver_.cancel();
-    if (tls_ || plain_) {
-      beast::error_code ignored;
-      Tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
-      Tcp().close();
+    if (conn_) {
+      // Reusable: nothing pending on it, so it may leave this attempt. Otherwise it is closed
+      // and stays here until the attempt's last handler has run.
+      std::shared_ptr<Pool> pool = reusable_ ? pool_.lock() : nullptr;
+      if (pool) {
+        pool->Give(DestinationKey(url_), std::move(conn_));
+      } else {
+        conn_->Close();
+      }
     }
     auto done = std::move(done_);
     done_ = nullptr;
@@ -454,14 +664,19 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   }
 
   std::shared_ptr<const WebhookSender::Shared> shared_;
+  std::weak_ptr<Pool> pool_;
+  std::optional<WebhookUrl> parsed_url_;
+  std::string url_error_;
   WebhookDelivery delivery_;
   std::function<void(WebhookOutcome)> done_;
   Strand strand_;
   tcp::resolver resolver_;
   net::steady_timer deadline_;
   WebhookUrl url_;
-  std::optional<beast::tcp_stream> plain_;
-  std::optional<ssl::stream<beast::tcp_stream>> tls_;
+  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Connection> retired_;  // a kept-alive one the server had closed
+  bool reused_ = false;                  // conn_ came from the pool
+  bool reusable_ = false;                // conn_ may go back to the pool
   http::request<http::string_body> request_;
   beast::flat_buffer buffer_{kMaxResponseHeadBytes + 4096};
   std::optional<http::response_parser<http::buffer_body>> parser_;
@@ -522,13 +737,22 @@ WebhookSender::WebhookSender(net::io_context& ioc, WebhookSenderOptions options)
     throw std::runtime_error("webhook CA file " + o.ca_file + ": " + e.code().message());
   }
   shared->tls.set_verify_mode(ssl::verify_peer);
+  pool_ = std::make_shared<Pool>(ioc, shared->options);
   shared_ = std::move(shared);
 }
 
-WebhookSender::~WebhookSender() = default;
+WebhookSender::~WebhookSender() { pool_->CloseAll(); }
+
+size_t WebhookSender::IdleConnections() const { return pool_->IdleCount(); }
 
 void WebhookSender::Send(WebhookDelivery delivery, std::function<void(WebhookOutcome)> done) {
-  std::make_shared<Attempt>(ioc_, shared_, std::move(delivery), std::move(done))->Begin();
+  std::string error;
+  std::optional<WebhookUrl> url = ParseWebhookUrl(delivery.url, error);
+  std::unique_ptr<Connection> reused;
+  if (url && pool_->Enabled()) reused = pool_->Take(DestinationKey(*url));
+  std::make_shared<Attempt>(ioc_, shared_, pool_, std::move(url), std::move(error),
+                            std::move(reused), std::move(delivery), std::move(done))
+      ->Begin();
 }
 
 }  // namespace anteroom::webhook

@@ -7,19 +7,38 @@
 // One attempt: the URL parsed (webhook/webhook_url.h); the host resolved once; every address
 // checked against the allow-list and only the allowed ones connected to (in the resolver's
 // order), so a DNS answer that changes between the check and the connection (rebinding) cannot
-// matter; TLS 1.2+ with SNI and the certificate verified for the host (https); one
-// `POST` with `Connection: close`; the response's head (at most kMaxResponseHeadBytes) and at
-// most `max_response_bytes` of its body read; the connection closed (no TLS close_notify: the
-// answer is in, nothing more is sent). One deadline, `timeout_ms`, covers all of it, the name's
-// resolution included. Redirects are not followed (Standard Webhooks: "3xx: Failure"): a 3xx is
-// kRetry with an error naming the refused redirect, so the admin sees it and fixes the URL.
-// A status stands once the head is in: a body that then stalls past the deadline or breaks off
-// does not change the outcome (a 2xx is delivered: the receiver has said so).
+// matter; TLS 1.2+ with SNI and the certificate verified for the host (https); one `POST`; the
+// response's head (at most kMaxResponseHeadBytes) and at most `max_response_bytes` of its body
+// read. One deadline, `timeout_ms`, covers all of it, the name's resolution included. Redirects
+// are not followed (Standard Webhooks: "3xx: Failure"): a 3xx is kRetry with an error naming the
+// refused redirect, so the admin sees it and fixes the URL. A status stands once the head is in:
+// a body that then stalls past the deadline or breaks off does not change the outcome (a 2xx is
+// delivered: the receiver has said so).
+//
+// Kept-alive connections: a connection whose exchange ended cleanly (the whole response read,
+// within the cap, nothing after it, and the response keeping the connection: not
+// `Connection: close`, not an HTTP/1.0 answer without keep-alive, not a body ended by the close)
+// is kept idle for the next delivery to the same scheme, host and port, which skips the
+// resolution, the allow-list check, the connection and the TLS handshake: the address it is
+// connected to was checked when it was opened (the allow-list is the sender's for its life) and
+// the certificate verified for that same host. At most `pool_per_destination` idle per
+// destination and `pool_total` in all (the least recently used closed first); an idle one is
+// closed after `pool_idle_ms`, and none is kept past `pool_max_age_ms` from its opening (so a
+// changed DNS answer is seen). Before reuse, an idle connection the server closed or wrote on is
+// dropped. A delivery on a reused connection that breaks before any byte of the response (the
+// server closed it as the request went: EOF, a reset, a broken pipe) is sent again, once, on a
+// new connection (resolved and checked as any), within the same deadline; receivers drop the
+// duplicate by its `webhook-id` if the first one did arrive. Every other failure closes the
+// connection (no TLS close_notify: nothing more is sent). With `pool_per_destination` 0 nothing
+// is kept and every request says `Connection: close`.
 //
 // Thread-safety: Send may be called from any thread, concurrently. Each delivery runs on its
 // own strand of the io_context and its callback runs there, exactly once. A delivery in flight
 // holds what it needs, so the sender may be destroyed before its deliveries end; they end when
-// they end (at most timeout_ms later) or when the io_context stops (callback not run).
+// they end (at most timeout_ms later) or when the io_context stops (callback not run). Idle
+// connections are closed with the sender. While any are idle, a timer on the io_context is
+// pending (it closes them when their idle time is up): an io_context run until it has no work
+// runs until the sender is destroyed or the idle ones have been closed.
 
 #include <boost/asio/io_context.hpp>
 
@@ -83,6 +102,12 @@ struct WebhookSenderOptions {
   std::string ca_file;                    // PEM; with ca_dir empty too: OpenSSL's defaults
   std::string ca_dir;                     // hashed directory (c_rehash)
   std::string user_agent = "anteroom-webhooks";
+  // Kept-alive connections (above). Per destination as many as the delivery worker has in
+  // flight per webhook (server/webhook_worker.h), so a full batch finds them all again.
+  size_t pool_per_destination = 8;    // idle per scheme + host + port; 0: none kept
+  size_t pool_total = 64;             // idle in all
+  int64_t pool_idle_ms = 30'000;      // an idle connection is closed after this long
+  int64_t pool_max_age_ms = 300'000;  // none kept past this age (from its opening)
 };
 
 class WebhookSender {
@@ -96,11 +121,16 @@ class WebhookSender {
 
   void Send(WebhookDelivery delivery, std::function<void(WebhookOutcome)> done);
 
+  // Kept-alive connections idle now (any destination).
+  size_t IdleConnections() const;
+
   struct Shared;  // what deliveries in flight share: options, TLS context
+  class Pool;     // the idle connections, shared with the deliveries in flight (weakly)
 
  private:
   boost::asio::io_context& ioc_;
   std::shared_ptr<const Shared> shared_;
+  std::shared_ptr<Pool> pool_;
 };
 
 }  // namespace anteroom::webhook

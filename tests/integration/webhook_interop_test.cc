@@ -51,11 +51,20 @@ WebhookOutcome Send(WebhookDelivery d) {
   WebhookSenderOptions options;
   std::string error;
   options.allow = *WebhookAllowList::Parse({"127.0.0.1/32"}, error);
-  WebhookSender sender(ioc, options);
   WebhookOutcome out;
   out.error = "no callback";
-  sender.Send(std::move(d), [&out](WebhookOutcome o) { out = std::move(o); });
-  ioc.run_for(std::chrono::seconds(30));
+  bool called = false;
+  {
+    WebhookSender sender(ioc, options);
+    sender.Send(std::move(d), [&](WebhookOutcome o) {
+      out = std::move(o);
+      called = true;
+    });
+    // Until the callback: the sender keeps the connection (and a timer) while it lives.
+    auto until = SteadyClock::now() + std::chrono::seconds(30);
+    while (!called && SteadyClock::now() < until) ioc.run_one_until(until);
+  }
+  ioc.run_for(std::chrono::seconds(10));
   return out;
 }
 

@@ -5,7 +5,12 @@
 // never answers), the cap on bytes read (10 MB and an endless chunked body), the allow-list
 // (loopback refused, then let through by CIDR or host name, refused before any connection),
 // TLS (verified against the CA file, refused without it and for a name the certificate does not
-// carry), and Send from many threads at once. Every wait is bounded; every server is stopped.
+// carry), and Send from many threads at once. Kept-alive connections (one sender, several
+// deliveries): reused for the same destination (plain and TLS), one connection counted by the
+// receiver; an idle one the receiver closed dropped before reuse; a request on one the receiver
+// closed as it arrived sent again once on a new connection (never on a new one); not reused
+// after an answer over the read cap, `Connection: close`, HTTP/1.0, or past the idle time;
+// idle ones at most as many as the limits say. Every wait is bounded; every server is stopped.
 
 #include <gtest/gtest.h>
 
@@ -26,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +63,12 @@ struct Reply {
   bool never = false;
   bool deaf = false;   // accepts, then reads nothing and says nothing
   bool stall = false;  // after `head`, the connection is held open and nothing more is sent
+  // After answering, read the next request on the connection (else: shut it down for sending).
+  bool keep_alive = false;
+  // With keep_alive: once a connection has had this many answers, its next request is read and
+  // the connection closed without an answer (a server closing an idle connection as the
+  // request arrives). -1: never.
+  int hang_up_after = -1;
 };
 
 Reply Status(int status, std::string_view reason, std::string extra_headers = "",
@@ -94,6 +106,8 @@ class Receiver {
 
   uint16_t port() const { return port_; }
   int accepted() const { return accepted_; }
+  int hung_up() const { return hung_up_; }  // connections this receiver closed or shut down
+  int ended() const { return ended_; }      // connections whose client closed them (keep_alive)
   size_t filler_sent() const { return filler_sent_; }
   std::vector<Received> requests() const {
     std::lock_guard lock(mu_);
@@ -119,40 +133,55 @@ class Receiver {
     });
   }
 
+  // `answered`: answers already sent on this connection.
   template <class Stream>
-  void Serve(std::shared_ptr<Stream> stream) {
-    auto buffer = std::make_shared<beast::flat_buffer>();
+  void Serve(std::shared_ptr<Stream> stream, std::shared_ptr<beast::flat_buffer> buffer = nullptr,
+             int answered = 0) {
+    if (!buffer) buffer = std::make_shared<beast::flat_buffer>();
     auto request = std::make_shared<http::request<http::string_body>>();
     http::async_read(*stream, *buffer, *request,
-                     [this, stream, buffer, request](beast::error_code ec, size_t) {
-                       if (ec) return;
+                     [this, stream, buffer, request, answered](beast::error_code ec, size_t) {
+                       if (ec) {
+                         if (answered > 0) ++ended_;
+                         return;
+                       }
                        Record(*request);
                        if (reply_.never) {
                          held_.push_back(stream);  // open, silent, until the receiver stops
                          return;
                        }
-                       net::async_write(*stream, net::buffer(reply_.head),
-                                        [this, stream](beast::error_code e, size_t) {
-                                          if (!e) Fill(stream, 0);
-                                        });
+                       if (answered == reply_.hang_up_after) {
+                         beast::error_code ignored;
+                         beast::get_lowest_layer(*stream).close(ignored);
+                         ++hung_up_;
+                         return;
+                       }
+                       net::async_write(
+                           *stream, net::buffer(reply_.head),
+                           [this, stream, buffer, answered](beast::error_code e, size_t) {
+                             if (!e) Fill(stream, buffer, answered + 1, 0);
+                           });
                      });
   }
 
   template <class Stream>
-  void Fill(std::shared_ptr<Stream> stream, size_t done) {
+  void Fill(std::shared_ptr<Stream> stream, std::shared_ptr<beast::flat_buffer> buffer,
+            int answered, size_t done) {
     if (reply_.stall) {
       held_.push_back(stream);
       return;
     }
     if (reply_.filler.empty() || (!reply_.endless && done == reply_.filler_times)) {
+      if (reply_.keep_alive) return Serve(stream, buffer, answered);
       beast::error_code ignored;
       beast::get_lowest_layer(*stream).shutdown(tcp::socket::shutdown_send, ignored);
+      ++hung_up_;
       return;
     }
     net::async_write(*stream, net::buffer(reply_.filler),
-                     [this, stream, done](beast::error_code ec, size_t n) {
+                     [this, stream, buffer, answered, done](beast::error_code ec, size_t n) {
                        filler_sent_ += n;
-                       if (!ec) Fill(stream, done + 1);
+                       if (!ec) Fill(stream, buffer, answered, done + 1);
                      });
   }
 
@@ -178,6 +207,8 @@ class Receiver {
   std::thread thread_;
   std::atomic<int> accepted_{0};
   std::atomic<size_t> filler_sent_{0};
+  std::atomic<int> hung_up_{0};
+  std::atomic<int> ended_{0};
   std::vector<std::shared_ptr<void>> held_;  // the receiver's thread only
   mutable std::mutex mu_;
   std::vector<Received> requests_;
@@ -189,19 +220,91 @@ struct Result {
   int64_t ms = 0;
 };
 
-// One Send on a fresh io_context, run here until it has nothing left (bounded).
+// One Send on a fresh io_context, run here until its callback (bounded); then the sender goes
+// (and its idle connection with it) and the io_context runs until it has nothing left.
 Result SendOne(WebhookSenderOptions options, WebhookDelivery delivery) {
   net::io_context ioc;
-  WebhookSender sender(ioc, std::move(options));
   Result r;
   auto start = SteadyClock::now();
-  sender.Send(std::move(delivery), [&](WebhookOutcome out) {
-    r.out = std::move(out);
-    ++r.calls;
-    r.ms = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start).count();
-  });
-  ioc.run_for(std::chrono::seconds(30));
+  {
+    WebhookSender sender(ioc, std::move(options));
+    sender.Send(std::move(delivery), [&](WebhookOutcome out) {
+      r.out = std::move(out);
+      ++r.calls;
+      r.ms = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start).count();
+    });
+    auto until = start + std::chrono::seconds(30);
+    while (r.calls == 0 && SteadyClock::now() < until) ioc.run_one_until(until);
+  }
+  ioc.run_for(std::chrono::seconds(10));
   return r;
+}
+
+// One sender on an io_context of its own thread, for several deliveries in a row; each Send
+// waits for its callback (bounded).
+class KeptSender {
+ public:
+  explicit KeptSender(WebhookSenderOptions options) {
+    sender_.emplace(ioc_, std::move(options));
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~KeptSender() {
+    sender_.reset();  // its idle connections closed, its timer cancelled
+    guard_.reset();
+    thread_.join();
+  }
+
+  Result Send(WebhookDelivery delivery) {
+    auto results = SendAll({std::move(delivery)});
+    return results.at(0);
+  }
+
+  // All at once; returns when every callback has run (or after 30 s).
+  std::vector<Result> SendAll(std::vector<WebhookDelivery> deliveries) {
+    auto state = std::make_shared<State>();
+    state->results.resize(deliveries.size());
+    auto start = SteadyClock::now();
+    for (size_t i = 0; i < deliveries.size(); ++i) {
+      sender_->Send(std::move(deliveries[i]), [state, i, start](WebhookOutcome out) {
+        std::lock_guard lock(state->mu);
+        Result& r = state->results[i];
+        r.out = std::move(out);
+        ++r.calls;
+        r.ms = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start).count();
+        ++state->done;
+        state->cv.notify_all();
+      });
+    }
+    std::unique_lock lock(state->mu);
+    state->cv.wait_for(lock, std::chrono::seconds(30),
+                       [&] { return state->done == deliveries.size(); });
+    return state->results;
+  }
+
+  size_t idle() const { return sender_->IdleConnections(); }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t done = 0;
+    std::vector<Result> results;
+  };
+  net::io_context ioc_;
+  net::executor_work_guard<net::io_context::executor_type> guard_ = net::make_work_guard(ioc_);
+  std::optional<WebhookSender> sender_;
+  std::thread thread_;
+};
+
+// Waits (bounded) until `f()` holds.
+template <class F>
+bool Eventually(F f, milliseconds within = milliseconds(10'000)) {
+  auto until = SteadyClock::now() + within;
+  while (!f()) {
+    if (SteadyClock::now() >= until) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
 }
 
 constexpr std::string_view kBody =
@@ -549,6 +652,210 @@ TEST(WebhookSender, SendFromManyThreadsCallsBackOnceEach) {
   EXPECT_EQ(receiver.requests().size(), static_cast<size_t>(kThreads * kEach));
 }
 
+Reply KeptAlive(Reply r) {
+  r.keep_alive = true;
+  return r;
+}
+
+WebhookDelivery Numbered(const std::string& url, int n) {
+  WebhookDelivery d = DeliveryTo(url);
+  d.id = "msg_" + std::to_string(n);
+  return d;
+}
+
+std::vector<std::string> Ids(const Receiver& receiver) {
+  std::vector<std::string> ids;
+  for (const Received& r : receiver.requests()) ids.push_back(r.headers.at("webhook-id"));
+  return ids;
+}
+
+TEST(WebhookSenderKeepAlive, SequentialDeliveriesShareOneConnection) {
+  Receiver receiver(KeptAlive(Status(200, "OK", "", "thanks")));
+  KeptSender sender(Loopback());
+  for (int i = 0; i < 3; ++i) {
+    Result r = sender.Send(Numbered(Url(receiver), i));
+    ASSERT_EQ(r.calls, 1);
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+    EXPECT_EQ(r.out.body_bytes, 6u);
+    EXPECT_EQ(sender.idle(), 1u);
+  }
+  EXPECT_EQ(receiver.accepted(), 1);
+  EXPECT_EQ(Ids(receiver), (std::vector<std::string>{"msg_0", "msg_1", "msg_2"}));
+  for (const Received& got : receiver.requests()) {
+    EXPECT_EQ(got.headers.count("connection"), 0u);  // HTTP/1.1's default: kept alive
+  }
+  EXPECT_EQ(receiver.ended(), 0);
+}
+
+TEST(WebhookSenderKeepAlive, EachDestinationKeepsItsOwn) {
+  Receiver sized(KeptAlive(Status(200, "OK", "", "thanks")));
+  Reply chunked;
+  chunked.head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nthanks\r\n0\r\n\r\n";
+  Receiver streamed(KeptAlive(chunked));
+  KeptSender sender(Loopback());
+  for (int i = 0; i < 2; ++i) {
+    for (Receiver* receiver : {&sized, &streamed}) {
+      Result r = sender.Send(Numbered(Url(*receiver), i));
+      EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+      EXPECT_EQ(r.out.body_bytes, 6u);
+    }
+  }
+  EXPECT_EQ(sized.accepted(), 1);
+  EXPECT_EQ(streamed.accepted(), 1);
+  EXPECT_EQ(sized.requests().size(), 2u);
+  EXPECT_EQ(streamed.requests().size(), 2u);
+  EXPECT_EQ(sender.idle(), 2u);
+}
+
+TEST(WebhookSenderKeepAlive, AnIdleConnectionTheReceiverClosedIsNotUsed) {
+  Receiver receiver(Status(204, "No Content"));  // answers, then closes the connection
+  KeptSender sender(Loopback());
+  EXPECT_EQ(sender.Send(Numbered(Url(receiver), 0)).out.kind, Kind::kDelivered);
+  ASSERT_TRUE(Eventually([&] { return receiver.hung_up() == 1; }));
+  std::this_thread::sleep_for(milliseconds(50));  // its FIN across loopback
+  Result r = sender.Send(Numbered(Url(receiver), 1));
+  EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  EXPECT_EQ(receiver.accepted(), 2);
+  EXPECT_EQ(Ids(receiver), (std::vector<std::string>{"msg_0", "msg_1"}));  // seen closed: unused
+}
+
+TEST(WebhookSenderKeepAlive, ARequestTheReceiverHungUpOnIsSentAgainOnANewConnection) {
+  Reply reply = KeptAlive(Status(204, "No Content"));
+  reply.hang_up_after = 1;  // one answer per connection; the next request read, then a close
+  Receiver receiver(reply);
+  KeptSender sender(Loopback());
+  for (int i = 0; i < 3; ++i) {
+    Result r = sender.Send(Numbered(Url(receiver), i));
+    ASSERT_EQ(r.calls, 1);
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << i << ": " << r.out.error;
+    EXPECT_EQ(r.out.status, 204);
+  }
+  // msg_1 reached the first connection as it closed, and went again on a second; msg_2 the same.
+  EXPECT_EQ(receiver.accepted(), 3);
+  EXPECT_EQ(receiver.hung_up(), 2);
+  EXPECT_EQ(Ids(receiver), (std::vector<std::string>{"msg_0", "msg_1", "msg_1", "msg_2", "msg_2"}));
+}
+
+TEST(WebhookSenderKeepAlive, ANewConnectionClosedUnansweredIsNotSentAgain) {
+  Reply reply = KeptAlive(Status(204, "No Content"));
+  reply.hang_up_after = 0;
+  Receiver receiver(reply);
+  KeptSender sender(Loopback());
+  Result r = sender.Send(Numbered(Url(receiver), 0));
+  ASSERT_EQ(r.calls, 1);
+  EXPECT_EQ(r.out.kind, Kind::kRetry);
+  EXPECT_EQ(r.out.status, 0);
+  EXPECT_NE(r.out.error.find("reading the response: "), std::string::npos) << r.out.error;
+  EXPECT_EQ(receiver.accepted(), 1);
+  EXPECT_EQ(receiver.requests().size(), 1u);
+}
+
+TEST(WebhookSenderKeepAlive, AnAnswerOverTheReadCapIsNotReused) {
+  Receiver over(KeptAlive(Status(200, "OK", "", std::string(5000, 'x'))));
+  Receiver within(KeptAlive(Status(200, "OK", "", std::string(1000, 'x'))));
+  WebhookSenderOptions options = Loopback();
+  options.max_response_bytes = 1000;
+  KeptSender sender(options);
+  for (int i = 0; i < 2; ++i) {
+    Result r = sender.Send(Numbered(Url(over), i));
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+    EXPECT_EQ(r.out.body_bytes, 1000u);
+    EXPECT_EQ(sender.idle(), 0u);
+  }
+  EXPECT_EQ(over.accepted(), 2);
+  EXPECT_TRUE(Eventually([&] { return over.ended() == 2; }));  // each closed by the sender
+  for (int i = 0; i < 2; ++i) {
+    Result r = sender.Send(Numbered(Url(within), i));
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+    EXPECT_EQ(r.out.body_bytes, 1000u);
+  }
+  EXPECT_EQ(within.accepted(), 1);  // exactly the cap, all of it read: kept
+}
+
+TEST(WebhookSenderKeepAlive, ConnectionCloseFromTheReceiverIsHonoured) {
+  // Each of these receivers keeps its connections open: the sender must be the one to close.
+  Receiver says_close(KeptAlive(Status(200, "OK", "Connection: close\r\n")));
+  Reply old_reply;
+  old_reply.head = "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
+  Receiver old(KeptAlive(old_reply));
+  Reply old_kept_reply;
+  old_kept_reply.head = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n";
+  Receiver old_kept(KeptAlive(old_kept_reply));
+  KeptSender sender(Loopback());
+  for (int i = 0; i < 2; ++i) {
+    for (Receiver* receiver : {&says_close, &old, &old_kept}) {
+      Result r = sender.Send(Numbered(Url(*receiver), i));
+      EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+    }
+  }
+  EXPECT_EQ(says_close.accepted(), 2);
+  EXPECT_EQ(old.accepted(), 2);
+  EXPECT_EQ(old_kept.accepted(), 1);  // HTTP/1.0 that asks for keep-alive
+  EXPECT_TRUE(Eventually([&] { return says_close.ended() == 2 && old.ended() == 2; }));
+  EXPECT_EQ(sender.idle(), 1u);
+}
+
+TEST(WebhookSenderKeepAlive, ABodyEndedByTheCloseIsNotKept) {
+  Reply reply;
+  reply.head = "HTTP/1.1 200 OK\r\n\r\nthanks";  // no length: the close ends it
+  Receiver receiver(reply);
+  KeptSender sender(Loopback());
+  Result r = sender.Send(Numbered(Url(receiver), 0));
+  EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  EXPECT_EQ(r.out.body_bytes, 6u);
+  EXPECT_EQ(sender.idle(), 0u);
+}
+
+TEST(WebhookSenderKeepAlive, AnIdleConnectionIsClosedAfterTheIdleTime) {
+  Receiver receiver(KeptAlive(Status(204, "No Content")));
+  WebhookSenderOptions options = Loopback();
+  options.pool_idle_ms = 300;
+  KeptSender sender(options);
+  EXPECT_EQ(sender.Send(Numbered(Url(receiver), 0)).out.kind, Kind::kDelivered);
+  auto idle_from = SteadyClock::now();
+  EXPECT_EQ(sender.idle(), 1u);
+  // Closed by the sender's own timer: no delivery needed.
+  ASSERT_TRUE(Eventually([&] { return receiver.ended() == 1; }));
+  EXPECT_GE(SteadyClock::now() - idle_from, milliseconds(250));
+  EXPECT_EQ(sender.idle(), 0u);
+  EXPECT_EQ(sender.Send(Numbered(Url(receiver), 1)).out.kind, Kind::kDelivered);
+  EXPECT_EQ(receiver.accepted(), 2);
+}
+
+TEST(WebhookSenderKeepAlive, IdleConnectionsStayWithinTheLimits) {
+  Receiver a(KeptAlive(Status(204, "No Content")));
+  Receiver b(KeptAlive(Status(204, "No Content")));
+  WebhookSenderOptions options = Loopback();
+  options.pool_per_destination = 2;
+  options.pool_total = 3;
+  KeptSender sender(options);
+  // Three at once: none idle when they start, so three connections.
+  auto results = sender.SendAll({Numbered(Url(a), 0), Numbered(Url(a), 1), Numbered(Url(a), 2)});
+  for (const Result& r : results) EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  EXPECT_EQ(a.accepted(), 3);
+  EXPECT_EQ(sender.idle(), 2u);  // per destination
+  EXPECT_TRUE(Eventually([&] { return a.ended() == 1; }));
+  results = sender.SendAll({Numbered(Url(b), 0), Numbered(Url(b), 1), Numbered(Url(b), 2)});
+  for (const Result& r : results) EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  EXPECT_EQ(b.accepted(), 3);
+  // In all 3: an idle one of a's (the least recently used) closed; per destination 2: one of b's.
+  EXPECT_EQ(sender.idle(), 3u);
+  EXPECT_TRUE(Eventually([&] { return a.ended() == 2 && b.ended() == 1; }));
+}
+
+TEST(WebhookSenderKeepAlive, NothingIsKeptWhenThePoolIsOff) {
+  Receiver receiver(KeptAlive(Status(204, "No Content")));
+  WebhookSenderOptions options = Loopback();
+  options.pool_per_destination = 0;
+  KeptSender sender(options);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(sender.Send(Numbered(Url(receiver), i)).out.kind, Kind::kDelivered);
+  }
+  EXPECT_EQ(receiver.accepted(), 2);
+  for (const Received& got : receiver.requests()) EXPECT_EQ(got.headers.at("connection"), "close");
+  EXPECT_EQ(sender.idle(), 0u);
+}
+
 // HTTPS against a certificate made for this test: CN and subjectAltName "localhost" only.
 class WebhookSenderTls : public ::testing::Test {
  protected:
@@ -602,6 +909,34 @@ TEST_F(WebhookSenderTls, RefusedForANameTheCertificateDoesNotCarry) {
   EXPECT_EQ(r.out.kind, Kind::kRetry);
   EXPECT_NE(r.out.error.find("certificate verify failed"), std::string::npos) << r.out.error;
   EXPECT_TRUE(receiver.requests().empty());
+}
+
+TEST_F(WebhookSenderTls, AKeptConnectionSkipsTheHandshake) {
+  Receiver receiver(KeptAlive(Status(200, "OK")), &server_);
+  WebhookSenderOptions options = Loopback({"localhost"});
+  options.ca_file = cert_;
+  KeptSender sender(options);
+  for (int i = 0; i < 3; ++i) {
+    Result r = sender.Send(Numbered(Url(receiver, "/tls", "localhost", "https"), i));
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  }
+  EXPECT_EQ(receiver.accepted(), 1);
+  EXPECT_EQ(receiver.requests().size(), 3u);
+}
+
+TEST_F(WebhookSenderTls, ARequestTheReceiverHungUpOnIsSentAgain) {
+  Reply reply = KeptAlive(Status(200, "OK"));
+  reply.hang_up_after = 1;  // closed without a close_notify
+  Receiver receiver(reply, &server_);
+  WebhookSenderOptions options = Loopback({"localhost"});
+  options.ca_file = cert_;
+  KeptSender sender(options);
+  for (int i = 0; i < 2; ++i) {
+    Result r = sender.Send(Numbered(Url(receiver, "/tls", "localhost", "https"), i));
+    EXPECT_EQ(r.out.kind, Kind::kDelivered) << r.out.error;
+  }
+  EXPECT_EQ(receiver.accepted(), 2);
+  EXPECT_EQ(Ids(receiver), (std::vector<std::string>{"msg_0", "msg_1", "msg_1"}));
 }
 
 TEST_F(WebhookSenderTls, AnUnreadableCaFileIsAStartUpError) {
