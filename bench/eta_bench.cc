@@ -12,7 +12,7 @@
 // same events, as the baseline, and so are the true rates of the moment (the floor of any
 // estimator that cannot see the future). Five runs of each, seeds pooled. Targets: median
 // absolute error <= 20% and p90 <= 50% of the actual wait, and a p50 share near 50%; random
-// cohorts across the halving are held to p90 <= 60% (kRandomRateChangeP90).
+// cohorts across the halving are held to p90 <= 55% (kRandomRateChangeP90).
 //
 // eta_bench [--check] [--seed N]: prints a table; --check exits 1 when a target is missed.
 #include <algorithm>
@@ -48,8 +48,12 @@ constexpr double kArrivalsPerMs = 50.0 / kMinute;
 constexpr uint64_t kRuns = 5;  // seeds seed .. seed + 4, pooled
 // The random method's p90 across a halving of the outflow to below the arrivals: the line then
 // grows, and its quartile waits (W ((1 - q)^(-(l - r) / r) - 1) / (l - r)) magnify the 5 minute
-// windows' sampling noise of r and l several times over. Held to this, not 50% (see --check).
-constexpr double kRandomRateChangeP90 = 0.60;
+// windows' sampling noise of r several times over. The estimator allows for that noise
+// (core/outflow_estimate.h), which brings this to 48-51% over six seed sets (30 to 500), and
+// the cohorts waiting when the outflow halves, promised the old pace, are over half of the
+// errors above 50% whatever the estimator. Held to this, not 50%, so that --check does not
+// fail on a seed set's luck.
+constexpr double kRandomRateChangeP90 = 0.55;
 
 // The estimator before issue 30, kept here only as the baseline.
 std::optional<int64_t> OldEtaMs(int64_t position, int64_t freed_last_minute) {
@@ -334,7 +338,7 @@ int main(int argc, char** argv) {
                     Percentile(e.first_minute, 0.5) * 100, share_text.c_str());
         if (k == 0) {
           // The one exception (docs/benchmarks.md): random cohorts across a halving of the
-          // outflow below the arrivals, where even the true rates of the moment give p90 36%.
+          // outflow below the arrivals, where even the true rates of the moment give p90 30-38%.
           double p90_target = method == QueueingMethod::kRandom && o == Outflow::kRateChange
                                   ? kRandomRateChangeP90
                                   : 0.50;
@@ -346,7 +350,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "\ntargets (issue 30: median <= 20%%, p90 <= 50%% (random across the rate change: 60%%), "
+      "\ntargets (issue 30: median <= 20%%, p90 <= 50%% (random across the rate change: 55%%), "
       "p50 share 40-60%%): %s\n",
       met ? "met" : "MISSED");
   return check && !met ? 1 : 0;

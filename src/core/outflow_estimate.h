@@ -8,17 +8,32 @@
 // keeps the same buckets in room.lua and hands them back with each answer, so every backend and
 // the live channel run EstimateRate on equal counts and give equal numbers.
 //
-// EstimateRate: count / span over the longest of the 5, 3, 2 and 1 minute windows whose recent
-// parts (each shorter window) agree with it within 3 standard deviations. Given the long
-// window's count, a recent part's is binomial (its share of the span); its variance is widened
-// by the buckets' measured dispersion (half the mean square of neighbouring differences over
-// the mean, at least 1 as for arrivals at random: neighbours, so that a change of rate, one step,
-// does not widen the band meant to catch it). Steady but bursty outflow (batches every 25 s) is
-// averaged over the long window; a genuine change of rate falls outside the band and the short
-// window wins. The span never exceeds how long the history has been counting (the first 20 s
-// of outflow are not divided by a minute; never less than 10 s). Time is taken in whole
-// seconds, so an estimate changes at most once a second. docs/benchmarks.md, "ETA accuracy",
-// measures it (bench/eta_bench.cc).
+// EstimateRate: count / span over the longest window of whole buckets, 5 minutes down to 1
+// (30 to 6 buckets), every recent part of which (its last 3 buckets or more: 20 s and the
+// current bucket's part) agrees with it within 2.5 standard deviations. Given the window's
+// count, a recent part's is binomial (its share of the span); its variance is widened by the
+// buckets' measured dispersion (half the mean square of neighbouring differences over the mean,
+// at least 1 as for arrivals at random: neighbours, so that a change of rate, one step, does not
+// widen the band meant to catch it). Steady but bursty outflow (batches every 25 s) is averaged
+// over the long window; a genuine change of rate falls outside the band and the window shrinks
+// to about the time since the change. Every part is tested, not only the last 1, 2 and 3
+// minutes: a change is caught from its first 30-40 s, and a window that straddles it (keeps
+// some of the old pace) is refused sooner. The span never exceeds how long the history has been
+// counting (the first 20 s of outflow are not divided by a minute; never less than 10 s). Time
+// is taken in whole seconds, so an estimate changes at most once a second. MeasureRate also
+// gives the window's count: the rate's sampling noise.
+//
+// The random method's waits (RandomWaitMs of a Flow) allow for that noise: when more join than
+// are admitted the formula magnifies an error in the rates several times (a rate 10% low makes
+// the 75th percentile wait some 25% long), and an over-estimate can grow without bound where an
+// under-estimate stops at 100%. The wait is lowered by exp(-3 v), v the variance of its
+// logarithm from the counts (Poisson: 1 / count for each rate, through the formula's
+// sensitivity to it): 1 would minimize the mean relative error of a log-normal spread; 3 is
+// what keeps the 90th percentile lowest on eta_bench (docs/benchmarks.md, "ETA accuracy"). With
+// 5 minutes of steady flow it is a few percent; with one minute after a change, up to a third;
+// never more than half (v is a linear approximation, which a handful of counts where the line
+// grows fast would take to a wait of nothing).
+// The fifo ETA (position / rate) is hardly sensitive and is left as measured.
 
 #include <array>
 #include <cstdint>
@@ -53,13 +68,26 @@ struct FlowHistory {
   bool operator==(const FlowHistory&) const = default;
 };
 
-// Events per ms as of now_ms (0: none in the last 5 minutes).
-double EstimateRate(const FlowHistory& history, int64_t now_ms);
+// A measured rate: events per ms as of a time (0: none in the last 5 minutes), and the events
+// it was measured from (the chosen window's count).
+struct Measured {
+  double per_ms = 0;
+  double events = 0;
+  bool operator==(const Measured&) const = default;
+};
+Measured MeasureRate(const FlowHistory& history, int64_t now_ms);
+inline double EstimateRate(const FlowHistory& history, int64_t now_ms) {
+  return MeasureRate(history, now_ms).per_ms;
+}
 
 // A room's flow, per ms: what eta_ms and the odds are made from (core::EtaMs, core::RandomOdds).
 struct Flow {
   double out_per_ms = 0;  // slots freed; 0: nothing freed in the window, no ETA
   double in_per_ms = 0;   // joins to the line
+  // The events each rate was measured from: its sampling noise, which the random method's
+  // waits allow for. 0: exact (a rate cap, a test) or unknown: no allowance.
+  double out_events = 0;
+  double in_events = 0;
   bool operator==(const Flow&) const = default;
 };
 Flow EstimateFlow(const FlowHistory& out, const FlowHistory& in, int64_t now_ms);
@@ -71,5 +99,9 @@ Flow EstimateFlow(const FlowHistory& out, const FlowHistory& in, int64_t now_ms)
 // when l = r; W q / r when l = 0. nullopt when r is 0. In ms, rounded up.
 std::optional<int64_t> RandomWaitMs(int64_t waiting, double out_per_ms, double in_per_ms,
                                     double share);
+// The same of a measured flow, allowing for the rates' sampling noise (flow.out_events,
+// in_events; see the header comment): lowered by exp(-3 v), v = s_r^2 / out_events +
+// s_l^2 / in_events, s the wait's logarithmic sensitivity to each rate; at most halved.
+std::optional<int64_t> RandomWaitMs(int64_t waiting, const Flow& flow, double share);
 
 }  // namespace anteroom::core

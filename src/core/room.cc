@@ -168,12 +168,13 @@ std::optional<int64_t> Room::Eta(int64_t position, int64_t now) const {
   // Nobody moves until an admin resumes or lets go of the brake.
   if (config_.paused || config_.queueing_method == QueueingMethod::kQueueAll) return std::nullopt;
   // fifo: the outflow alone.
-  return EtaMs(position, Flow{RateAt(outflow_, outflow_memo_, now), 0}, config_.admit_per_minute);
+  return EtaMs(position, Flow{RateAt(outflow_, outflow_memo_, now).per_ms, 0},
+               config_.admit_per_minute);
 }
 
-double Room::RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const {
+Measured Room::RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const {
   int64_t second = now >= 0 ? now / 1000 : (now - 999) / 1000;
-  if (second != memo.second) memo = {second, EstimateRate(history, now)};
+  if (second != memo.second) memo = {second, MeasureRate(history, now)};
   return memo.rate;
 }
 

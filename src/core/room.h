@@ -438,16 +438,17 @@ class Room {
   // Slots freed (the outflow) and joins to the line (the inflow): the ETA's measurements.
   FlowHistory outflow_;
   FlowHistory inflow_;
-  // EstimateRate of each as of a whole second, remembered until the second or the history
+  // MeasureRate of each as of a whole second, remembered until the second or the history
   // changes: asked on every waiting check. Apart, so that a join (the inflow, read by the random
   // method's odds alone) does not make a fifo check estimate the outflow again.
   struct RateMemo {
     int64_t second = INT64_MIN;
-    double rate = 0;
+    Measured rate;
   };
-  double RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const;
+  Measured RateAt(const FlowHistory& history, RateMemo& memo, int64_t now) const;
   Flow FlowAt(int64_t now) const {
-    return Flow{RateAt(outflow_, outflow_memo_, now), RateAt(inflow_, inflow_memo_, now)};
+    Measured out = RateAt(outflow_, outflow_memo_, now), in = RateAt(inflow_, inflow_memo_, now);
+    return Flow{out.per_ms, in.per_ms, out.events, in.events};
   }
   mutable RateMemo outflow_memo_, inflow_memo_;
   RoomCounters counters_;

@@ -379,14 +379,18 @@ std::optional<WaitOdds> RandomOdds(int64_t waiting, const Flow& flow,
   WaitOdds odds;
   odds.chance_next = 1.0 / static_cast<double>(waiting);
   if (!moving) return odds;
-  // Admissions come no faster than the rate cap lets them.
-  double out = flow.out_per_ms;
+  // Admissions come no faster than the rate cap lets them (a known rate: no noise to allow for).
+  Flow f = flow;
   if (admit_per_minute) {
-    out = std::min(out, static_cast<double>(*admit_per_minute) / MinuteWindow::kWindowMs);
+    double cap = static_cast<double>(*admit_per_minute) / MinuteWindow::kWindowMs;
+    if (cap <= f.out_per_ms) {
+      f.out_per_ms = cap;
+      f.out_events = 0;
+    }
   }
-  odds.p25_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.25);
-  odds.p50_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.5);
-  odds.p75_ms = RandomWaitMs(waiting, out, flow.in_per_ms, 0.75);
+  odds.p25_ms = RandomWaitMs(waiting, f, 0.25);
+  odds.p50_ms = RandomWaitMs(waiting, f, 0.5);
+  odds.p75_ms = RandomWaitMs(waiting, f, 0.75);
   return odds;
 }
 

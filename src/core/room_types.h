@@ -152,9 +152,9 @@ std::optional<int64_t> EtaMs(int64_t position, const Flow& flow,
 
 // The odds a waiting session has in the random method, with `waiting` in line (nullopt when
 // nobody waits): each is next with chance 1/waiting, and the waits by which a quarter, half and
-// three quarters of those waiting now will be in are core::RandomWaitMs of the flow (the
-// outflow no faster than the rate cap; nullopt when nobody moves: `moving` false, or no outflow
-// measured).
+// three quarters of those waiting now will be in are core::RandomWaitMs of the flow, allowing
+// for its rates' noise (the outflow no faster than the rate cap, which is exact once it binds;
+// nullopt when nobody moves: `moving` false, or no outflow measured).
 std::optional<WaitOdds> RandomOdds(int64_t waiting, const Flow& flow,
                                    std::optional<int64_t> admit_per_minute, bool moving);
 

@@ -112,7 +112,7 @@ TEST_P(LiveConformanceTest, TheFlowFollowsTheOutflowAsTimeRuns) {
     return v.ok() ? v->flow : core::Flow{-1, -1};
   };
   auto expected = [&] { return core::EstimateFlow(out, in, NowMs()); };
-  EXPECT_EQ(flow(), (core::Flow{0, 81.0 / 10'000}));  // no slot freed yet: no ETA
+  EXPECT_EQ(flow(), (core::Flow{0, 81.0 / 10'000, 0, 81}));  // no slot freed yet: no ETA
   // The holder leaves each second and the next in line is admitted (and holds the slot).
   std::string holder = "h0";
   for (int sec = 0; sec < 70; ++sec) {

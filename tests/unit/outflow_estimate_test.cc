@@ -1,6 +1,7 @@
 // The ETA's estimator (core/outflow_estimate.h) on a fake clock: steady, bursty and changing
-// outflow, the first minute, a quiet room, the random method's formula at its limits, the
-// history's bytes, and room.lua's text of it (script_replies.h ParseFlowHistory).
+// outflow, the first minute, a quiet room, the random method's formula at its limits and its
+// allowance for the rates' noise, the history's bytes, and room.lua's text of it
+// (script_replies.h ParseFlowHistory).
 
 #include "core/outflow_estimate.h"
 
@@ -72,6 +73,36 @@ TEST(OutflowEstimateTest, ARateChangeSwitchesToTheShortWindow) {
   EXPECT_NEAR(EstimateRate(h, kT0 + 718'000), kPerSecond / 2, 0.1 * kPerSecond / 2);
   Feed(h, kT0 + 720'000, kT0 + 830'001, 1'000);
   EXPECT_NEAR(EstimateRate(h, kT0 + 830'000), kPerSecond, 0.1 * kPerSecond);
+}
+
+// Every recent part is tested, not only the last 1, 2 and 3 minutes: 40 s after a halving the
+// estimate has left the old pace (1, 2 and 3 minute windows alone would still hold the old one:
+// 40 s of the new pace in the last minute are within their 3 sigmas), and the window it then
+// takes holds little of the old pace: at 90 s it is within 15% of the new rate.
+TEST(OutflowEstimateTest, AChangeIsCaughtFromAnyRecentPart) {
+  FlowHistory h;
+  Feed(h, kT0, kT0 + 600'000, 1'000);
+  Feed(h, kT0 + 600'000, kT0 + 640'001, 2'000);
+  Measured early = MeasureRate(h, kT0 + 640'000);
+  EXPECT_LT(early.per_ms, 0.85 * kPerSecond);
+  EXPECT_LT(early.events, 100);  // the window has shrunk: no longer the 5 minutes' 280
+  Feed(h, kT0 + 642'000, kT0 + 690'001, 2'000);
+  EXPECT_NEAR(EstimateRate(h, kT0 + 690'000), kPerSecond / 2, 0.15 * kPerSecond / 2);
+}
+
+// MeasureRate gives the count the rate was made from: the 5 minutes' when steady, and so does
+// EstimateFlow for both directions.
+TEST(OutflowEstimateTest, TheRateComesWithTheEventsItWasMeasuredFrom) {
+  FlowHistory out, in;
+  Feed(out, kT0, kT0 + 600'000, 1'000);
+  Feed(in, kT0, kT0 + 600'000, 2'000);
+  Measured m = MeasureRate(out, kT0 + 599'000);
+  EXPECT_NEAR(m.events, 300, 10);
+  EXPECT_DOUBLE_EQ(m.per_ms, EstimateRate(out, kT0 + 599'000));
+  Flow f = EstimateFlow(out, in, kT0 + 599'000);
+  EXPECT_EQ(f.out_events, m.events);
+  EXPECT_NEAR(f.in_events, 150, 5);
+  EXPECT_EQ(MeasureRate(FlowHistory{}, kT0), Measured{});
 }
 
 // The first minute of outflow is not divided by a minute: by the time observed, never less
@@ -146,6 +177,40 @@ TEST(OutflowEstimateTest, RandomWaitsMatchTheFormulaAndItsLimits) {
   EXPECT_GT(*RandomWaitMs(1'000'000, 1e-9, 1.0, 0.75), 0);
 }
 
+// A measured flow's waits allow for the rates' noise: lowered by exp(-3 v), v the log-variance
+// the counts leave (1 / count through the formula's sensitivity), at most halved; exact rates
+// are left alone.
+TEST(OutflowEstimateTest, RandomWaitsAllowForTheRatesNoise) {
+  const double r = kPerSecond;
+  // Exact rates (no events given): the plain formula.
+  for (double l : {0.0, 0.5 * r, r, 1.6 * r}) {
+    EXPECT_EQ(RandomWaitMs(400, Flow{r, l}, 0.75), RandomWaitMs(400, r, l, 0.75));
+  }
+  // Nobody joining: W q / r, of sensitivity -1 to r: v = 1 / out_events; the inflow's count does
+  // not matter.
+  EXPECT_NEAR(static_cast<double>(*RandomWaitMs(400, Flow{r, 0, 300, 50}, 0.5)),
+              200'000 * std::exp(-3.0 / 300), 2);
+  // l = r: W (-ln(1 - q)) / r, but the line's growth l - r moves with r too: the sensitivity to
+  // r is -(1 + ln(2) / 2) at the median.
+  double s = 1 + std::log(2.0) / 2;
+  EXPECT_NEAR(static_cast<double>(*RandomWaitMs(400, Flow{r, r, 100, 0}, 0.5)),
+              400'000 * std::log(2.0) * std::exp(-3 * s * s / 100), 20);
+  // The fewer the events, the larger the allowance; and much larger where the line grows (the
+  // formula magnifies the noise there).
+  Flow grows{0.5 * r, 0.83 * r, 150, 250};
+  auto shown = *RandomWaitMs(400, grows, 0.75), exact = *RandomWaitMs(400, 0.5 * r, 0.83 * r, 0.75);
+  EXPECT_LT(shown, exact);
+  EXPECT_GT(shown, exact * 0.8);
+  Flow little = grows;
+  little.out_events = 30;
+  EXPECT_LT(*RandomWaitMs(400, little, 0.75), shown);
+  // A handful of counts where the line grows fast: at most halved (the approximation would
+  // otherwise take the wait to nothing).
+  EXPECT_NEAR(static_cast<double>(*RandomWaitMs(8, Flow{r / 10, r, 1, 10}, 0.5)),
+              static_cast<double>(*RandomWaitMs(8, r / 10, r, 0.5)) / 2, 1);
+  EXPECT_EQ(RandomWaitMs(400, Flow{0, r, 0, 100}, 0.5), std::nullopt);
+}
+
 TEST(OutflowEstimateTest, RandomOddsUseTheFlowAndTheCap) {
   auto odds = RandomOdds(100, Flow{kPerSecond, 0}, std::nullopt, true);
   ASSERT_TRUE(odds.has_value());
@@ -156,6 +221,11 @@ TEST(OutflowEstimateTest, RandomOddsUseTheFlowAndTheCap) {
   // 30 a minute caps one a second at one every two seconds.
   auto capped = RandomOdds(100, Flow{kPerSecond, 0}, 30, true);
   EXPECT_NEAR(static_cast<double>(capped->p50_ms.value_or(0)), 100'000, 1);
+  // A measured flow's noise is allowed for; the cap's rate is exact, so not once it binds.
+  auto noisy = RandomOdds(100, Flow{kPerSecond, 0, 100, 0}, std::nullopt, true);
+  EXPECT_NEAR(static_cast<double>(noisy->p50_ms.value_or(0)), 50'000 * std::exp(-3.0 / 100), 2);
+  auto noisy_capped = RandomOdds(100, Flow{kPerSecond, 0, 100, 0}, 30, true);
+  EXPECT_NEAR(static_cast<double>(noisy_capped->p50_ms.value_or(0)), 100'000, 1);
   auto still = RandomOdds(100, Flow{kPerSecond, 0}, std::nullopt, false);
   EXPECT_EQ(still->p50_ms, std::nullopt);
   EXPECT_DOUBLE_EQ(still->chance_next, 0.01);
