@@ -126,16 +126,6 @@ void WebhookWorker::Send(const std::string& name, core::Delivery delivery) {
 
 void WebhookWorker::Finish(const std::string& name, const core::Delivery& delivery,
                            WebhookOutcome outcome) {
-  std::string queue = WebhookQueue(name);
-  auto settled = [this, name, alive = alive_](auto) {
-    if (!*alive) return;
-    boost::asio::post(io_, [this, name] {
-      auto it = loops_.find(name);
-      if (it == loops_.end()) return;
-      if (it->second.inflight > 0) --it->second.inflight;
-      Fetch(name);
-    });
-  };
   using Kind = WebhookOutcome::Kind;
   if (outcome.kind == Kind::kDelivered || outcome.kind == Kind::kGone) {
     if (outcome.kind == Kind::kDelivered) {
@@ -143,7 +133,10 @@ void WebhookWorker::Finish(const std::string& name, const core::Delivery& delive
     } else {
       Disable(name, "the receiver answered " + std::to_string(outcome.status) + " Gone");
     }
-    backend_.Ack(queue, {delivery.lease}, settled);
+    auto it = loops_.find(name);
+    if (it == loops_.end()) return;  // not possible: a loop with deliveries out is kept
+    it->second.unacked.push_back(delivery.lease);
+    if (!it->second.acking) AckUnacked(name);
     return;
   }
   ++counts_.failed;
@@ -151,7 +144,39 @@ void WebhookWorker::Finish(const std::string& name, const core::Delivery& delive
   std::string error = outcome.status > 0 ? "HTTP " + std::to_string(outcome.status) +
                                                (outcome.error.empty() ? "" : ": " + outcome.error)
                                          : outcome.error;
-  backend_.Nack(queue, {delivery.lease}, delay, std::move(error), settled);
+  backend_.Nack(WebhookQueue(name), {delivery.lease}, delay, std::move(error),
+                [this, name, alive = alive_](auto) {
+                  if (!*alive) return;
+                  boost::asio::post(io_, [this, name] { Settled(name, 1); });
+                });
+}
+
+// Acks every delivery taken since the last ack was sent, in one call. A lost backend leaves
+// them leased: their leases run out and the queue hands them out again (at least once).
+void WebhookWorker::AckUnacked(const std::string& name) {
+  Loop& loop = loops_.at(name);
+  std::vector<std::string> leases = std::move(loop.unacked);
+  loop.unacked.clear();
+  loop.acking = true;
+  size_t n = leases.size();
+  backend_.Ack(WebhookQueue(name), std::move(leases), [this, name, n, alive = alive_](auto) {
+    if (!*alive) return;
+    boost::asio::post(io_, [this, name, n] {
+      auto it = loops_.find(name);
+      if (it == loops_.end()) return;
+      it->second.acking = false;
+      if (!it->second.unacked.empty()) AckUnacked(name);
+      Settled(name, n);
+    });
+  });
+}
+
+// `deliveries` are acked or nacked: room for as many more.
+void WebhookWorker::Settled(const std::string& name, size_t deliveries) {
+  auto it = loops_.find(name);
+  if (it == loops_.end()) return;
+  it->second.inflight -= std::min(it->second.inflight, deliveries);
+  Fetch(name);
 }
 
 void WebhookWorker::Disable(const std::string& name, std::string reason) {
