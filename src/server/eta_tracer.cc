@@ -147,64 +147,24 @@ size_t EtaTracer::rooms() const {
 
 // ---- the reader -----------------------------------------------------------------------------
 
-// What the backend's watcher holds: it may call after Stop, from any thread.
-struct EtaEventReader::WakeTarget {
-  std::mutex mu;
-  EtaEventReader* reader = nullptr;
-};
-
 EtaEventReader::EtaEventReader(store::Backend& backend, boost::asio::io_context& io,
                                EtaTracer& tracer, EtaEventReaderOptions options)
     : backend_(backend),
       io_(io),
       tracer_(tracer),
       options_(options),
-      timer_(io),
-      target_(std::make_shared<WakeTarget>()) {
-  target_->reader = this;
-}
+      // Events come with every join: they are worth a read only while traces are open.
+      follower_(
+          backend, io, {.poll = options.poll}, [this] { Step(); },
+          [this] { return tracer_.open_traces() > 0; }) {}
 
-EtaEventReader::~EtaEventReader() {
-  std::lock_guard lock(target_->mu);
-  target_->reader = nullptr;
-}
+EtaEventReader::~EtaEventReader() = default;
 
-void EtaEventReader::Start() {
-  backend_.WatchEvents([target = target_] {
-    std::lock_guard lock(target->mu);
-    if (target->reader != nullptr) target->reader->Wake();
-  });
-  boost::asio::post(io_, [this] { Step(); });
-}
+void EtaEventReader::Start() { follower_.Start(); }
 
-void EtaEventReader::Stop() {
-  {
-    std::lock_guard lock(target_->mu);
-    target_->reader = nullptr;
-  }
-  boost::asio::post(io_, [this] {
-    stopped_ = true;
-    timer_.cancel();
-  });
-}
-
-// Events come with every join: a wake is posted only while traces are open and none is pending.
-void EtaEventReader::Wake() {
-  if (tracer_.open_traces() == 0 || wake_pending_.exchange(true)) return;
-  boost::asio::post(io_, [this] {
-    wake_pending_ = false;
-    if (stopped_) return;
-    if (busy_) {
-      again_ = true;
-      return;
-    }
-    timer_.cancel();  // the armed wait steps now
-  });
-}
+void EtaEventReader::Stop() { follower_.Stop(); }
 
 void EtaEventReader::Step() {
-  if (stopped_ || busy_) return;
-  busy_ = true;
   tracer_.Sweep();
   // Nothing to resolve: only the position moves (nullopt reads from the newest on). A trace
   // begun while this read is under way may miss an admission made meanwhile: it is dropped
@@ -215,26 +175,12 @@ void EtaEventReader::Step() {
     boost::asio::post(io_, [this, r = std::move(r)] {
       if (!r.ok()) {
         spdlog::debug("eta tracer: reading events failed: {}", r.message());
-        return Done(false);
+        return follower_.Done(false);
       }
       tracer_.OnEvents(r->events);
       after_ = r->last;
-      Done(r->events.size() >= options_.batch);
+      follower_.Done(r->events.size() >= options_.batch);
     });
-  });
-}
-
-void EtaEventReader::Done(bool again) {
-  busy_ = false;
-  if (stopped_) return;
-  if (again || again_) {
-    again_ = false;
-    boost::asio::post(io_, [this] { Step(); });
-    return;
-  }
-  timer_.expires_after(options_.poll);
-  timer_.async_wait([this](boost::system::error_code) {
-    if (!stopped_) Step();
   });
 }
 

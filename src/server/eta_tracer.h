@@ -29,7 +29,6 @@
 // the room's next sample is not due); other answers take nothing.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -45,6 +44,7 @@
 
 #include "common/clock.h"
 #include "core/room_types.h"
+#include "server/event_follower.h"
 #include "store/backend.h"
 #include "store/lifecycle_event.h"
 
@@ -136,23 +136,15 @@ class EtaEventReader {
   void Stop();
 
  private:
-  struct WakeTarget;
-  void Wake();  // any thread
-  void Step();  // on io
-  void Done(bool again);
+  void Step();  // on io (EventFollower runs it)
 
   store::Backend& backend_;
   boost::asio::io_context& io_;
   EtaTracer& tracer_;
   EtaEventReaderOptions options_;
-  boost::asio::steady_timer timer_;
-  std::shared_ptr<WakeTarget> target_;
-  std::atomic<bool> wake_pending_ = false;
   // On io.
-  bool busy_ = false;
-  bool again_ = false;
-  bool stopped_ = false;
   std::optional<store::EventId> after_;
+  EventFollower follower_;  // last: it runs Step until it is destroyed
 };
 
 }  // namespace anteroom::server

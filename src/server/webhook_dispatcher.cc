@@ -30,99 +30,44 @@ std::optional<WebhookDeliveryJob> ReadWebhookDelivery(std::string_view payload) 
   return WebhookDeliveryJob{std::string(id->get_string()), std::string(body->get_string())};
 }
 
-// What the backend's watcher holds: it may call after Stop, from any thread.
-struct WebhookDispatcher::WakeTarget {
-  std::mutex mu;
-  WebhookDispatcher* dispatcher = nullptr;
-};
-
 WebhookDispatcher::WebhookDispatcher(store::Backend& backend, boost::asio::io_context& io,
                                      WebhookDispatcherOptions options)
     : backend_(backend),
       io_(io),
       options_(options),
       holder_(NewRandomId()),
-      timer_(io),
-      target_(std::make_shared<WakeTarget>()) {
-  target_->dispatcher = this;
-}
+      follower_(backend, io, {.poll = options.tick}, [this] { Step(); }) {}
 
 WebhookDispatcher::~WebhookDispatcher() { Stop(); }
 
-void WebhookDispatcher::Start() {
-  backend_.WatchEvents([target = target_] {
-    std::lock_guard lock(target->mu);
-    if (target->dispatcher != nullptr) target->dispatcher->Wake();
-  });
-  boost::asio::post(io_, [this] { Step(); });
-}
+void WebhookDispatcher::Start() { follower_.Start(); }
 
-void WebhookDispatcher::Stop() {
-  {
-    std::lock_guard lock(target_->mu);
-    target_->dispatcher = nullptr;
-  }
-  boost::asio::post(io_, [this] {
-    stopped_ = true;
-    timer_.cancel();
-  });
-}
-
-void WebhookDispatcher::Wake() {
-  boost::asio::post(io_, [this] {
-    if (stopped_) return;
-    if (busy_) {
-      again_ = true;
-      return;
-    }
-    timer_.cancel();  // Arm's handler steps now
-  });
-}
-
-void WebhookDispatcher::Arm() {
-  timer_.expires_after(options_.tick);
-  timer_.async_wait([this](boost::system::error_code) {
-    if (!stopped_) Step();
-  });
-}
-
-void WebhookDispatcher::Done() {
-  busy_ = false;
-  if (stopped_) return;
-  if (again_) {
-    again_ = false;
-    boost::asio::post(io_, [this] { Step(); });
-    return;
-  }
-  Arm();
-}
+void WebhookDispatcher::Stop() { follower_.Stop(); }
 
 // One step: webhooks read again when due; the role taken or renewed (a process that does not
 // hold it stops here); then one read of events after the position, its deliveries pushed, and
 // the position saved once all of them were.
 void WebhookDispatcher::Step() {
-  if (stopped_ || busy_) return;
-  busy_ = true;
   auto now = std::chrono::steady_clock::now();
-  if (reload_due_.exchange(false) || now - loaded_at_ >= options_.reload) {
-    loaded_at_ = now;
-    backend_.ListConfig(std::string(kWebhookKind),
-                        [this](OpResult<std::vector<store::ConfigEntry>> r) {
-                          boost::asio::post(io_, [this, r = std::move(r)] {
-                            if (r.ok()) {
-                              webhooks_.clear();
-                              for (const auto& e : *r) {
-                                if (auto w = LoadWebhook(e)) webhooks_.push_back(std::move(*w));
-                              }
-                            } else {
-                              reload_due_ = true;
+  if (!reload_due_.exchange(false) && now - loaded_at_ < options_.reload) return HoldAndRead();
+  loaded_at_ = now;
+  backend_.ListConfig(std::string(kWebhookKind),
+                      [this](OpResult<std::vector<store::ConfigEntry>> r) {
+                        boost::asio::post(io_, [this, r = std::move(r)] {
+                          if (r.ok()) {
+                            webhooks_.clear();
+                            for (const auto& e : *r) {
+                              if (auto w = LoadWebhook(e)) webhooks_.push_back(std::move(*w));
                             }
-                            busy_ = false;
-                            Step();
-                          });
+                          } else {
+                            reload_due_ = true;
+                          }
+                          HoldAndRead();
                         });
-    return;
-  }
+                      });
+}
+
+void WebhookDispatcher::HoldAndRead() {
   backend_.HoldRole(std::string(kDispatcherRole), holder_, options_.role_ttl_ms,
                     [this](OpResult<std::optional<std::string>> held) {
                       boost::asio::post(io_, [this, held = std::move(held)] {
@@ -176,8 +121,7 @@ void WebhookDispatcher::Dispatch(store::EventRead read) {
                               [this, full](OpResult<bool> saved) {
                                 boost::asio::post(io_, [this, full, saved = std::move(saved)] {
                                   if (!saved.ok() || !*saved) holding_ = false;
-                                  if (full) again_ = true;
-                                  Done();
+                                  Done(full);
                                 });
                               });
   };

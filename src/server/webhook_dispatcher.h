@@ -12,18 +12,17 @@
 // Events read while no webhook wants them are passed over, not kept for a webhook made later.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "server/event_follower.h"
 #include "server/webhook_settings.h"
 #include "store/backend.h"
 
@@ -41,7 +40,7 @@ std::string WebhookDeliveryJson(const store::LifecycleEvent& e);
 std::optional<WebhookDeliveryJob> ReadWebhookDelivery(std::string_view payload);
 
 struct WebhookDispatcherOptions {
-  std::chrono::milliseconds tick{500};      // reads at least this often (and on every wake)
+  std::chrono::milliseconds tick{500};      // reads at least this often (and when woken)
   std::chrono::milliseconds reload{2'000};  // webhooks are read again this often
   int64_t role_ttl_ms = 10'000;
   size_t batch = 500;
@@ -72,30 +71,23 @@ class WebhookDispatcher {
   const WebhookDispatchCounts& counts() const { return counts_; }
 
  private:
-  struct WakeTarget;
-  void Arm();
-  void Wake();  // any thread
-  void Step();  // on the io_context: one step of the loop, then Arm again when it is done
-  void Done();
+  void Step();  // on the io_context: one step of the loop (EventFollower runs it)
+  void HoldAndRead();
+  void Done(bool again = false) { follower_.Done(again); }
   void Dispatch(store::EventRead read);
 
   store::Backend& backend_;
   boost::asio::io_context& io_;
   WebhookDispatcherOptions options_;
   std::string holder_;
-  boost::asio::steady_timer timer_;
-  std::shared_ptr<WakeTarget> target_;
   WebhookDispatchCounts counts_;
-
   // On the io_context.
-  bool busy_ = false;   // a step is under way
-  bool again_ = false;  // woken during it: step again at once
-  bool stopped_ = false;
   bool holding_ = false;
   std::optional<store::EventId> after_;  // the position (holding_ only)
   std::vector<Webhook> webhooks_;
   std::chrono::steady_clock::time_point loaded_at_{};
   std::atomic<bool> reload_due_{true};
+  EventFollower follower_;  // last: it runs Step until it is destroyed
 };
 
 }  // namespace anteroom::server
