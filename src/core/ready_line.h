@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <utility>
 
 namespace anteroom::core {
 
@@ -40,6 +41,19 @@ class ReadyLine {
     }
   }
   bool empty() const { return size_ == 0; }
+
+  // The first live entry, (index, priority), the stale ones before it dropped. Requires !empty().
+  template <typename Live>
+  std::pair<Index, int32_t> Front(const Live& live) {
+    while (true) {
+      auto level = levels_.begin();
+      std::deque<Entry>& line = level->second;
+      const Entry& e = line.front();
+      if (live(e.index, e.ticket)) return {e.index, level->first};
+      line.pop_front();
+      if (line.empty()) levels_.erase(level);
+    }
+  }
 
   // Takes the first live job. `live(i, ticket)` tells whether an entry is still current.
   // Requires !empty().
