@@ -315,6 +315,49 @@ inline std::string JsonLongerThan(std::string_view key, size_t max) {
   return fmt::format("'{}' is longer than {} bytes as JSON text", key, max);
 }
 
+// --- Repeatable jobs' timing (core/cron.h, common/time_zones.h) -------------------------------
+inline std::string CronTooLong(size_t max_bytes) {
+  return fmt::format("'cron' must be at most {} bytes", max_bytes);
+}
+inline std::string CronFieldCount(size_t fields) {
+  return fmt::format(
+      "'cron' must have 5 fields (minute hour day-of-month month day-of-week) or 6 (second "
+      "first), separated by spaces; it has {}",
+      fields);
+}
+inline std::string CronUnknownMacro(std::string_view macro) {
+  return fmt::format(
+      "'cron': '{}' is not a macro anteroom knows (those are @yearly, @annually, @monthly, "
+      "@weekly, @daily, @midnight, @hourly)",
+      PrintableField(macro));
+}
+// `field` names the field ("minute", "day-of-week", ...); `item` is the text at fault.
+inline std::string CronBadItem(std::string_view field, std::string_view item) {
+  return fmt::format(
+      "'cron' {} field: '{}' is not a value, a range a-b, '*', or one of these with a step /n",
+      field, PrintableField(item));
+}
+inline std::string CronOutOfRange(std::string_view field, std::string_view value, int min,
+                                  int max) {
+  return fmt::format("'cron' {} field: {} is out of its range {}-{}", field, PrintableField(value),
+                     min, max);
+}
+inline std::string CronReversedRange(std::string_view field, std::string_view range) {
+  return fmt::format("'cron' {} field: the range '{}' ends before it starts", field,
+                     PrintableField(range));
+}
+inline std::string CronBadStep(std::string_view field, std::string_view step, int max) {
+  return fmt::format("'cron' {} field: the step '{}' must be an integer from 1 to {}", field,
+                     PrintableField(step), max);
+}
+inline constexpr std::string_view kCronNeverFires =
+    "'cron' never fires: none of its months has a day of the month it names";
+inline std::string UnknownTimeZone(std::string_view name) {
+  return fmt::format(
+      "'tz': '{}' is not a time zone of the IANA database (such as Europe/Berlin or UTC)",
+      PrintableField(name));
+}
+
 // --- Monitoring -------------------------------------------------------------------------------
 inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
 
