@@ -16,12 +16,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/base64url.h"
 #include "core/draw.h"
+#include "core/group_line.h"
 #include "core/hmac.h"
 #include "core/queue.h"
 #include "core/room.h"
@@ -323,6 +325,68 @@ void BM_QueueCycle(benchmark::State& state) {
   state.counters["ready"] = static_cast<double>(queue.Stats(now).ready);
 }
 BENCHMARK(BM_QueueCycle)->ArgName("ready")->Arg(1'000)->Arg(100'000)->Arg(kMillion);
+
+// A fetch's choice among groups (issue 31: fetch cost stays flat in the number of limited
+// groups): `groups` groups of 10 ready jobs each, every group limited (1,000 a second, burst
+// 10, 5 in flight); each iteration takes the next job the fairness allows, finishes it and
+// pushes one to the same group, so the line stays at 10 x groups. Fairness 0: fifo, 1:
+// round_robin. The core of a fetch only: the queue's lease and record work is BM_QueueCycle's.
+void BM_GroupLineCycle(benchmark::State& state) {
+  const int64_t groups = state.range(0);
+  GroupLine line;
+  line.Configure({.fairness = state.range(1) == 0 ? Fairness::kFifo : Fairness::kRoundRobin,
+                  .per_group = {.rate = RateLimit{.limit = 1000, .period_ms = 1000, .burst = 10},
+                                .concurrency = 5},
+                  .queue = {}},
+                 0);
+  struct Job {
+    GroupLine::GroupId group;
+    int64_t order;
+    uint64_t ticket;
+  };
+  std::vector<Job> jobs;
+  jobs.reserve(static_cast<size_t>(groups) * 10 + 1);
+  std::vector<uint32_t> free;
+  int64_t order = 0;
+  uint64_t ticket = 1;
+  int64_t now = 1;
+  auto push = [&](GroupLine::GroupId g) {
+    uint32_t i;
+    if (!free.empty()) {
+      i = free.back();
+      free.pop_back();
+    } else {
+      i = static_cast<uint32_t>(jobs.size());
+      jobs.push_back({});
+    }
+    jobs[i] = {g, order++, ticket++};
+    line.PushBack(g, i, 0, jobs[i].order, jobs[i].ticket, now);
+  };
+  for (int64_t g = 0; g < groups; ++g) {
+    GroupLine::GroupId id = line.Ref("tenant-" + std::to_string(g));
+    for (int k = 0; k < 10; ++k) push(id);
+  }
+  auto live = [&](uint32_t i, uint64_t t) { return jobs[i].ticket == t; };
+  auto order_of = [&](uint32_t i) { return jobs[i].order; };
+  for (auto _ : state) {
+    std::optional<uint32_t> i = line.Take(now, live, order_of);
+    if (!i) {
+      state.SkipWithError("no job could be taken");
+      break;
+    }
+    GroupLine::GroupId g = jobs[*i].group;
+    jobs[*i].ticket = 0;
+    free.push_back(*i);
+    line.Finished(g, now);
+    push(g);
+    ++now;  // time moves on: rates are spent and paid back
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["groups"] = static_cast<double>(line.groups() - 1);
+}
+BENCHMARK(BM_GroupLineCycle)
+    ->ArgNames({"groups", "round_robin"})
+    ->ArgsProduct({{10, 1'000, 100'000}, {0, 1}});
 
 // Memory per ready job beyond its payload: the heap growth of pushing `ready` jobs, less the
 // payload bytes themselves.
