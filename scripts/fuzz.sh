@@ -19,8 +19,8 @@ if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then
   SECONDS_PER_TARGET=$1
   shift
 fi
-ALL_TARGETS=(gate_urls http_request json_bodies log_records resp_reader tokens webhook_inputs
-             websocket_frames)
+ALL_TARGETS=(gate_urls http_request json_bodies log_records resp_reader schedules tokens
+             webhook_inputs websocket_frames)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL_TARGETS[@]}")
 JOBS=${FUZZ_JOBS:-1}
@@ -34,6 +34,7 @@ max_len() {
     json_bodies) echo 16384 ;;
     log_records) echo 65536 ;;       # several records, a small snapshot
     resp_reader) echo 16384 ;;
+    schedules) echo 512 ;;           # an expression (at most 256 bytes) and a zone name
     tokens) echo 4096 ;;
     webhook_inputs) echo 4096 ;;     # a URL, allow-list lines, a Retry-After, a secret
     websocket_frames) echo 16384 ;;  # a message over the 4 KiB read limit, in fragments
