@@ -15,21 +15,10 @@
 #include "common/time_zones.h"
 #include "common/wire_errors.h"
 #include "common/wire_time.h"
+#include "wire_times.h"
 
 namespace anteroom::core {
 namespace {
-
-int64_t T(std::string_view rfc3339) {
-  const std::optional<int64_t> ms = ParseRfc3339Ms(rfc3339);
-  EXPECT_TRUE(ms.has_value()) << rfc3339;
-  return ms.value_or(0);
-}
-
-std::vector<std::string> Texts(const std::vector<int64_t>& times) {
-  std::vector<std::string> out;
-  for (int64_t t : times) out.push_back(FormatRfc3339Ms(t));
-  return out;
-}
 
 std::string Text(std::optional<int64_t> t) { return t ? FormatRfc3339Ms(*t) : "none"; }
 
