@@ -1,6 +1,6 @@
 #pragma once
 // The ready jobs of a queue whose jobs carry a group (a tenant, a customer, an API key), in the
-// order a fetch takes them, and the limits that hold groups back (issue 31):
+// order a fetch takes them, and the limits that hold groups back:
 //
 //  - Fairness kFifo: the next job is the first of every group's ready jobs in the queue's
 //    delivery order (higher priority, then `order`), among the groups not held back.

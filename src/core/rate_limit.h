@@ -2,7 +2,7 @@
 // A rate limit as the generic cell rate algorithm (GCRA) keeps it: `limit` takes per `period_ms`,
 // and at most `burst` at once after a quiet spell. Over any window of W ms a key is allowed at
 // most burst + limit * W / period_ms takes (rounded down): the bound the queue's per-group
-// limits promise (issue 31) and the model test checks.
+// limits promise and the model test checks.
 //
 // One time per key is the whole state: the theoretical arrival time (TAT), when the key would
 // be back to no debt at all. A take at `now` is allowed when now >= TAT - tolerance, where each
