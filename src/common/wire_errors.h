@@ -210,6 +210,8 @@ inline std::string NoSuchRoute(std::string_view encoded_path) {
 inline std::string JobAt(size_t index, std::string_view message) {
   return fmt::format("jobs[{}]: {}", index, message);
 }
+inline constexpr std::string_view kQueueLimitsNotOnRedis =
+    "queue limits, groups and snoozes are not available on the Redis backend yet";
 inline constexpr std::string_view kJobNotObject = "a job must be a JSON object";
 inline constexpr std::string_view kPayloadOver1MiB = "the payload is larger than 1 MiB";
 inline constexpr std::string_view kPayloadNotFinite =

@@ -201,8 +201,8 @@ int64_t GroupLine::NextAllowedAt(int64_t now) const {
   return at;
 }
 
-void GroupLine::Configure(const GroupLineSettings& settings, int64_t now) {
-  GroupLineSettings old = settings_;
+void GroupLine::Configure(const QueueLimits& settings, int64_t now) {
+  QueueLimits old = settings_;
   settings_ = settings;
   if (old.queue.rate && settings.queue.rate)
     queue_rate_.Rescale(*old.queue.rate, *settings.queue.rate);

@@ -39,25 +39,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/queue_limits.h"
 #include "core/rate_limit.h"
 #include "core/ready_line.h"
 
 namespace anteroom::core {
-
-enum class Fairness : uint8_t { kFifo, kRoundRobin };
-
-struct JobLimits {
-  std::optional<RateLimit> rate;
-  int64_t concurrency = 0;  // jobs in flight at once; 0: no limit
-  friend bool operator==(const JobLimits&, const JobLimits&) = default;
-};
-
-struct GroupLineSettings {
-  Fairness fairness = Fairness::kFifo;
-  JobLimits per_group;  // each group's own (not the ungrouped jobs')
-  JobLimits queue;      // all jobs together
-  friend bool operator==(const GroupLineSettings&, const GroupLineSettings&) = default;
-};
 
 class GroupLine {
  public:
@@ -68,8 +54,8 @@ class GroupLine {
   GroupLine();
 
   // Settings apply from now on; every group held back is looked at again.
-  void Configure(const GroupLineSettings& settings, int64_t now);
-  const GroupLineSettings& settings() const { return settings_; }
+  void Configure(const QueueLimits& settings, int64_t now);
+  const QueueLimits& settings() const { return settings_; }
 
   // A job names `group` ("" is kUngrouped): counted until Unref.
   GroupId Ref(std::string_view group);
@@ -140,7 +126,7 @@ class GroupLine {
   std::optional<GroupId> ChooseFifo(const Live& live, const OrderOf& order_of);
   void Took(GroupId g, int64_t now);
 
-  GroupLineSettings settings_;
+  QueueLimits settings_;
   std::vector<Group> groups_;
   std::vector<GroupId> free_groups_;
   std::unordered_map<std::string, GroupId> by_name_;

@@ -349,7 +349,8 @@ Delivery Queue::LeaseTo(Index i, uint32_t w, int64_t lease_ms) {
   job.worker = w;
   workers_[w].jobs.insert(i);
   leases_.Set(i, static_cast<uint64_t>(job.due));
-  return {job.id, job.payload, job.attempt, LeaseFor(job.id, job.delivery), job.due, job.priority};
+  return {job.id,  job.payload,  job.attempt, LeaseFor(job.id, job.delivery),
+          job.due, job.priority, {}};
 }
 
 LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {

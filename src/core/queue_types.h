@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/hangup.h"
+#include "core/queue_limits.h"
 
 namespace anteroom::core {
 
@@ -32,6 +33,9 @@ inline constexpr size_t kMaxBatch = 1000;
 // memory, in the log, in Redis) without bound: 1,000 attempts of a 16 MiB error each would.
 inline constexpr size_t kMaxErrorBytes = 8 * 1024;
 inline constexpr size_t kKeptAttempts = 10;
+// A job's group (a tenant, a customer, an API key): what per-group limits and round-robin turns
+// are kept by. Bounded, as every group named by a job is held while the job is.
+inline constexpr size_t kMaxGroupBytes = 128;
 
 using JobId = uint64_t;
 
@@ -41,6 +45,13 @@ struct JobSpec {
   int32_t priority = 0;
   std::optional<std::string> dedupe_key;
   int32_t max_attempts = kDefaultMaxAttempts;
+  std::string group;  // "": none (exempt from per-group limits)
+};
+
+// What a queue's owner sets for it (PUT /v1/queues/{q}/settings), kept durably beside its jobs.
+struct QueueSettings {
+  QueueLimits limits;
+  friend bool operator==(const QueueSettings&, const QueueSettings&) = default;
 };
 
 struct PushResult {
@@ -55,6 +66,7 @@ struct Delivery {
   std::string lease;
   int64_t lease_expires_ms = 0;
   int32_t priority = 0;
+  std::string group;
 };
 
 // Per-item outcome of ack, nack and extend.

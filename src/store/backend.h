@@ -130,6 +130,10 @@ class Backend {
   virtual void Nack(std::string queue, std::vector<std::string> leases,
                     std::optional<int64_t> delay_ms, std::string error,
                     Completion<std::vector<core::LeaseOutcome>> done) = 0;
+  // A worker told "slow down" upstream (a 429): each job goes back to wait `delay_ms` without
+  // using up its attempt, and holds back its group (an ungrouped job: the whole queue) as long.
+  virtual void Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
+                      Completion<std::vector<core::LeaseOutcome>> done) = 0;
   virtual void Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
                       Completion<std::vector<core::LeaseOutcome>> done) = 0;
   virtual void Heartbeat(std::string queue, std::string worker, int64_t ttl_ms,
@@ -154,6 +158,13 @@ class Backend {
                            Completion<Done> done) = 0;
   // The digest set for `queue`; nullopt when none is (or there is no such queue).
   virtual void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) = 0;
+  // A queue's settings (limits, fairness), durably, shared by every process, applied from the
+  // next call on. Setting any creates the queue (within --max-queues: kLimitReached); a queue
+  // whose settings are not the defaults is never forgotten as empty.
+  virtual void SetQueueSettings(std::string queue, core::QueueSettings settings,
+                                Completion<Done> done) = 0;
+  // The defaults for a queue nobody set them for (or that does not exist).
+  virtual void GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) = 0;
 
   // ---- lifecycle events (store/lifecycle_event.h): the recent ones, in the order every process
   // sharing the backend sees.

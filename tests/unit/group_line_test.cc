@@ -254,7 +254,7 @@ TEST(GroupLineTest, NewSettingsApplyToGroupsAlreadyWaiting) {
 // What may be taken, found by scanning every job: each group's limits from its own count of
 // jobs in flight and its own GCRA (core::Gcra, checked on its own in rate_limit_test).
 struct Reference {
-  GroupLineSettings settings;
+  QueueLimits settings;
   std::map<std::string, int64_t> inflight;
   std::map<std::string, Gcra> rates;
   int64_t queue_inflight = 0;
@@ -305,7 +305,7 @@ struct Reference {
     if (settings.queue.rate) queue_rate.Take(*settings.queue.rate, now);
     if (!g.empty() && settings.per_group.rate) rates[g].Take(*settings.per_group.rate, now);
   }
-  void Configure(const GroupLineSettings& s) {
+  void Configure(const QueueLimits& s) {
     for (auto& [g, r] : rates) {
       if (settings.per_group.rate && s.per_group.rate) {
         r.Rescale(*settings.per_group.rate, *s.per_group.rate);
@@ -322,8 +322,8 @@ struct Reference {
   }
 };
 
-GroupLineSettings RandomSettings(std::mt19937_64& rng) {
-  GroupLineSettings s;
+QueueLimits RandomSettings(std::mt19937_64& rng) {
+  QueueLimits s;
   s.fairness = rng() % 2 ? Fairness::kFifo : Fairness::kRoundRobin;
   auto limits = [&](int64_t conc_max) {
     JobLimits l;
@@ -350,7 +350,7 @@ TEST(GroupLineModelTest, TakesWhatTheReferenceAllowsAndNeverExceedsALimit) {
     GroupLine line;
     Jobs jobs;
     Reference ref;
-    GroupLineSettings s = RandomSettings(rng);
+    QueueLimits s = RandomSettings(rng);
     line.Configure(s, kT0);
     ref.Configure(s);
     int64_t now = kT0;
@@ -415,7 +415,7 @@ TEST(GroupLineModelTest, TakesWhatTheReferenceAllowsAndNeverExceedsALimit) {
         now += static_cast<int64_t>(rng() % 300);
         line.Sweep(now);
       } else if (rng() % 10 == 0) {
-        GroupLineSettings next = RandomSettings(rng);
+        QueueLimits next = RandomSettings(rng);
         line.Configure(next, now);
         ref.Configure(next);
         taken_at.clear();  // the bound holds per setting

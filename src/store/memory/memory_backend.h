@@ -96,6 +96,8 @@ class MemoryBackend final : public Backend {
              Completion<core::FetchAnswer> done) override;
   void Ack(std::string queue, std::vector<std::string> leases,
            Completion<std::vector<core::LeaseOutcome>> done) override;
+  void Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
+              Completion<std::vector<core::LeaseOutcome>> done) override;
   void Nack(std::string queue, std::vector<std::string> leases, std::optional<int64_t> delay_ms,
             std::string error, Completion<std::vector<core::LeaseOutcome>> done) override;
   void Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
@@ -115,6 +117,9 @@ class MemoryBackend final : public Backend {
   void SetQueueKey(std::string queue, std::optional<std::string> digest,
                    Completion<Done> done) override;
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
+  void SetQueueSettings(std::string queue, core::QueueSettings settings,
+                        Completion<Done> done) override;
+  void GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) override;
   void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
   void WatchEvents(std::function<void()> fn) override;
   void PutConfig(ConfigEntry entry, Completion<Done> done) override;

@@ -458,4 +458,17 @@ void MemoryBackend::TellQueueEvent(const std::string& queue, std::string type, i
   events_.Append(std::move(one), clock_.NowMs());
 }
 
+void MemoryBackend::Snooze(std::string, std::vector<std::string>, int64_t,
+                           Completion<std::vector<core::LeaseOutcome>> done) {
+  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+}
+
+void MemoryBackend::SetQueueSettings(std::string, core::QueueSettings, Completion<Done> done) {
+  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+}
+
+void MemoryBackend::GetQueueSettings(std::string, Completion<core::QueueSettings> done) {
+  done(core::QueueSettings{});
+}
+
 }  // namespace anteroom::store

@@ -120,6 +120,8 @@ class RedisBackend final : public Backend {
              Completion<core::FetchAnswer> done) override;
   void Ack(std::string queue, std::vector<std::string> leases,
            Completion<std::vector<core::LeaseOutcome>> done) override;
+  void Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
+              Completion<std::vector<core::LeaseOutcome>> done) override;
   void Nack(std::string queue, std::vector<std::string> leases, std::optional<int64_t> delay_ms,
             std::string error, Completion<std::vector<core::LeaseOutcome>> done) override;
   void Extend(std::string queue, std::vector<std::string> leases, int64_t lease_ms,
@@ -139,6 +141,9 @@ class RedisBackend final : public Backend {
   void SetQueueKey(std::string queue, std::optional<std::string> digest,
                    Completion<Done> done) override;
   void GetQueueKey(std::string queue, Completion<std::optional<std::string>> done) override;
+  void SetQueueSettings(std::string queue, core::QueueSettings settings,
+                        Completion<Done> done) override;
+  void GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) override;
   void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
   // Called on the home shard's thread when any process told the feed something.
   void WatchEvents(std::function<void()> fn) override;

@@ -84,7 +84,8 @@ std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string
                    .attempt = j.attempt,
                    .lease = LeaseFor(s, queue, j.id, j.delivery),
                    .lease_expires_ms = j.lease_expires_ms,
-                   .priority = j.priority});
+                   .priority = j.priority,
+                   .group = {}});
   }
   return out;
 }
@@ -374,6 +375,19 @@ void RedisBackend::GetQueueKey(std::string queue, Completion<std::optional<std::
       done(std::optional<std::string>(std::move(r.str)));
     });
   });
+}
+
+void RedisBackend::Snooze(std::string, std::vector<std::string>, int64_t,
+                          Completion<Outcomes> done) {
+  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+}
+
+void RedisBackend::SetQueueSettings(std::string, core::QueueSettings, Completion<Done> done) {
+  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+}
+
+void RedisBackend::GetQueueSettings(std::string, Completion<core::QueueSettings> done) {
+  done(core::QueueSettings{});
 }
 
 // ---- long polls ----------------------------------------------------------------------------

@@ -1,0 +1,32 @@
+#pragma once
+// What holds a queue's jobs back and in what order groups are served: the queue's limits, as
+// PUT /v1/queues/{q}/settings sets them and core::GroupLine (and queue.lua) applies them.
+
+#include <cstdint>
+#include <optional>
+
+#include "core/rate_limit.h"
+
+namespace anteroom::core {
+
+// kFifo: the queue's delivery order across all groups (priority, then push order).
+// kRoundRobin: groups take turns, one job a turn; within a group, priority then push order.
+enum class Fairness : uint8_t { kFifo, kRoundRobin };
+
+struct JobLimits {
+  std::optional<RateLimit> rate;
+  int64_t concurrency = 0;  // jobs in flight at once; 0: no limit
+  bool any() const { return rate.has_value() || concurrency > 0; }
+  friend bool operator==(const JobLimits&, const JobLimits&) = default;
+};
+
+inline constexpr int64_t kMaxConcurrency = 1'000'000;
+
+struct QueueLimits {
+  Fairness fairness = Fairness::kFifo;
+  JobLimits per_group;  // each group's own (not the ungrouped jobs')
+  JobLimits queue;      // all jobs together
+  friend bool operator==(const QueueLimits&, const QueueLimits&) = default;
+};
+
+}  // namespace anteroom::core
