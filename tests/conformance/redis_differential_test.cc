@@ -93,8 +93,8 @@ std::string Show(const core::FetchAnswer& a) {
   for (auto o : a.acked) s += std::string(core::ToString(o)) + " ";
   s += fmt::format("reclaimed {} ", a.reclaimed);
   for (const auto& d : a.jobs) {
-    s += fmt::format("[{} {} a{} {} {} p{}] ", d.id, d.payload, d.attempt, d.lease,
-                     d.lease_expires_ms, d.priority);
+    s += fmt::format("[{} {} a{} {} {} p{} g'{}'] ", d.id, d.payload, d.attempt, d.lease,
+                     d.lease_expires_ms, d.priority, d.group);
   }
   return s;
 }
@@ -171,6 +171,16 @@ std::string Show(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& e : v) s += e + " ";
   return s;
+}
+std::string Show(const std::optional<core::RateLimit>& r) {
+  return r ? fmt::format("{}/{}ms+{}", r->limit, r->period_ms, r->burst) : "none";
+}
+std::string Show(const core::QueueSettings& s) {
+  const core::QueueLimits& l = s.limits;
+  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={}",
+                     l.fairness == core::Fairness::kFifo ? "fifo" : "round_robin",
+                     Show(l.per_group.rate), l.per_group.concurrency, Show(l.queue.rate),
+                     l.queue.concurrency);
 }
 std::string Show(int64_t n) { return std::to_string(n); }
 std::string Show(bool b) { return b ? "true" : "false"; }
@@ -277,7 +287,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(35);
+      int op = pick(38);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -372,6 +382,9 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             j.delay_ms = pick(3) == 0 ? 500 + 100 * pick(20) : 0;
             if (pick(4) == 0) j.dedupe_key = "k" + std::to_string(pick(5));
             j.max_attempts = 1 + pick(3);
+            // A few groups, and often none: names that sort apart from their case and length.
+            const char* groups[] = {"", "", "ga", "gB", "g", "g-c"};
+            j.group = groups[pick(6)];
           }
           (void)same("push", [&](Backend& b) {
             return Wait<std::vector<core::PushResult>>([&](auto done) { b.Push(q, jobs, done); });
@@ -604,6 +617,68 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             }
             return Wait<core::SessionView>([&](auto done) { b.Check(r, s, a, done); });
           });
+          break;
+        }
+        case 35: {
+          // Limits small enough to bind often: per group and queue-wide rates (periods of a few
+          // 100 ms steps, so their times fall between steps too) and concurrencies, either
+          // fairness; sometimes the defaults back, sometimes read.
+          if (pick(5) == 0) {
+            (void)same("getsettings", [&](Backend& b) {
+              return Wait<core::QueueSettings>([&](auto done) { b.GetQueueSettings(q, done); });
+            });
+            break;
+          }
+          core::QueueSettings set;
+          if (pick(5) != 0) {
+            core::QueueLimits& l = set.limits;
+            l.fairness = pick(2) ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
+            auto rate = [&]() -> std::optional<core::RateLimit> {
+              if (pick(2)) return std::nullopt;
+              return core::RateLimit{.limit = 1 + pick(3),
+                                     .period_ms = 100 * (1 + pick(10)) + (pick(3) == 0 ? 7 : 0),
+                                     .burst = 1 + pick(3)};
+            };
+            l.per_group.rate = rate();
+            l.per_group.concurrency = pick(2) ? 0 : 1 + pick(2);
+            if (pick(2)) {
+              l.queue.rate = rate();
+              l.queue.concurrency = pick(2) ? 0 : 1 + pick(4);
+            }
+          }
+          (void)same("setsettings", [&](Backend& b) {
+            return Wait<Done>([&](auto done) { b.SetQueueSettings(q, set, done); });
+          });
+          break;
+        }
+        case 36: {
+          // A worker told to slow down: its jobs wait without using up an attempt, and hold back
+          // their group (an ungrouped job: the whole queue).
+          if (leases.empty()) break;
+          std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
+          if (pick(3) == 0) some.push_back(leases[pick(static_cast<int>(leases.size()))]);
+          if (pick(6) == 0) some.push_back("1.1.forged");
+          int64_t delay = pick(3) == 0 ? 0 : 100 * (1 + pick(15));
+          (void)same("snooze", [&](Backend& b) {
+            return Wait<std::vector<core::LeaseOutcome>>(
+                [&](auto done) { b.Snooze(q, some, delay, done); });
+          });
+          break;
+        }
+        case 37: {
+          // Many fetches in a row (a worker loop), so that limits and turns decide the order.
+          for (int k = 0; k < 3; ++k) {
+            core::FetchRequest f{
+                worker(), static_cast<size_t>(1 + pick(2)), 500 + 100 * pick(30), 0, {}, false, {}};
+            if (!leases.empty() && pick(2))
+              f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            auto a = same("fetch", [&](Backend& b) {
+              return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
+            });
+            if (a.ok()) {
+              for (const auto& d : a->jobs) leases.push_back(d.lease);
+            }
+          }
           break;
         }
         case 34: {

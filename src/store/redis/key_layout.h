@@ -19,13 +19,13 @@ class KeyLayout {
             base + "c",  base + "cf", base + "g",  base + "ln", base + "ld", base + "ev",
             base + "pq", base + "dw", base + "ps", base + "pg"};
   }
-  // KEYS of queue.lua, in its order.
+  // KEYS of queue.lua, in its order (the feed's two follow them on a single Redis).
   std::vector<std::string> Queue(const std::string& queue) const {
     std::string base = prefix_ + "{q:" + queue + "}:";
     std::vector<std::string> keys;
-    keys.reserve(16);
-    for (const char* k :
-         {"m", "j", "p", "h", "r", "d", "l", "x", "u", "a", "ax", "w", "hb", "wj", "poll", "key"}) {
+    keys.reserve(21);
+    for (const char* k : {"m", "j",  "p",  "h",    "r",   "d", "l",  "x",  "u",  "a", "ax",
+                          "w", "hb", "wj", "poll", "key", "g", "gr", "gf", "go", "gp"}) {
       keys.push_back(base + k);
     }
     return keys;

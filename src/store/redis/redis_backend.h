@@ -319,6 +319,7 @@ class RedisBackend final : public Backend {
   // The outcome of each lease: the script's (`outcomes`, one per valid lease) or invalid.
   static std::vector<core::LeaseOutcome> MergeOutcomes(
       const std::vector<int>& slots, const std::vector<core::LeaseOutcome>& outcomes);
+  static std::vector<std::string> SettingsArgs(const core::QueueLimits& limits);
   void LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
                std::vector<std::string> tail, Completion<std::vector<core::LeaseOutcome>> done);
   // The jobs a fetch leased, each with its lease signed.

@@ -85,7 +85,7 @@ std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string
                    .lease = LeaseFor(s, queue, j.id, j.delivery),
                    .lease_expires_ms = j.lease_expires_ms,
                    .priority = j.priority,
-                   .group = {}});
+                   .group = std::move(j.group)});
   }
   return out;
 }
@@ -96,13 +96,14 @@ void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                         Completion<std::vector<core::PushResult>> done) {
   Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)](Shard& s) {
     std::vector<std::string> argv{"push", std::to_string(jobs.size())};
-    argv.reserve(2 + jobs.size() * 5);
+    argv.reserve(2 + jobs.size() * 6);
     for (const core::JobSpec& j : jobs) {
       argv.push_back(j.payload);
       argv.push_back(std::to_string(j.delay_ms));
       argv.push_back(std::to_string(j.priority));
       argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
       argv.push_back(std::to_string(j.max_attempts));
+      argv.push_back(j.group);
     }
     WithinCap(s, 'q', queue,
               [this, &s, queue, argv = std::move(argv),
@@ -377,17 +378,59 @@ void RedisBackend::GetQueueKey(std::string queue, Completion<std::optional<std::
   });
 }
 
-void RedisBackend::Snooze(std::string, std::vector<std::string>, int64_t,
+void RedisBackend::Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
                           Completion<Outcomes> done) {
-  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+  LeaseOp("snooze", std::move(queue), std::move(leases), {std::to_string(delay_ms)},
+          std::move(done));
 }
 
-void RedisBackend::SetQueueSettings(std::string, core::QueueSettings, Completion<Done> done) {
-  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+// Kept in the queue's state by queue.lua (`setsettings`), applied there from the next call on.
+// Settings other than the defaults create the queue within --max-queues and count its name, as
+// a key does; the defaults back uncount a name that only they counted.
+void RedisBackend::SetQueueSettings(std::string queue, core::QueueSettings settings,
+                                    Completion<Done> done) {
+  Post([this, queue = std::move(queue), settings, done = std::move(done)](Shard& s) {
+    std::vector<std::string> argv = SettingsArgs(settings.limits);
+    if (settings == core::QueueSettings{}) {
+      QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
+        if (!r.ok()) return done(Fail<Done>(r));
+        if (!ParseKeyRemovalUncounts(*r)) return done(Done{});
+        Uncounted(s, 'q', queue, [done] { done(Done{}); });
+      });
+      return;
+    }
+    WithinCap(s, 'q', queue,
+              [this, &s, queue, argv = std::move(argv),
+               done](std::optional<std::string> refusal) mutable {
+                if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
+                QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
+                  if (!r.ok()) return done(Fail<Done>(r));
+                  Created(s, 'q', queue, [done] { done(Done{}); });
+                });
+              });
+  });
 }
 
-void RedisBackend::GetQueueSettings(std::string, Completion<core::QueueSettings> done) {
-  done(core::QueueSettings{});
+void RedisBackend::GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) {
+  Post([this, queue = std::move(queue), done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"settings"}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::QueueSettings>(r));
+      done(core::QueueSettings{ParseQueueLimits(*r)});
+    });
+  });
+}
+
+// queue.lua's nine numbers of a queue's settings (op_set_settings).
+std::vector<std::string> RedisBackend::SettingsArgs(const core::QueueLimits& limits) {
+  std::vector<std::string> argv{"setsettings",
+                                limits.fairness == core::Fairness::kRoundRobin ? "1" : "0"};
+  for (const core::JobLimits* l : {&limits.per_group, &limits.queue}) {
+    argv.push_back(std::to_string(l->rate ? l->rate->limit : 0));
+    argv.push_back(std::to_string(l->rate ? l->rate->period_ms : 0));
+    argv.push_back(std::to_string(l->rate ? l->rate->burst : 0));
+    argv.push_back(std::to_string(l->concurrency));
+  }
+  return argv;
 }
 
 // ---- long polls ----------------------------------------------------------------------------

@@ -436,9 +436,26 @@ FetchReply ParseFetch(const Reply& answer, size_t acks) {
                       .attempt = static_cast<int32_t>(j.at(2).AsInt()),
                       .delivery = static_cast<uint64_t>(j.at(3).AsInt()),
                       .lease_expires_ms = j.at(4).AsInt(),
-                      .priority = static_cast<int32_t>(j.at(5).AsInt())});
+                      .priority = static_cast<int32_t>(j.at(5).AsInt()),
+                      .group = j.at(6).str});
   }
   return r;
+}
+
+core::QueueLimits ParseQueueLimits(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  core::QueueLimits limits;
+  limits.fairness = a.at(0).AsInt() == 1 ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
+  size_t at = 1;
+  for (core::JobLimits* l : {&limits.per_group, &limits.queue}) {
+    if (int64_t limit = a.at(at).AsInt(); limit > 0) {
+      l->rate = core::RateLimit{
+          .limit = limit, .period_ms = a.at(at + 1).AsInt(), .burst = a.at(at + 2).AsInt()};
+    }
+    l->concurrency = a.at(at + 3).AsInt();
+    at += 4;
+  }
+  return limits;
 }
 
 std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases) {

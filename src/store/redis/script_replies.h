@@ -123,6 +123,7 @@ struct LeasedJob {
   uint64_t delivery = 0;
   int64_t lease_expires_ms = 0;
   int32_t priority = 0;
+  std::string group;  // "": none
 };
 // fetch: the outcome of each of the `acks` leases it acked first, then the jobs leased.
 struct FetchReply {
@@ -131,6 +132,8 @@ struct FetchReply {
   size_t reclaimed = 0;  // the first `reclaimed` jobs were the worker's own, taken back
 };
 FetchReply ParseFetch(const Reply& answer, size_t acks);
+// A queue's settings: queue.lua's nine numbers (op_get_settings).
+core::QueueLimits ParseQueueLimits(const Reply& answer);
 
 // ack, nack, extend: the outcome of each of the `leases` sent.
 std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases);

@@ -9,6 +9,11 @@
 --       alive until, 0 = no heartbeat)  13 heartbeats (zset: name -> alive until)
 --       14 worker jobs (zset, lex: name NUL id)  15 poll (string with a TTL: long polls wait)
 --       16 key (string: the SHA-256 digest of the queue's own key, 32 raw bytes; absent: none)
+--       17 groups (hash: group name -> msgpack record, GROUP below)  18 grouped ready (zset, all
+--       scores 0: the ready jobs that name a group, by member: len(group) group, then as ready)
+--       19 fifo (zset, all scores 0: each active group's head, by member: the head's ready key,
+--       then the group)  20 rotation (list of group names: round robin's turns)  21 parked
+--       (zset: group -> when its rate or hold lets it go)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
@@ -19,6 +24,7 @@ local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
 -- above lists them.
 local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE
 local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
+local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -28,7 +34,13 @@ local queue = {}
 -- leaves it early, and the next advance that reaches it reads the sets and makes it exact), so
 -- most calls read none of the three sets. Absent in state written before it: read them.
 -- FIELDS, the array's order: now next_id next_delivery next_order head_order paused pushed
--- acked nacked expired cancelled hint listed axmin due
+-- acked nacked expired cancelled hint listed axmin due lim qtat_ms qtat_rem qheld gready gact
+-- lim: the queue's settings (core::QueueLimits), false for the defaults (so a queue nobody set
+-- limits for reads and writes one byte more): {fairness (0 fifo, 1 round robin), per group:
+-- rate limit, period, burst (0 0 0: no rate), concurrency (0: none), queue-wide: the same four}.
+-- qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld: a snooze of an ungrouped job
+-- holds the whole queue until then; gready: jobs in grouped ready; gact: groups active (in the
+-- choice), the ungrouped jobs aside (they are active when ready holds any).
 -- load_queue and save_queue spell FIELDS out, in its order (one constructor sizes the table
 -- once; see room.lua's load_room).
 local function load_queue()
@@ -37,34 +49,126 @@ local function load_queue()
   local t = cmsgpack.unpack(v)
   queue = {now = t[1], next_id = t[2], next_delivery = t[3], next_order = t[4], head_order = t[5],
        paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
-       cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15]}
+       cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
+       lim = t[16] or false, qtat_ms = t[17] or 0, qtat_rem = t[18] or 0, qheld = t[19] or 0,
+       gready = t[20] or 0, gact = t[21] or 0}
   return true
 end
 local function create_queue(now)
   queue = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
-       axmin = NEVER, due = NEVER}
+       axmin = NEVER, due = NEVER, lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0,
+       gact = 0}
 end
+
+-- ---- limits: the settings, and GCRA (core/rate_limit.cc, integer arithmetic in doubles) -----
+-- A rate is {limit, period_ms, burst}; a TAT is ms + rem / limit, 0 <= rem < limit. Every value
+-- stays below 2^52 (core::RateLimit's bounds), so these doubles hold the core's integers.
+local FIFO, ROUND_ROBIN = 0, 1
+local function fairness() return queue.lim and queue.lim[1] or FIFO end
+local function rate_at(k)
+  local s = queue.lim
+  if s and s[k] > 0 then return {s[k], s[k + 1], s[k + 2]} end
+  return nil
+end
+local function group_rate() return rate_at(2) end
+local function group_concurrency() return queue.lim and queue.lim[5] or 0 end
+local function queue_rate() return rate_at(6) end
+local function queue_concurrency() return queue.lim and queue.lim[9] or 0 end
+-- num / limit as whole ms and a remainder (num >= 0).
+local function split(num, limit)
+  local rem = num % limit
+  return (num - rem) / limit, rem
+end
+-- The earliest ms >= now at which a take is allowed (Gcra::AllowedAtMs): TAT less the
+-- tolerance, (burst - 1) intervals, rounded up to a whole ms.
+local function gcra_allowed_at(ms, rem, r, now)
+  local whole, part = split((r[3] - 1) * r[2], r[1])
+  ms, rem = ms - whole, rem - part
+  if rem < 0 then rem, ms = rem + r[1], ms - 1 end
+  return math.max(now, ms + (rem > 0 and 1 or 0))
+end
+-- Gcra::Take: TAT moves one interval on from max(TAT, now).
+local function gcra_take(ms, rem, r, now)
+  if ms < now then ms, rem = now, 0 end
+  local whole, part = split(r[2], r[1])
+  ms, rem = ms + whole, rem + part
+  if rem >= r[1] then rem, ms = rem - r[1], ms + 1 end
+  return ms, rem
+end
+-- Gcra::Rescale: the remainder in the new limit's units, rounded up (TAT never moves earlier).
+local function gcra_rescale(ms, rem, from, to)
+  if from[1] == to[1] or rem == 0 then return ms, rem end
+  local r = split(rem * to[1] + from[1] - 1, from[1])
+  if r >= to[1] then return ms + 1, 0 end
+  return ms, r
+end
+
+-- ---- groups: one record per group a job names (core::GroupLine's Group) ----------------------
+-- GROUP, the msgpack array's order: refs (jobs naming it, in any state), inflight, tat_ms,
+-- tat_rem (its rate's TAT), held (a snooze holds it until then), active (in the choice: in fifo
+-- under `key`, or listed in the rotation), in_rot (listed in the rotation: an entry may outlive
+-- `active`), pconc (at its concurrency: back when one of its jobs finishes), puntil (in parked
+-- under this time, NEVER when not), key (its member in fifo while active). Records are read
+-- once per call (`groups` caches them) and written back with the queue's state. The ungrouped
+-- jobs ('') have a record only for their place in the rotation: they are never held back by
+-- per-group limits, and are active exactly when ready holds any.
+local groups = {}
+local function load_group(g)
+  local G = groups[g]
+  if G then return G end
+  local v = redis.call('HGET', K_GROUPS, g)
+  if v then
+    local t = cmsgpack.unpack(v)
+    G = {refs = t[1], inflight = t[2], tat_ms = t[3], tat_rem = t[4], held = t[5], active = t[6],
+         in_rot = t[7], pconc = t[8], puntil = t[9], key = t[10]}
+  else
+    G = {refs = 0, inflight = 0, tat_ms = 0, tat_rem = 0, held = 0, active = 0, in_rot = 0,
+         pconc = 0, puntil = NEVER, key = ''}
+  end
+  groups[g] = G
+  return G
+end
+-- A group no job names, whose rate owes nothing, not held and not listed in the rotation is the
+-- same as a fresh one: its record goes (GroupLine::Sweep; a rate owing something keeps it, or
+-- it would get a fresh burst).
+local function save_groups()
+  local now = queue.now
+  for g, G in pairs(groups) do
+    if G.refs <= 0 and G.inflight <= 0 and G.in_rot == 0 and G.active == 0 and
+       G.puntil == NEVER and G.held <= now and G.tat_ms < now + (G.tat_rem > 0 and 0 or 1) then
+      redis.call('HDEL', K_GROUPS, g)
+    else
+      redis.call('HSET', K_GROUPS, g, cmsgpack.pack({G.refs, G.inflight, G.tat_ms, G.tat_rem,
+                 G.held, G.active, G.in_rot, G.pconc, G.puntil, G.key}))
+    end
+  end
+  groups = {}
+end
+
 local function save_queue()
   local q = queue
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
-             q.listed, q.axmin, q.due}))
+             q.listed, q.axmin, q.due, q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact}))
+  save_groups()
   flush_told()
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
---      failed_at, dedupe}; state r(eady) d(elayed) i(nflight) x (dead) ---------------------------
+--      failed_at, dedupe, group}; state r(eady) d(elayed) i(nflight) x (dead); group false when
+--      none ---------------------------------------------------------------------------------------
 local function load_job(id)
   local v = redis.call('HGET', K_JOBS, pad(id))
   if not v then return nil end
   local t = cmsgpack.unpack(v)
   return {id = id, st = t[1], due = t[2], order = t[3], priority = t[4], max_attempts = t[5],
-          attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10]}
+          attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10],
+          group = t[11] or false}
 end
 local function save_job(x)
   redis.call('HSET', K_JOBS, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
-             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe}))
+             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group}))
 end
 local function ready_member(x)
   return string.format('%08x%014x', 2147483647 - x.priority, x.order + 2251799813685248) ..
@@ -82,6 +186,266 @@ local function by_ready_key(a, b)
   return a.id < b.id
 end
 
+-- ---- the group line (core::GroupLine): which ready job a fetch takes -------------------------
+-- The ungrouped jobs are ready's; each group's are in grouped ready under the prefix
+-- len(group) group (no group's prefix starts another's), in the same order. A group is in
+-- exactly one of: active (fifo or the rotation), parked (its rate or a hold: a time), at its
+-- concurrency (pconc), or none (no ready job). Fifo's member for a group is its head's exact
+-- ready key (the core keeps one that may be early and corrects it when it leads: the same
+-- choice). Names are compared byte by byte, never with Lua's `<` (Redis sets the locale's
+-- collation, so `<` on strings need not be byte order).
+local function bytes_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+local function gprefix(g) return string.char(#g) .. g end
+local function grouped_member(x) return gprefix(x.group) .. ready_member(x) end
+local function line_first(g)
+  local p = gprefix(g)
+  return redis.call('ZRANGEBYLEX', K_GREADY, '[' .. p, '(' .. p .. '\255', 'LIMIT', 0, 1)[1]
+end
+local function ungrouped_active() return redis.call('EXISTS', K_READY) == 1 end
+local function rate_unpark(g, G)
+  if G.puntil == NEVER then return end
+  redis.call('ZREM', K_PARKED, g)
+  G.puntil = NEVER
+end
+local function activate(g, G, key)
+  if G.active == 1 then return end
+  G.active = 1
+  queue.gact = queue.gact + 1
+  if fairness() == FIFO then
+    G.key = key
+    redis.call('ZADD', K_GFIFO, 0, key)
+  elseif G.in_rot == 0 then
+    G.in_rot = 1
+    redis.call('RPUSH', K_ROTATION, g)
+  end
+end
+-- Round robin: its entry in the rotation stays, passed over when reached (choose_in_turn).
+local function deactivate(G)
+  if G.active == 0 then return end
+  G.active = 0
+  queue.gact = queue.gact - 1
+  if fairness() == FIFO then redis.call('ZREM', K_GFIFO, G.key) end
+  G.key = ''
+end
+-- The ungrouped jobs became active (ready was empty): round robin lists them, unless listed.
+local function ungrouped_activated()
+  local G = load_group('')
+  if G.in_rot == 0 then
+    G.in_rot = 1
+    redis.call('RPUSH', K_ROTATION, '')
+  end
+end
+-- GroupLine::Reassess: puts group g where its state says at `now`.
+local function reassess(g, now)
+  local G = load_group(g)
+  local conc = group_concurrency()
+  G.pconc = (conc > 0 and G.inflight >= conc) and 1 or 0
+  local first = G.pconc == 0 and line_first(g)
+  if not first then
+    rate_unpark(g, G)
+    return deactivate(G)
+  end
+  local at = G.held  -- a hold parks it as a rate does, until the later of the two
+  local r = group_rate()
+  if r then at = math.max(at, gcra_allowed_at(G.tat_ms, G.tat_rem, r, now)) end
+  if at > now then
+    if G.puntil ~= at then
+      rate_unpark(g, G)
+      G.puntil = at
+      redis.call('ZADD', K_PARKED, digits(at), g)
+    end
+    return deactivate(G)
+  end
+  rate_unpark(g, G)
+  local key = string.sub(first, #g + 2, #g + 23) .. g
+  if G.active == 0 then return activate(g, G, key) end
+  if fairness() == FIFO and key ~= G.key then
+    redis.call('ZREM', K_GFIFO, G.key)
+    G.key = key
+    redis.call('ZADD', K_GFIFO, 0, key)
+  end
+end
+-- A job became ready (its state and order set): into its group's line.
+local function line_push(x)
+  if x.group then
+    redis.call('ZADD', K_GREADY, 0, grouped_member(x))
+    queue.gready = queue.gready + 1
+    return reassess(x.group, queue.now)
+  end
+  local was_empty = fairness() == ROUND_ROBIN and not ungrouped_active()
+  redis.call('ZADD', K_READY, 0, ready_member(x))
+  if was_empty then ungrouped_activated() end
+end
+-- A ready job leaves its line other than by a take (cancelled): GroupLine::Forget.
+local function line_forget(x)
+  if not x.group then return redis.call('ZREM', K_READY, ready_member(x)) end
+  redis.call('ZREM', K_GREADY, grouped_member(x))
+  queue.gready = queue.gready - 1
+  reassess(x.group, queue.now)
+end
+-- Groups whose time in parked has come are looked at again, in (time, name) order.
+local function unpark(now)
+  for _, g in ipairs(redis.call('ZRANGEBYSCORE', K_PARKED, '-inf', digits(now))) do
+    rate_unpark(g, load_group(g))
+    reassess(g, now)
+  end
+end
+-- The queue-wide limits and hold allow a take at `now`, with `inflight` jobs in flight (nil:
+-- as many as hold leases).
+local function queue_allows(now, inflight)
+  if now < queue.qheld then return false end
+  local c = queue_concurrency()
+  if c > 0 and (inflight or redis.call('ZCARD', K_LEASES)) >= c then return false end
+  local r = queue_rate()
+  return not r or gcra_allowed_at(queue.qtat_ms, queue.qtat_rem, r, now) <= now
+end
+-- Fifo: the active group whose head comes first ('' the ungrouped jobs), nil when none.
+local function choose_fifo()
+  local u = redis.call('ZRANGE', K_READY, 0, 0)[1]
+  local f = queue.gact > 0 and redis.call('ZRANGE', K_GFIFO, 0, 0)[1]
+  if u and (not f or bytes_less(string.sub(u, 1, 22), string.sub(f, 1, 22))) then return '' end
+  if f then return string.sub(f, 23) end
+  return nil
+end
+-- Round robin: the rotation's first active group; entries of groups no longer active go.
+local function choose_in_turn()
+  while true do
+    local g = redis.call('LINDEX', K_ROTATION, 0)
+    if not g then return nil end
+    if g == '' then
+      if ungrouped_active() then return g end
+    elseif load_group(g).active == 1 then
+      return g
+    end
+    redis.call('LPOP', K_ROTATION)
+    load_group(g).in_rot = 0
+  end
+end
+-- The first job of group g's line, out of it.
+local function take_first(g)
+  local m
+  if g == '' then
+    m = redis.call('ZRANGE', K_READY, 0, 0)[1]
+    redis.call('ZREM', K_READY, m)
+    return load_job(ready_id(m))
+  end
+  m = line_first(g)
+  redis.call('ZREM', K_GREADY, m)
+  queue.gready = queue.gready - 1
+  return load_job(tonumber(string.sub(m, -16)))
+end
+-- After a take from g: counted in flight and against the rates; `in_turn` (a fetch's take, not
+-- a reclaim's) ends g's turn in round robin, and g goes to the back if still active.
+local function took(g, now, in_turn)
+  local r = queue_rate()
+  if r then queue.qtat_ms, queue.qtat_rem = gcra_take(queue.qtat_ms, queue.qtat_rem, r, now) end
+  local rr = in_turn and fairness() == ROUND_ROBIN
+  local G
+  if rr then
+    G = load_group(g)
+    redis.call('LPOP', K_ROTATION)  -- g: choose_in_turn answered the front
+    G.in_rot = 0
+  end
+  if g ~= '' then
+    G = load_group(g)
+    G.inflight = G.inflight + 1
+    local gr = group_rate()
+    if gr then G.tat_ms, G.tat_rem = gcra_take(G.tat_ms, G.tat_rem, gr, now) end
+    reassess(g, now)
+  end
+  if rr and G.in_rot == 0 and (g == '' and ungrouped_active() or g ~= '' and G.active == 1) then
+    G.in_rot = 1
+    redis.call('RPUSH', K_ROTATION, g)
+  end
+end
+-- GroupLine::TakeThis's test: whether group g (and the queue) allow a take at `now`, though it
+-- is not g's turn.
+local function allows_now(g, now, inflight)
+  if not queue_allows(now, inflight) then return false end
+  if not g then return true end
+  local G = load_group(g)
+  local conc = group_concurrency()
+  if conc > 0 and G.inflight >= conc then return false end
+  if now < G.held then return false end
+  local r = group_rate()
+  return not r or gcra_allowed_at(G.tat_ms, G.tat_rem, r, now) <= now
+end
+-- A job of x's group is no longer in flight (GroupLine::Finished).
+local function finished(x)
+  local g = x.group
+  if not g then return end
+  local G = load_group(g)
+  if G.inflight > 0 then G.inflight = G.inflight - 1 end
+  if G.pconc == 1 then reassess(g, queue.now) end
+end
+-- A snooze holds x's group (the whole queue for an ungrouped job) until `untilms`.
+local function hold(g, untilms, now)
+  if not g then
+    queue.qheld = math.max(queue.qheld, untilms)
+    return
+  end
+  local G = load_group(g)
+  G.held = math.max(G.held, untilms)
+  reassess(g, now)
+end
+-- Whether a take at `now` would find a job (long polls elsewhere are then woken).
+local function can_take(now)
+  if not queue_allows(now) then return false end
+  if queue.gact > 0 or ungrouped_active() then return true end
+  return queue.gready > 0 and first_score(K_PARKED) <= now
+end
+-- When a job held back by a rate or a hold may be taken (GroupLine::NextAllowedAt): NEVER when
+-- none is, or only concurrency holds them (a finish frees them, and wakes).
+local function next_allowed_at(now)
+  local at = now
+  if queue.gact == 0 and not ungrouped_active() then
+    local p = first_score(K_PARKED)
+    if p == NEVER then return NEVER end
+    at = math.max(now, p)
+  end
+  local c = queue_concurrency()
+  if c > 0 and redis.call('ZCARD', K_LEASES) >= c then return NEVER end
+  local r = queue_rate()
+  if r then at = math.max(at, gcra_allowed_at(queue.qtat_ms, queue.qtat_rem, r, now)) end
+  return math.max(at, queue.qheld)
+end
+-- New settings (GroupLine::Configure): rates kept rescaled, or forgotten when removed; fifo and
+-- parked made again, each group looked at again in name order (so groups activated join the
+-- rotation's back in that order); the rotation itself is kept.
+local function configure(lim, now)
+  local old_q, old_g = queue_rate(), group_rate()
+  queue.lim = lim
+  local new_q, new_g = queue_rate(), group_rate()
+  if old_q and new_q then
+    queue.qtat_ms, queue.qtat_rem = gcra_rescale(queue.qtat_ms, queue.qtat_rem, old_q, new_q)
+  elseif not new_q then
+    queue.qtat_ms, queue.qtat_rem = 0, 0
+  end
+  redis.call('DEL', K_GFIFO, K_PARKED)
+  queue.gact = 0
+  local names = redis.call('HKEYS', K_GROUPS)
+  table.sort(names, bytes_less)
+  for _, g in ipairs(names) do
+    local G = load_group(g)
+    if old_g and new_g then
+      G.tat_ms, G.tat_rem = gcra_rescale(G.tat_ms, G.tat_rem, old_g, new_g)
+    elseif not new_g then
+      G.tat_ms, G.tat_rem = 0, 0
+    end
+    G.active, G.pconc, G.puntil, G.key = 0, 0, NEVER, ''
+  end
+  if fairness() == ROUND_ROBIN and ungrouped_active() then ungrouped_activated() end
+  for _, g in ipairs(names) do
+    if g ~= '' and load_group(g).refs > 0 then reassess(g, now) end
+  end
+end
+
 local function make_ready(x, at_head)
   x.st = 'r'
   if at_head then
@@ -91,7 +455,7 @@ local function make_ready(x, at_head)
     x.order = queue.next_order
     queue.next_order = queue.next_order + 1
   end
-  redis.call('ZADD', K_READY, 0, ready_member(x))
+  line_push(x)
   save_job(x)
 end
 -- A deadline at `t` was added to delayed, leases or heartbeats.
@@ -121,6 +485,7 @@ local function end_lease(x)
     x.worker = false
     forget_worker_if_idle(w)
   end
+  finished(x)
 end
 -- The attempt's error (bounded by the caller, core::BoundedError); only the last KEPT_ATTEMPTS
 -- are kept.
@@ -151,6 +516,10 @@ local function fail(x, err, now, expired)
 end
 local function free_job(x)
   if x.dedupe then redis.call('HDEL', K_DEDUPE, x.dedupe) end
+  if x.group then
+    local G = load_group(x.group)
+    G.refs = G.refs - 1
+  end
   local id = pad(x.id)
   redis.call('HDEL', K_JOBS, id)
   redis.call('HDEL', K_PAYLOADS, id)
@@ -214,30 +583,51 @@ local function advance(now)
   queue.now = target
   forget_old_acks(queue.now)
 end
+-- Whether ready jobs may be held back at all: settings, a grouped job, or a hold on the queue.
+-- Without any (most queues), every ready job is ungrouped and a fetch takes ready's first, as
+-- it did before groups, reading nothing more.
+local function plain()
+  return not queue.lim and queue.gready == 0 and queue.qheld <= queue.now
+end
+-- Someone long-polls here, and the queue is not paused.
+local function polled()
+  return queue.paused == 0 and redis.call('EXISTS', K_POLL) == 1
+end
+-- Long polls parked while every ready job was held back must look again when one may go: then
+-- the sweeper runs `advance`, whose answer wakes them (a concurrency freed by a finish wakes
+-- them from that call's answer).
 local function next_deadline()
-  if queue.due ~= nil then return queue.due end  -- maybe early: the sweeper then finds nothing
-  return math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
+  local n
+  if queue.due ~= nil then
+    n = queue.due  -- maybe early: the sweeper then finds nothing
+  else
+    n = math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
+  end
+  if not plain() and polled() then
+    local at = next_allowed_at(queue.now)
+    if at > queue.now and at < n then n = at end
+  end
+  return n
 end
 local function to_register(force) return register_deadline(queue, next_deadline(), force) end
--- Long polls elsewhere should try again: ready jobs, not paused, and someone polling.
+-- Long polls elsewhere should try again: someone polling, and a fetch would find a job.
 local function wake()
-  if queue.paused == 0 and redis.call('EXISTS', K_POLL) == 1 and
-     redis.call('ZCARD', K_READY) > 0 then
-    return 1
-  end
-  return 0
+  if not polled() then return 0 end
+  if plain() then return ungrouped_active() and 1 or 0 end
+  return can_take(queue.now) and 1 or 0
 end
 -- A queue that holds nothing a client put there (never pushed to, not paused, no worker, no key
 -- of its own) is forgotten, as the embedded backend forgets it: a name nobody uses costs
 -- nothing. (The key is looked at last: only queues never pushed to get that far.)
 local function keyed() return redis.call('EXISTS', K_QUEUE_KEY) == 1 end
 local function holds_nothing()
-  return queue.listed == 0 and queue.pushed == 0 and queue.paused == 0 and
+  return queue.listed == 0 and queue.pushed == 0 and queue.paused == 0 and not queue.lim and
          redis.call('HLEN', K_WORKERS) == 0 and
          not keyed()
 end
--- Shown by ListQueues and counted against --max-queues: pushed to, or holding a key.
-local function counted() return queue.listed == 1 or keyed() end
+-- Shown by ListQueues and counted against --max-queues: pushed to, holding a key, or with
+-- settings of its own.
+local function counted() return queue.listed == 1 or queue.lim ~= false or keyed() end
 -- Every answer of a queue that exists: {'ok', register, wake, payload}
 local function answer(force, payload)
   if holds_nothing() then
@@ -283,7 +673,7 @@ local function ack(id, delivery)
   return OK
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
--- priority} each.
+-- priority, group ('' none)} each.
 local function lease_jobs(worker, list, lease_ms)
   local out = {}
   if #list == 0 then return out end
@@ -300,34 +690,59 @@ local function lease_jobs(worker, list, lease_ms)
     deadline_at(x.due)
     save_job(x)
     out[#out + 1] = {x.id, redis.call('HGET', K_PAYLOADS, pad(x.id)), x.attempt, x.delivery, x.due,
-                     x.priority}
+                     x.priority, x.group or ''}
   end
   return out
 end
+-- Up to `max` jobs, one GroupLine::Take each, stopping at the first that finds none.
 local function lease_ready(worker, max, lease_ms)
   if queue.paused ~= 0 or max <= 0 then return {} end
-  local members = redis.call('ZRANGE', K_READY, 0, max - 1)
-  if #members == 0 then return {} end
-  redis.call('ZREM', K_READY, unpack(members))
   local list = {}
-  for _, m in ipairs(members) do list[#list + 1] = load_job(ready_id(m)) end
+  if plain() then  -- nothing held back, only ungrouped jobs: ready's first, in one read
+    local members = redis.call('ZRANGE', K_READY, 0, max - 1)
+    if #members == 0 then return {} end
+    redis.call('ZREM', K_READY, unpack(members))
+    for _, m in ipairs(members) do list[#list + 1] = load_job(ready_id(m)) end
+    return lease_jobs(worker, list, lease_ms)
+  end
+  local now = queue.now
+  unpark(now)
+  local inflight = queue_concurrency() > 0 and redis.call('ZCARD', K_LEASES) or 0
+  while #list < max and queue_allows(now, inflight) do
+    local g
+    if fairness() == FIFO then g = choose_fifo() else g = choose_in_turn() end
+    if not g then break end
+    list[#list + 1] = take_first(g)
+    took(g, now, true)
+    inflight = inflight + 1
+  end
   return lease_jobs(worker, list, lease_ms)
 end
 -- A restarted worker takes back what it held (core::Queue::Reclaim): its jobs are released as
 -- op_release_worker does (a failed attempt each), though the worker is alive (its heartbeat
--- deadline stands); then up to `max` of them that are ready (none while paused) leave the line
--- and are leased to it again, in delivery order, before any other job.
+-- deadline stands); then up to `max` of them that are ready (none while paused), and whose group
+-- and queue allow a take now (out of turn: the rotation stays as it is), leave the line and are
+-- leased to it again, in delivery order, before any other job. The others stay ready.
 local function reclaim(worker, max, lease_ms)
   if not redis.call('HGET', K_WORKERS, worker) then return {} end
   local list = jobs_of_worker(worker)
   if #list == 0 then return {} end
-  fail_all(list, "reclaimed: worker '" .. worker .. "' started again", queue.now)
+  local now = queue.now
+  fail_all(list, "reclaimed: worker '" .. worker .. "' started again", now)
   local take = {}
   if queue.paused == 0 then
+    local inflight = queue_concurrency() > 0 and redis.call('ZCARD', K_LEASES) or 0
     for _, x in ipairs(list) do  -- fail_all sorted it in delivery order
       if #take >= max then break end
-      if x.st == 'r' then
-        redis.call('ZREM', K_READY, ready_member(x))
+      if x.st == 'r' and allows_now(x.group, now, inflight) then
+        if x.group then
+          redis.call('ZREM', K_GREADY, grouped_member(x))
+          queue.gready = queue.gready - 1
+        else
+          redis.call('ZREM', K_READY, ready_member(x))
+        end
+        took(x.group or '', now, false)
+        inflight = inflight + 1
         take[#take + 1] = x
       end
     end
@@ -377,21 +792,26 @@ local function mark_poll(wait)
 end
 
 -- One job of a push: answers its id and 1, or, a dedupe key's job already there, that id and 0.
-local function push_one(payload, delay, priority, dedupe, max_attempts)
+local function push_one(payload, delay, priority, dedupe, max_attempts, group)
   dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
   local hit = dedupe and redis.call('HGET', K_DEDUPE, dedupe)
   if hit then return tonumber(hit), 0 end
   local x = {id = queue.next_id, st = 'r', due = 0, order = 0, priority = priority,
              max_attempts = max_attempts, attempt = 0, delivery = 0, worker = false,
-             failed_at = 0, dedupe = dedupe}
+             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false}
   queue.next_id = queue.next_id + 1
+  if x.group then
+    local G = load_group(x.group)
+    G.refs = G.refs + 1
+  end
   redis.call('HSET', K_PAYLOADS, pad(x.id), payload)
   if dedupe then redis.call('HSET', K_DEDUPE, dedupe, digits(x.id)) end
   if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
   queue.pushed = queue.pushed + 1
   return x.id, 1
 end
--- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts)
+-- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts,
+-- group ('' none))
 local function op_push(now)
   if not load_queue() then create_queue(now) end
   advance(now)
@@ -399,9 +819,9 @@ local function op_push(now)
   queue.listed = 1
   local results = {}
   for i = 0, tonumber(ARGV[3]) - 1 do
-    local at = 4 + i * 5
+    local at = 4 + i * 6
     local id, created = push_one(ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
-                                 ARGV[at + 3], tonumber(ARGV[at + 4]))
+                                 ARGV[at + 3], tonumber(ARGV[at + 4]), ARGV[at + 5])
     results[#results + 1] = id
     results[#results + 1] = created
   end
@@ -461,6 +881,23 @@ local function op_nack(now)
   return each_lease(now, function(id, delivery, jitter)
     local outcome, x = current_unacked(id, delivery)
     if x then nack(x, delay, err, jitter) end
+    return outcome
+  end)
+end
+-- A worker told to slow down (core::Queue::Snooze): each delivery ends without using up its
+-- attempt (no history, no nack counted), the job waits `delay` ms (0: ready at the head of its
+-- priority, as after a failed delivery), and its group (an ungrouped job: the whole queue) is
+-- held as long. ARGV after the leases: delay_ms.
+local function op_snooze(now)
+  local delay = tonumber(tail_arg(1))
+  return each_lease(now, function(id, delivery)
+    local outcome, x = current_unacked(id, delivery)
+    if x then
+      end_lease(x)
+      x.attempt = x.attempt - 1
+      if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, true) end
+      hold(x.group, queue.now + delay, queue.now)
+    end
     return outcome
   end)
 end
@@ -538,7 +975,7 @@ local function op_stats(now)
   if not load_queue() then return no_queue({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) end
   advance(now)
   local q = queue
-  return answer(false, {redis.call('ZCARD', K_READY), redis.call('ZCARD', K_DELAYED),
+  return answer(false, {redis.call('ZCARD', K_READY) + q.gready, redis.call('ZCARD', K_DELAYED),
                         redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD), q.pushed,
                         q.acked, q.nacked, q.expired, q.cancelled, redis.call('HLEN', K_WORKERS),
                         q.paused, counted() and 1 or 0})
@@ -609,7 +1046,7 @@ local function op_cancel(now)
   local x = load_job(tonumber(ARGV[3]))
   if not x then return answer(false, 1) end
   if x.st == 'i' then return answer(false, 2) end
-  if x.st == 'r' then redis.call('ZREM', K_READY, ready_member(x))
+  if x.st == 'r' then line_forget(x)
   elseif x.st == 'd' then redis.call('ZREM', K_DELAYED, pad(x.id))
   else redis.call('ZREM', K_DEAD, pad(x.id)) end
   queue.cancelled = queue.cancelled + 1
@@ -654,6 +1091,37 @@ local function op_set_queue_key(now)
   return answer_counted(first, 0)
 end
 
+-- The queue's settings (core::QueueLimits), as nine numbers: fairness (0 fifo, 1 round robin),
+-- then per group and queue-wide each: rate limit, period_ms, burst (0 0 0: no rate),
+-- concurrency (0: none).
+local DEFAULT_SETTINGS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+-- ARGV 3..11: the settings. Settings other than the defaults create the queue (the backend
+-- checked --max-queues first) and count it, as a first push does; answers 0. The defaults back
+-- answer 1 when the name no longer counts as a queue (never pushed to, no key: the backend
+-- uncounts it), else 0.
+local function op_set_settings(now)
+  local lim, defaults = {}, true
+  for i = 1, 9 do
+    lim[i] = tonumber(ARGV[2 + i])
+    if lim[i] ~= 0 then defaults = false end
+  end
+  if defaults then lim = false end
+  if not load_queue() then
+    if not lim then return no_queue(0) end
+    create_queue(now)
+  end
+  advance(now)
+  local was = counted()
+  configure(lim, queue.now)
+  if lim then return answer_counted(not was, 0) end
+  return answer(false, (was and not counted()) and 1 or 0)
+end
+-- Answers the settings, without changing anything.
+local function op_get_settings()
+  if not load_queue() then return no_queue(DEFAULT_SETTINGS) end
+  return {'ok', NOTHING_TO_REGISTER, 0, queue.lim or DEFAULT_SETTINGS}
+end
+
 -- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it).
 local function op_advance(now)
   if not load_queue() then return {'ok', NEVER, 0, 0} end
@@ -671,7 +1139,8 @@ local OPS = {push = op_push, fetch = op_fetch, ack = op_ack, nack = op_nack, ext
              giveback = op_give_back, heartbeat = op_heartbeat, release = op_release_worker,
              stats = op_stats, inflight = op_inflight, dead = op_dead,
              requeue = op_requeue_dead, cancel = op_cancel, setpaused = op_set_paused,
-             setkey = op_set_queue_key, advance = op_advance, hint = op_hint}
+             setkey = op_set_queue_key, snooze = op_snooze, setsettings = op_set_settings,
+             settings = op_get_settings, advance = op_advance, hint = op_hint}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -682,7 +1151,9 @@ local function run(keys, argv)
   K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
   K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
   K_WORKER_JOBS, K_POLL, K_QUEUE_KEY = KEYS[14], KEYS[15], KEYS[16]
-  K_FEED, K_FEED_HORIZON, told = KEYS[17], KEYS[18], {}
-  queue = {}
+  K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED = KEYS[17], KEYS[18], KEYS[19], KEYS[20],
+                                                      KEYS[21]
+  K_FEED, K_FEED_HORIZON, told = KEYS[22], KEYS[23], {}
+  queue, groups = {}, {}
   return dispatch(OPS, 'queue')
 end
