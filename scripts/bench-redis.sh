@@ -210,7 +210,7 @@ PY
 
 # ---- 3. the ceiling: redis-benchmark with the real scripts -----------------------------------
 # resp ARG...: one command in RESP (for redis-cli --pipe)
-# Every key the scripts take (room.lua's 14, queue.lua's 16: see their headers). With fewer, the
+# Every key the scripts take (room.lua's 14, queue.lua's 21: see their headers). With fewer, the
 # missing ones are nil and a room cannot even be created: the ceiling would time an error.
 ROOM_KEYS=()
 for k in m l s d v x c cf g ln ld ev pq dw ps; do ROOM_KEYS+=("anteroom:{r:rb}:$k"); done
@@ -218,7 +218,7 @@ for k in m l s d v x c cf g ln ld ev pq dw ps; do ROOM_KEYS+=("anteroom:{r:rb}:$
 # here, as nothing timed draws with it.
 ROOM_ENTROPY="$(printf '5eed%.0s' {1..16})"
 QUEUE_KEYS=()
-for k in m j p h r d l x u a ax w hb wj poll key; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
+for k in m j p h r d l x u a ax w hb wj poll key g gr gf go gp; do QUEUE_KEYS+=("anteroom:{q:rbq}:$k"); done
 
 # rb_run NAME N ARGS...: redis-benchmark -c CONNS -P ${RB_PIPELINE:-1} -n N ARGS; one JSON line
 # to $RESULTS
@@ -290,16 +290,16 @@ queue_ceiling() {
   sha="$(eval_form "$QUEUE_LUA" | rcli -x script load)"
   load_library bench_queue "$QUEUE_LUA"
   # push: n=1, then payload, delay 0, priority 0, no dedupe, max_attempts 5
-  first="$(rcli fcall bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 | head -1)"
+  first="$(rcli fcall bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push '' 1 '{"i":1}' 0 0 '' 5 '' | head -1)"
   if [[ "$first" != ok ]]; then
     echo "queue.lua push did not answer ok ($first): queue ceiling skipped" | tee -a "$OUT/notes.txt"
     return 0
   fi
-  rb_run queue-push 20000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5
+  rb_run queue-push 20000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 "" 5 ""
   rb_run queue-push-evalsha 20000 EVALSHA "$sha" "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 '{"i":1}' 0 0 \
-    "" 5
+    "" 5 ""
   RB_PIPELINE=16 rb_run queue-push-p16 30000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" push "" 1 \
-    '{"i":1}' 0 0 "" 5
+    '{"i":1}' 0 0 "" 5 ""
   # fetch: worker, max 1, lease 60 s, no wait, no acks (the queue holds 60001 jobs)
   rb_run queue-fetch 20000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" fetch "" rbw 1 60000 0 0
   RB_PIPELINE=16 rb_run queue-fetch-p16 30000 FCALL bench_queue "${#QUEUE_KEYS[@]}" "${QUEUE_KEYS[@]}" fetch "" \
