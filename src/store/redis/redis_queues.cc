@@ -385,22 +385,13 @@ void RedisBackend::Snooze(std::string queue, std::vector<std::string> leases, in
 }
 
 // Kept in the queue's state by queue.lua (`setsettings`), applied there from the next call on.
-// Settings other than the defaults create the queue within --max-queues and count its name, as
-// a key does; the defaults back uncount a name that only they counted.
+// Setting any (the defaults too) creates the queue within --max-queues and lists it, as a first
+// push does.
 void RedisBackend::SetQueueSettings(std::string queue, core::QueueSettings settings,
                                     Completion<Done> done) {
   Post([this, queue = std::move(queue), settings, done = std::move(done)](Shard& s) {
-    std::vector<std::string> argv = SettingsArgs(settings.limits);
-    if (settings == core::QueueSettings{}) {
-      QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
-        if (!r.ok()) return done(Fail<Done>(r));
-        if (!ParseKeyRemovalUncounts(*r)) return done(Done{});
-        Uncounted(s, 'q', queue, [done] { done(Done{}); });
-      });
-      return;
-    }
     WithinCap(s, 'q', queue,
-              [this, &s, queue, argv = std::move(argv),
+              [this, &s, queue, argv = SettingsArgs(settings.limits),
                done](std::optional<std::string> refusal) mutable {
                 if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
                 QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {

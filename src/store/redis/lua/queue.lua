@@ -282,12 +282,23 @@ local function line_push(x)
   redis.call('ZADD', K_READY, 0, ready_member(x))
   if was_empty then ungrouped_activated() end
 end
--- A ready job leaves its line other than by a take (cancelled): GroupLine::Forget.
+-- A ready job leaves its line other than by a take (cancelled): GroupLine::Forget, which looks
+-- at the group again only when its line is empty (a group parked until a time already past
+-- stays parked until a take unparks it). Fifo's member is kept exact.
 local function line_forget(x)
   if not x.group then return redis.call('ZREM', K_READY, ready_member(x)) end
+  local g = x.group
   redis.call('ZREM', K_GREADY, grouped_member(x))
   queue.gready = queue.gready - 1
-  reassess(x.group, queue.now)
+  local first = line_first(g)
+  if not first then return reassess(g, queue.now) end
+  local G = load_group(g)
+  local key = string.sub(first, #g + 2, #g + 23) .. g
+  if G.active == 1 and fairness() == FIFO and key ~= G.key then
+    redis.call('ZREM', K_GFIFO, G.key)
+    G.key = key
+    redis.call('ZADD', K_GFIFO, 0, key)
+  end
 end
 -- Groups whose time in parked has come are looked at again, in (time, name) order.
 local function unpark(now)
@@ -417,9 +428,9 @@ local function next_allowed_at(now)
 end
 -- New settings (GroupLine::Configure): rates kept rescaled, or forgotten when removed; fifo and
 -- parked made again, each group looked at again in name order (so groups activated join the
--- rotation's back in that order); the rotation itself is kept.
+-- rotation's back in that order); the rotation is kept while the fairness stays.
 local function configure(lim, now)
-  local old_q, old_g = queue_rate(), group_rate()
+  local old_q, old_g, old_fair = queue_rate(), group_rate(), fairness()
   queue.lim = lim
   local new_q, new_g = queue_rate(), group_rate()
   if old_q and new_q then
@@ -427,12 +438,15 @@ local function configure(lim, now)
   elseif not new_q then
     queue.qtat_ms, queue.qtat_rem = 0, 0
   end
+  local turns_kept = old_fair == fairness()  -- another fairness starts the rotation afresh
   redis.call('DEL', K_GFIFO, K_PARKED)
+  if not turns_kept then redis.call('DEL', K_ROTATION) end
   queue.gact = 0
   local names = redis.call('HKEYS', K_GROUPS)
   table.sort(names, bytes_less)
   for _, g in ipairs(names) do
     local G = load_group(g)
+    if not turns_kept then G.in_rot = 0 end
     if old_g and new_g then
       G.tat_ms, G.tat_rem = gcra_rescale(G.tat_ms, G.tat_rem, old_g, new_g)
     elseif not new_g then
@@ -621,13 +635,13 @@ end
 -- nothing. (The key is looked at last: only queues never pushed to get that far.)
 local function keyed() return redis.call('EXISTS', K_QUEUE_KEY) == 1 end
 local function holds_nothing()
-  return queue.listed == 0 and queue.pushed == 0 and queue.paused == 0 and not queue.lim and
+  return queue.listed == 0 and queue.pushed == 0 and queue.paused == 0 and
          redis.call('HLEN', K_WORKERS) == 0 and
          not keyed()
 end
--- Shown by ListQueues and counted against --max-queues: pushed to, holding a key, or with
--- settings of its own.
-local function counted() return queue.listed == 1 or queue.lim ~= false or keyed() end
+-- Shown by ListQueues and counted against --max-queues: pushed to (or given settings), or
+-- holding a key.
+local function counted() return queue.listed == 1 or keyed() end
 -- Every answer of a queue that exists: {'ok', register, wake, payload}
 local function answer(force, payload)
   if holds_nothing() then
@@ -706,9 +720,11 @@ local function lease_ready(worker, max, lease_ms)
     return lease_jobs(worker, list, lease_ms)
   end
   local now = queue.now
-  unpark(now)
+  if not can_take(now) then return {} end  -- (and parked groups stay as they are)
   local inflight = queue_concurrency() > 0 and redis.call('ZCARD', K_LEASES) or 0
-  while #list < max and queue_allows(now, inflight) do
+  while #list < max do
+    unpark(now)
+    if not queue_allows(now, inflight) then break end
     local g
     if fairness() == FIFO then g = choose_fifo() else g = choose_in_turn() end
     if not g then break end
@@ -894,9 +910,9 @@ local function op_snooze(now)
     local outcome, x = current_unacked(id, delivery)
     if x then
       end_lease(x)
-      x.attempt = x.attempt - 1
-      if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, true) end
+      x.attempt = x.attempt - 1  -- this delivery was never tried
       hold(x.group, queue.now + delay, queue.now)
+      if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, true) end
     end
     return outcome
   end)
@@ -1095,26 +1111,23 @@ end
 -- then per group and queue-wide each: rate limit, period_ms, burst (0 0 0: no rate),
 -- concurrency (0: none).
 local DEFAULT_SETTINGS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
--- ARGV 3..11: the settings. Settings other than the defaults create the queue (the backend
--- checked --max-queues first) and count it, as a first push does; answers 0. The defaults back
--- answer 1 when the name no longer counts as a queue (never pushed to, no key: the backend
--- uncounts it), else 0.
+-- ARGV 3..11: the settings. Setting any (the defaults too) creates the queue (the backend
+-- checked --max-queues first) and lists it, as a first push does; settings equal to those in
+-- force change nothing else. Answers 0.
 local function op_set_settings(now)
-  local lim, defaults = {}, true
+  local lim, defaults, same = {}, true, true
+  if not load_queue() then create_queue(now) end
+  advance(now)
+  local old = queue.lim or DEFAULT_SETTINGS
   for i = 1, 9 do
     lim[i] = tonumber(ARGV[2 + i])
     if lim[i] ~= 0 then defaults = false end
+    if lim[i] ~= old[i] then same = false end
   end
-  if defaults then lim = false end
-  if not load_queue() then
-    if not lim then return no_queue(0) end
-    create_queue(now)
-  end
-  advance(now)
-  local was = counted()
-  configure(lim, queue.now)
-  if lim then return answer_counted(not was, 0) end
-  return answer(false, (was and not counted()) and 1 or 0)
+  local first = queue.listed == 0
+  queue.listed = 1
+  if not same then configure(not defaults and lim, queue.now) end
+  return answer_counted(first, 0)
 end
 -- Answers the settings, without changing anything.
 local function op_get_settings()
