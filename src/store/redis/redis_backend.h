@@ -327,8 +327,11 @@ class RedisBackend final : public Backend {
                                                 std::vector<LeasedJob> jobs);
 
   // Long polls (redis_queues.cc), on the home shard.
+  // `retry_in`: ms until a job held back by the queue's limits may go (0: none is).
   void Park(const std::string& queue, core::FetchRequest request, core::FetchAnswer answer,
-            int64_t deadline, Completion<core::FetchAnswer> done);
+            int64_t deadline, int64_t retry_in, Completion<core::FetchAnswer> done);
+  // The waiter's timer: at its deadline, or sooner (`retry_in` > 0) to look again then.
+  void ArmWaiter(const std::shared_ptr<Waiter>& w, int64_t retry_in);
   void Wake(const std::string& queue);
   void ServeWaiters(const std::string& queue);
   void Served(const std::string& queue, const std::shared_ptr<Waiter>& w, OpResult<Reply> r);

@@ -135,34 +135,36 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                                   std::to_string(valid)};
     argv.insert(argv.end(), acks.begin(), acks.end());
     if (request.reclaim && !gone) argv.push_back("1");
-    QueueScript(
-        s, queue, std::move(argv),
-        [this, &s, queue, request = std::move(request), slots = std::move(slots), valid, started,
-         done = std::move(done)](OpResult<Reply> r) mutable {
-          if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
-          FetchReply reply = ParseFetch(*r, valid);
-          core::FetchAnswer answer;
-          answer.acked = MergeOutcomes(slots, reply.acked);
-          answer.jobs = Deliveries(s, queue, std::move(reply.jobs));
-          answer.reclaimed = reply.reclaimed;
-          // The client hung up while the script ran: what it leased goes back at once.
-          if (request.hangup && request.hangup->happened()) {
-            GiveBack(s, queue, answer.jobs);
-            return done(HungUp());
-          }
-          answer.acked_leases = std::move(request.ack);
-          request.ack.clear();
-          if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
-          int64_t deadline = started + request.wait_ms;
-          if (&s == &home()) {
-            return Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
-          }
-          boost::asio::post(
-              home().io, [this, queue, request = std::move(request), answer = std::move(answer),
-                          deadline, done = std::move(done)]() mutable {
-                Park(queue, std::move(request), std::move(answer), deadline, std::move(done));
-              });
-        });
+    QueueScript(s, queue, std::move(argv),
+                [this, &s, queue, request = std::move(request), slots = std::move(slots), valid,
+                 started, done = std::move(done)](OpResult<Reply> r) mutable {
+                  if (!r.ok()) return done(Fail<core::FetchAnswer>(r));
+                  FetchReply reply = ParseFetch(*r, valid);
+                  core::FetchAnswer answer;
+                  answer.acked = MergeOutcomes(slots, reply.acked);
+                  answer.jobs = Deliveries(s, queue, std::move(reply.jobs));
+                  answer.reclaimed = reply.reclaimed;
+                  // The client hung up while the script ran: what it leased goes back at once.
+                  if (request.hangup && request.hangup->happened()) {
+                    GiveBack(s, queue, answer.jobs);
+                    return done(HungUp());
+                  }
+                  answer.acked_leases = std::move(request.ack);
+                  request.ack.clear();
+                  if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
+                  int64_t deadline = started + request.wait_ms;
+                  int64_t retry_in = reply.retry_in_ms;
+                  if (&s == &home()) {
+                    return Park(queue, std::move(request), std::move(answer), deadline, retry_in,
+                                std::move(done));
+                  }
+                  boost::asio::post(home().io, [this, queue, request = std::move(request),
+                                                answer = std::move(answer), deadline, retry_in,
+                                                done = std::move(done)]() mutable {
+                    Park(queue, std::move(request), std::move(answer), deadline, retry_in,
+                         std::move(done));
+                  });
+                });
   });
 }
 
@@ -427,7 +429,7 @@ std::vector<std::string> RedisBackend::SettingsArgs(const core::QueueLimits& lim
 // ---- long polls ----------------------------------------------------------------------------
 
 void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
-                        core::FetchAnswer answer, int64_t deadline,
+                        core::FetchAnswer answer, int64_t deadline, int64_t retry_in,
                         Completion<core::FetchAnswer> done) {
   if (request.hangup && request.hangup->happened()) return done(HungUp());
   auto& polls = polls_[queue];
@@ -435,13 +437,7 @@ void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
   auto w = std::make_shared<Waiter>(home().io, queue, std::move(request), std::move(answer),
                                     deadline, std::move(done));
   polls->waiters.push_back(w);
-  if (options_.run_timer) {
-    w->timer.expires_after(
-        std::chrono::milliseconds(std::max<int64_t>(0, deadline - clock_.NowMs())));
-    w->timer.async_wait([this, w](const boost::system::error_code& ec) {
-      if (!ec) ExpireWaiters(clock_.NowMs());
-    });
-  }
+  ArmWaiter(w, retry_in);
   if (w->request.hangup) {
     // Signalled on any thread (or here, if the client is gone already): the waiter is dropped
     // on this one. The waiter is held weakly, and `this` is touched only while it is parked
@@ -454,6 +450,22 @@ void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
   }
   // A job may have been pushed between the fetch and now: look once more.
   ServeWaiters(queue);
+}
+
+// Every process's waiters are woken when a held-back job may go (the script registers that time
+// with the sweeper, whose `advance` then wakes them); the waiter's own process also looks again
+// at that moment by itself, not up to a sweep interval later.
+void RedisBackend::ArmWaiter(const std::shared_ptr<Waiter>& w, int64_t retry_in) {
+  if (!options_.run_timer || w->gone) return;
+  int64_t to_deadline = std::max<int64_t>(0, w->deadline - clock_.NowMs());
+  bool retry = retry_in > 0 && retry_in < to_deadline;
+  w->timer.expires_after(std::chrono::milliseconds(retry ? retry_in : to_deadline));
+  w->timer.async_wait([this, w, retry](const boost::system::error_code& ec) {
+    if (ec || w->gone) return;
+    if (!retry) return ExpireWaiters(clock_.NowMs());
+    ArmWaiter(w, 0);
+    Wake(w->queue);
+  });
 }
 
 // A waiter whose client hung up leaves the line at once, answered with no job; unless its fetch
@@ -514,7 +526,12 @@ void RedisBackend::Served(const std::string& queue, const std::shared_ptr<Waiter
   Polls& p = *it->second;
   p.serving = false;
   std::vector<core::Delivery> jobs;
-  if (r.ok()) jobs = Deliveries(home(), queue, ParseFetch(*r, 0).jobs);
+  int64_t retry_in = 0;
+  if (r.ok()) {
+    FetchReply reply = ParseFetch(*r, 0);
+    jobs = Deliveries(home(), queue, std::move(reply.jobs));
+    retry_in = reply.retry_in_ms;
+  }
   bool hung_up = w->hung_up();
   bool expired = w->deadline <= clock_.NowMs();
   if (hung_up || !jobs.empty() || expired) {
@@ -531,6 +548,7 @@ void RedisBackend::Served(const std::string& queue, const std::shared_ptr<Waiter
     }
     return ServeWaiters(queue);
   }
+  if (retry_in > 0) ArmWaiter(w, retry_in);
   if (p.again) ServeWaiters(queue);
 }
 

@@ -428,6 +428,7 @@ FetchReply ParseFetch(const Reply& answer, size_t acks) {
   FetchReply r;
   r.acked = Outcomes(payload.at(0), acks);
   r.reclaimed = static_cast<size_t>(payload.at(2).AsInt());
+  if (payload.elements.size() > 3) r.retry_in_ms = payload.at(3).AsInt();
   const Reply& jobs = payload.at(1);
   r.jobs.reserve(jobs.elements.size());
   for (const Reply& j : jobs.elements) {

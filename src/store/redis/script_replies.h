@@ -130,6 +130,9 @@ struct FetchReply {
   std::vector<core::LeaseOutcome> acked;
   std::vector<LeasedJob> jobs;
   size_t reclaimed = 0;  // the first `reclaimed` jobs were the worker's own, taken back
+  // Nothing leased while every ready job is held back by the queue's limits: ms until one may
+  // go (0: none is held back).
+  int64_t retry_in_ms = 0;
 };
 FetchReply ParseFetch(const Reply& answer, size_t acks);
 // A queue's settings: queue.lua's nine numbers (op_get_settings).

@@ -862,8 +862,16 @@ local function op_fetch(now)
   if ARGV[8 + n * 2] == '1' then jobs = reclaim(worker, max, lease_ms) end
   local reclaimed = #jobs
   for _, j in ipairs(lease_ready(worker, max - reclaimed, lease_ms)) do jobs[#jobs + 1] = j end
-  if #jobs == 0 then mark_poll(wait) end
-  return answer(false, {acked, jobs, reclaimed})
+  local retry = 0
+  if #jobs == 0 then
+    mark_poll(wait)
+    -- Jobs held back by the limits: when one may go, so the waiter's process looks again then.
+    if wait > 0 and queue.paused == 0 and not plain() then
+      local at = next_allowed_at(queue.now)
+      if at > queue.now and at < NEVER then retry = at - queue.now end
+    end
+  end
+  return answer(false, {acked, jobs, reclaimed, retry})
 end
 
 -- ack, nack, extend: ARGV 3 n, then n x (id, delivery, jitter), then the operation's own
