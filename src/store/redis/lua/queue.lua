@@ -34,13 +34,14 @@ local queue = {}
 -- leaves it early, and the next advance that reaches it reads the sets and makes it exact), so
 -- most calls read none of the three sets. Absent in state written before it: read them.
 -- FIELDS, the array's order: now next_id next_delivery next_order head_order paused pushed
--- acked nacked expired cancelled hint listed axmin due lim qtat_ms qtat_rem qheld gready gact
--- lim: the queue's settings (core::QueueLimits), false for the defaults (so a queue nobody set
--- limits for reads and writes one byte more): {fairness (0 fifo, 1 round robin), per group:
--- rate limit, period, burst (0 0 0: no rate), concurrency (0: none), queue-wide: the same four}.
--- qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld: a snooze of an ungrouped job
--- holds the whole queue until then; gready: jobs in grouped ready; gact: groups active (in the
--- choice), the ungrouped jobs aside (they are active when ready holds any).
+-- acked nacked expired cancelled hint listed axmin due, then LIMITS: false while every one of
+-- its fields is at its default (most queues: one byte more to read and write), else the array
+-- lim qtat_ms qtat_rem qheld gready gact.
+-- lim: the queue's settings (core::QueueLimits), false for the defaults: {fairness (0 fifo, 1
+-- round robin), per group: rate limit, period, burst (0 0 0: no rate), concurrency (0: none),
+-- queue-wide: the same four}. qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld:
+-- a snooze of an ungrouped job holds the whole queue until then; gready: jobs in grouped ready;
+-- gact: groups active (in the choice), the ungrouped jobs aside (active when ready holds any).
 -- load_queue and save_queue spell FIELDS out, in its order (one constructor sizes the table
 -- once; see room.lua's load_room).
 local function load_queue()
@@ -50,8 +51,12 @@ local function load_queue()
   queue = {now = t[1], next_id = t[2], next_delivery = t[3], next_order = t[4], head_order = t[5],
        paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
        cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
-       lim = t[16] or false, qtat_ms = t[17] or 0, qtat_rem = t[18] or 0, qheld = t[19] or 0,
-       gready = t[20] or 0, gact = t[21] or 0}
+       lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0}
+  local l = t[16]
+  if l then
+    queue.lim, queue.qtat_ms, queue.qtat_rem, queue.qheld, queue.gready, queue.gact =
+        l[1], l[2], l[3], l[4], l[5], l[6]
+  end
   return true
 end
 local function create_queue(now)
@@ -150,8 +155,10 @@ local function save_queue()
   local q = queue
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
-             q.listed, q.axmin, q.due, q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact}))
-  save_groups()
+             q.listed, q.axmin, q.due,
+             (q.lim or q.qtat_ms ~= 0 or q.qtat_rem ~= 0 or q.qheld ~= 0 or q.gready ~= 0 or
+              q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact}}))
+  if next(groups) ~= nil then save_groups() end
   flush_told()
 end
 
@@ -1175,6 +1182,7 @@ local function run(keys, argv)
   K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED = KEYS[17], KEYS[18], KEYS[19], KEYS[20],
                                                       KEYS[21]
   K_FEED, K_FEED_HORIZON, told = KEYS[22], KEYS[23], {}
-  queue, groups = {}, {}
+  queue = {}
+  if next(groups) ~= nil then groups = {} end  -- left by a call that wrote nothing back
   return dispatch(OPS, 'queue')
 end
