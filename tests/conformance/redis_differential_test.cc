@@ -232,6 +232,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     RedisHarness redis(RedisServers::Get().Single(), 3);
     std::vector<Harness*> both{&memory, &redis};
     std::vector<std::string> leases;  // handed out so far (some stale by now)
+    std::map<std::string, std::vector<std::string>> leases_of;  // the same, by queue
     int i_now = -1;
     std::string r_now, q_now, w_now;  // this op's names, for the trace
     const bool trace = std::getenv("ANTEROOM_REDIS_DIFF_TRACE") != nullptr;
@@ -402,7 +403,10 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
           });
           if (a.ok()) {
-            for (const auto& d : a->jobs) leases.push_back(d.lease);
+            for (const auto& d : a->jobs) {
+              leases.push_back(d.lease);
+              leases_of[q].push_back(d.lease);
+            }
           }
           break;
         }
@@ -654,9 +658,14 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 36: {
           // A worker told to slow down: its jobs wait without using up an attempt, and hold back
           // their group (an ungrouped job: the whole queue).
-          if (leases.empty()) break;
-          std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
-          if (pick(3) == 0) some.push_back(leases[pick(static_cast<int>(leases.size()))]);
+          // The queue's latest deliveries, mostly still current.
+          const std::vector<std::string>& mine = leases_of[q];
+          if (mine.empty()) break;
+          auto recent = [&] {
+            return mine[mine.size() - 1 - pick(std::min<int>(4, static_cast<int>(mine.size())))];
+          };
+          std::vector<std::string> some{recent()};
+          if (pick(3) == 0) some.push_back(recent());
           if (pick(6) == 0) some.push_back("1.1.forged");
           int64_t delay = pick(3) == 0 ? 0 : 100 * (1 + pick(15));
           (void)same("snooze", [&](Backend& b) {
@@ -676,7 +685,10 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
               return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
             });
             if (a.ok()) {
-              for (const auto& d : a->jobs) leases.push_back(d.lease);
+              for (const auto& d : a->jobs) {
+                leases.push_back(d.lease);
+                leases_of[q].push_back(d.lease);
+              }
             }
           }
           break;
