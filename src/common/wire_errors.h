@@ -212,6 +212,33 @@ inline std::string JobAt(size_t index, std::string_view message) {
 }
 inline constexpr std::string_view kQueueLimitsNotOnRedis =
     "queue limits, groups and snoozes are not available on the Redis backend yet";
+inline constexpr std::string_view kQueueLimitsRange =
+    "limits out of range: a rate's limit and burst 1..1000000 and period_ms 1..86400000, "
+    "concurrency 0..1000000";
+inline constexpr std::string_view kQueueFairnessShape =
+    "fairness must be \"fifo\" or \"round_robin\"";
+inline constexpr std::string_view kQueueLimitsShape =
+    "limits must be an array of at most 2 objects: {\"key\": \"group\" or null, \"rate\"?, "
+    "\"concurrency\"?}";
+inline constexpr std::string_view kQueueLimitKeyShape =
+    "a limit's key must be \"group\" (each group on its own) or null (the whole queue)";
+inline constexpr std::string_view kQueueLimitTwice = "two limits with the same key";
+inline constexpr std::string_view kQueueLimitEmpty = "a limit needs a rate, a concurrency or both";
+inline constexpr std::string_view kQueueRateShape =
+    "a rate must be an object {\"limit\", \"period_ms\", \"burst\"?}";
+inline std::string UnknownQueueSettingsField(std::string_view key) {
+  return "unknown field '" + std::string(key) + "' (a queue's settings have fairness, limits)";
+}
+inline std::string UnknownQueueLimitField(std::string_view key) {
+  return "unknown field '" + std::string(key) + "' (a limit has key, rate, concurrency)";
+}
+inline std::string UnknownQueueRateField(std::string_view key) {
+  return "unknown field '" + std::string(key) + "' (a rate has limit, period_ms, burst)";
+}
+inline constexpr std::string_view kRetryAfterNeedsRateLimited =
+    "retry_after_ms goes with \"rate_limited\": true";
+inline constexpr std::string_view kRateLimitedNeedsRetryAfter =
+    "\"rate_limited\": true needs retry_after_ms (how long the group waits)";
 inline constexpr std::string_view kJobNotObject = "a job must be a JSON object";
 inline constexpr std::string_view kPayloadOver1MiB = "the payload is larger than 1 MiB";
 inline constexpr std::string_view kPayloadNotFinite =

@@ -44,7 +44,7 @@ void GroupLine::Sweep(int64_t now) {
     if (group.refs > 0 || group.name.empty()) continue;  // taken again, or already free
     // Its id is not reused while rotation_ still lists it (that entry would serve the next
     // group given the id a second turn).
-    if (!group.rate.Idle(now) || group.in_rotation) {
+    if (!group.rate.Idle(now) || group.held_until > now || group.in_rotation) {
       unreferenced_.push_back(g);
       continue;
     }
@@ -57,7 +57,19 @@ void GroupLine::Sweep(int64_t now) {
 bool GroupLine::QueueAllows(int64_t now) const {
   const JobLimits& q = settings_.queue;
   if (q.concurrency > 0 && inflight_ >= q.concurrency) return false;
+  if (now < queue_held_until_) return false;
   return !q.rate || queue_rate_.Allows(*q.rate, now);
+}
+
+int64_t GroupLine::GroupAllowedAt(GroupId g, int64_t now) const {
+  if (!Limited(g)) return now;
+  const Group& group = groups_[g];
+  const JobLimits& limits = settings_.per_group;
+  int64_t at = now;
+  if (limits.rate && !group.rate.Allows(*limits.rate, now)) {
+    at = group.rate.AllowedAtMs(*limits.rate, now);
+  }
+  return std::max(at, group.held_until);
 }
 
 void GroupLine::Activate(GroupId g, Key key) {
@@ -98,8 +110,7 @@ void GroupLine::Reassess(GroupId g, int64_t now, std::optional<Key> head) {
     RateUnpark(g);
     return Deactivate(g);
   }
-  if (Limited(g) && limits.rate && !group.rate.Allows(*limits.rate, now)) {
-    int64_t at = group.rate.AllowedAtMs(*limits.rate, now);
+  if (int64_t at = GroupAllowedAt(g, now); at > now) {
     if (group.rate_parked_until != at) {
       RateUnpark(g);
       group.rate_parked_until = at;
@@ -112,9 +123,9 @@ void GroupLine::Reassess(GroupId g, int64_t now, std::optional<Key> head) {
   // key before every job's, which ChooseFifo corrects when it leads.
   if (!group.active) return Activate(g, Key{std::numeric_limits<int64_t>::min(), 0, g});
   if (settings_.fairness == Fairness::kFifo && head && *head < group.key) {
-    fifo_.erase(group.key);
-    group.key = *head;
-    fifo_.insert(*head);
+    auto node = fifo_.extract(group.key);
+    node.value() = group.key = *head;
+    fifo_.insert(std::move(node));
   }
 }
 
@@ -139,6 +150,27 @@ void GroupLine::Forget(GroupId g, int64_t now) {
   groups_[g].line.Forget();
   --size_;
   if (groups_[g].line.empty()) Reassess(g, now);
+}
+
+bool GroupLine::TakeThis(GroupId g, int64_t now) {
+  if (!QueueAllows(now)) return false;
+  Group& group = groups_[g];
+  if (group.parked_conc || GroupAllowedAt(g, now) > now) return false;
+  const JobLimits& limits = settings_.per_group;
+  if (Limited(g) && limits.concurrency > 0 && group.inflight >= limits.concurrency) return false;
+  group.line.Forget();
+  --size_;
+  Took(g, now, /*in_turn=*/false);
+  return true;
+}
+
+void GroupLine::Hold(GroupId g, int64_t until, int64_t now) {
+  if (g == kUngrouped) {
+    queue_held_until_ = std::max(queue_held_until_, until);
+    return;
+  }
+  groups_[g].held_until = std::max(groups_[g].held_until, until);
+  Reassess(g, now);
 }
 
 void GroupLine::Finished(GroupId g, int64_t now) {
@@ -168,13 +200,13 @@ std::optional<GroupLine::GroupId> GroupLine::ChooseInTurn() {
 
 // After a take from `g`: counted in flight and against the rates, and (kRoundRobin) the group's
 // turn is over.
-void GroupLine::Took(GroupId g, int64_t now) {
+void GroupLine::Took(GroupId g, int64_t now, bool in_turn) {
   Group& group = groups_[g];
   ++group.inflight;
   ++inflight_;
   if (settings_.queue.rate) queue_rate_.Take(*settings_.queue.rate, now);
   if (Limited(g) && settings_.per_group.rate) group.rate.Take(*settings_.per_group.rate, now);
-  if (settings_.fairness == Fairness::kRoundRobin) {
+  if (in_turn && settings_.fairness == Fairness::kRoundRobin) {
     rotation_.pop_front();  // g: ChooseInTurn answered the front
     group.in_rotation = false;
   }
@@ -198,19 +230,23 @@ int64_t GroupLine::NextAllowedAt(int64_t now) const {
   const JobLimits& q = settings_.queue;
   if (q.concurrency > 0 && inflight_ >= q.concurrency) return kNotParked;
   if (q.rate) at = std::max(at, queue_rate_.AllowedAtMs(*q.rate, now));
-  return at;
+  return std::max(at, queue_held_until_);
 }
 
 void GroupLine::Configure(const QueueLimits& settings, int64_t now) {
   QueueLimits old = settings_;
   settings_ = settings;
-  if (old.queue.rate && settings.queue.rate)
+  if (old.queue.rate && settings.queue.rate) {
     queue_rate_.Rescale(*old.queue.rate, *settings.queue.rate);
-  if (!settings.queue.rate) queue_rate_ = Gcra{};
+  } else if (!settings.queue.rate) {
+    queue_rate_ = Gcra{};
+  }
   fifo_.clear();
-  rotation_.clear();
   rate_parked_.clear();
   active_ = 0;
+  // Looked at in name order, so the groups that join the rotation now join it in an order that
+  // does not depend on their ids.
+  std::vector<GroupId> order;
   for (GroupId g = 0; g < groups_.size(); ++g) {
     Group& group = groups_[g];
     if (old.per_group.rate && settings.per_group.rate) {
@@ -219,10 +255,30 @@ void GroupLine::Configure(const QueueLimits& settings, int64_t now) {
       group.rate = Gcra{};
     }
     group.active = false;
-    group.in_rotation = false;
     group.parked_conc = false;
     group.rate_parked_until = kNotParked;
-    if (group.refs > 0 || g == kUngrouped) Reassess(g, now);
+    if (old.fairness != settings.fairness) group.in_rotation = false;
+    if (group.refs > 0 || g == kUngrouped) order.push_back(g);
+  }
+  if (old.fairness != settings.fairness) rotation_.clear();
+  std::sort(order.begin(), order.end(),
+            [&](GroupId a, GroupId b) { return groups_[a].name < groups_[b].name; });
+  for (GroupId g : order) Reassess(g, now);
+}
+
+bool GroupLine::CountJob(GroupId g, bool inflight) {
+  if (g >= groups_.size() || (g != kUngrouped && groups_[g].name.empty())) return false;
+  ++groups_[g].refs;
+  if (inflight) {
+    ++groups_[g].inflight;
+    ++inflight_;
+  }
+  return true;
+}
+
+void GroupLine::Restored() {
+  for (GroupId g = 1; g < groups_.size(); ++g) {
+    if (groups_[g].refs == 0 && !groups_[g].name.empty()) unreferenced_.push_back(g);
   }
 }
 

@@ -88,6 +88,7 @@ void Queue::FreeJob(Index i) {
   Job& job = slab_[i];
   if (job.dedupe_key) dedupe_.erase(*job.dedupe_key);
   by_id_.erase(job.id);
+  line_.Unref(job.group);
   job = Job{};
   free_.push_back(i);
   std::push_heap(free_.begin(), free_.end(), std::greater<>());
@@ -120,9 +121,9 @@ void Queue::MakeReady(Index i, bool at_head) {
   job.order = at_head ? head_order_-- : next_order_++;
   job.ticket = next_ticket_++;
   if (at_head) {
-    ready_.PushFront(i, job.priority, job.ticket);
+    line_.PushFront(job.group, i, job.priority, job.order, job.ticket, now_);
   } else {
-    ready_.PushBack(i, job.priority, job.ticket);
+    line_.PushBack(job.group, i, job.priority, job.order, job.ticket, now_);
   }
 }
 
@@ -137,6 +138,7 @@ void Queue::MakeDelayed(Index i, int64_t until) {
 void Queue::EndLease(Index i) {
   Job& job = slab_[i];
   if (leases_.Contains(i)) leases_.Remove(i);
+  line_.Finished(job.group, now_);
   if (job.worker != kNoWorker) {
     uint32_t w = job.worker;
     workers_[w].jobs.erase(i);
@@ -253,6 +255,7 @@ void Queue::Advance(int64_t now_ms) {
   }
   now_ = target;
   ForgetOldAcks(now_);
+  line_.Sweep(now_);
 }
 
 int64_t Queue::NextDeadline() const {
@@ -284,6 +287,7 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
     if (spec.dedupe_key) job.dedupe_key = std::make_unique<std::string>(*spec.dedupe_key);
     job.priority = spec.priority;
     job.max_attempts = spec.max_attempts;
+    job.group = line_.Ref(spec.group);
     by_id_.emplace(i);
     if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
     if (spec.delay_ms > 0) {
@@ -301,11 +305,14 @@ std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t 
                                    int64_t now_ms) {
   Advance(now_ms);
   std::vector<Delivery> out;
-  if (paused_ || ready_.empty() || max == 0) return out;
+  if (paused_ || max == 0 || !line_.CanTake(now_)) return out;
   uint32_t w = WorkerFor(worker);
-  while (out.size() < max && !ready_.empty()) {
-    Index i = ready_.TakeFirst([this](Index j, uint64_t ticket) { return LiveEntry(j, ticket); });
-    out.push_back(LeaseTo(i, w, lease_ms));
+  auto live = [this](Index j, uint64_t ticket) { return LiveEntry(j, ticket); };
+  auto order_of = [this](Index j) { return slab_[j].order; };
+  while (out.size() < max) {
+    std::optional<Index> i = line_.Take(now_, live, order_of);
+    if (!i) break;
+    out.push_back(LeaseTo(*i, w, lease_ms));
   }
   return out;
 }
@@ -330,8 +337,9 @@ std::vector<Delivery> Queue::Reclaim(std::string_view worker, size_t max, int64_
   for (Index i : jobs) {
     if (out.size() >= max) break;
     if (slab_[i].state != State::kReady) continue;  // dead: attempts used up
-    slab_[i].ticket = 0;                            // its entry in ready_ is dropped when reached
-    ready_.Forget();
+    // Held back by its limits: it waits, ready, at the head of its group (LeaseTo makes its
+    // entry stale when it is taken).
+    if (!line_.TakeThis(slab_[i].group, now_)) continue;
     // Looked up per job: the release may have forgotten the worker, and one left with no job
     // must not be made again.
     out.push_back(LeaseTo(i, WorkerFor(worker), lease_ms));
@@ -349,8 +357,8 @@ Delivery Queue::LeaseTo(Index i, uint32_t w, int64_t lease_ms) {
   job.worker = w;
   workers_[w].jobs.insert(i);
   leases_.Set(i, static_cast<uint64_t>(job.due));
-  return {job.id,  job.payload,  job.attempt, LeaseFor(job.id, job.delivery),
-          job.due, job.priority, {}};
+  return {job.id,  job.payload,  job.attempt,          LeaseFor(job.id, job.delivery),
+          job.due, job.priority, line_.Name(job.group)};
 }
 
 LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {
@@ -424,6 +432,24 @@ LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::s
     MakeDelayed(*i, now_ + delay);
   } else {
     MakeReady(*i, /*at_head=*/false);
+  }
+  return LeaseOutcome::kOk;
+}
+
+LeaseOutcome Queue::Snooze(LeaseRef lease, int64_t delay_ms, int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return acked_before ? LeaseOutcome::kLeaseLost : outcome;
+  Job& job = slab_[*i];
+  EndLease(*i);
+  job.attempt -= 1;  // this delivery was never tried
+  line_.Hold(job.group, now_ + delay_ms, now_);
+  if (delay_ms > 0) {
+    MakeDelayed(*i, now_ + delay_ms);
+  } else {
+    MakeReady(*i, /*at_head=*/true);
   }
   return LeaseOutcome::kOk;
 }
@@ -538,8 +564,8 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
     case State::kInflight:
       return CancelOutcome::kInFlight;
     case State::kReady:
-      job.ticket = 0;  // its entry in ready_ is dropped when reached
-      ready_.Forget();
+      job.ticket = 0;  // its entry in its group's line is dropped when reached
+      line_.Forget(job.group, now_);
       break;
     case State::kDelayed:
       delayed_.Remove(i);
@@ -553,6 +579,11 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
   return CancelOutcome::kCancelled;
 }
 
+void Queue::Configure(const QueueSettings& settings, int64_t now_ms) {
+  Advance(now_ms);
+  line_.Configure(settings.limits, now_);
+}
+
 void Queue::SetPaused(bool paused, int64_t now_ms) {
   Advance(now_ms);
   paused_ = paused;
@@ -561,7 +592,7 @@ void Queue::SetPaused(bool paused, int64_t now_ms) {
 QueueStats Queue::Stats(int64_t now_ms) {
   Advance(now_ms);
   QueueStats s;
-  s.ready = static_cast<int64_t>(ready_.size());
+  s.ready = static_cast<int64_t>(line_.size());
   s.delayed = static_cast<int64_t>(delayed_.size());
   s.inflight = static_cast<int64_t>(leases_.size());
   s.dead = static_cast<int64_t>(dead_.size());

@@ -14,11 +14,12 @@
 //
 // Invariants (checked by tests/unit/queue_test.cc):
 //  - pushed = acked + ready + delayed + inflight + dead + cancelled, at every moment.
-//  - A job is in exactly one of ready_, delayed_, leases_, dead_ (or gone).
+//  - A job is in exactly one of line_ (ready), delayed_, leases_, dead_ (or gone).
 //  - While a lease is valid no other delivery of its job exists; a lease names one delivery, so
 //    a stale or superseded lease never acks, nacks or extends a later delivery (lease_lost).
-//  - ready_ order: higher priority first, then `order` (FIFO; jobs returned after a failed
-//    delivery get an order before every other, so they lead their priority).
+//  - Ready order: higher priority first, then `order` (FIFO; jobs returned after a failed
+//    delivery get an order before every other, so they lead their priority), within a group;
+//    across groups as the queue's fairness says, limits holding groups back (core/group_line.h).
 //  - Deadlines (delays, leases, heartbeats) are processed in time order whenever the queue is
 //    touched or Advance() is called; expiry costs O(expired x log n). Jobs that become ready
 //    at the same moment keep their relative order (delayed: push order; returned: their order
@@ -43,11 +44,11 @@
 #include "common/bytes.h"
 #include "core/chunked_slab.h"
 #include "core/deadline_heap.h"
+#include "core/group_line.h"
 #include "core/hmac.h"
 #include "core/lease_codec.h"
 #include "core/lease_mac.h"
 #include "core/queue_types.h"
-#include "core/ready_line.h"
 
 namespace anteroom::core {
 
@@ -80,6 +81,10 @@ class Queue {
   LeaseOutcome Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
                     int64_t now_ms);
   LeaseOutcome Extend(LeaseRef lease, int64_t lease_ms, int64_t now_ms);
+  // A worker told to slow down (an upstream 429): the delivery ends without using up its
+  // attempt (no failure is kept), the job waits `delay_ms` (0: back at the head of its
+  // priority), and its group (an ungrouped job: the whole queue) is held as long.
+  LeaseOutcome Snooze(LeaseRef lease, int64_t delay_ms, int64_t now_ms);
   // The same, from the lease string (an invalid one answers kInvalidLease).
   LeaseOutcome Ack(std::string_view lease, int64_t now_ms);
   LeaseOutcome Nack(std::string_view lease, std::optional<int64_t> delay_ms, std::string_view error,
@@ -98,6 +103,9 @@ class Queue {
   CancelOutcome Cancel(JobId id, int64_t now_ms);
   void SetPaused(bool paused, int64_t now_ms);
   bool paused() const { return paused_; }
+  // Limits and fairness apply from now on (the groups held back are looked at again).
+  void Configure(const QueueSettings& settings, int64_t now_ms);
+  QueueSettings settings() const { return {line_.settings()}; }
 
   // Jobs that went dead while noting, until TakeBuried: the backend tells them as job.dead
   // lifecycle events. Off while a log is replayed (they were told when they died).
@@ -110,13 +118,17 @@ class Queue {
   std::vector<Buried> TakeBuried() { return std::exchange(buried_, {}); }
   QueueStats Stats(int64_t now_ms);
 
-  // True when a fetch now would get a job (for waking long polls).
-  bool CanDeliver() const { return !paused_ && !ready_.empty(); }
+  // True when a fetch now (the time of the last call) would get a job (for waking long polls).
+  bool CanDeliver() const { return !paused_ && line_.CanTake(now_); }
+  // When a fetch that finds only held-back jobs would get one: the earliest moment a rate or a
+  // hold allows, INT64_MAX when nothing waits on time (nothing ready, paused, or only
+  // concurrency holds jobs back: a job that ends frees them).
+  int64_t NextAllowedAt() const { return paused_ ? INT64_MAX : line_.NextAllowedAt(now_); }
   // True when the queue holds nothing a client put there: no job in any state, no worker, not
   // paused, never pushed to. Such a queue may be forgotten (a name nobody uses costs nothing).
   bool HoldsNothing() const {
-    return pushed_ == 0 && ready_.empty() && delayed_.empty() && leases_.empty() && dead_.empty() &&
-           worker_index_.empty() && !paused_;
+    return pushed_ == 0 && line_.empty() && delayed_.empty() && leases_.empty() && dead_.empty() &&
+           worker_index_.empty() && !paused_ && line_.settings() == QueueLimits{};
   }
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
@@ -146,13 +158,14 @@ class Queue {
     std::unique_ptr<std::vector<FailedAttempt>> history;  // null: no failed attempt
     int64_t due = 0;        // delayed: ready at; inflight: lease expires at
     int64_t order = 0;      // FIFO position within its priority
-    uint64_t ticket = 0;    // its live entry in ready_ (0: none)
+    uint64_t ticket = 0;    // its live entry in line_ (0: none)
     uint64_t delivery = 0;  // the current (or last) delivery's number
     int64_t failed_at = 0;
     int32_t priority = 0;
     int32_t max_attempts = kDefaultMaxAttempts;
     int32_t attempt = 0;  // deliveries so far
     uint32_t worker = kNoWorker;
+    GroupLine::GroupId group = GroupLine::kUngrouped;
     State state = State::kReady;
 
     // Appends to the history, making it on the first failure.
@@ -238,7 +251,7 @@ class Queue {
   std::vector<Index> free_;
   boost::unordered_flat_set<Index, HashById, SameId> by_id_{0, HashById{{&slab_}},
                                                             SameId{{&slab_}}};
-  ReadyLine ready_;
+  GroupLine line_;  // the ready jobs, by group
   uint64_t next_ticket_ = 1;
   DeadlineHeap delayed_;                      // key: ready-at ms
   DeadlineHeap leases_;                       // key: lease expiry ms

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/bytes.h"
 #include "core/rate_limit.h"
 
 namespace anteroom::core {
@@ -28,5 +29,12 @@ struct QueueLimits {
   JobLimits queue;      // all jobs together
   friend bool operator==(const QueueLimits&, const QueueLimits&) = default;
 };
+
+// Within the bounds: a fairness known, rates RateLimit::Valid, concurrency 0..kMaxConcurrency.
+bool ValidLimits(const QueueLimits& limits);
+// As snapshots and log records hold them: u8 fairness, then per group and for the queue each
+// opt(i64 limit, i64 period_ms, i64 burst) and i64 concurrency. Load refuses invalid limits.
+void SaveLimits(ByteWriter& out, const QueueLimits& limits);
+bool LoadLimits(ByteReader& in, QueueLimits& limits);
 
 }  // namespace anteroom::core

@@ -11,8 +11,11 @@
 namespace anteroom::core {
 
 namespace {
-constexpr uint32_t kQueueFormat = 1;
-}
+// 2 added groups and limits: a job's group id, and the ready jobs by group with the limits'
+// state (core::GroupLine::Save) where 1 had one line of ready jobs.
+constexpr uint32_t kQueueFormat = 2;
+constexpr uint32_t kOldestQueueFormat = 1;
+}  // namespace
 
 void Queue::Save(ByteWriter& out) const {
   out.Put(kQueueFormat);
@@ -39,6 +42,7 @@ void Queue::Save(ByteWriter& out) const {
     out.Put(job.attempt);
     out.Put(job.state);
     out.Put(job.worker);
+    out.Put(job.group);
     out.Put<uint32_t>(static_cast<uint32_t>(job.history ? job.history->size() : 0));
     if (job.history) {
       for (const FailedAttempt& f : *job.history) {
@@ -58,13 +62,7 @@ void Queue::Save(ByteWriter& out) const {
   for (Index i : free_slots) out.Put(i);
 
   // Live ready entries only, in delivery order (stale ones would be skipped anyway).
-  std::vector<Index> ready;
-  ready.reserve(ready_.size());
-  ready_.ForEach([&](Index i, int32_t, uint64_t ticket) {
-    if (LiveEntry(i, ticket)) ready.push_back(i);
-  });
-  out.Put<uint64_t>(ready.size());
-  for (Index i : ready) out.Put(i);
+  line_.Save(out, [this](Index i, uint64_t ticket) { return LiveEntry(i, ticket); });
   out.Put(next_ticket_);
 
   out.Put<uint64_t>(workers_.size());
@@ -95,7 +93,8 @@ void Queue::Save(ByteWriter& out) const {
 }
 
 bool Queue::Restore(ByteReader& in) {
-  if (in.Get<uint32_t>() != kQueueFormat) return false;
+  uint32_t format = in.Get<uint32_t>();
+  if (format < kOldestQueueFormat || format > kQueueFormat) return false;
   Queue& q = *this;
   q.now_ = in.Get<int64_t>();
   std::istringstream rng(std::string(in.GetView()));
@@ -120,6 +119,7 @@ bool Queue::Restore(ByteReader& in) {
     job.attempt = in.Get<int32_t>();
     job.state = in.Get<State>();
     job.worker = in.Get<uint32_t>();
+    if (format >= 2) job.group = in.Get<GroupLine::GroupId>();
     uint32_t history = in.Get<uint32_t>();
     if (history > in.remaining() / 16) in.Fail();
     for (uint32_t k = 0; k < history && !in.failed(); ++k) {
@@ -143,15 +143,38 @@ bool Queue::Restore(ByteReader& in) {
       q.free_.size() + q.by_id_.size() != n) {
     in.Fail();
   }
-  uint64_t ready = in.GetCount(sizeof(Index));
-  for (uint64_t k = 0; k < ready && !in.failed(); ++k) {
-    Index i = in.Get<Index>();
-    if (i >= n || q.slab_[i].id == 0 || q.slab_[i].state != State::kReady) {
-      in.Fail();
-    } else {
-      q.ready_.PushBack(i, q.slab_[i].priority, q.slab_[i].ticket);
+  // Each job counted in its group (refs, in flight), before format 1's line is filled (its
+  // jobs are all ungrouped, and the line takes their count in flight into account).
+  auto count_jobs = [&] {
+    for (Index i = 0; i < n && !in.failed(); ++i) {
+      const Job& job = q.slab_[i];
+      if (job.id != 0 && !q.line_.CountJob(job.group, job.state == State::kInflight)) in.Fail();
+    }
+  };
+  auto ready_job = [&](Index i) {
+    return i < n && q.slab_[i].id != 0 && q.slab_[i].state == State::kReady;
+  };
+  if (format >= 2) {
+    bool placed = q.line_.Restore(in, [&](Index i) -> std::optional<std::pair<int32_t, uint64_t>> {
+      if (!ready_job(i)) return std::nullopt;
+      return std::pair{q.slab_[i].priority, q.slab_[i].ticket};
+    });
+    if (!placed) in.Fail();
+    count_jobs();
+  } else {
+    count_jobs();
+    uint64_t ready = in.GetCount(sizeof(Index));
+    for (uint64_t k = 0; k < ready && !in.failed(); ++k) {
+      Index i = in.Get<Index>();
+      if (!ready_job(i)) {
+        in.Fail();
+      } else {
+        const Job& job = q.slab_[i];
+        q.line_.PushBack(GroupLine::kUngrouped, i, job.priority, job.order, job.ticket, q.now_);
+      }
     }
   }
+  q.line_.Restored();
   q.next_ticket_ = in.Get<uint64_t>();
 
   uint64_t workers = in.GetCount(4 + 8);

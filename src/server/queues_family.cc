@@ -18,6 +18,7 @@
 #include "server/payload_text.h"
 #include "server/preamble.h"
 #include "server/queue_keys.h"
+#include "server/queue_settings.h"
 
 namespace anteroom::server {
 
@@ -51,7 +52,8 @@ std::optional<core::JobId> ParseJobId(const json::value& v) {
   return std::nullopt;
 }
 
-// One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?}
+// One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?,
+// "group"?}
 // Errors name the field only; a batch adds which job (wire::JobAt). `index`: the job's place in
 // the body, whose payload text `texts` gives.
 OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_t index) {
@@ -74,6 +76,9 @@ OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_
   if (!attempts.ok()) return {attempts.status(), attempts.message()};
   auto dedupe = ReadName(o, "dedupe_key");
   if (!dedupe.ok()) return {dedupe.status(), dedupe.message()};
+  auto group = ReadName(o, "group");
+  if (!group.ok()) return {group.status(), group.message()};
+  spec.group = group->value_or("");
   spec.delay_ms = delay->value_or(0);
   spec.priority = static_cast<int32_t>(priority->value_or(0));
   spec.max_attempts = static_cast<int32_t>(attempts->value_or(core::kDefaultMaxAttempts));
@@ -257,8 +262,11 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
           if (!first) out += ',';
           fmt::format_to(it,
                          FMT_COMPILE(R"({{"id":"{}","payload":{},"attempt":{},"lease":"{}",)"
-                                     R"("lease_expires_ms":{},"priority":{}}})"),
+                                     R"("lease_expires_ms":{},"priority":{})"),
                          d.id, d.payload, d.attempt, d.lease, d.lease_expires_ms, d.priority);
+          // A group is a name (common/names.h): nothing in it needs escaping.
+          if (!d.group.empty()) fmt::format_to(it, FMT_COMPILE(R"(,"group":"{}")"), d.group);
+          out += '}';
           first = false;
         }
         out += ']';
@@ -283,11 +291,28 @@ void CmdAck(Services& s, const Request& req, Respond respond) {
 }
 
 // POST /v1/queues/{q}/nack: {"leases", "delay_ms"?, "error"?}: the jobs go back (or die).
+// With {"rate_limited": true, "retry_after_ms"} the worker was told to slow down: a snooze (the
+// attempt is not used up, the job's group waits retry_after_ms; store/backend.h Snooze).
 void CmdNack(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
   auto leases = ReadLeases(in.body());
   if (!leases.ok()) return respond(ErrorReply(leases));
+  auto rate_limited = ReadBool(in.body(), "rate_limited");
+  if (!rate_limited.ok()) return respond(ErrorReply(rate_limited));
+  auto retry_after = ReadInt(in.body(), "retry_after_ms", 0, core::kBackoffCapMs);
+  if (!retry_after.ok()) return respond(ErrorReply(retry_after));
+  if (rate_limited->value_or(false)) {
+    if (!*retry_after) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kRateLimitedNeedsRetryAfter));
+    }
+    std::vector<std::string> copy = *leases;
+    return s.backend.Snooze(req.params[0], std::move(*leases), **retry_after,
+                            AnswerOutcomes(copy, std::move(respond)));
+  }
+  if (*retry_after) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kRetryAfterNeedsRateLimited));
+  }
   auto delay = ReadInt(in.body(), "delay_ms", 0, core::kMaxDurationMs);
   if (!delay.ok()) return respond(ErrorReply(delay));
   auto error = ReadString(in.body(), "error");
@@ -446,6 +471,35 @@ void CmdDeleteQueueKey(Services& s, const Request& req, Respond respond) {
                         });
 }
 
+// PUT /v1/queues/{q}/settings: limits and fairness (server/queue_settings.h), all of them:
+// what the body leaves out goes back to its default. Answers the settings now in force.
+void CmdPutQueueSettings(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kEmptyIsEmpty);
+  if (!in.ok()) return respond(in.Error());
+  auto settings = ReadQueueSettings(in.body());
+  if (!settings.ok()) return respond(ErrorReply(settings));
+  s.backend.SetQueueSettings(
+      req.params[0], *settings,
+      [name = req.params[0], settings = *settings, respond = std::move(respond)](OpResult<Done> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        json::object out = QueueSettingsJson(settings);
+        out.emplace("queue", name);
+        respond(JsonReply(out));
+      });
+}
+
+// GET /v1/queues/{q}/settings: the defaults for a queue nobody set them for.
+void CmdGetQueueSettings(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  s.backend.GetQueueSettings(req.params[0], [name = req.params[0], respond = std::move(respond)](
+                                                OpResult<core::QueueSettings> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    json::object out = QueueSettingsJson(*r);
+    out.emplace("queue", name);
+    respond(JsonReply(out));
+  });
+}
+
 // GET /v1/queues/{q}/dead[?limit=N]: dead letters with their failure history.
 void CmdDead(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
@@ -550,6 +604,10 @@ void RegisterQueueRoutes(Router& router, Services& s) {
       {verb::post, "/v1/queues/{q}/workers/{w}/release", kAdmin, kBody, kNoCors, kPlain,
        CmdReleaseWorker},
       {verb::post, "/v1/queues/{q}/pause", kAdmin, kBody, kNoCors, kPlain, CmdPause},
+      {verb::put, "/v1/queues/{q}/settings", kAdmin, kDefaultBodyLimit, kNoCors, kPlain,
+       CmdPutQueueSettings},
+      {verb::get, "/v1/queues/{q}/settings", kQueue, kDefaultBodyLimit, kNoCors, kPlain,
+       CmdGetQueueSettings},
       {verb::put, "/v1/queues/{q}/key", kAdmin, kDefaultBodyLimit, kNoCors, kPlain, CmdPutQueueKey},
       {verb::delete_, "/v1/queues/{q}/key", kAdmin, kDefaultBodyLimit, kNoCors, kPlain,
        CmdDeleteQueueKey},

@@ -35,6 +35,36 @@ using core::QueueStats;
 using Outcomes = std::vector<LeaseOutcome>;
 using Deliveries = std::vector<Delivery>;
 
+JobSpec Grouped(std::string payload, std::string group, int32_t priority = 0) {
+  JobSpec spec;
+  spec.payload = std::move(payload);
+  spec.group = std::move(group);
+  spec.priority = priority;
+  return spec;
+}
+
+core::RateLimit Rate(int64_t limit, int64_t period_ms, int64_t burst) {
+  return core::RateLimit{.limit = limit, .period_ms = period_ms, .burst = burst};
+}
+
+core::JobLimits Limit(std::optional<core::RateLimit> rate, int64_t concurrency = 0) {
+  core::JobLimits l;
+  l.rate = rate;
+  l.concurrency = concurrency;
+  return l;
+}
+
+core::QueueLimits Limits(core::Fairness fairness, core::JobLimits per_group = {},
+                         core::JobLimits queue = {}) {
+  core::QueueLimits l;
+  l.fairness = fairness;
+  l.per_group = per_group;
+  l.queue = queue;
+  return l;
+}
+const core::Fairness kFifo = core::Fairness::kFifo;
+const core::Fairness kRoundRobin = core::Fairness::kRoundRobin;
+
 JobSpec Job(std::string payload, int32_t priority = 0, int64_t delay_ms = 0,
             std::optional<std::string> dedupe_key = std::nullopt,
             int32_t max_attempts = core::kDefaultMaxAttempts) {
@@ -230,6 +260,23 @@ class QueuesConformanceTest : public conformance::BackendTest {
     auto r = Await<std::optional<std::string>>([&](auto done) { b().GetQueueKey(q, done); });
     EXPECT_TRUE(r.ok()) << r.message();
     return r.ok() ? *r : std::optional<std::string>("(failed)");
+  }
+  Outcomes Snooze(const std::string& q, std::vector<std::string> leases, int64_t delay_ms) {
+    auto r = Await<Outcomes>([&](auto done) { b().Snooze(q, std::move(leases), delay_ms, done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : Outcomes{};
+  }
+  OpResult<Done> SetSettings(const std::string& q, core::QueueSettings settings) {
+    return Await<Done>([&](auto done) { b().SetQueueSettings(q, settings, done); });
+  }
+  core::QueueSettings GetSettings(const std::string& q) {
+    auto r = Await<core::QueueSettings>([&](auto done) { b().GetQueueSettings(q, done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : core::QueueSettings{};
+  }
+  void Configure(const std::string& q, core::QueueLimits limits) {
+    auto r = SetSettings(q, core::QueueSettings{limits});
+    ASSERT_TRUE(r.ok()) << r.message();
   }
   std::set<std::string> ListedNames() {
     std::set<std::string> names;
@@ -1483,6 +1530,329 @@ TEST_P(QueuesConformanceTest, QueuesAreIndependent) {
   EXPECT_EQ(TakeOne("one", "w").attempt, 2);
   EXPECT_EQ(Stats("two").expired, 0);
   EXPECT_NE(Ack("two", {d.lease}), Outcomes{kOk}) << "one's lease on two";
+}
+
+// ---- groups, limits and fairness -------------------------------------------------------------
+
+TEST_P(QueuesConformanceTest, SettingsAreTheDefaultsUntilSetAndReadBackAsSet) {
+  EXPECT_EQ(GetSettings("q"), core::QueueSettings{});
+  EXPECT_TRUE(ListedNames().empty());
+  core::QueueLimits limits =
+      Limits(kRoundRobin, Limit(Rate(10, 1'000, 3), 2), Limit(std::nullopt, 7));
+  Configure("q", limits);
+  EXPECT_EQ(GetSettings("q").limits, limits);
+  EXPECT_EQ(ListedNames(), std::set<std::string>{"q"}) << "settings make the queue";
+  Configure("q", {});
+  EXPECT_EQ(GetSettings("q"), core::QueueSettings{});
+  EXPECT_EQ(GetSettings("other"), core::QueueSettings{});
+}
+
+TEST_P(QueuesConformanceTest, SettingsCreateQueuesWithinMaxQueues) {
+  Remake({.max_queues = 1});
+  PushOne("a", "1");
+  auto r = SetSettings("b", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1))});
+  EXPECT_EQ(r.status(), OpStatus::kLimitReached);
+  EXPECT_EQ(GetSettings("b"), core::QueueSettings{});
+  EXPECT_TRUE(SetSettings("a", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1))}).ok());
+}
+
+TEST_P(QueuesConformanceTest, AJobsGroupTravelsWithItsDelivery) {
+  PushOne("q", Grouped("1", "acme"));
+  PushOne("q", "2");
+  Deliveries d = Take("q", "w", 2);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].group, "acme");
+  EXPECT_EQ(d[1].group, "");
+}
+
+TEST_P(QueuesConformanceTest, FifoAcrossGroupsIsPriorityThenPushOrder) {
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 10)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("b1", "b"));
+  PushOne("q", Grouped("a2", "a"));
+  PushOne("q", "u1");
+  PushOne("q", Grouped("b2", "b", 5));
+  EXPECT_EQ(Payloads(Take("q", "w", 10)), (std::vector<std::string>{"b2", "a1", "b1", "a2", "u1"}));
+}
+
+TEST_P(QueuesConformanceTest, PerGroupConcurrencyHoldsAGroupBackWithoutUsingAnAttempt) {
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 1)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  PushOne("q", Grouped("b1", "b"));
+  PushOne("q", "u1");
+  PushOne("q", "u2");
+  Deliveries first = Take("q", "w", 10);
+  EXPECT_EQ(Payloads(first), (std::vector<std::string>{"a1", "b1", "u1", "u2"}))
+      << "ungrouped jobs are exempt from per-group limits";
+  ExpectCounts("q", 1, 0, 4, 0);
+  EXPECT_TRUE(Take("q", "w", 10).empty());
+  EXPECT_EQ(Ack("q", {first[0].lease}), Outcomes{kOk});
+  Delivery a2 = TakeOne("q", "w");
+  EXPECT_EQ(a2.payload, "a2");
+  EXPECT_EQ(a2.attempt, 1) << "being held back is no attempt";
+}
+
+TEST_P(QueuesConformanceTest, ConcurrencyIsKeptWhenAWorkerDies) {
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 1)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  Delivery a1 = TakeOne("q", "w", 1'000);
+  EXPECT_TRUE(Take("q", "v", 5).empty());
+  AdvanceTime(1'000);  // w's lease runs out: a1 goes back to the head of its group
+  Deliveries again = Take("q", "v", 5);
+  ASSERT_EQ(again.size(), 1u) << "one at a time, even after a death";
+  EXPECT_EQ(again[0].payload, "a1");
+  EXPECT_EQ(again[0].attempt, 2);
+  EXPECT_EQ(Ack("q", {a1.lease}), Outcomes{kLost});
+  EXPECT_TRUE(Take("q", "v", 5).empty());
+}
+
+TEST_P(QueuesConformanceTest, QueueWideConcurrencyHoldsEveryJob) {
+  Configure("q", Limits(kFifo, {}, Limit(std::nullopt, 2)));
+  for (int i = 0; i < 3; ++i) PushOne("q", "j" + std::to_string(i));
+  PushOne("q", Grouped("g", "a"));
+  Deliveries d = Take("q", "w", 10);
+  EXPECT_EQ(d.size(), 2u);
+  EXPECT_EQ(Ack("q", {d[0].lease}), Outcomes{kOk});
+  EXPECT_EQ(Payloads(Take("q", "w", 10)), (std::vector<std::string>{"j2"}));
+}
+
+TEST_P(QueuesConformanceTest, RoundRobinServesGroupsInTurn) {
+  Configure("q", Limits(kRoundRobin));
+  for (int i = 1; i <= 5; ++i) PushOne("q", Grouped("a" + std::to_string(i), "a"));
+  PushOne("q", Grouped("b1", "b"));
+  PushOne("q", Grouped("b2", "b"));
+  PushOne("q", Grouped("c1", "c"));
+  EXPECT_EQ(Payloads(Take("q", "w", 3)), (std::vector<std::string>{"a1", "b1", "c1"}));
+  EXPECT_EQ(Payloads(Take("q", "w", 10)), (std::vector<std::string>{"a2", "b2", "a3", "a4", "a5"}));
+}
+
+TEST_P(QueuesConformanceTest, RoundRobinWithinAGroupIsPriorityThenFifo) {
+  Configure("q", Limits(kRoundRobin));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a", 9));
+  PushOne("q", Grouped("b1", "b"));
+  EXPECT_EQ(Payloads(Take("q", "w", 3)), (std::vector<std::string>{"a2", "b1", "a1"}));
+}
+
+TEST_P(QueuesConformanceTest, AFetchThatFindsOnlyRateLimitedWorkParksUntilItIsAllowed) {
+  Configure("q", Limits(kFifo, Limit(Rate(1, 1'000, 1))));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  EXPECT_EQ(TakeOne("q", "w").payload, "a1");
+  EXPECT_TRUE(Take("q", "w").empty()) << "a2 is held by its rate";
+  PendingFetch pending = StartFetch("q", "w", 5, 30'000, 20'000);
+  EXPECT_TRUE(pending.StillWaiting());
+  AdvanceTime(999);
+  EXPECT_TRUE(pending.StillWaiting());
+  AdvanceTime(1);
+  auto got = pending.Get();
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(Payloads(*got), (std::vector<std::string>{"a2"}));
+  EXPECT_EQ((*got)[0].attempt, 1);
+}
+
+TEST_P(QueuesConformanceTest, AFinishedJobWakesALongPollHeldByConcurrency) {
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 1)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  Delivery a1 = TakeOne("q", "w");
+  PendingFetch pending = StartFetch("q", "v", 1, 30'000, 20'000);
+  EXPECT_TRUE(pending.StillWaiting());
+  EXPECT_EQ(Ack("q", {a1.lease}), Outcomes{kOk});
+  auto got = pending.Get();
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(Payloads(*got), (std::vector<std::string>{"a2"}));
+}
+
+TEST_P(QueuesConformanceTest, ASnoozeHoldsTheGroupAndKeepsTheAttempt) {
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  PushOne("q", Grouped("b1", "b"));
+  Delivery a1 = TakeOne("q", "w");
+  EXPECT_EQ(Snooze("q", {a1.lease}, 1'000), Outcomes{kOk});
+  EXPECT_EQ(Snooze("q", {a1.lease}, 1'000), Outcomes{kLost}) << "that delivery is over";
+  EXPECT_EQ(Snooze("q", {"forged"}, 1'000), Outcomes{kInvalid});
+  ExpectCounts("q", 2, 1, 0, 0);
+  EXPECT_EQ(Payloads(Take("q", "w", 5)), (std::vector<std::string>{"b1"})) << "a is held";
+  AdvanceTime(999);
+  EXPECT_TRUE(Take("q", "w", 5).empty());
+  AdvanceTime(1);
+  Deliveries a = Take("q", "w", 5);
+  EXPECT_EQ(Payloads(a), (std::vector<std::string>{"a2", "a1"}));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].attempt, 1) << "a snooze uses up no attempt";
+  QueueStats s = Stats("q");
+  EXPECT_EQ(s.nacked, 0);
+  EXPECT_EQ(s.expired, 0);
+}
+
+TEST_P(QueuesConformanceTest, AnUngroupedSnoozeHoldsTheWholeQueue) {
+  PushOne("q", "j1");
+  PushOne("q", "j2");
+  PushOne("q", Grouped("g1", "g"));
+  Delivery j1 = TakeOne("q", "w");
+  EXPECT_EQ(Snooze("q", {j1.lease}, 500), Outcomes{kOk});
+  EXPECT_TRUE(Take("q", "w", 5).empty());
+  PendingFetch pending = StartFetch("q", "w", 5, 30'000, 20'000);
+  AdvanceTime(499);
+  EXPECT_TRUE(pending.StillWaiting());
+  AdvanceTime(1);
+  auto got = pending.Get();
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(Payloads(*got), (std::vector<std::string>{"j2", "g1", "j1"}));
+}
+
+TEST_P(QueuesConformanceTest, ASnoozeWithNoDelayPutsTheJobBackAtTheHead) {
+  PushOne("q", "j1");
+  PushOne("q", "j2");
+  Delivery j1 = TakeOne("q", "w");
+  EXPECT_EQ(Snooze("q", {j1.lease}, 0), Outcomes{kOk});
+  Delivery again = TakeOne("q", "w");
+  EXPECT_EQ(again.payload, "j1");
+  EXPECT_EQ(again.attempt, 1);
+}
+
+TEST_P(QueuesConformanceTest, AReclaimTakesBackOnlyWhatTheLimitsAllow) {
+  Configure("q", Limits(kFifo, Limit(Rate(1, 10'000, 2))));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  PushOne("q", Grouped("a3", "a"));
+  EXPECT_EQ(Take("q", "w", 5).size(), 2u) << "a burst of 2";
+  core::FetchAnswer back = Reclaim("q", "w", 5);
+  EXPECT_TRUE(back.jobs.empty()) << "the rate allows none of them yet";
+  ExpectCounts("q", 3, 0, 0, 0);
+  AdvanceTime(9'999);
+  EXPECT_TRUE(Take("q", "w", 5).empty());
+  AdvanceTime(1);  // one interval after the burst of 2
+  EXPECT_EQ(Payloads(Take("q", "w", 5)), (std::vector<std::string>{"a1"}));
+}
+
+TEST_P(QueuesConformanceTest, ChangingTheLimitsFreesWhatTheyHeld) {
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 1)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  EXPECT_EQ(Take("q", "w", 5).size(), 1u);
+  PendingFetch pending = StartFetch("q", "v", 1, 30'000, 20'000);
+  EXPECT_TRUE(pending.StillWaiting());
+  Configure("q", Limits(kFifo, Limit(std::nullopt, 2)));
+  auto got = pending.Get();
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(Payloads(*got), (std::vector<std::string>{"a2"}));
+}
+
+TEST_P(QueuesConformanceTest, LimitsAndHeldGroupsSurviveARestart) {
+  Configure("q", Limits(kFifo, Limit(Rate(1, 60'000, 1), 1)));
+  PushOne("q", Grouped("a1", "a"));
+  PushOne("q", Grouped("a2", "a"));
+  PushOne("q", Grouped("b1", "b"));
+  PushOne("q", Grouped("b2", "b"));
+  Deliveries d = Take("q", "w", 5);
+  EXPECT_EQ(Payloads(d), (std::vector<std::string>{"a1", "b1"}));
+  if (!harness_->Restart()) GTEST_SKIP() << GetParam().name << " keeps nothing across restarts";
+  EXPECT_EQ(GetSettings("q").limits.per_group.concurrency, 1);
+  EXPECT_EQ(Ack("q", {d[0].lease, d[1].lease}), (Outcomes{kOk, kOk}));
+  EXPECT_TRUE(Take("q", "w", 5).empty()) << "the rates still owe";
+  AdvanceTime(60'000);
+  Deliveries after = Take("q", "w", 5);
+  EXPECT_EQ(Payloads(after), (std::vector<std::string>{"a2", "b2"}));
+  for (const Delivery& x : after) EXPECT_FALSE(x.group.empty());
+}
+
+// Random pushes, fetches, acks, deaths and time against per-group rates and concurrency (and a
+// queue-wide one): in every window [t_i, t_j] of one group's takes, j - i + 1 <= burst +
+// limit * (t_j - t_i) / period; a group never has more than its concurrency in flight; no job is
+// lost (the accounting identity) and every job is eventually delivered once the limits allow.
+TEST_P(QueuesConformanceTest, RandomDemandNeverExceedsAGroupsRateOrConcurrency) {
+  std::mt19937_64 rng(31);
+  for (int round = 0; round < 4; ++round) {
+    std::string q = "r" + std::to_string(round);
+    core::RateLimit rate = Rate(1 + static_cast<int64_t>(rng() % 5),
+                                100 + static_cast<int64_t>(rng() % 900), 1 + rng() % 3);
+    int64_t concurrency = 1 + static_cast<int64_t>(rng() % 3);
+    Configure(q, Limits(round % 2 ? kRoundRobin : kFifo, Limit(rate, concurrency),
+                        Limit(std::nullopt, 6)));
+    std::map<std::string, std::vector<int64_t>> taken;
+    std::map<std::string, int64_t> inflight;
+    std::vector<Delivery> held;
+    const std::vector<std::string> groups{"a", "b", "c", "d"};
+    int64_t pushed = 0;
+    for (int step = 0; step < 150; ++step) {
+      switch (rng() % 5) {
+        case 0:
+        case 1: {
+          std::string g = groups[rng() % groups.size()];
+          PushOne(q, Grouped(std::to_string(pushed++), g, static_cast<int32_t>(rng() % 2)));
+          break;
+        }
+        case 2: {
+          Deliveries d = Take(q, "w", 1 + rng() % 4, 2'000);
+          int64_t total = static_cast<int64_t>(held.size());
+          for (const Delivery& x : d) {
+            taken[x.group].push_back(NowMs());
+            ASSERT_LE(++inflight[x.group], concurrency) << "group " << x.group;
+            ASSERT_LE(++total, 6) << "the queue's concurrency";
+            held.push_back(x);
+          }
+          break;
+        }
+        case 3:
+          if (!held.empty()) {
+            size_t k = rng() % held.size();
+            EXPECT_EQ(Ack(q, {held[k].lease}), Outcomes{kOk});
+            --inflight[held[k].group];
+            held.erase(held.begin() + static_cast<ptrdiff_t>(k));
+          }
+          break;
+        default:
+          AdvanceTime(static_cast<int64_t>(rng() % 700));
+          // Leases of 2 s run out: those jobs are no longer in flight.
+          std::erase_if(held, [&](const Delivery& x) {
+            if (x.lease_expires_ms > NowMs()) return false;
+            --inflight[x.group];
+            return true;
+          });
+      }
+    }
+    ExpectIdentity(Stats(q));
+    for (const auto& [g, times] : taken) {
+      for (size_t i = 0; i < times.size(); ++i) {
+        for (size_t j = i; j < times.size(); ++j) {
+          int64_t n = static_cast<int64_t>(j - i + 1);
+          ASSERT_LE(n * rate.period_ms,
+                    rate.burst * rate.period_ms + rate.limit * (times[j] - times[i]))
+              << "group " << g << ": " << n << " takes in " << times[j] - times[i] << " ms";
+        }
+      }
+    }
+  }
+}
+
+// Round robin across 100 groups of very different sizes: while every group still has work, each
+// takes its turn, so the shares of a stretch of fetches are equal within 10%.
+TEST_P(QueuesConformanceTest, RoundRobinSharesAreEqualAcrossGroupsOfVeryDifferentSizes) {
+  Configure("q", Limits(kRoundRobin));
+  std::vector<JobSpec> jobs;
+  for (int g = 0; g < 100; ++g) {
+    int size = g == 0 ? 2'000 : g < 10 ? 200 : 20;
+    for (int k = 0; k < size; ++k) jobs.push_back(Grouped("x", "g" + std::to_string(g)));
+  }
+  for (size_t at = 0; at < jobs.size(); at += core::kMaxBatch) {
+    std::vector<JobSpec> batch(
+        jobs.begin() + static_cast<ptrdiff_t>(at),
+        jobs.begin() + static_cast<ptrdiff_t>(std::min(at + core::kMaxBatch, jobs.size())));
+    ASSERT_TRUE(Push("q", std::move(batch)).ok());
+  }
+  std::map<std::string, int> share;
+  for (int k = 0; k < 10; ++k) {
+    for (const Delivery& d : Take("q", "w", 200)) ++share[d.group];
+  }
+  ASSERT_EQ(share.size(), 100u);
+  for (const auto& [g, n] : share) {
+    EXPECT_GE(n, 18) << g;
+    EXPECT_LE(n, 22) << g;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, QueuesConformanceTest,

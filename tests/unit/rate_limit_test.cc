@@ -1,7 +1,7 @@
 // Gcra: the rate limit of a key, with a fake clock (times are arguments). The model test holds
-// it to the bound issue 31 promises (at most burst + limit * W / period_ms takes in any window
-// of W ms) and to a deliberately simple reference: the same algorithm in one 128-bit number of
-// limit-ths of a ms, where the engine splits it into ms and a remainder.
+// it to the bound the queue's limits promise (at most burst + limit * W / period_ms takes in any
+// window of W ms) and to a deliberately simple reference: the same algorithm in one 128-bit number
+// of limit-ths of a ms, where the engine splits it into ms and a remainder.
 
 #include "core/rate_limit.h"
 

@@ -244,6 +244,16 @@ void PushRecord::Encode(ByteWriter& w) const {
     if (job.dedupe_key) w.PutString(*job.dedupe_key);
     w.Put(job.max_attempts);
   }
+  // Groups (format 7) at the end, and only when a job has one: u32 n | n x (u32 job, str group).
+  uint32_t grouped = 0;
+  for (const auto& job : jobs) grouped += job.group.empty() ? 0 : 1;
+  if (grouped == 0) return;
+  w.Put(grouped);
+  for (uint32_t k = 0; k < jobs.size(); ++k) {
+    if (jobs[k].group.empty()) continue;
+    w.Put(k);
+    w.PutString(jobs[k].group);
+  }
 }
 bool PushRecord::Decode(ByteReader& r) {
   uint32_t n = r.Get<uint32_t>();
@@ -255,6 +265,20 @@ bool PushRecord::Decode(ByteReader& r) {
     job.priority = r.Get<int32_t>();
     if (r.GetBool()) job.dedupe_key = r.GetString();
     job.max_attempts = r.Get<int32_t>();
+  }
+  if (!r.failed() && r.remaining() > 0) {
+    uint32_t grouped = r.Get<uint32_t>();
+    if (grouped > decoded.size()) r.Fail();
+    for (uint32_t k = 0; k < grouped && !r.failed(); ++k) {
+      uint32_t at = r.Get<uint32_t>();
+      std::string group = r.GetString();
+      if (at >= decoded.size() || group.empty() || group.size() > core::kMaxGroupBytes ||
+          !decoded[at].group.empty()) {
+        r.Fail();
+      } else {
+        decoded[at].group = std::move(group);
+      }
+    }
   }
   jobs = decoded;
   return !r.failed();
@@ -314,6 +338,19 @@ bool NackRecord::Decode(ByteReader& r) {
   error = r.GetView();
   return !r.failed();
 }
+
+void SnoozeRecord::Encode(ByteWriter& w) const {
+  snoozed.Encode(w);
+  w.Put(delay_ms);
+}
+bool SnoozeRecord::Decode(ByteReader& r) {
+  snoozed.Decode(r);
+  delay_ms = r.Get<int64_t>();
+  return !r.failed();
+}
+
+void SetQueueSettingsRecord::Encode(ByteWriter& w) const { core::SaveLimits(w, settings.limits); }
+bool SetQueueSettingsRecord::Decode(ByteReader& r) { return core::LoadLimits(r, settings.limits); }
 
 void ExtendRecord::Encode(ByteWriter& w) const {
   extended.Encode(w);

@@ -70,6 +70,9 @@ enum class ChangeKind : uint8_t {
   kReclaim = 27,
   // neither: a config entry (its name is the record's name)
   kSetConfig = 28,
+  // queues, again
+  kSnooze = 29,
+  kSetQueueSettings = 30,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -273,6 +276,15 @@ struct NackRecord {
   bool Decode(ByteReader& r);
 };
 
+// leases | i64 delay_ms: deliveries snoozed (core::Queue::Snooze).
+struct SnoozeRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSnooze;
+  LeaseList snoozed = {};
+  int64_t delay_ms = 0;
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
 // leases | i64 lease_ms
 struct ExtendRecord {
   static constexpr ChangeKind kKind = ChangeKind::kExtend;
@@ -330,6 +342,14 @@ struct SetPausedRecord {
 struct SetQueueKeyRecord {
   static constexpr ChangeKind kKind = ChangeKind::kSetQueueKey;
   std::optional<std::string_view> digest = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// limits (core::SaveLimits): the queue's settings (store/backend.h SetQueueSettings).
+struct SetQueueSettingsRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSetQueueSettings;
+  core::QueueSettings settings = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };

@@ -458,17 +458,47 @@ void MemoryBackend::TellQueueEvent(const std::string& queue, std::string type, i
   events_.Append(std::move(one), clock_.NowMs());
 }
 
-void MemoryBackend::Snooze(std::string, std::vector<std::string>, int64_t,
-                           Completion<std::vector<core::LeaseOutcome>> done) {
-  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+void MemoryBackend::Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
+                           Completion<Outcomes> done) {
+  OnQueue<Outcomes>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::vector<core::LeaseRef> applied;
+        Outcomes out = EachLease(q, leases, applied, [&](core::LeaseRef ref) {
+          return q->queue.Snooze(ref, delay_ms, now);
+        });
+        if (q && !applied.empty()) {
+          LogChange(*q, now, SnoozeRecord{.snoozed = {.leases = applied}, .delay_ms = delay_ms});
+        }
+        return Answered<Outcomes>(std::move(out));
+      });
 }
 
-void MemoryBackend::SetQueueSettings(std::string, core::QueueSettings, Completion<Done> done) {
-  done({OpStatus::kUnavailable, std::string(wire::kQueueLimitsNotOnRedis)});
+// Setting them creates the queue (counted against max_queues, as a first push is). Settings
+// equal to the ones in force write no record.
+void MemoryBackend::SetQueueSettings(std::string queue, core::QueueSettings settings,
+                                     Completion<Done> done) {
+  if (!core::ValidLimits(settings.limits)) {
+    // Replay refuses them as damage: they must never be logged.
+    return done(OpResult<Done>(OpStatus::kInvalidArgument, std::string(wire::kQueueLimitsRange)));
+  }
+  OnQueue<Done>(
+      queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        if (!MarkListed(*q)) {
+          return Answered<Done>(
+              OpResult<Done>(OpStatus::kLimitReached, wire::TooManyQueues(options_.max_queues)));
+        }
+        if (q->queue.settings() == settings) return Answered<Done>(Done{});
+        q->queue.Configure(settings, now);
+        LogChange(*q, now, SetQueueSettingsRecord{.settings = settings});
+        return Answered<Done>(Done{});
+      });
 }
 
-void MemoryBackend::GetQueueSettings(std::string, Completion<core::QueueSettings> done) {
-  done(core::QueueSettings{});
+void MemoryBackend::GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) {
+  OnQueue<core::QueueSettings>(
+      queue, Access::kRead, false, std::move(done), [&](QueueSlot* q, int64_t, auto&) {
+        return Answered<core::QueueSettings>(q ? q->queue.settings() : core::QueueSettings{});
+      });
 }
 
 }  // namespace anteroom::store

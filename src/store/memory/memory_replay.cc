@@ -218,6 +218,20 @@ class ChangeReplayer {
                      [&](core::LeaseRef ref) { return q.Nack(ref, c.delay_ms, error, now_); });
   }
 
+  OpResult<Done> Apply(const SnoozeRecord& c) {
+    if (!IsDuration(c.delay_ms)) return OutOfRange(c);
+    core::Queue& q = QueueSlot().queue;
+    return EachLease(c.snoozed,
+                     [&](core::LeaseRef ref) { return q.Snooze(ref, c.delay_ms, now_); });
+  }
+
+  OpResult<Done> Apply(const SetQueueSettingsRecord& c) {
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    slot.queue.Configure(c.settings, now_);
+    slot.listed = true;  // as SetQueueSettings marks it
+    return Done{};
+  }
+
   OpResult<Done> Apply(const ExtendRecord& c) {
     if (!IsDuration(c.lease_ms)) return OutOfRange(c);
     core::Queue& q = QueueSlot().queue;
@@ -390,6 +404,10 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<ReclaimRecord>(r);
     case ChangeKind::kSetConfig:
       return replay.DecodeAndApply<SetConfigRecord>(r);
+    case ChangeKind::kSnooze:
+      return replay.DecodeAndApply<SnoozeRecord>(r);
+    case ChangeKind::kSetQueueSettings:
+      return replay.DecodeAndApply<SetQueueSettingsRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }

@@ -99,6 +99,9 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
   int64_t NextDeadline() const override {
     int64_t next = queue.NextDeadline();
     if (!deadlines.empty()) next = std::min(next, deadlines.begin()->first);
+    // Waiters and only held-back jobs: served when a rate or a hold allows. (Waiters while a
+    // job may be taken are waiting on a refused journal, which no timer helps.)
+    if (!waiters.empty() && !queue.CanDeliver()) next = std::min(next, queue.NextAllowedAt());
     return next;
   }
 
