@@ -210,8 +210,6 @@ inline std::string NoSuchRoute(std::string_view encoded_path) {
 inline std::string JobAt(size_t index, std::string_view message) {
   return fmt::format("jobs[{}]: {}", index, message);
 }
-inline constexpr std::string_view kQueueLimitsNotOnRedis =
-    "queue limits, groups and snoozes are not available on the Redis backend yet";
 inline constexpr std::string_view kQueueLimitsRange =
     "limits out of range: a rate's limit and burst 1..1000000 and period_ms 1..86400000, "
     "concurrency 0..1000000";

@@ -391,6 +391,9 @@ void RedisBackend::Snooze(std::string queue, std::vector<std::string> leases, in
 // push does.
 void RedisBackend::SetQueueSettings(std::string queue, core::QueueSettings settings,
                                     Completion<Done> done) {
+  if (!core::ValidLimits(settings.limits)) {
+    return done({OpStatus::kInvalidArgument, std::string(wire::kQueueLimitsRange)});
+  }
   Post([this, queue = std::move(queue), settings, done = std::move(done)](Shard& s) {
     WithinCap(s, 'q', queue,
               [this, &s, queue, argv = SettingsArgs(settings.limits),
