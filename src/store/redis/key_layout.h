@@ -40,8 +40,9 @@ class KeyLayout {
   // Pub/Sub channel: a queue's name, published when long polls there should look again.
   std::string WakeChannel() const { return prefix_ + "wake"; }
   // Lifecycle events of every room and queue (a stream), and the newest position trimmed from it
-  // (prelude.lua's feed). Passed to room.lua and queue.lua as KEYS 17 and 18 on a single Redis;
-  // the stream's name is also the channel its writers publish on.
+  // (prelude.lua's feed). Passed after the script's own keys (room.lua's KEYS 17 and 18,
+  // queue.lua's 22 and 23) on a single Redis; the stream's name is also the channel its writers
+  // publish on.
   std::string Feed() const { return prefix_ + "feed"; }
   std::string FeedHorizon() const { return prefix_ + "feed-horizon"; }
   // Config entries of a kind (a hash: name -> value; store/backend.h ConfigEntry).
