@@ -326,6 +326,47 @@ void BM_QueueCycle(benchmark::State& state) {
 }
 BENCHMARK(BM_QueueCycle)->ArgName("ready")->Arg(1'000)->Arg(100'000)->Arg(kMillion);
 
+// BM_QueueCycle with every job in a group and every group limited (1,000 a second, burst 10, 5
+// in flight; none binding at one fetch per ms): `groups` groups of 10 ready jobs each, pushed
+// to in turn. What a fetch costs as the number of limited groups grows, against BM_QueueCycle's
+// figure with no group at all. Fairness 0: fifo, 1: round_robin.
+void BM_QueueGroupsCycle(benchmark::State& state) {
+  const int64_t groups = state.range(0);
+  CurrentFixture().reset();
+  Hmac key("bench-lease-key-of-32-bytes-long");
+  Queue queue("bench", key, 0, 42);
+  QueueSettings settings;
+  settings.limits.fairness = state.range(1) == 0 ? Fairness::kFifo : Fairness::kRoundRobin;
+  settings.limits.per_group.rate = RateLimit{.limit = 1000, .period_ms = 1000, .burst = 10};
+  settings.limits.per_group.concurrency = 5;
+  queue.Configure(settings, 0);
+  std::vector<std::string> names;
+  for (int64_t g = 0; g < groups; ++g) names.push_back("tenant-" + std::to_string(g));
+  int64_t now = 1;
+  int64_t k = 0;
+  auto push = [&] {
+    std::vector<JobSpec> jobs = OneJob(k);
+    jobs[0].group = names[static_cast<size_t>(k % groups)];
+    ++k;
+    queue.Push(jobs, now);
+  };
+  for (int64_t n = 0; n < groups * 10; ++n) push();
+  for (auto _ : state) {
+    push();
+    std::vector<Delivery> got = queue.Fetch("w1", 1, 30'000, now);
+    if (got.size() != 1 || queue.Ack(got[0].lease, now) != LeaseOutcome::kOk) {
+      state.SkipWithError("a cycle did not deliver and ack one job");
+      break;
+    }
+    ++now;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["ready"] = static_cast<double>(queue.Stats(now).ready);
+}
+BENCHMARK(BM_QueueGroupsCycle)
+    ->ArgNames({"groups", "rr"})
+    ->ArgsProduct({{10, 1'000, 100'000}, {0, 1}});
+
 // A fetch's choice among groups (issue 31: fetch cost stays flat in the number of limited
 // groups): `groups` groups of 10 ready jobs each, every group limited (1,000 a second, burst
 // 10, 5 in flight); each iteration takes the next job the fairness allows, finishes it and

@@ -77,6 +77,21 @@ def changes(base, phase):
     call(base, "POST", f"/v1/queues/{dead}/nack",
          {"leases": [j["lease"] for j in got.get("jobs", [])], "error": "fatal"})
     call(base, "POST", f"/v1/queues/{dead}/dead/requeue", {})
+    # Groups, limits and a snooze: a round-robin queue whose groups are held by rate and
+    # concurrency, one group held by a snooze at the snapshot.
+    tenants = f"tenants{phase}"
+    call(base, "PUT", f"/v1/queues/{tenants}/settings",
+         {"fairness": "round_robin",
+          "limits": [{"key": "group", "rate": {"limit": 2, "period_ms": 60000}, "concurrency": 1},
+                     {"key": None, "concurrency": 5}]})
+    call(base, "POST", f"/v1/queues/{tenants}/jobs",
+         {"jobs": [{"payload": i, "group": f"t{i % 3}"} for i in range(7)] + [{"payload": "u"}]})
+    got = call(base, "POST", f"/v1/queues/{tenants}/fetch", {"worker": "w3", "max": 5})
+    leases = [j["lease"] for j in got.get("jobs", [])]
+    if leases:
+        call(base, "POST", f"/v1/queues/{tenants}/nack",
+             {"leases": leases[:1], "rate_limited": True, "retry_after_ms": 600000})
+        call(base, "POST", f"/v1/queues/{tenants}/ack", {"leases": leases[1:2]})
     # Launch day: methods (the brake with include_active), passes, and an event whose
     # pre-queue is drawn (a seed and its published chunks), one left mid-draw at the snapshot.
     drop = f"drop{phase}"

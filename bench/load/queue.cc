@@ -41,7 +41,8 @@ struct BenchQueueFlags {
   int worker_pipeline = 0;  // fetches a worker keeps in flight; 0: as --pipeline
   int threads = 1;
   bool separate_acks = false;
-  double rate = 0;  // jobs per second over all producers; 0: as fast as possible
+  double rate = 0;     // jobs per second over all producers; 0: as fast as possible
+  int64_t groups = 0;  // > 0: job k goes to group "g<k mod groups>"
   double timeout_s = 120;
 };
 
@@ -105,12 +106,22 @@ class Producer : public PipelinedConn {
     body_.clear();
     auto it = std::back_inserter(body_);
     int64_t now = NowUs();
+    const int64_t groups = run_.flags.groups;
+    auto job = [&](int64_t k) {
+      if (groups > 0) {
+        fmt::format_to(it, FMT_COMPILE(R"({{"payload":{},"group":"g{}"}})"), now, k % groups);
+      } else {
+        fmt::format_to(it, FMT_COMPILE(R"({{"payload":{}}})"), now);
+      }
+    };
     if (run_.flags.push_batch == 1) {
-      fmt::format_to(it, FMT_COMPILE(R"({{"payload":{}}})"), now);
+      job(first);
     } else {
       body_ += R"({"jobs":[)";
-      for (int64_t i = 0; i < n; ++i)
-        fmt::format_to(it, FMT_COMPILE(R"({}{{"payload":{}}})"), i ? "," : "", now);
+      for (int64_t i = 0; i < n; ++i) {
+        if (i) body_ += ',';
+        job(first + i);
+      }
       body_ += "]}";
     }
     Send("POST", run_.push_path, body_, 0);
@@ -361,6 +372,9 @@ void AddQueueCommand(CLI::App& app, ClientFlags& flags) {
                    "Push at this many jobs/s in total (0: as fast as possible); for latency")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10'000'000.0));
+  queue->add_option("--groups", f->groups, "Spread the jobs over this many groups (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   queue->add_option("--timeout", f->timeout_s, "Give up after this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));

@@ -36,8 +36,11 @@ void GroupLine::Unref(GroupId g) {
 
 // A group with no job left owes its rate until TAT: forgetting it sooner would hand it a fresh
 // burst, past the bound. Until then it stays (and is looked at again by a later Sweep).
+// Looks at no more than kSweepBatch groups a call: a queue touched on every request must not
+// walk 100,000 groups whose rates still owe on each of them; each group comes round again.
 void GroupLine::Sweep(int64_t now) {
-  for (size_t n = unreferenced_.size(); n > 0; --n) {
+  constexpr size_t kSweepBatch = 16;
+  for (size_t n = std::min(unreferenced_.size(), kSweepBatch); n > 0; --n) {
     GroupId g = unreferenced_.front();
     unreferenced_.pop_front();
     Group& group = groups_[g];

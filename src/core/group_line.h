@@ -93,7 +93,7 @@ class GroupLine {
   // When a job held back by a rate may be taken: the earliest, INT64_MAX when none waits on a
   // rate (nothing ready, or only concurrency holds them back: a Finished frees them).
   int64_t NextAllowedAt(int64_t now) const;
-  // Forgets groups with no job whose rates owe nothing at `now`.
+  // Forgets groups with no job whose rates owe nothing at `now` (a few a call: each comes round).
   void Sweep(int64_t now);
 
   size_t groups() const { return by_name_.size(); }

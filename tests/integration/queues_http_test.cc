@@ -947,6 +947,151 @@ TEST_F(QueueBadInputTest, DeadLimitAndRequeueIds) {
 
 constexpr char kAdminKey[] = "queue-admin-key";
 
+// ---- limits, groups and snoozes --------------------------------------------------------------
+
+TEST_F(QueueBadInputTest, SettingsOutOfShapeAreRefusedAndChangeNothing) {
+  auto settings = [&] { return Get(Path("q", "/settings")).body; };
+  std::string was = settings();
+  for (std::string body : {
+           R"({"fairness":"lifo"})",
+           R"({"fairness":1})",
+           R"({"limits":{}})",
+           R"({"limits":[1]})",
+           R"({"limits":[{"key":"tenant","concurrency":1}]})",
+           R"({"limits":[{"key":"group","concurrency":1},{"key":"group","concurrency":2}]})",
+           R"({"limits":[{"key":null}]})",
+           R"({"limits":[{"key":null,"concurrency":0}]})",
+           R"({"limits":[{"key":null,"concurrency":1000001}]})",
+           R"({"limits":[{"key":null,"rate":{"limit":0,"period_ms":1000}}]})",
+           R"({"limits":[{"key":null,"rate":{"limit":1,"period_ms":86400001}}]})",
+           R"({"limits":[{"key":null,"rate":{"limit":1,"period_ms":1000,"burst":0}}]})",
+           R"({"limits":[{"key":null,"rate":{"limit":1}}]})",
+           R"({"limits":[{"key":null,"rate":{"limit":1,"period_ms":1000,"per":"s"}}]})",
+           R"({"limits":[{"key":null,"concurrency":1,"weight":2}]})",
+           R"({"limits":[{"key":null,"concurrency":1},{"key":null,"concurrency":1},)"
+           R"({"key":"group","concurrency":1}]})",
+           R"({"fairness":"fifo","extra":true})",
+       }) {
+    ExpectRefused("PUT", Path("q", "/settings"), body, 400, "invalid_argument");
+  }
+  ExpectRefused("PUT", Path("q", "/settings"), "[1]", 400, "invalid_json");
+  EXPECT_EQ(settings(), was);
+}
+
+TEST_F(QueueBadInputTest, GroupsAndSnoozesOutOfShapeAreRefused) {
+  ExpectBadPush(R"({"payload":1,"group":""})");
+  ExpectBadPush(R"({"payload":1,"group":5})");
+  ExpectBadPush(R"({"payload":1,"group":"has space"})");
+  ExpectBadPush(R"({"payload":1,"group":")" + std::string(kMaxNameBytes + 1, 'g') + "\"}");
+  json::array leases{json::value(lease_)};
+  for (json::object body : {
+           json::object{{"rate_limited", true}},
+           json::object{{"rate_limited", true}, {"retry_after_ms", -1}},
+           json::object{{"rate_limited", true}, {"retry_after_ms", 3'600'001}},
+           json::object{{"rate_limited", "yes"}, {"retry_after_ms", 10}},
+           json::object{{"retry_after_ms", 10}},
+       }) {
+    body["leases"] = leases;
+    ExpectRefused("POST", Path("q", "/nack"), json::serialize(body), 400, "invalid_argument");
+  }
+}
+
+TEST_F(QueuesHttpTest, SettingsAreSetReadAndReplacedWhole) {
+  HttpResult fresh = Get(Path("q", "/settings"));
+  ASSERT_EQ(fresh.status, 200) << fresh.body;
+  EXPECT_EQ(fresh.json, json::parse(R"({"fairness":"fifo","limits":[],"queue":"q"})"));
+  HttpResult put =
+      client().Request("PUT", Path("q", "/settings"),
+                       R"({"fairness":"round_robin","limits":[{"key":null,"concurrency":4},)"
+                       R"({"key":"group","rate":{"limit":10,"period_ms":1000},"concurrency":2}]})");
+  ASSERT_EQ(put.status, 200) << put.body;
+  json::value want = json::parse(
+      R"({"queue":"q","fairness":"round_robin","limits":[)"
+      R"({"key":"group","rate":{"limit":10,"period_ms":1000,"burst":10},"concurrency":2},)"
+      R"({"key":null,"concurrency":4}]})");
+  EXPECT_EQ(put.json, want) << "burst defaults to the limit";
+  EXPECT_EQ(Get(Path("q", "/settings")).json, want);
+  // Replaced whole: what the body leaves out goes back to its default.
+  ASSERT_EQ(client().Request("PUT", Path("q", "/settings"), "{}").status, 200);
+  EXPECT_EQ(Get(Path("q", "/settings")).json, fresh.json);
+  EXPECT_NE(ListSnapshot().find("\"q\""), std::string::npos) << "settings make the queue";
+}
+
+TEST_F(QueuesHttpTest, GroupsAreHeldToTheirConcurrencyAndNamedInDeliveries) {
+  ASSERT_EQ(
+      client()
+          .Request("PUT", Path("q", "/settings"), R"({"limits":[{"key":"group","concurrency":1}]})")
+          .status,
+      200);
+  MustPush("q", "a1", {{"group", "acme"}});
+  MustPush("q", "a2", {{"group", "acme"}});
+  MustPush("q", "b1", {{"group", "bolt"}});
+  MustPush("q", "u1");
+  json::array jobs = MustFetch("q", "w", 10);
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(StrField(jobs[0], "group"), "acme");
+  EXPECT_EQ(StrField(jobs[1], "group"), "bolt");
+  EXPECT_EQ(Keys(jobs[2]).count("group"), 0u) << "an ungrouped job names none";
+  ExpectCounts("q", 1, 0, 3, 0);
+  // The held job comes to a long poll when acme's job is acked.
+  auto start = SteadyClock::now();
+  std::future<HttpResult> poll = std::async(std::launch::async, [&] {
+    Client other(server().url(), AdminKey());
+    return other.Fetch("q", "v", 1, 30'000, 5'000);
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_EQ(client().Ack("q", {LeaseOf(jobs[0])}).status, 200);
+  HttpResult got = poll.get();
+  ASSERT_EQ(got.status, 200) << got.body;
+  ASSERT_EQ(got.json.at("jobs").as_array().size(), 1u) << got.body;
+  EXPECT_EQ(got.json.at("jobs").at(0).at("payload"), "a2");
+  EXPECT_LT(MsSince(start), 100 + kWithin.count());
+}
+
+TEST_F(QueuesHttpTest, ARateLimitedNackSnoozesTheGroupWithoutUsingAnAttempt) {
+  MustPush("q", "a1", {{"group", "acme"}});
+  MustPush("q", "a2", {{"group", "acme"}});
+  MustPush("q", "b1", {{"group", "bolt"}});
+  json::array first = MustFetch("q", "w");
+  ASSERT_EQ(first.size(), 1u);
+  std::string lease = LeaseOf(first[0]);
+  json::object body{
+      {"leases", json::array{json::value(lease)}}, {"rate_limited", true}, {"retry_after_ms", 400}};
+  HttpResult r = Post(Path("q", "/nack"), json::serialize(body));
+  EXPECT_TRUE(HasResults(r, {lease}, {""}));
+  EXPECT_EQ(IntField(Stats("q"), "nacked"), 0) << "a snooze is no failure";
+  json::array during = MustFetch("q", "w", 10);
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_EQ(during[0].at("payload"), "b1") << "acme waits";
+  auto start = SteadyClock::now();
+  json::array after = MustFetch("q", "w", 10, 30'000, 5'000);
+  int64_t waited = MsSince(start);
+  ASSERT_EQ(after.size(), 2u) << "both of acme's jobs once the hold is over";
+  EXPECT_EQ(after[0].at("payload"), "a2");
+  EXPECT_EQ(after[1].at("payload"), "a1");
+  EXPECT_EQ(IntField(after[1], "attempt"), 1);
+  EXPECT_LT(waited, 400 + kWithin.count()) << "parked until the hold ends, not the whole poll";
+}
+
+TEST_F(QueuesHttpTest, ARateParksALongPollUntilTheNextJobIsAllowed) {
+  ASSERT_EQ(
+      client()
+          .Request("PUT", Path("q", "/settings"),
+                   R"({"limits":[{"key":null,"rate":{"limit":2,"period_ms":1000,"burst":1}}]})")
+          .status,
+      200);
+  for (int i = 0; i < 3; ++i) MustPush("q", i);
+  auto start = SteadyClock::now();
+  std::vector<int64_t> at;
+  for (int i = 0; i < 3; ++i) {
+    json::array got = MustFetch("q", "w", 10, 30'000, 5'000);
+    ASSERT_EQ(got.size(), 1u) << "one at a time at 2 a second";
+    at.push_back(MsSince(start));
+  }
+  EXPECT_GE(at[2] - at[0], 900) << "two intervals of 500 ms, to the ms the clock allows";
+  EXPECT_LT(at[2], 1000 + kWithin.count());
+}
+
 class QueueAdminTest : public QueuesHttpTest {
  protected:
   EnvVars ServerEnv() const override {

@@ -221,6 +221,20 @@ TEST(GroupLineTest, AGroupIsForgottenOnlyWhenItHasNoJobAndItsRateOwesNothing) {
   EXPECT_EQ(line.groups(), 1u);
 }
 
+// A sweep looks at a few groups a call, so a queue touched on every request does not walk all of
+// its idle groups each time; every group still comes round.
+TEST(GroupLineTest, ASweepIsBoundedAndEveryIdleGroupIsForgottenInTime) {
+  GroupLine line;
+  std::vector<GroupLine::GroupId> ids;
+  for (int g = 0; g < 100; ++g) ids.push_back(line.Ref("tenant-" + std::to_string(g)));
+  for (GroupLine::GroupId g : ids) line.Unref(g);
+  EXPECT_EQ(line.groups(), 101u);  // with the ungrouped jobs' group
+  line.Sweep(kT0);
+  EXPECT_EQ(line.groups(), 101u - 16u);
+  for (int k = 0; k < 6; ++k) line.Sweep(kT0);
+  EXPECT_EQ(line.groups(), 1u);
+}
+
 TEST(GroupLineTest, AForgottenGroupsPlaceInTheRotationIsNotInheritedByTheNextGroup) {
   GroupLine line;
   line.Configure({.fairness = Fairness::kRoundRobin, .per_group = {}, .queue = {}}, kT0);
