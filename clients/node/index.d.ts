@@ -46,6 +46,18 @@ export declare class AnteroomError extends Error {
   body: unknown;
 }
 
+/**
+ * Thrown by a Worker's handler when an upstream service said to slow down: the job is snoozed
+ * (back after `retryAfterMs`, no attempt used up, its group held meanwhile) instead of nacked.
+ * Throws a RangeError outside 0..3,600,000 ms; a fraction is rounded up.
+ */
+export declare class RateLimited extends Error {
+  constructor(retryAfterMs: number, message?: string);
+  readonly name: 'RateLimited';
+  /** Whole ms, 0..3,600,000. */
+  retryAfterMs: number;
+}
+
 /** Whether trying again later may succeed (503, 5xx, 408, 429, or no answer at all). */
 export declare function isRetryable(err: unknown): boolean;
 
@@ -58,6 +70,8 @@ export interface PushOptions {
   dedupeKey?: string;
   /** Deliveries before the job goes to the dead letters (1..1000, default 5). */
   maxAttempts?: number;
+  /** A tenant, a customer, an API key: what per-group limits and round-robin turns are kept by. */
+  group?: string;
 }
 
 export interface BulkJob<T = unknown> extends PushOptions {
@@ -86,6 +100,37 @@ export interface DeadJob<T = unknown> {
   error: string;
   failed_at_ms: number;
   history: { attempt: number; error: string; at_ms: number }[];
+}
+
+/** Per lease, what an ack, nack, snooze or extend did. */
+export interface LeaseResult {
+  lease: string;
+  ok: boolean;
+  /** "lease_lost" (ran out, or delivered again since) or "invalid_lease". */
+  code?: string;
+}
+
+/** A limit as sent: `periodMs` (or the server's `period_ms`) for the rate's period. */
+export interface LimitInput {
+  /** "group": each group held on its own (jobs without a group exempt); null: all jobs together. */
+  key?: 'group' | null;
+  /** At most `limit` jobs handed out per period, at most `burst` at once (default `limit`). */
+  rate?: { limit: number; periodMs?: number; period_ms?: number; burst?: number };
+  /** At most this many of the key's jobs in flight at once. */
+  concurrency?: number;
+}
+
+/** A limit as the server answers it. */
+export interface Limit {
+  key: 'group' | null;
+  rate?: { limit: number; period_ms: number; burst: number };
+  concurrency?: number;
+}
+
+export interface QueueSettings {
+  queue: string;
+  fairness: 'fifo' | 'round_robin';
+  limits: Limit[];
 }
 
 export interface InflightJob {
@@ -117,6 +162,12 @@ export declare class Queue<T = unknown> {
   cancel(id: string): Promise<number>;
   /** Jobs in flight, of one worker when given. */
   inflight(options?: { worker?: string }): Promise<InflightJob[]>;
+  /** Gives jobs back as rate limited upstream: each returns after retryAfterMs (0..3,600,000), no attempt used up, its group held meanwhile. */
+  snooze(leases: string[], retryAfterMs: number): Promise<LeaseResult[]>;
+  /** The limits and fairness in force ({fairness: "fifo", limits: []} when never set). */
+  settings(): Promise<QueueSettings>;
+  /** Admin: replaces every setting (what is left out goes back to its default); resolves with them as now in force. */
+  setSettings(settings?: { fairness?: 'fifo' | 'round_robin'; limits?: LimitInput[] }): Promise<QueueSettings>;
 }
 
 /** A job as the handler gets it. */
@@ -130,6 +181,8 @@ export interface Job<T = unknown> {
   /** When the lease ends (ms since the epoch), moved on by each extension. */
   leaseExpiresMs: number;
   priority: number;
+  /** The group it was pushed with; undefined without one. */
+  group?: string;
   /** Aborts when the lease is lost or the worker closes past its grace: stop, the job is not yours. */
   signal: AbortSignal;
 }
@@ -177,6 +230,7 @@ export declare class Worker<T = unknown, R = unknown> extends EventEmitter {
   on(event: 'active', listener: (job: Job<T>) => void): this;
   on(event: 'completed', listener: (job: Job<T>, result: R) => void): this;
   on(event: 'failed', listener: (job: Job<T>, err: unknown) => void): this;
+  on(event: 'snoozed', listener: (job: Job<T>, retryAfterMs: number) => void): this;
   on(event: 'stalled', listener: (job: Job<T>) => void): this;
   on(event: 'reclaimed', listener: (count: number) => void): this;
   on(event: 'drained' | 'closed', listener: () => void): this;
@@ -185,6 +239,7 @@ export declare class Worker<T = unknown, R = unknown> extends EventEmitter {
   once(event: 'active', listener: (job: Job<T>) => void): this;
   once(event: 'completed', listener: (job: Job<T>, result: R) => void): this;
   once(event: 'failed', listener: (job: Job<T>, err: unknown) => void): this;
+  once(event: 'snoozed', listener: (job: Job<T>, retryAfterMs: number) => void): this;
   once(event: 'stalled', listener: (job: Job<T>) => void): this;
   once(event: 'reclaimed', listener: (count: number) => void): this;
   once(event: 'drained' | 'closed', listener: () => void): this;

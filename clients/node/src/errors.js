@@ -16,6 +16,26 @@ export class AnteroomError extends Error {
   }
 }
 
+// The longest snooze the server takes (docs/api.md, nack's `retry_after_ms`).
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
+// Thrown by a Worker's handler when an upstream service said to slow down (a 429): the worker
+// then snoozes the job instead of nacking it. The job comes back after retryAfterMs without
+// using up an attempt, and the server hands out nothing else of its group until then (nothing
+// of the queue, for a job without a group). retryAfterMs is 0..3,600,000 (a fraction is
+// rounded up): an upstream `Retry-After` of s seconds is `new RateLimited(s * 1000)`.
+export class RateLimited extends Error {
+  constructor(retryAfterMs, message) {
+    const ms = Math.ceil(retryAfterMs);
+    if (!Number.isFinite(ms) || ms < 0 || ms > MAX_RETRY_AFTER_MS) {
+      throw new RangeError(`anteroom: retryAfterMs must be from 0 to ${MAX_RETRY_AFTER_MS}, not ${retryAfterMs}`);
+    }
+    super(message || `rate limited: retry after ${ms} ms`);
+    this.name = 'RateLimited';
+    this.retryAfterMs = ms;
+  }
+}
+
 // Whether trying again later may succeed: the server was overloaded or lost its backend (503),
 // the request timed out (408), or nothing was answered at all (a connection error). A 4xx is
 // the request's own fault and stays one.

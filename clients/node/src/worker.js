@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AnteroomError, isRetryable } from './errors.js';
+import { AnteroomError, RateLimited, isRetryable } from './errors.js';
 import { seg } from './http.js';
 import { Queue } from './queue.js';
 
@@ -22,7 +22,8 @@ const CLOSED_MESSAGE = 'worker closed before the job finished';
 
 export class Worker extends EventEmitter {
   // queue: a Queue, or a queue name with the connection in options ({url, key} or {client}).
-  // handler(job) -> Promise: resolves -> ack, rejects -> nack (retried later with backoff).
+  // handler(job) -> Promise: resolves -> ack, rejects -> nack (retried later with backoff),
+  // rejects with a RateLimited -> snooze (back after its delay, no attempt used up).
   constructor(queue, handler, options = {}) {
     super();
     if (typeof handler !== 'function') throw new TypeError('anteroom: the handler must be a function');
@@ -165,6 +166,7 @@ export class Worker extends EventEmitter {
       lease: raw.lease,
       leaseExpiresMs: raw.lease_expires_ms,
       priority: raw.priority,
+      group: raw.group,
       get signal() {
         controller ??= new AbortController();
         if (ctx.aborted && !controller.signal.aborted) controller.abort(ctx.aborted);
@@ -203,6 +205,9 @@ export class Worker extends EventEmitter {
       this.acks.push({ lease: ctx.job.lease, job: ctx.job });
       this.scheduleAckFlush();
       this.emit('completed', ctx.job, result);
+    } else if (err instanceof RateLimited) {
+      this.emit('snoozed', ctx.job, err.retryAfterMs);
+      this.track(this.snooze(ctx.job, err.retryAfterMs));
     } else {
       this.emit('failed', ctx.job, err);
       this.track(this.nack(ctx.job, err));
@@ -273,6 +278,21 @@ export class Worker extends EventEmitter {
       }
     }
     // Given up: the lease runs out and the job comes back by itself.
+  }
+
+  async snooze(job, retryAfterMs) {
+    for (let attempt = 0; attempt < FINAL_TRIES; attempt++) {
+      try {
+        const r = (await this.queue.snooze([job.lease], retryAfterMs))?.[0];
+        if (r && !r.ok && r.code === 'lease_lost') this.emit('stalled', job);
+        return;
+      } catch (e) {
+        this.emitError(e);
+        if (!isRetryable(e)) return;
+        await delay(backoffMs(this.backoff, attempt));
+      }
+    }
+    // Given up: the lease runs out and the job comes back by itself (as a failed attempt).
   }
 
   // Hands jobs back at once (nack, no delay), so another worker need not wait for the lease.

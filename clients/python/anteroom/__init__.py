@@ -5,7 +5,7 @@ Standard library only. `Queue` and `Worker` for jobs, `Room` for waiting rooms; 
 """
 
 from .aio import AsyncQueue, AsyncRoom, AsyncWorker
-from .errors import AnteroomError, is_transient
+from .errors import AnteroomError, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 from .room import Room, Updates
@@ -20,6 +20,7 @@ __all__ = [
     "Event",
     "Job",
     "Queue",
+    "RateLimited",
     "Room",
     "SseParser",
     "Updates",

@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -28,7 +28,7 @@ from ._worker_common import (
     error_text,
     is_reclaim_refused,
 )
-from .errors import AnteroomError, is_transient
+from .errors import AnteroomError, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 from .room import Room, Updates
@@ -71,6 +71,17 @@ class AsyncQueue:
 
     async def dead(self, limit: int = 100) -> list[dict[str, Any]]:
         return await _off_loop(self.sync.dead, limit)
+
+    async def settings(self) -> dict[str, Any]:
+        return await _off_loop(self.sync.settings)
+
+    async def set_settings(
+        self, *, fairness: str | None = None, limits: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        return await _off_loop(self.sync.set_settings, fairness=fairness, limits=limits)
+
+    async def snooze(self, leases: Sequence[str], retry_after_ms: int) -> list[dict[str, Any]]:
+        return await _off_loop(self.sync.snooze, leases, retry_after_ms)
 
     async def pause(self) -> dict[str, Any]:
         return await _off_loop(self.sync.pause)
@@ -132,9 +143,9 @@ class AsyncRoom:
 class AsyncWorker:
     """`Worker` for coroutine handlers: the same options and the same at-least-once rules
     (acks riding on fetches, extensions at a third of the lease, heartbeats, reclaim with a
-    stable `worker_id`, drain on SIGINT/SIGTERM). Handlers run as tasks, at most
-    `concurrency` at once; a handler still running after `shutdown_grace_s` is cancelled and
-    its job handed back at once (nack, delay 0)."""
+    stable `worker_id`, drain on SIGINT/SIGTERM, `RateLimited` as a snooze). Handlers run as
+    tasks, at most `concurrency` at once; a handler still running after `shutdown_grace_s` is
+    cancelled and its job handed back at once (nack, delay 0)."""
 
     def __init__(
         self,
@@ -162,6 +173,7 @@ class AsyncWorker:
         self._reclaim = worker_id is not None
         self.processed = 0
         self.failed = 0
+        self.snoozed = 0
         self.reclaimed: int | None = None
         self._held: dict[str, tuple[Job, asyncio.Task[None]]] = {}
         self._extended_at: dict[str, float] = {}
@@ -310,6 +322,11 @@ class AsyncWorker:
         except asyncio.CancelledError:
             self._forget(job)  # handed back by the drain, which nacks it
             raise
+        except RateLimited as exc:
+            self.snoozed += 1
+            if self._forget(job):
+                await self._snooze(job.lease, exc.retry_after_ms)
+            return
         except Exception as exc:
             self.failed += 1
             if self._forget(job):
@@ -336,6 +353,14 @@ class AsyncWorker:
             )
         except Exception as exc:
             log.warning("nack failed (%s): the jobs come back when their leases end", exc)
+
+    async def _snooze(self, lease: str, retry_after_ms: int) -> None:
+        try:
+            await _off_loop(
+                call_with_retries, lambda: self.queue.snooze([lease], retry_after_ms), 5
+            )
+        except Exception as exc:
+            log.warning("snooze failed (%s): the job comes back when its lease ends", exc)
 
     async def _maintenance_loop(self) -> None:
         tick = max(0.01, min(0.05, self.lease_ms / 12000))

@@ -1,6 +1,12 @@
-"""The one error type of the client: the server's `{"error": {"code", "message"}}` answers."""
+"""The client's error types: the server's `{"error": {"code", "message"}}` answers, and the
+one a worker's handler raises to snooze its job."""
 
 from __future__ import annotations
+
+import math
+
+# The longest snooze the server takes (docs/api.md, nack's `retry_after_ms`).
+MAX_RETRY_AFTER_MS = 3_600_000
 
 
 class AnteroomError(Exception):
@@ -23,6 +29,29 @@ class AnteroomError(Exception):
     def __reduce__(self) -> tuple[type[AnteroomError], tuple[int, str, str, float | None]]:
         # Picklable with its fields (the default would pass only the formatted text).
         return (type(self), (self.status, self.code, self.message, self.retry_after))
+
+
+class RateLimited(Exception):
+    """Raised by a worker's handler when an upstream service said to slow down (a 429): the
+    worker then snoozes the job instead of nacking it. The job comes back after
+    `retry_after_ms` without using up an attempt, and the server hands out nothing else of its
+    group until then (nothing of the queue, for a job without a group).
+
+    `retry_after_ms` is 0..3,600,000 (a fraction is rounded up): an upstream `Retry-After` of
+    `s` seconds is `RateLimited(s * 1000)`.
+    """
+
+    def __init__(self, retry_after_ms: float, message: str | None = None) -> None:
+        ms = math.ceil(retry_after_ms)
+        if not 0 <= ms <= MAX_RETRY_AFTER_MS:
+            raise ValueError(
+                f"retry_after_ms must be 0..{MAX_RETRY_AFTER_MS}, not {retry_after_ms}"
+            )
+        super().__init__(message or f"rate limited: retry after {ms} ms")
+        self.retry_after_ms = ms
+
+    def __reduce__(self) -> tuple[type[RateLimited], tuple[int, str]]:
+        return (type(self), (self.retry_after_ms, str(self)))
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -10,7 +10,7 @@ from ._backoff import call_with_retries
 from ._http import DEFAULT_URL, Connection, Pool, quote
 
 # The fields a pushed job may carry besides its payload (POST /v1/queues/{q}/jobs).
-_PUSH_FIELDS = ("payload", "delay_ms", "priority", "dedupe_key", "max_attempts")
+_PUSH_FIELDS = ("payload", "delay_ms", "priority", "dedupe_key", "max_attempts", "group")
 
 
 def _job_body(
@@ -19,6 +19,7 @@ def _job_body(
     priority: int | None,
     dedupe_key: str | None,
     max_attempts: int | None,
+    group: str | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"payload": payload}
     # Fields left out take the server's defaults, which then stay in one place.
@@ -30,6 +31,8 @@ def _job_body(
         body["dedupe_key"] = dedupe_key
     if max_attempts is not None:
         body["max_attempts"] = max_attempts
+    if group is not None:
+        body["group"] = group
     return body
 
 
@@ -39,10 +42,10 @@ class Queue:
 
     `key` is sent on the queue routes (default `$ANTEROOM_QUEUE_KEY`, else
     `$ANTEROOM_ADMIN_KEY`), `admin_key` on the admin ones: `pause`, `resume`, `redrive`,
-    `cancel` (default `$ANTEROOM_ADMIN_KEY`, else `key`). `retries` > 0 retries calls that
-    fail because the server is unreachable or answers 503, with jittered exponential backoff:
-    a retried push may then be stored twice (its first answer lost), unless it carries a
-    `dedupe_key`.
+    `cancel`, `set_settings`, `release_worker` (default `$ANTEROOM_ADMIN_KEY`, else `key`).
+    `retries` > 0 retries calls that fail because the server is unreachable or answers 503,
+    with jittered exponential backoff: a retried push may then be stored twice (its first
+    answer lost), unless it carries a `dedupe_key`.
     """
 
     def __init__(
@@ -100,14 +103,17 @@ class Queue:
         priority: int | None = None,
         dedupe_key: str | None = None,
         max_attempts: int | None = None,
+        group: str | None = None,
     ) -> str:
-        """Pushes one job; answers its id (an existing job's id for a `dedupe_key` hit)."""
-        body = _job_body(payload, delay_ms, priority, dedupe_key, max_attempts)
+        """Pushes one job; answers its id (an existing job's id for a `dedupe_key` hit).
+        `group` (a tenant, a customer) is what per-group limits and round-robin turns are kept
+        by (`set_settings`)."""
+        body = _job_body(payload, delay_ms, priority, dedupe_key, max_attempts, group)
         return str(self._call(self._pool, "POST", "/jobs", body)["id"])
 
     def push_bulk(self, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
         """Pushes 1..1000 jobs at once, all or nothing. Each job is a mapping with `payload`
-        and, optionally, `delay_ms`, `priority`, `dedupe_key`, `max_attempts`."""
+        and, optionally, `delay_ms`, `priority`, `dedupe_key`, `max_attempts`, `group`."""
         items = []
         for job in jobs:
             unknown = set(job) - set(_PUSH_FIELDS)
@@ -134,6 +140,12 @@ class Queue:
         path = "/inflight" if worker is None else f"/inflight?worker={quote(worker)}"
         return list(self._call(self._pool, "GET", path)["jobs"])
 
+    def settings(self) -> dict[str, Any]:
+        """The limits and fairness in force: `{"queue", "fairness", "limits"}`; a queue nobody
+        set them for has `{"fairness": "fifo", "limits": []}`."""
+        result: dict[str, Any] = self._call(self._pool, "GET", "/settings")
+        return result
+
     def dead(self, limit: int = 100) -> list[dict[str, Any]]:
         """Dead letters, oldest failure first: `id`, `payload`, `attempts`, `error`,
         `failed_at_ms`, `history`."""
@@ -148,6 +160,25 @@ class Queue:
 
     def resume(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call(self._admin, "POST", "/resume")
+        return result
+
+    def set_settings(
+        self, *, fairness: str | None = None, limits: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """(admin) Replaces the queue's limits and fairness; answers them as now in force.
+
+        `fairness`: `"fifo"` or `"round_robin"` (groups take turns). `limits`: at most one
+        `{"key": "group", ...}` (each group held on its own) and one `{"key": None, ...}` (all
+        of the queue's jobs together), each with `"rate": {"limit", "period_ms", "burst"?}`, a
+        `"concurrency"`, or both. What is left out goes back to its default: `set_settings()`
+        clears them all. A bad setting raises `AnteroomError` 400 `invalid_argument`.
+        """
+        body: dict[str, Any] = {}
+        if fairness is not None:
+            body["fairness"] = fairness
+        if limits is not None:
+            body["limits"] = [dict(limit) for limit in limits]
+        result: dict[str, Any] = self._call(self._admin, "PUT", "/settings", body)
         return result
 
     def redrive(self, ids: Sequence[str] | None = None) -> int:
@@ -209,6 +240,14 @@ class Queue:
             body["delay_ms"] = delay_ms
         if error is not None:
             body["error"] = error
+        return list(self._call(self._pool, "POST", "/nack", body)["results"])
+
+    def snooze(self, leases: Sequence[str], retry_after_ms: int) -> list[dict[str, Any]]:
+        """Gives jobs back because an upstream service said to slow down (nack with
+        `rate_limited`): each comes back after `retry_after_ms` (0..3,600,000) without using
+        up an attempt, and nothing else of its group is handed out before then (nothing of the
+        queue, for a job without a group). Per lease as `ack`."""
+        body = {"leases": list(leases), "rate_limited": True, "retry_after_ms": retry_after_ms}
         return list(self._call(self._pool, "POST", "/nack", body)["results"])
 
     def extend(self, leases: Sequence[str], lease_ms: int) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from ._worker_common import (
     error_text,
     is_reclaim_refused,
 )
-from .errors import AnteroomError, is_transient
+from .errors import AnteroomError, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 
@@ -54,7 +54,8 @@ class _Held:
 class Worker:
     """Runs `handler(job)` for each job of `queue`: returning acks the job, raising nacks it
     with the traceback as its error (retried with the server's backoff, dead after
-    `max_attempts`).
+    `max_attempts`), raising `RateLimited(ms)` snoozes it (back after `ms`, the attempt not
+    used up, its group held meanwhile).
 
     - `concurrency`: handlers running at once, never more.
     - `lease_ms`: each delivery's lease; extended at a third of it while the handler runs.
@@ -96,6 +97,7 @@ class Worker:
         # Counters, for logs and tests.
         self.processed = 0  # handlers that returned
         self.failed = 0  # handlers that raised
+        self.snoozed = 0  # handlers that raised RateLimited
         self.reclaimed: int | None = None  # what the reclaiming fetch took back, if it did
 
         # An RLock: the signal handler runs on the main thread, which may hold it already.
@@ -311,6 +313,10 @@ class Worker:
                 continue
             if error is None:
                 self.processed += 1
+            elif isinstance(error, RateLimited):
+                self.snoozed += 1
+                log.info("job %s rate limited: again in %d ms", job.id, error.retry_after_ms)
+                self._send_snooze(job.lease, error.retry_after_ms)
             else:
                 self.failed += 1
                 log.info("job %s failed (attempt %d): %r", job.id, job.attempt, error)
@@ -330,6 +336,17 @@ class Worker:
         for item in results:
             if not item.get("ok"):
                 log.warning("nack of %s not taken: %s", item.get("lease"), item.get("code"))
+
+    def _send_snooze(self, lease: str, retry_after_ms: int) -> None:
+        try:
+            results = call_with_retries(lambda: self.queue.snooze([lease], retry_after_ms), 5)
+        except Exception as exc:
+            # The lease runs out by itself: the job comes back then, as a failed attempt.
+            log.warning("snooze failed (%s): the job comes back when its lease ends", exc)
+            return
+        for item in results:
+            if not item.get("ok"):
+                log.warning("snooze of %s not taken: %s", item.get("lease"), item.get("code"))
 
     # -- maintenance ------------------------------------------------------------------------
 
