@@ -752,12 +752,17 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           // Whole 100 ms steps, as every duration above: deadlines are often hit exactly.
           int64_t ms = pick(4) == 0 ? 2500 : 100 * pick(8);
           for (Harness* h : both) h->AdvanceTime(ms);
-          // The memory backend's RunDue goes on until nothing is due; one Redis sweep publishes
-          // a draw's chunk, and what waits behind it (the event's end, another event's stages
-          // and draw) is the next sweeps' (the server's sweeper comes back within its
-          // interval). A few more sweeps reach where the memory backend is.
+          // One turn of either backend's timer publishes a draw's chunk, and what waits behind
+          // the draw (the event's end, another event's stages and draw) is the next turns' (a
+          // server's timer comes straight back for what is already due, and its sweeper within
+          // its interval). A few more turns of each reach the same place; with only the memory
+          // backend's first, a join after a long step found a draw the Redis sweeps had done.
           auto& sweeper = static_cast<redis::RedisBackend&>(redis.backend());
-          for (int k = 0; k < 3; ++k) sweeper.RunDue();
+          auto& timer = static_cast<MemoryBackend&>(memory.backend());
+          for (int k = 0; k < 3; ++k) {
+            timer.RunDue();
+            sweeper.RunDue();
+          }
           break;
         }
       }
@@ -765,7 +770,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     // Both told the same lifecycle events: per room and queue the same ones in the same order,
     // with the same sequence numbers and times (the order across rooms is each sweeper's).
     auto& sweeper = static_cast<redis::RedisBackend&>(redis.backend());
-    for (int k = 0; k < 8; ++k) sweeper.RunDue();
+    auto& timer = static_cast<MemoryBackend&>(memory.backend());
+    for (int k = 0; k < 8; ++k) {
+      timer.RunDue();
+      sweeper.RunDue();
+    }
     // Deadlines due at the same millisecond are taken in each backend's own tie order (the
     // embedded heap's slots, a Redis zset's member names): the events of one millisecond are
     // compared as a set, each within that run's range of sequence numbers (the order within a
