@@ -385,6 +385,33 @@ inline std::string UnknownTimeZone(std::string_view name) {
       PrintableField(name));
 }
 
+// --- Schedules (core/job_schedule.h, server/schedules_family.cc) -------------------------------
+inline std::string ScheduleEveryOutOfRange(int64_t min_ms) {
+  return fmt::format("'every_ms' must be an integer from {} to 32503680000000", min_ms);
+}
+inline constexpr std::string_view kScheduleTiming =
+    "a schedule needs exactly one of 'cron' (with an optional 'tz') and 'every_ms'";
+inline constexpr std::string_view kScheduleTzWithoutCron =
+    "'tz' applies to 'cron' only: an 'every_ms' schedule counts real milliseconds from 'start_at'";
+inline constexpr std::string_view kScheduleEndsBeforeStart =
+    "'end_at' must be after 'start_at' (or after now, when there is no 'start_at')";
+inline constexpr std::string_view kScheduleOutOfBounds = "a schedule's value is out of its range";
+inline constexpr std::string_view kUnknownOverlap = "'overlap' must be \"allow\" or \"skip\"";
+inline constexpr std::string_view kUnknownMisfire =
+    "'misfire' must be \"skip\", \"run_once\" or \"run_all\"";
+inline constexpr std::string_view kScheduleNeedsJob =
+    "a schedule needs 'job': {\"payload\", \"priority\"?, \"group\"?, \"max_attempts\"?}";
+inline constexpr std::string_view kScheduleNeedsQueue = "a schedule needs 'queue', a queue name";
+inline constexpr std::string_view kUnknownSchedule = "no such schedule";
+inline std::string ScheduleQueueMoved(std::string_view queue) {
+  return fmt::format(
+      "the schedule belongs to queue '{}'; delete it before putting it on another queue",
+      PrintableField(queue));
+}
+inline std::string TooManySchedules(size_t max) {
+  return fmt::format("at most {} schedules may exist; delete one first", max);
+}
+
 // --- Monitoring -------------------------------------------------------------------------------
 inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
 

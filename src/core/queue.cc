@@ -554,6 +554,11 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
   return count;
 }
 
+bool Queue::Pending(JobId id) const {
+  auto it = by_id_.find(id);
+  return it != by_id_.end() && slab_[*it].state != State::kDead;
+}
+
 CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
   Advance(now_ms);
   auto it = by_id_.find(id);

@@ -101,6 +101,9 @@ class Queue {
   // All dead jobs when `ids` is absent; answers how many were requeued (attempts start over).
   size_t RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t now_ms);
   CancelOutcome Cancel(JobId id, int64_t now_ms);
+  // Whether job `id` is still to be done, as of the last call: ready, delayed or in flight
+  // (not acked, cancelled, dead, or unknown).
+  bool Pending(JobId id) const;
   void SetPaused(bool paused, int64_t now_ms);
   bool paused() const { return paused_; }
   // Limits and fairness apply from now on (the groups held back are looked at again).

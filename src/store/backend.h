@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/op_status.h"
+#include "core/job_schedule.h"
 #include "core/queue_types.h"
 #include "core/room_types.h"
 #include "store/lifecycle_event.h"
@@ -165,6 +166,22 @@ class Backend {
                                 Completion<Done> done) = 0;
   // The defaults for a queue nobody set them for (or that does not exist).
   virtual void GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) = 0;
+
+  // ---- schedules of repeatable jobs (core/job_schedule.h). A schedule lives with its queue
+  // (its firings and its pushes are one atomic step there), and its id is unique across
+  // queues. Each backend fires due schedules by itself (the memory backend's timer, every Redis
+  // process's sweeper), each run key at most once.
+
+  // Creates or changes schedule `id` (kConflict: it belongs to another queue; kLimitReached:
+  // core::kMaxSchedules exist, or its queue would be one over --max-queues). Answers it stored.
+  virtual void PutSchedule(std::string id, core::ScheduleSpec spec,
+                           Completion<core::Schedule> done) = 0;
+  virtual void GetSchedule(std::string id, Completion<core::Schedule> done) = 0;  // kNotFound
+  // Every schedule, by id.
+  virtual void ListSchedules(Completion<std::vector<core::Schedule>> done) = 0;
+  virtual void PauseSchedule(std::string id, bool paused, Completion<core::Schedule> done) = 0;
+  // Answers it as it was.
+  virtual void DeleteSchedule(std::string id, Completion<core::Schedule> done) = 0;
 
   // ---- lifecycle events (store/lifecycle_event.h): the recent ones, in the order every process
   // sharing the backend sees.

@@ -144,6 +144,12 @@ class RedisBackend final : public Backend {
   void SetQueueSettings(std::string queue, core::QueueSettings settings,
                         Completion<Done> done) override;
   void GetQueueSettings(std::string queue, Completion<core::QueueSettings> done) override;
+  void PutSchedule(std::string id, core::ScheduleSpec spec,
+                   Completion<core::Schedule> done) override;
+  void GetSchedule(std::string id, Completion<core::Schedule> done) override;
+  void ListSchedules(Completion<std::vector<core::Schedule>> done) override;
+  void PauseSchedule(std::string id, bool paused, Completion<core::Schedule> done) override;
+  void DeleteSchedule(std::string id, Completion<core::Schedule> done) override;
   void ReadEvents(std::optional<EventId> after, size_t max, Completion<EventRead> done) override;
   // Called on the home shard's thread when any process told the feed something.
   void WatchEvents(std::function<void()> fn) override;
