@@ -42,6 +42,7 @@ struct MisfireRule {
   MisfirePolicy policy = MisfirePolicy::kSkip;
   int64_t grace_ms = 0;     // a due time this late is still on time (>= 0)
   int64_t max_catchup = 1;  // times fired by one call at most (1..kMaxCatchup)
+  friend bool operator==(const MisfireRule&, const MisfireRule&) = default;
 };
 
 struct DueRuns {

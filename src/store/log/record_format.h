@@ -35,7 +35,9 @@
 // snapshot (its layout 3, core/room_snapshot.cc), and notify_at_position at the end of a room
 // patch and of a room's snapshot. 7 queue groups and limits: record kinds (SnoozeRecord,
 // SetQueueSettingsRecord), jobs' groups at the end of a push record, and a queue's snapshot in
-// its layout 2 (core/queue_snapshot.cc).
+// its layout 2 (core/queue_snapshot.cc). 8 schedules of repeatable jobs: record kinds
+// (PutScheduleRecord, DeleteScheduleRecord, FireScheduleRecord) and a section at the end of the
+// state snapshot.
 
 #include <cstdint>
 #include <functional>
@@ -44,7 +46,7 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 7;
+inline constexpr uint32_t kFormatVersion = 8;
 inline constexpr uint32_t kOldestReadableFormat = 4;
 inline constexpr bool IsReadableFormat(uint32_t v) {
   return v >= kOldestReadableFormat && v <= kFormatVersion;

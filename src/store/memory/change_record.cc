@@ -352,6 +352,20 @@ bool SnoozeRecord::Decode(ByteReader& r) {
 void SetQueueSettingsRecord::Encode(ByteWriter& w) const { core::SaveLimits(w, settings.limits); }
 bool SetQueueSettingsRecord::Decode(ByteReader& r) { return core::LoadLimits(r, settings.limits); }
 
+void FireScheduleRecord::Encode(ByteWriter& w) const {
+  core::SaveSchedule(w, schedule);
+  w.Put<uint32_t>(static_cast<uint32_t>(runs.size()));
+  for (int64_t t : runs) w.Put(t);
+}
+bool FireScheduleRecord::Decode(ByteReader& r) {
+  if (!core::LoadSchedule(r, schedule)) return false;
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 8 || n > core::kMaxCatchup) r.Fail();
+  runs.resize(r.failed() ? 0 : n);
+  for (int64_t& t : runs) t = r.Get<int64_t>();
+  return !r.failed();
+}
+
 void ExtendRecord::Encode(ByteWriter& w) const {
   extended.Encode(w);
   w.Put(lease_ms);

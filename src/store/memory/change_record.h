@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "core/job_schedule.h"
 #include "core/queue.h"
 #include "core/room_types.h"
 
@@ -73,6 +74,9 @@ enum class ChangeKind : uint8_t {
   // queues, again
   kSnooze = 29,
   kSetQueueSettings = 30,
+  kPutSchedule = 31,
+  kDeleteSchedule = 32,
+  kFireSchedule = 33,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -350,6 +354,36 @@ struct SetQueueKeyRecord {
 struct SetQueueSettingsRecord {
   static constexpr ChangeKind kKind = ChangeKind::kSetQueueSettings;
   core::QueueSettings settings = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// schedule (core::SaveSchedule): one of the queue's schedules as it now is (put, changed,
+// paused or resumed).
+struct PutScheduleRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kPutSchedule;
+  core::Schedule schedule = {};
+  void Encode(ByteWriter& w) const { core::SaveSchedule(w, schedule); }
+  bool Decode(ByteReader& r) { return core::LoadSchedule(r, schedule); }
+};
+
+// str id: one of the queue's schedules deleted.
+struct DeleteScheduleRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kDeleteSchedule;
+  std::string_view id = {};
+  void Encode(ByteWriter& w) const { w.PutString(id); }
+  bool Decode(ByteReader& r) {
+    id = r.GetView();
+    return !r.failed();
+  }
+};
+
+// schedule (after the firing) | u32 n | n x i64 nominal time: a schedule fired, pushing one job
+// per run (core::RunJob of each time, in order) in the same step as its state moved on.
+struct FireScheduleRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kFireSchedule;
+  core::Schedule schedule = {};
+  std::vector<int64_t> runs = {};
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
 };

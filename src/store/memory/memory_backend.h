@@ -270,6 +270,10 @@ class MemoryBackend final : public Backend {
   std::shared_ptr<RoomSlot> MakeRoomSlot(const std::string& name, const core::RoomConfig& config,
                                          int64_t now) const;
   static core::RoomInfo Info(const RoomSlot& slot);
+  // The queue schedule `id` lives with (memory_schedules.cc), and the index of them rebuilt
+  // from the queues after a snapshot and the log were read.
+  std::optional<std::string> ScheduleQueue(std::string_view id);
+  void IndexSchedules();
   // Call with slot.mu held, after any change.
   void Schedule(const std::shared_ptr<Slot>& slot);
   void TimerLoop();
@@ -288,6 +292,8 @@ class MemoryBackend final : public Backend {
   std::unordered_map<std::string, std::shared_ptr<QueueSlot>> queues_;
   std::atomic<size_t> listed_queues_{0};  // queues QueueSlot::Counted() (what max_queues counts)
   std::shared_ptr<ConfigSlot> config_ = std::make_shared<ConfigSlot>();
+  std::mutex schedules_mu_;
+  std::map<std::string, std::string, std::less<>> schedule_queues_;  // schedule id -> queue
   std::mutex roles_mu_;
   std::map<std::string, std::string> role_positions_;
 

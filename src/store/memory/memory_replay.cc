@@ -281,6 +281,40 @@ class ChangeReplayer {
     return Done{};
   }
 
+  // A schedule as recorded, its timing read again (a zone or cron text this build cannot read
+  // is damage: it was read when the schedule was put).
+  OpResult<Done> Place(const core::Schedule& schedule) {
+    if (schedule.spec.queue != name_) return Diverged("a schedule recorded on another queue");
+    auto rule = core::RuleOf(schedule.spec, schedule.state.created_at_ms);
+    if (!rule.ok()) return Diverged("schedule '" + schedule.id + "': " + rule.message());
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    slot.listed = true;  // as PutSchedule marks it
+    slot.schedules.insert_or_assign(schedule.id,
+                                    MemoryBackend::QueueSlot::ScheduleEntry{schedule, *rule});
+    slot.SchedulesChanged();
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const PutScheduleRecord& c) { return Place(c.schedule); }
+
+  OpResult<Done> Apply(const DeleteScheduleRecord& c) {
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    auto it = slot.schedules.find(c.id);
+    if (it == slot.schedules.end()) return Diverged("a deleted schedule was never put");
+    slot.schedules.erase(it);
+    slot.SchedulesChanged();
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const FireScheduleRecord& c) {
+    MemoryBackend::QueueSlot& slot = QueueSlot();
+    if (!slot.schedules.contains(c.schedule.id)) return Diverged("a fired schedule was never put");
+    std::vector<core::JobSpec> jobs;
+    for (int64_t t : c.runs) jobs.push_back(core::RunJob(c.schedule, t));
+    slot.queue.Push(jobs, now_);
+    return Place(c.schedule);
+  }
+
   // ---- config entries
 
   OpResult<Done> Apply(const SetConfigRecord& c) {
@@ -408,6 +442,12 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<SnoozeRecord>(r);
     case ChangeKind::kSetQueueSettings:
       return replay.DecodeAndApply<SetQueueSettingsRecord>(r);
+    case ChangeKind::kPutSchedule:
+      return replay.DecodeAndApply<PutScheduleRecord>(r);
+    case ChangeKind::kDeleteSchedule:
+      return replay.DecodeAndApply<DeleteScheduleRecord>(r);
+    case ChangeKind::kFireSchedule:
+      return replay.DecodeAndApply<FireScheduleRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }

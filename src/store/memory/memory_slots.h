@@ -102,11 +102,12 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
     // Waiters and only held-back jobs: served when a rate or a hold allows. (Waiters while a
     // job may be taken are waiting on a refused journal, which no timer helps.)
     if (!waiters.empty() && !queue.CanDeliver()) next = std::min(next, queue.NextAllowedAt());
-    return next;
+    return std::min(next, next_fire);
   }
 
   void RunDue(int64_t now, Deferred& after) override {
     queue.Advance(now);
+    FireDue(now);
     Serve(now, after);
     // Long polls past their deadline answer an empty list.
     while (!deadlines.empty() && deadlines.begin()->first <= now) {
@@ -148,7 +149,28 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
   bool Counted() const { return listed || key_digest.has_value(); }
   // With mu held: nothing here a client would miss if the name were forgotten (a key is kept
   // until it is removed, even on a queue that never held a job).
-  bool HoldsNothing() const { return !Counted() && waiters.empty() && queue.HoldsNothing(); }
+  bool HoldsNothing() const {
+    return !Counted() && waiters.empty() && schedules.empty() && queue.HoldsNothing();
+  }
+
+  // The queue's schedules (core/job_schedule.h) by id, each with its timing read once, and the
+  // earliest time one of them fires (INT64_MAX: none), kept by SchedulesChanged. Guarded by mu.
+  struct ScheduleEntry {
+    core::Schedule schedule;
+    core::RepeatRule rule;
+  };
+  std::map<std::string, ScheduleEntry, std::less<>> schedules;
+  int64_t next_fire = INT64_MAX;
+  void SchedulesChanged() {
+    next_fire = INT64_MAX;
+    for (const auto& [id, e] : schedules) {
+      if (!e.schedule.state.paused && e.schedule.state.next_ms) {
+        next_fire = std::min(next_fire, *e.schedule.state.next_ms);
+      }
+    }
+  }
+  // Fires the schedules due at `now`, each in one step with its pushes (memory_schedules.cc).
+  void FireDue(int64_t now);
 };
 
 }  // namespace anteroom::store

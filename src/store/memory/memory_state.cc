@@ -38,9 +38,10 @@ void MemoryBackend::FinishRecovery() {
 }
 
 // Layout: u32 format | u64 rooms, each (str name, Room) | u64 queues, each (str name, u8 listed,
-// opt-str key, Queue) | u64 config entries, each (str kind, str name, str value). Room and Queue
+// opt-str key, Queue) | u64 config entries, each (str kind, str name, str value) | u64
+// schedules, each core::SaveSchedule. Room and Queue
 // write their own versioned layouts (core/*_snapshot.cc). Data format 4 and 5 end after the
-// queues (no config entries then).
+// queues (no config entries then), 6 and 7 after the config entries (no schedules then).
 // Sorted by name, so equal states write equal bytes (tests compare them).
 void MemoryBackend::SaveState(ByteWriter& out) const {
   out.Put(kStateFormat);
@@ -66,6 +67,12 @@ void MemoryBackend::SaveState(ByteWriter& out) const {
     out.PutString(key.second);
     out.PutString(value);
   }
+  std::map<std::string_view, const core::Schedule*> schedules;
+  for (const auto& [name, slot] : queues_) {
+    for (const auto& [id, e] : slot->schedules) schedules.emplace(id, &e.schedule);
+  }
+  out.Put<uint64_t>(schedules.size());
+  for (const auto& [id, schedule] : schedules) core::SaveSchedule(out, *schedule);
 }
 
 bool MemoryBackend::LoadState(ByteReader& in) {
@@ -101,11 +108,25 @@ bool MemoryBackend::LoadState(ByteReader& in) {
     if (value.size() > kMaxConfigValueBytes) return false;
     config_->entries[{std::move(kind), std::move(name)}] = std::move(value);
   }
+  if (in.done()) return true;  // data format 6 or 7
+  uint64_t schedules = in.GetCount(100);
+  for (uint64_t k = 0; k < schedules && !in.failed(); ++k) {
+    core::Schedule schedule;
+    if (!core::LoadSchedule(in, schedule)) return false;
+    auto rule = core::RuleOf(schedule.spec, schedule.state.created_at_ms);
+    auto queue = queues_.find(schedule.spec.queue);
+    if (!rule.ok() || queue == queues_.end()) return false;
+    QueueSlot& slot = *queue->second;
+    std::string id = schedule.id;
+    slot.schedules.insert_or_assign(std::move(id), QueueSlot::ScheduleEntry{schedule, *rule});
+    slot.SchedulesChanged();
+  }
   return in.done();
 }
 
 void MemoryBackend::ScheduleAll() {
   RecountQueues();
+  IndexSchedules();
   std::shared_lock world(world_);
   for (auto& [name, slot] : rooms_) {
     std::lock_guard lock(slot->mu);
