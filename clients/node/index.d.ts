@@ -28,6 +28,22 @@ export declare class Client {
   readonly url: string;
   queue(name: string): Queue;
   room(name: string): Room;
+  /**
+   * Admin: creates schedule `id` pushing to `queue`, or changes it (what is left out goes back
+   * to its default; its runs are kept, no time runs twice). Rejects with AnteroomError 400
+   * invalid_argument, 409 conflict (the id is on another queue), 507 limit_reached.
+   */
+  putSchedule<T = unknown>(id: string, queue: string, options: ScheduleOptions<T>): Promise<Schedule<T>>;
+  /** Admin: the schedule; AnteroomError 404 unknown_schedule when there is none. */
+  schedule<T = unknown>(id: string): Promise<Schedule<T>>;
+  /** Admin: every schedule of the server, by id. */
+  schedules(): Promise<Schedule[]>;
+  /** Admin: fires nothing until resumed. */
+  pauseSchedule<T = unknown>(id: string): Promise<Schedule<T>>;
+  /** Admin: goes on from now (the times that passed while paused are not run). */
+  resumeSchedule<T = unknown>(id: string): Promise<Schedule<T>>;
+  /** Admin: the schedule as it was, `deleted: true`; the jobs it pushed stay queued. */
+  deleteSchedule<T = unknown>(id: string): Promise<Schedule<T> & { deleted: true }>;
   /** Closes the idle kept-alive connections of an agent the client made itself. */
   close(): void;
 }
@@ -131,6 +147,79 @@ export interface QueueSettings {
   queue: string;
   fairness: 'fifo' | 'round_robin';
   limits: Limit[];
+}
+
+/** A time as the server reads it: ms since the epoch, RFC 3339 text, or a Date. */
+export type TimeInput = number | string | Date;
+
+/** What putSchedule sends: exactly one of `cron` and `everyMs`, and each run's job. */
+export interface ScheduleOptions<T = unknown> {
+  /** 5 fields (minute first) or 6 (second first), or a macro (@hourly, @daily, ...), read in `tz`. */
+  cron?: string;
+  /** An IANA time zone for `cron` (default "UTC"). */
+  tz?: string;
+  /** An interval of real ms (>= 1000) from `startAt`, no time zone. */
+  everyMs?: number;
+  /** No run before it; an interval's anchor (default: when the schedule is created). */
+  startAt?: TimeInput | null;
+  /** No run at or after it. */
+  endAt?: TimeInput | null;
+  /** Runs in all; then the schedule is over. */
+  maxRuns?: number | null;
+  /** "skip": no run while the previous run's job is ready, delayed or in flight (default "allow"). */
+  overlap?: 'allow' | 'skip';
+  /** Runs later than misfireGraceMs: passed over, fired once for all, or all fired (default "skip"). */
+  misfire?: 'skip' | 'run_once' | 'run_all';
+  /** How late a run may fire and still be on time (0..86,400,000, default 0). */
+  misfireGraceMs?: number;
+  /** Runs one firing pushes at most, the latest (1..1000, default 1). */
+  maxCatchup?: number;
+  /** Each run's job waits 0..jitterMs (fixed per run) before it is ready (0..3,600,000, default 0). */
+  jitterMs?: number;
+  /** Each run's job: its payload, priority (default 0), group, maxAttempts (1..1000, default 5). */
+  payload: T;
+  priority?: number;
+  group?: string;
+  maxAttempts?: number;
+}
+
+/** A schedule as the server answers it (times as RFC 3339 text, and `_ms` beside each). */
+export interface Schedule<T = unknown> {
+  id: string;
+  queue: string;
+  cron?: string;
+  tz?: string;
+  every_ms?: number;
+  start_at: string | null;
+  start_at_ms: number | null;
+  end_at: string | null;
+  end_at_ms: number | null;
+  max_runs: number | null;
+  overlap: 'allow' | 'skip';
+  misfire: 'skip' | 'run_once' | 'run_all';
+  misfire_grace_ms: number;
+  max_catchup: number;
+  jitter_ms: number;
+  job: { payload: T; priority: number; group?: string; max_attempts: number };
+  paused: boolean;
+  /** Runs pushed so far. */
+  runs: number;
+  created_at: string;
+  created_at_ms: number;
+  updated_at: string;
+  updated_at_ms: number;
+  /** The nominal time of the latest run pushed. */
+  last_run_at: string | null;
+  last_run_at_ms: number | null;
+  /** The job the latest run pushed. */
+  last_job_id: string | null;
+  /** null: the schedule is over (endAt or maxRuns). */
+  next_run_at: string | null;
+  next_run_at_ms: number | null;
+  /** Present while the next run is to come and the schedule is not paused. */
+  next_run_in_ms?: number;
+  /** The next (up to) 5 nominal times. */
+  next_fire_times: string[];
 }
 
 export interface InflightJob {

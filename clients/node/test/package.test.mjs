@@ -45,6 +45,7 @@ test('npm pack --dry-run lists only the intended files', { skip: npm ? false : '
     'src/http.js',
     'src/queue.js',
     'src/room.js',
+    'src/schedules.js',
     'src/sse.js',
     'src/worker.js',
   ]);

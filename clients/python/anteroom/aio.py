@@ -1,4 +1,4 @@
-"""The asyncio surface: `AsyncQueue`, `AsyncWorker`, `AsyncRoom`.
+"""The asyncio surface: `AsyncQueue`, `AsyncWorker`, `AsyncRoom`, `AsyncScheduler`.
 
 The standard library has no asynchronous HTTP client, and writing one is out of this
 package's scope: every HTTP call here is the blocking client's, run in a thread
@@ -32,6 +32,7 @@ from .errors import AnteroomError, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 from .room import Room, Updates
+from .schedules import Scheduler, Time
 
 log = logging.getLogger("anteroom.aio")
 
@@ -135,6 +136,61 @@ class AsyncRoom:
                 yield message
         finally:
             stream.close()
+
+    async def close(self) -> None:
+        await _off_loop(self.sync.close)
+
+
+class AsyncScheduler:
+    """`Scheduler`'s calls as coroutines (same arguments, same answers). `.sync` is the
+    blocking `Scheduler` underneath."""
+
+    def __init__(self, url: str = DEFAULT_URL, key: str | None = None, **options: Any) -> None:
+        self.sync = Scheduler(url, key, **options)
+
+    async def put_schedule(
+        self,
+        schedule_id: str,
+        queue: str,
+        *,
+        payload: Any,
+        cron: str | None = None,
+        tz: str | None = None,
+        every_ms: int | None = None,
+        start_at: Time | None = None,
+        end_at: Time | None = None,
+        max_runs: int | None = None,
+        overlap: str | None = None,
+        misfire: str | None = None,
+        misfire_grace_ms: int | None = None,
+        max_catchup: int | None = None,
+        jitter_ms: int | None = None,
+        priority: int | None = None,
+        group: str | None = None,
+        max_attempts: int | None = None,
+    ) -> dict[str, Any]:
+        return await _off_loop(
+            self.sync.put_schedule, schedule_id, queue, payload=payload, cron=cron, tz=tz,
+            every_ms=every_ms, start_at=start_at, end_at=end_at, max_runs=max_runs,
+            overlap=overlap, misfire=misfire, misfire_grace_ms=misfire_grace_ms,
+            max_catchup=max_catchup, jitter_ms=jitter_ms, priority=priority, group=group,
+            max_attempts=max_attempts,
+        )
+
+    async def schedule(self, schedule_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.schedule, schedule_id)
+
+    async def schedules(self) -> list[dict[str, Any]]:
+        return await _off_loop(self.sync.schedules)
+
+    async def pause_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.pause_schedule, schedule_id)
+
+    async def resume_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.resume_schedule, schedule_id)
+
+    async def delete_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.delete_schedule, schedule_id)
 
     async def close(self) -> None:
         await _off_loop(self.sync.close)
