@@ -22,6 +22,8 @@ WireError ToWire(OpStatus status) {
       return {404, "unknown_job"};
     case OpStatus::kUnknownWebhook:
       return {404, "unknown_webhook"};
+    case OpStatus::kUnknownSchedule:
+      return {404, "unknown_schedule"};
     case OpStatus::kMethodNotAllowed:
       return {405, "method_not_allowed"};
     case OpStatus::kConflict:

@@ -20,6 +20,7 @@ enum class OpStatus : uint8_t {
   kUnknownSession,
   kUnknownJob,
   kUnknownWebhook,
+  kUnknownSchedule,
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,

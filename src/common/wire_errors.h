@@ -24,6 +24,7 @@ inline constexpr std::string_view kWorkerNames = "worker names";
 inline constexpr std::string_view kSessionIds = "session ids";
 inline constexpr std::string_view kEventIds = "event ids";
 inline constexpr std::string_view kPassIds = "pass ids";
+inline constexpr std::string_view kScheduleIds = "schedule ids";
 // "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
@@ -396,9 +397,21 @@ inline constexpr std::string_view kScheduleTzWithoutCron =
 inline constexpr std::string_view kScheduleEndsBeforeStart =
     "'end_at' must be after 'start_at' (or after now, when there is no 'start_at')";
 inline constexpr std::string_view kScheduleOutOfBounds = "a schedule's value is out of its range";
-inline constexpr std::string_view kUnknownOverlap = "'overlap' must be \"allow\" or \"skip\"";
-inline constexpr std::string_view kUnknownMisfire =
-    "'misfire' must be \"skip\", \"run_once\" or \"run_all\"";
+inline constexpr std::string_view kOverlaps = "allow, skip";
+inline constexpr std::string_view kMisfires = "skip, run_once, run_all";
+inline constexpr std::string_view kScheduleFields =
+    "queue, cron, tz, every_ms, start_at, end_at, max_runs, overlap, misfire, misfire_grace_ms, "
+    "max_catchup, jitter_ms, job";
+inline std::string UnknownScheduleField(std::string_view key) {
+  return fmt::format("'{}' is not a field of a schedule (its fields: {})", PrintableField(key),
+                     kScheduleFields);
+}
+inline std::string UnknownScheduleJobField(std::string_view key) {
+  return fmt::format(
+      "'{}' is not a field of a schedule's job (its fields: payload, priority, group, "
+      "max_attempts)",
+      PrintableField(key));
+}
 inline constexpr std::string_view kScheduleNeedsJob =
     "a schedule needs 'job': {\"payload\", \"priority\"?, \"group\"?, \"max_attempts\"?}";
 inline constexpr std::string_view kScheduleNeedsQueue = "a schedule needs 'queue', a queue name";

@@ -28,8 +28,8 @@ bool InBounds(const ScheduleSpec& s) {
          (!s.start_at_ms || InTimeRange(*s.start_at_ms)) &&
          (!s.end_at_ms || InTimeRange(*s.end_at_ms)) && (!s.max_runs || *s.max_runs >= 1) &&
          s.misfire.grace_ms >= 0 && s.misfire.grace_ms <= kMaxMisfireGraceMs &&
-         s.misfire.max_catchup >= 1 && s.misfire.max_catchup <= kMaxCatchup &&
-         s.jitter_ms >= 0 && s.jitter_ms <= kMaxJitterMs && s.job.group.size() <= kMaxGroupBytes &&
+         s.misfire.max_catchup >= 1 && s.misfire.max_catchup <= kMaxCatchup && s.jitter_ms >= 0 &&
+         s.jitter_ms <= kMaxJitterMs && s.job.group.size() <= kMaxGroupBytes &&
          s.job.max_attempts >= 1 && s.job.max_attempts <= kMaxMaxAttempts;
 }
 
@@ -98,8 +98,7 @@ void SetPaused(ScheduleState& state, const RepeatRule& rule, bool paused, int64_
 
 FirePlan PlanFire(const Schedule& schedule, const RepeatRule& rule, int64_t now_ms) {
   const ScheduleState& s = schedule.state;
-  DueRuns due =
-      PlanDueRuns(rule, schedule.spec.misfire, s.handled_through_ms, s.runs_done, now_ms);
+  DueRuns due = PlanDueRuns(rule, schedule.spec.misfire, s.handled_through_ms, s.runs_done, now_ms);
   FirePlan plan;
   plan.expected_handled_through_ms = s.handled_through_ms;
   plan.due = std::move(due.fire);

@@ -139,6 +139,7 @@ void RegisterScheduleRoutes(Router& router, Services& services);
 void RegisterPassRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
+void RegisterJobScheduleRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
@@ -157,6 +158,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterPassRoutes(router, services);
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
+  RegisterJobScheduleRoutes(router, services);
   if (services.live) RegisterLiveRoutes(router, services);
   RegisterMetricsRoutes(router, services);
   RegisterWebRoutes(router, services);

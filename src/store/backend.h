@@ -176,7 +176,8 @@ class Backend {
   // core::kMaxSchedules exist, or its queue would be one over --max-queues). Answers it stored.
   virtual void PutSchedule(std::string id, core::ScheduleSpec spec,
                            Completion<core::Schedule> done) = 0;
-  virtual void GetSchedule(std::string id, Completion<core::Schedule> done) = 0;  // kNotFound
+  // kUnknownSchedule when there is no such schedule (here and below).
+  virtual void GetSchedule(std::string id, Completion<core::Schedule> done) = 0;
   // Every schedule, by id.
   virtual void ListSchedules(Completion<std::vector<core::Schedule>> done) = 0;
   virtual void PauseSchedule(std::string id, bool paused, Completion<core::Schedule> done) = 0;

@@ -167,9 +167,9 @@ TEST_P(SchedulesConformanceTest, PutGetListPauseDelete) {
   auto gone = Delete("nightly");
   ASSERT_TRUE(gone.ok()) << gone.message();
   EXPECT_EQ(gone->id, "nightly");
-  EXPECT_EQ(Get("nightly").status(), OpStatus::kNotFound);
-  EXPECT_EQ(Delete("nightly").status(), OpStatus::kNotFound);
-  EXPECT_EQ(Pause("nightly", false).status(), OpStatus::kNotFound);
+  EXPECT_EQ(Get("nightly").status(), OpStatus::kUnknownSchedule);
+  EXPECT_EQ(Delete("nightly").status(), OpStatus::kUnknownSchedule);
+  EXPECT_EQ(Pause("nightly", false).status(), OpStatus::kUnknownSchedule);
   EXPECT_EQ(List().size(), 1u);
 }
 
@@ -187,7 +187,7 @@ TEST_P(SchedulesConformanceTest, BadTimingChangesNothing) {
   EXPECT_EQ(Put("s", bad).status(), OpStatus::kInvalidArgument);
   ScheduleSpec zone = Cron("q", "0 * * * *", "Mars/Olympus");
   EXPECT_EQ(Put("s", zone).status(), OpStatus::kInvalidArgument);
-  EXPECT_EQ(Get("s").status(), OpStatus::kNotFound);
+  EXPECT_EQ(Get("s").status(), OpStatus::kUnknownSchedule);
   EXPECT_TRUE(List().empty());
 }
 
@@ -412,7 +412,7 @@ TEST_P(SchedulesConformanceTest, ScheduledQueueCountsAgainstMaxQueues) {
   PutOk("s", Every("first", kMinute));
   auto second = Put("t", Every("second", kMinute));
   EXPECT_EQ(second.status(), OpStatus::kLimitReached);
-  EXPECT_EQ(Get("t").status(), OpStatus::kNotFound);
+  EXPECT_EQ(Get("t").status(), OpStatus::kUnknownSchedule);
   EXPECT_EQ(List().size(), 1u);
 }
 

@@ -17,7 +17,7 @@ template <typename T>
 using Answered = std::optional<OpResult<T>>;
 
 OpResult<core::Schedule> UnknownSchedule() {
-  return {OpStatus::kNotFound, std::string(wire::kUnknownSchedule)};
+  return {OpStatus::kUnknownSchedule, std::string(wire::kUnknownSchedule)};
 }
 }  // namespace
 
@@ -65,8 +65,8 @@ void MemoryBackend::PutSchedule(std::string id, core::ScheduleSpec spec,
     std::lock_guard lock(schedules_mu_);
     auto it = schedule_queues_.find(id);
     if (it != schedule_queues_.end() && it->second != spec.queue) {
-      return done(OpResult<core::Schedule>(OpStatus::kConflict,
-                                           wire::ScheduleQueueMoved(it->second)));
+      return done(
+          OpResult<core::Schedule>(OpStatus::kConflict, wire::ScheduleQueueMoved(it->second)));
     }
     if (it == schedule_queues_.end()) {
       if (schedule_queues_.size() >= core::kMaxSchedules) {
@@ -91,8 +91,8 @@ void MemoryBackend::PutSchedule(std::string id, core::ScheduleSpec spec,
         // Created `now`, when it has no start of its own (RuleOf above read the clock first).
         auto timing = core::RuleOf(spec, now);
         if (!timing.ok()) {
-          return Answered<core::Schedule>(OpResult<core::Schedule>(timing.status(),
-                                                                   timing.message()));
+          return Answered<core::Schedule>(
+              OpResult<core::Schedule>(timing.status(), timing.message()));
         }
         auto it = q->schedules.find(id);
         std::optional<core::ScheduleState> before;
@@ -112,11 +112,12 @@ void MemoryBackend::PutSchedule(std::string id, core::ScheduleSpec spec,
 void MemoryBackend::GetSchedule(std::string id, Completion<core::Schedule> done) {
   std::optional<std::string> queue = ScheduleQueue(id);
   if (!queue) return done(UnknownSchedule());
-  OnQueue<core::Schedule>(
-      *queue, Access::kRead, false, std::move(done), [&](QueueSlot* q, int64_t, auto&) {
-        if (!q || !q->schedules.contains(id)) return Answered<core::Schedule>(UnknownSchedule());
-        return Answered<core::Schedule>(q->schedules.find(id)->second.schedule);
-      });
+  OnQueue<core::Schedule>(*queue, Access::kRead, false, std::move(done),
+                          [&](QueueSlot* q, int64_t, auto&) {
+                            if (!q || !q->schedules.contains(id))
+                              return Answered<core::Schedule>(UnknownSchedule());
+                            return Answered<core::Schedule>(q->schedules.find(id)->second.schedule);
+                          });
 }
 
 void MemoryBackend::ListSchedules(Completion<std::vector<core::Schedule>> done) {
@@ -139,37 +140,39 @@ void MemoryBackend::ListSchedules(Completion<std::vector<core::Schedule>> done) 
 void MemoryBackend::PauseSchedule(std::string id, bool paused, Completion<core::Schedule> done) {
   std::optional<std::string> queue = ScheduleQueue(id);
   if (!queue) return done(UnknownSchedule());
-  OnQueue<core::Schedule>(
-      *queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
-        if (!q || !q->schedules.contains(id)) return Answered<core::Schedule>(UnknownSchedule());
-        auto it = q->schedules.find(id);
-        core::Schedule& schedule = it->second.schedule;
-        if (schedule.state.paused != paused) {
-          core::SetPaused(schedule.state, it->second.rule, paused, now);
-          q->SchedulesChanged();
-          LogChange(*q, now, PutScheduleRecord{.schedule = schedule});
-        }
-        return Answered<core::Schedule>(schedule);
-      });
+  OnQueue<core::Schedule>(*queue, Access::kChange, false, std::move(done),
+                          [&](QueueSlot* q, int64_t now, auto&) {
+                            if (!q || !q->schedules.contains(id))
+                              return Answered<core::Schedule>(UnknownSchedule());
+                            auto it = q->schedules.find(id);
+                            core::Schedule& schedule = it->second.schedule;
+                            if (schedule.state.paused != paused) {
+                              core::SetPaused(schedule.state, it->second.rule, paused, now);
+                              q->SchedulesChanged();
+                              LogChange(*q, now, PutScheduleRecord{.schedule = schedule});
+                            }
+                            return Answered<core::Schedule>(schedule);
+                          });
 }
 
 void MemoryBackend::DeleteSchedule(std::string id, Completion<core::Schedule> done) {
   std::optional<std::string> queue = ScheduleQueue(id);
   if (!queue) return done(UnknownSchedule());
-  OnQueue<core::Schedule>(
-      *queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
-        if (!q || !q->schedules.contains(id)) return Answered<core::Schedule>(UnknownSchedule());
-        auto it = q->schedules.find(id);
-        core::Schedule gone = std::move(it->second.schedule);
-        q->schedules.erase(it);
-        q->SchedulesChanged();
-        {
-          std::lock_guard lock(schedules_mu_);
-          schedule_queues_.erase(id);
-        }
-        LogChange(*q, now, DeleteScheduleRecord{.id = id});
-        return Answered<core::Schedule>(std::move(gone));
-      });
+  OnQueue<core::Schedule>(*queue, Access::kChange, false, std::move(done),
+                          [&](QueueSlot* q, int64_t now, auto&) {
+                            if (!q || !q->schedules.contains(id))
+                              return Answered<core::Schedule>(UnknownSchedule());
+                            auto it = q->schedules.find(id);
+                            core::Schedule gone = std::move(it->second.schedule);
+                            q->schedules.erase(it);
+                            q->SchedulesChanged();
+                            {
+                              std::lock_guard lock(schedules_mu_);
+                              schedule_queues_.erase(id);
+                            }
+                            LogChange(*q, now, DeleteScheduleRecord{.id = id});
+                            return Answered<core::Schedule>(std::move(gone));
+                          });
 }
 
 }  // namespace anteroom::store
