@@ -226,7 +226,7 @@ std::string Describe(const OpResult<T>& r) {
   }
   // The schedule's refusals say why in the core's words, on every backend.
   if (r.status() == OpStatus::kConflict || r.status() == OpStatus::kInvalidArgument ||
-      r.status() == OpStatus::kNotFound) {
+      r.status() == OpStatus::kNotFound || r.status() == OpStatus::kUnknownSchedule) {
     return fmt::format("error {} '{}'", static_cast<int>(r.status()), r.message());
   }
   if (!r.ok()) return fmt::format("error {}", static_cast<int>(r.status()));

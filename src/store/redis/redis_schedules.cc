@@ -38,7 +38,7 @@ OpResult<T> Unavailable(const Reply& r) {
   return {OpStatus::kUnavailable, wire::RedisUnavailable(r.str)};
 }
 OpResult<Schedule> UnknownSchedule() {
-  return {OpStatus::kNotFound, std::string(wire::kUnknownSchedule)};
+  return {OpStatus::kUnknownSchedule, std::string(wire::kUnknownSchedule)};
 }
 
 // The timing a kept schedule fires by: its own start, else its creation (as the embedded
@@ -262,7 +262,7 @@ void RedisBackend::PauseSchedule(std::string id, bool paused, Completion<Schedul
       if (!e->queue) return done(UnknownSchedule());
       ScheduleChange pause = [paused](const std::optional<Schedule>& before,
                                       int64_t now) -> OpResult<std::optional<Schedule>> {
-        if (!before) return {OpStatus::kNotFound, std::string(wire::kUnknownSchedule)};
+        if (!before) return {OpStatus::kUnknownSchedule, std::string(wire::kUnknownSchedule)};
         if (before->state.paused == paused) return std::optional<Schedule>();
         auto rule = KeptRule(*before);
         if (!rule.ok()) return {rule.status(), rule.message()};
