@@ -410,6 +410,8 @@ inline constexpr std::string_view kScheduleNeedsJob =
     "a schedule needs 'job': {\"payload\", \"priority\"?, \"group\"?, \"max_attempts\"?}";
 inline constexpr std::string_view kScheduleNeedsQueue = "a schedule needs 'queue', a queue name";
 inline constexpr std::string_view kUnknownSchedule = "no such schedule";
+inline constexpr std::string_view kScheduleBusy =
+    "the schedule kept changing while this change was being made; retry";
 inline std::string ScheduleQueueMoved(std::string_view queue) {
   return fmt::format(
       "the schedule belongs to queue '{}'; delete it before putting it on another queue",
