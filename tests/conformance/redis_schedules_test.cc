@@ -176,7 +176,9 @@ TEST_F(RedisSchedulesTest, TwoProcessesFireEachRunOnce) {
     skip_catchup.misfire.max_catchup = 10;
     specs.emplace_back("skip-catchup", skip_catchup);
   }
-  for (auto& [id, spec] : specs) {
+  for (auto& entry : specs) {
+    const std::string& id = entry.first;  // not a structured binding: lambdas capture these
+    const ScheduleSpec& spec = entry.second;
     auto m = AwaitAnswer<Schedule>([&](auto done) { memory_.PutSchedule(id, spec, done); });
     // Put through either process.
     Backend& redis = (id.size() % 2 == 0) ? static_cast<Backend&>(*first_) : *second_;
