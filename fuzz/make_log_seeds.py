@@ -92,6 +92,20 @@ def changes(base, phase):
         call(base, "POST", f"/v1/queues/{tenants}/nack",
              {"leases": leases[:1], "rate_limited": True, "retry_after_ms": 600000})
         call(base, "POST", f"/v1/queues/{tenants}/ack", {"leases": leases[1:2]})
+    # Schedules: one firing every second (interval) and one cron in a zone, paused, changed,
+    # one deleted; the snapshot holds them, the records put, fire and delete them.
+    ticks = f"ticks{phase}"
+    call(base, "PUT", f"/v1/schedules/every{phase}",
+         {"queue": ticks, "every_ms": 1000, "misfire": "run_all", "max_catchup": 5,
+          "jitter_ms": 10, "job": {"payload": {"n": phase}, "group": "g", "priority": 2}})
+    call(base, "PUT", f"/v1/schedules/cron{phase}",
+         {"queue": ticks, "cron": "*/2 * * * * *", "tz": "Europe/Berlin", "overlap": "skip",
+          "max_runs": 50, "job": {"payload": "c"}})
+    time.sleep(1.2)
+    call(base, "POST", f"/v1/schedules/cron{phase}/pause")
+    call(base, "PUT", f"/v1/schedules/gone{phase}",
+         {"queue": ticks, "every_ms": 60000, "job": {"payload": 0}})
+    call(base, "DELETE", f"/v1/schedules/gone{phase}")
     # Launch day: methods (the brake with include_active), passes, and an event whose
     # pre-queue is drawn (a seed and its published chunks), one left mid-draw at the snapshot.
     drop = f"drop{phase}"

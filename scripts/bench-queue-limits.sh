@@ -2,6 +2,7 @@
 # What a queue's limits cost, and whether a binding one holds:
 #
 #   scripts/bench-queue-limits.sh [--no-build] [--rounds N] [--jobs N] [--hold-s S] [--out DIR]
+#                                 [--shapes "plain limited ..."]
 #
 # Each round (default 3; the shapes' order flips every round, so drift hits all alike) runs the
 # worker loop of `anteroom-bench queue` (1 producer pushing batches of 100, 4 workers fetching
@@ -10,11 +11,14 @@
 #   plain      no settings, no group: the figure the others are held to
 #   limited    a queue-wide and a per-group rate and concurrency configured, none binding
 #              (1,000,000 a second, 10,000 / 1,000 in flight), jobs without a group
+#   scheduled  the same limits, and 100 schedules on the queue (99 daily crons in zones, one
+#              every minute), none due while the loop runs: what schedules cost a queue's fetches
 #   groups-N   the same limits, the jobs spread over N groups (10, 1,000, 100,000), on top of a
 #              backlog of 200,000 jobs pushed first over the same groups, so every fetch
 #              chooses among N limited groups
 # jobs/s and the server's CPU per job (schedstat ns / jobs: one fetch each, the ack riding on it), medians of the rounds and
-# the ratio of each shape's to plain's in the same round. Then once, a binding rate (1,000 jobs
+# the ratio of each shape's to plain's in the same round (--shapes picks and orders them). Then
+# once (unless --hold-s 0), a binding rate (1,000 jobs
 # a second for the whole queue, burst 10) held for --hold-s seconds (default 60): the jobs
 # handed out per second against 1,000.
 #
@@ -28,6 +32,7 @@ ROUNDS=3
 JOBS=50000
 HOLD_S=60
 OUT=""
+SHAPES=(plain limited scheduled groups-10 groups-1000 groups-100000)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -35,7 +40,8 @@ while [[ $# -gt 0 ]]; do
     --jobs) JOBS="$2"; shift ;;
     --hold-s) HOLD_S="$2"; shift ;;
     --out) OUT="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --shapes) read -r -a SHAPES <<<"$2"; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench-queue-limits.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -67,6 +73,15 @@ one() {
   case "$shape" in
     plain) ;;
     limited) settings "$q" "$LIMITS" ;;
+    scheduled)
+      settings "$q" "$LIMITS"
+      for k in $(seq 99); do
+        curl -sf -X PUT -H 'Content-Type: application/json' "$SERVER_URL/v1/schedules/$q-$k" \
+          --data "{\"queue\":\"$q\",\"cron\":\"$((k % 60)) 3 * * *\",\"tz\":\"Europe/Berlin\",\"job\":{\"payload\":$k}}" >/dev/null
+      done
+      curl -sf -X PUT -H 'Content-Type: application/json' "$SERVER_URL/v1/schedules/$q-minute" \
+        --data "{\"queue\":\"$q\",\"every_ms\":60000,\"start_at\":$(( $(date +%s%3N) + 3600000 )),\"job\":{\"payload\":0}}" >/dev/null
+      ;;
     groups-*)
       groups="${shape#groups-}"
       settings "$q" "$LIMITS"
@@ -91,7 +106,6 @@ print(json.dumps({"shape": shape, "round": int(rnd), "jobs_per_s": rate,
 PY
 }
 
-SHAPES=(plain limited groups-10 groups-1000 groups-100000)
 for round in $(seq "$ROUNDS"); do
   order=("${SHAPES[@]}")
   if (( round % 2 == 0 )); then order=(); for ((k=${#SHAPES[@]}-1; k>=0; k--)); do order+=("${SHAPES[k]}"); done; fi
@@ -100,6 +114,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 # The binding rate: 1,000 a second for the queue, burst 10, for HOLD_S seconds of jobs.
+if (( HOLD_S > 0 )); then
 start_server "$OUT/serve-hold.log" 2
 q="hold-$RANDOM"
 settings "$q" '{"limits":[{"key":null,"rate":{"limit":1000,"period_ms":1000,"burst":10}}]}'
@@ -110,6 +125,9 @@ hold_line="$(timeout $((HOLD_S * 3 + 60)) "$BENCH" queue --server "$SERVER_URL" 
 end_ns="$(date +%s%N)"
 cleanup
 echo "$hold_line" >"$OUT/hold.json"
+else
+  echo "" >"$OUT/hold.json"; start_ns=0; end_ns=0
+fi
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 python3 - "$OUT/rounds.jsonl" "$OUT/hold.json" "$HOLD_S" "$start_ns" "$end_ns" <<'PY' | tee "$OUT/summary.txt"
@@ -131,6 +149,8 @@ for s in shapes:
     print(f"{s:>14} {rate:>10.0f} {cpu:>14.2f} {ratio:>15.3f}  "
           + " ".join(f"{x:.3f}" for x in ratios))
 hold_s, t0, t1 = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+if hold_s == 0:
+    sys.exit(0)
 try:
     d = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
 except Exception:

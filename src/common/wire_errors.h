@@ -15,6 +15,42 @@
 
 namespace anteroom::wire {
 
+// --- Fields of a body ---------------------------------------------------------------------------
+// A field name as a message shows it: the client's text, so printable ASCII only and at most 64
+// bytes ('?' for any other byte, "..." where cut), keeping the answer short and UTF-8.
+inline std::string PrintableField(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string out;
+  for (char c : key.substr(0, kShown)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (key.size() > kShown) out += "...";
+  return out;
+}
+// The fields of one kind of object a body holds: what it is called, and the fields it has.
+struct FieldSet {
+  std::string_view what;
+  std::string_view fields;
+};
+inline constexpr FieldSet kWebhookFields = {"a webhook", "url, types, rooms, queues"};
+inline constexpr FieldSet kQueueSettingsFields = {"a queue's settings", "fairness, limits"};
+inline constexpr FieldSet kQueueLimitFields = {"a limit", "key, rate, concurrency"};
+inline constexpr FieldSet kQueueRateFields = {"a rate", "limit, period_ms, burst"};
+inline constexpr FieldSet kEventFields = {
+    "an event",
+    "name, prequeue_at, starts_at, ends_at, shuffle_at_start, prequeue_scope, suspended, "
+    "overrides"};
+inline constexpr FieldSet kPassFields = {"a pass", "count, uses, expires_at, kind"};
+inline constexpr FieldSet kScheduleFields = {
+    "a schedule",
+    "queue, cron, tz, every_ms, start_at, end_at, max_runs, overlap, misfire, misfire_grace_ms, "
+    "max_catchup, jitter_ms, job"};
+inline constexpr FieldSet kScheduleJobFields = {"a schedule's job",
+                                                "payload, priority, group, max_attempts"};
+// A field the body may not hold (a typo is refused, not ignored).
+inline std::string UnknownField(std::string_view key, const FieldSet& set) {
+  return fmt::format("'{}' is not a field of {} (its fields: {})", PrintableField(key), set.what,
+                     set.fields);
+}
+
 // --- Names (common/names.h): path segments, query parameters and body fields ---------------
 inline constexpr std::string_view kNameRule = "1-128 bytes of [A-Za-z0-9._:-]";
 // What a path parameter names, as its error says it.
@@ -153,9 +189,6 @@ inline constexpr std::string_view kWebhookRooms =
 inline constexpr std::string_view kWebhookQueues =
     "'queues' must be an array of at most 100 queue names";
 inline constexpr std::string_view kTooManyWebhooks = "at most 32 webhooks may be set";
-inline std::string UnknownWebhookField(std::string_view key) {
-  return "unknown field '" + std::string(key) + "' (a webhook has url, types, rooms, queues)";
-}
 inline std::string UnknownWebhook(std::string_view name) {
   return "no webhook '" + std::string(name) + "'";
 }
@@ -225,15 +258,6 @@ inline constexpr std::string_view kQueueLimitTwice = "two limits with the same k
 inline constexpr std::string_view kQueueLimitEmpty = "a limit needs a rate, a concurrency or both";
 inline constexpr std::string_view kQueueRateShape =
     "a rate must be an object {\"limit\", \"period_ms\", \"burst\"?}";
-inline std::string UnknownQueueSettingsField(std::string_view key) {
-  return "unknown field '" + std::string(key) + "' (a queue's settings have fairness, limits)";
-}
-inline std::string UnknownQueueLimitField(std::string_view key) {
-  return "unknown field '" + std::string(key) + "' (a limit has key, rate, concurrency)";
-}
-inline std::string UnknownQueueRateField(std::string_view key) {
-  return "unknown field '" + std::string(key) + "' (a rate has limit, period_ms, burst)";
-}
 inline constexpr std::string_view kRetryAfterNeedsRateLimited =
     "retry_after_ms goes with \"rate_limited\": true";
 inline constexpr std::string_view kRateLimitedNeedsRetryAfter =
@@ -297,25 +321,8 @@ inline constexpr std::string_view kTargetUrlControl =
     "'target_url' must not contain control characters";
 
 // --- Scheduled events (server/event_json.h) ---------------------------------------------------
-// A field name as a message shows it: the client's text, so printable ASCII only and at most 64
-// bytes ('?' for any other byte, "..." where cut), keeping the answer short and UTF-8.
-inline std::string PrintableField(std::string_view key) {
-  constexpr size_t kShown = 64;
-  std::string out;
-  for (char c : key.substr(0, kShown)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (key.size() > kShown) out += "...";
-  return out;
-}
-inline constexpr std::string_view kEventFields =
-    "name, prequeue_at, starts_at, ends_at, shuffle_at_start, prequeue_scope, suspended, "
-    "overrides";
 inline constexpr std::string_view kEventOverrideFields =
     "capacity, admit_per_minute, grace_ms, checkin_timeout_ms, queueing_method, page";
-// A field the body may not hold (a typo is refused, not ignored).
-inline std::string UnknownEventField(std::string_view key) {
-  return fmt::format("'{}' is not a field of an event (its fields: {})", PrintableField(key),
-                     kEventFields);
-}
 inline std::string UnknownEventOverride(std::string_view key) {
   return fmt::format("'{}' is not a setting an event overrides (those are: {})",
                      PrintableField(key), kEventOverrideFields);
@@ -399,23 +406,12 @@ inline constexpr std::string_view kScheduleEndsBeforeStart =
 inline constexpr std::string_view kScheduleOutOfBounds = "a schedule's value is out of its range";
 inline constexpr std::string_view kOverlaps = "allow, skip";
 inline constexpr std::string_view kMisfires = "skip, run_once, run_all";
-inline constexpr std::string_view kScheduleFields =
-    "queue, cron, tz, every_ms, start_at, end_at, max_runs, overlap, misfire, misfire_grace_ms, "
-    "max_catchup, jitter_ms, job";
-inline std::string UnknownScheduleField(std::string_view key) {
-  return fmt::format("'{}' is not a field of a schedule (its fields: {})", PrintableField(key),
-                     kScheduleFields);
-}
-inline std::string UnknownScheduleJobField(std::string_view key) {
-  return fmt::format(
-      "'{}' is not a field of a schedule's job (its fields: payload, priority, group, "
-      "max_attempts)",
-      PrintableField(key));
-}
 inline constexpr std::string_view kScheduleNeedsJob =
     "a schedule needs 'job': {\"payload\", \"priority\"?, \"group\"?, \"max_attempts\"?}";
 inline constexpr std::string_view kScheduleNeedsQueue = "a schedule needs 'queue', a queue name";
 inline constexpr std::string_view kUnknownSchedule = "no such schedule";
+inline constexpr std::string_view kScheduleBusy =
+    "the schedule kept changing while this change was being made; retry";
 inline std::string ScheduleQueueMoved(std::string_view queue) {
   return fmt::format(
       "the schedule belongs to queue '{}'; delete it before putting it on another queue",
@@ -510,10 +506,6 @@ inline std::string TooManyPasses(size_t cap) {
   return fmt::format("a room holds at most {} passes: revoke some first", cap);
 }
 inline constexpr std::string_view kPassKindShape = "'kind' must be admit or front";
-inline std::string UnknownPassField(std::string_view key) {
-  return fmt::format("'{}' is not a field of a pass: count, uses, expires_at, kind",
-                     PrintableField(key));
-}
 
 // The schedule (core/schedule.cc): the same words from every backend.
 inline constexpr std::string_view kPrequeueAfterStart =

@@ -165,7 +165,7 @@ OpResult<core::EventSpec> ReadEventSpec(const json::object& body) {
   // Unknown fields first: a misspelt "start_at" is named as such, not as a missing "starts_at".
   for (const auto& field : body) {
     if (!IsOneOf(field.key(), kFields)) {
-      return {OpStatus::kInvalidArgument, wire::UnknownEventField(field.key())};
+      return {OpStatus::kInvalidArgument, wire::UnknownField(field.key(), wire::kEventFields)};
     }
   }
   core::EventSpec spec;

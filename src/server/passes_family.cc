@@ -30,7 +30,7 @@ OpResult<core::PassMint> ReadMint(const json::object& body) {
   for (const auto& field : body) {
     std::string_view key = field.key();
     if (key != "count" && key != "uses" && key != "expires_at" && key != "kind") {
-      return {OpStatus::kInvalidArgument, wire::UnknownPassField(key)};
+      return {OpStatus::kInvalidArgument, wire::UnknownField(key, wire::kPassFields)};
     }
   }
   core::PassMint mint;

@@ -15,7 +15,7 @@ OpResult<core::RateLimit> ReadRate(const json::value& v) {
   const json::object& o = v.as_object();
   for (const auto& field : o) {
     if (field.key() != "limit" && field.key() != "period_ms" && field.key() != "burst") {
-      return {OpStatus::kInvalidArgument, wire::UnknownQueueRateField(field.key())};
+      return {OpStatus::kInvalidArgument, wire::UnknownField(field.key(), wire::kQueueRateFields)};
     }
   }
   auto limit = ReadInt(o, "limit", 1, core::RateLimit::kMaxLimit);
@@ -37,7 +37,8 @@ OpResult<core::QueueSettings> ReadQueueSettings(const json::object& body) {
   core::QueueSettings settings;
   for (const auto& field : body) {
     if (field.key() != "fairness" && field.key() != "limits") {
-      return {OpStatus::kInvalidArgument, wire::UnknownQueueSettingsField(field.key())};
+      return {OpStatus::kInvalidArgument,
+              wire::UnknownField(field.key(), wire::kQueueSettingsFields)};
     }
   }
   if (const json::value* f = body.if_contains("fairness")) {
@@ -60,7 +61,8 @@ OpResult<core::QueueSettings> ReadQueueSettings(const json::object& body) {
     const json::object& o = v.as_object();
     for (const auto& field : o) {
       if (field.key() != "key" && field.key() != "rate" && field.key() != "concurrency") {
-        return {OpStatus::kInvalidArgument, wire::UnknownQueueLimitField(field.key())};
+        return {OpStatus::kInvalidArgument,
+                wire::UnknownField(field.key(), wire::kQueueLimitFields)};
       }
     }
     const json::value* key = o.if_contains("key");

@@ -60,7 +60,8 @@ OpResult<core::ScheduleJob> ReadJob(const json::value& v) {
   const json::object& o = v.as_object();
   for (const auto& field : o) {
     if (!IsOneOf(field.key(), kJobFields)) {
-      return {OpStatus::kInvalidArgument, wire::UnknownScheduleJobField(field.key())};
+      return {OpStatus::kInvalidArgument,
+              wire::UnknownField(field.key(), wire::kScheduleJobFields)};
     }
   }
   const json::value* payload = o.if_contains("payload");
@@ -98,7 +99,8 @@ OpResult<std::optional<int64_t>> ReadTime(const json::object& o, std::string_vie
 
 OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body) {
   for (const auto& field : body) {
-    if (!IsOneOf(field.key(), kFields)) return Invalid(wire::UnknownScheduleField(field.key()));
+    if (!IsOneOf(field.key(), kFields))
+      return Invalid(wire::UnknownField(field.key(), wire::kScheduleFields));
   }
   core::ScheduleSpec spec;
   auto queue = ReadName(body, "queue");

@@ -96,7 +96,7 @@ OpResult<Webhook> ReadWebhookPut(const json::object& body) {
   for (const auto& field : body) {
     std::string_view key = field.key();
     if (key != "url" && key != "types" && key != "rooms" && key != "queues") {
-      return {OpStatus::kInvalidArgument, wire::UnknownWebhookField(key)};
+      return {OpStatus::kInvalidArgument, wire::UnknownField(key, wire::kWebhookFields)};
     }
   }
   Webhook w;

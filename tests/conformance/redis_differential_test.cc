@@ -12,7 +12,9 @@
 // Passes go in too: minted, redeemed (right, wrong, used up, expired, revoked), revoked and
 // listed. Their ids and codes are random per backend, so each backend's are kept in mint order
 // and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
-// without ids and codes.
+// without ids and codes. Schedules of repeatable jobs go in too: put, paused, resumed, deleted
+// and listed, and fired by either backend's timer between the steps, their jobs then fetched
+// as any other.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -182,6 +184,26 @@ std::string Show(const core::QueueSettings& s) {
                      Show(l.per_group.rate), l.per_group.concurrency, Show(l.queue.rate),
                      l.queue.concurrency);
 }
+// A schedule whole: what it pushes, its timing and its state.
+std::string Show(const core::Schedule& x) {
+  const core::ScheduleSpec& p = x.spec;
+  const core::ScheduleState& st = x.state;
+  return fmt::format(
+      "[{} q={} cron='{}' tz={} every={} start={} end={} max={} {} {}/{}/{} jitter={} "
+      "job='{}' p{} g'{}' a{} | created={} updated={} handled={} runs={} paused={} last={} "
+      "job={} next={}]",
+      x.id, p.queue, p.cron, p.time_zone, p.every_ms, Show(p.start_at_ms), Show(p.end_at_ms),
+      Show(p.max_runs), core::NameOf(p.overlap), core::NameOf(p.misfire.policy), p.misfire.grace_ms,
+      p.misfire.max_catchup, p.jitter_ms, p.job.payload, p.job.priority, p.job.group,
+      p.job.max_attempts, st.created_at_ms, st.updated_at_ms, st.handled_through_ms, st.runs_done,
+      st.paused, Show(st.last_run_ms), st.last_job ? static_cast<int64_t>(*st.last_job) : -1,
+      Show(st.next_ms));
+}
+std::string Show(const std::vector<core::Schedule>& v) {
+  std::string s;
+  for (const auto& x : v) s += Show(x) + " ";
+  return s;
+}
 std::string Show(int64_t n) { return std::to_string(n); }
 std::string Show(bool b) { return b ? "true" : "false"; }
 std::string Show(size_t n) { return std::to_string(n); }
@@ -204,7 +226,7 @@ std::string Describe(const OpResult<T>& r) {
   }
   // The schedule's refusals say why in the core's words, on every backend.
   if (r.status() == OpStatus::kConflict || r.status() == OpStatus::kInvalidArgument ||
-      r.status() == OpStatus::kNotFound) {
+      r.status() == OpStatus::kNotFound || r.status() == OpStatus::kUnknownSchedule) {
     return fmt::format("error {} '{}'", static_cast<int>(r.status()), r.message());
   }
   if (!r.ok()) return fmt::format("error {}", static_cast<int>(r.status()));
@@ -288,7 +310,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(38);
+      int op = pick(41);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -744,6 +766,64 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
               std::vector<std::string> out;
               for (auto& [key, text] : keyed) out.push_back(std::move(text));
               return OpResult<std::vector<std::string>>(std::move(out));
+            });
+          }
+          break;
+        }
+        case 38: {
+          // Schedules on the two queues, some ids moving between them (refused): intervals of
+          // a few seconds and cron by the second, so the steps below fire them often, with
+          // every overlap and misfire policy, bounds, jitter and a delayed start.
+          std::string id = "s" + std::to_string(pick(3));
+          core::ScheduleSpec spec;
+          spec.queue = q;
+          if (pick(3) == 0) {
+            spec.cron = pick(2) == 0 ? "*/2 * * * * *" : "1,4,5 * * * * *";
+            spec.time_zone = pick(2) == 0 ? "UTC" : "Europe/Berlin";
+          } else {
+            spec.every_ms = 1000 * (1 + pick(4));
+          }
+          int64_t now = memory.NowMs();
+          if (pick(3) == 0) spec.start_at_ms = now + 100 * pick(30);
+          if (pick(4) == 0) spec.end_at_ms = now + 3000 + 100 * pick(100);
+          if (pick(4) == 0) spec.max_runs = 1 + pick(6);
+          spec.overlap = pick(2) == 0 ? core::Overlap::kAllow : core::Overlap::kSkip;
+          spec.misfire.policy = static_cast<core::MisfirePolicy>(pick(3));
+          spec.misfire.grace_ms = 100 * pick(20);
+          spec.misfire.max_catchup = 1 + pick(4);
+          if (pick(3) == 0) spec.jitter_ms = 100 * pick(20);
+          spec.job.payload = "run of " + id;
+          spec.job.priority = pick(3);
+          spec.job.group = pick(3) == 0 ? "g" + std::to_string(pick(2)) : "";
+          spec.job.max_attempts = 1 + pick(3);
+          (void)same("put-schedule", [&](Backend& b) {
+            return Wait<core::Schedule>([&](auto done) { b.PutSchedule(id, spec, done); });
+          });
+          break;
+        }
+        case 39: {
+          std::string id = "s" + std::to_string(pick(4));  // s3: never put
+          if (pick(3) == 0) {
+            (void)same("get-schedule", [&](Backend& b) {
+              return Wait<core::Schedule>([&](auto done) { b.GetSchedule(id, done); });
+            });
+          } else {
+            bool paused = pick(2) == 0;
+            (void)same(paused ? "pause-schedule" : "resume-schedule", [&](Backend& b) {
+              return Wait<core::Schedule>([&](auto done) { b.PauseSchedule(id, paused, done); });
+            });
+          }
+          break;
+        }
+        case 40: {
+          std::string id = "s" + std::to_string(pick(4));
+          if (pick(4) == 0) {
+            (void)same("delete-schedule", [&](Backend& b) {
+              return Wait<core::Schedule>([&](auto done) { b.DeleteSchedule(id, done); });
+            });
+          } else {
+            (void)same("schedules", [&](Backend& b) {
+              return Wait<std::vector<core::Schedule>>([&](auto done) { b.ListSchedules(done); });
             });
           }
           break;

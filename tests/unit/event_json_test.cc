@@ -352,13 +352,13 @@ TEST(ReadEventSpecTest, EveryRefusalNamesItsField) {
   const std::string long_name(core::kMaxEventNameBytes + 1, 'n');
   const std::vector<Refusal> refusals = {
       // Fields the body may not hold, typos first of all.
-      {with(R"("start_at": 1)"), wire::UnknownEventField("start_at")},
+      {with(R"("start_at": 1)"), wire::UnknownField("start_at", wire::kEventFields)},
       {R"({"start_at": 1796115600000, "ends_at": 1796119200000})",
-       wire::UnknownEventField("start_at")},
-      {with(R"("id": "drop")"), wire::UnknownEventField("id")},
-      {with(R"("starts_at_ms": 1)"), wire::UnknownEventField("starts_at_ms")},
-      {with(R"("Name": "x")"), wire::UnknownEventField("Name")},
-      {with(R"("capacity": 5)"), wire::UnknownEventField("capacity")},
+       wire::UnknownField("start_at", wire::kEventFields)},
+      {with(R"("id": "drop")"), wire::UnknownField("id", wire::kEventFields)},
+      {with(R"("starts_at_ms": 1)"), wire::UnknownField("starts_at_ms", wire::kEventFields)},
+      {with(R"("Name": "x")"), wire::UnknownField("Name", wire::kEventFields)},
+      {with(R"("capacity": 5)"), wire::UnknownField("capacity", wire::kEventFields)},
       {with(R"("overrides": {"capacty": 5})"), Overrides(wire::UnknownEventOverride("capacty"))},
       {with(R"("overrides": {"paused": true})"), Overrides(wire::UnknownEventOverride("paused"))},
       // Required times.
@@ -453,7 +453,7 @@ TEST(ReadEventSpecTest, MessagesReadAsSentences) {
 TEST(ReadEventSpecTest, AFieldNameIsShownShortAndPrintable) {
   const std::string key(1000, 'k');
   auto spec = ReadEventSpec(Body(R"({")" + key + R"(": 1})"));
-  EXPECT_EQ(spec.message(), wire::UnknownEventField(key));
+  EXPECT_EQ(spec.message(), wire::UnknownField(key, wire::kEventFields));
   EXPECT_NE(spec.message().find("'" + std::string(64, 'k') + "...'"), std::string::npos)
       << spec.message();
   EXPECT_LT(spec.message().size(), 250u);

@@ -463,6 +463,20 @@ TEST(LogSnapshotFileTest, DataAfterTheEndRecordIsRefused) {
   EXPECT_EQ(error, "offset " + std::to_string(extra_at) + ": data after the end record");
 }
 
+// A state whose bytes spell an end record (the marker and a size) is still state: only the last
+// record ends a snapshot. (The log_records fuzzer found such a state refused.)
+TEST(LogSnapshotFileTest, StateThatLooksLikeTheEndRecordReadsBack) {
+  ScratchDir dir;
+  std::string path = dir / SnapshotName(1);
+  std::string looks_like_end = "anteroom-snapshot-end";
+  looks_like_end.append(8, '\0');
+  ASSERT_EQ(WriteSnapshotFile(path, 1, [&](ByteWriter& out) { out.PutBytes(looks_like_end); }),
+            0);
+  std::string state, error;
+  ASSERT_TRUE(ReadSnapshotFile(path, 1, state, error)) << error;
+  EXPECT_EQ(state, looks_like_end);
+}
+
 TEST(LogSnapshotFileTest, MissingFileIsAnIoError) {
   ScratchDir dir;
   std::string state, error;

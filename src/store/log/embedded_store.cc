@@ -156,8 +156,10 @@ EmbeddedStore::EmbeddedStore(MemoryBackend& backend, EmbeddedOptions options)
   inherited_log_bytes_ = report_.log_bytes;
   journal_ = std::make_unique<LogJournal>(options_.dir, options_.fsync, next);
   backend_.FinishRecovery();
-  backend_.ScheduleAll();
+  // The journal first: from the moment deadlines are in the timer's schedule, what the timer
+  // does (a schedule's firing above all, which a replay does not redo from the time) is logged.
   backend_.AttachJournal(journal_.get());
+  backend_.ScheduleAll();
   if (options_.compact_in_background) loop_ = std::thread([this] { CompactionLoop(); });
 }
 

@@ -61,27 +61,47 @@ bool ReadSnapshotFile(const std::string& path, uint64_t sequence, std::string& s
     error = ErrnoText(io_error);
     return false;
   }
-  std::vector<std::pair<size_t, size_t>> chunks;  // (offset in the file, length)
-  bool ended = false;
-  uint64_t announced = 0;
+  // (offset in the file, length) of every record. The end record is the last one, whatever the
+  // state's bytes: a chunk of state that happens to spell the end marker is still state.
+  std::vector<std::pair<size_t, size_t>> chunks;
   ScanResult scan =
-      Scan(state, FileKind::kSnapshot, [&](std::string_view payload, size_t, std::string& why) {
-        if (ended) {
-          why = "data after the end record";
-          return false;
-        }
-        if (payload.size() == kEndMarker.size() + 8 &&
-            payload.substr(0, kEndMarker.size()) == kEndMarker) {
-          std::memcpy(&announced, payload.data() + kEndMarker.size(), 8);
-          ended = true;
-          return true;
-        }
+      Scan(state, FileKind::kSnapshot, [&](std::string_view payload, size_t, std::string&) {
         chunks.emplace_back(payload.data() - state.data(), payload.size());
         return true;
       });
+  bool ended = false;
+  uint64_t announced = 0;
+  if (!chunks.empty()) {
+    std::string_view last(state.data() + chunks.back().first, chunks.back().second);
+    if (last.size() == kEndMarker.size() + 8 && last.substr(0, kEndMarker.size()) == kEndMarker) {
+      std::memcpy(&announced, last.data() + kEndMarker.size(), 8);
+      ended = true;
+      chunks.pop_back();
+    }
+  }
+  // Not ended: say so precisely when an end record came earlier, its size right, and records
+  // followed it (a file appended to after it was written).
+  size_t data_after_end = 0;
+  uint64_t before = 0;
+  for (size_t k = 0; !ended && k + 1 < chunks.size(); ++k) {
+    std::string_view c(state.data() + chunks[k].first, chunks[k].second);
+    uint64_t said = 0;
+    if (c.size() == kEndMarker.size() + 8 && c.substr(0, kEndMarker.size()) == kEndMarker) {
+      std::memcpy(&said, c.data() + kEndMarker.size(), 8);
+      if (said == before) {
+        data_after_end = chunks[k + 1].first - kRecordHeaderBytes;
+        break;
+      }
+    }
+    before += c.size();
+  }
   size_t file_size = state.size();
   if (scan.end != ScanResult::End::kClean) {
     error = fmt::format("offset {}: {}", scan.bad_offset, scan.problem);
+    return false;
+  }
+  if (data_after_end != 0) {
+    error = fmt::format("offset {}: data after the end record", data_after_end);
     return false;
   }
   if (scan.sequence != sequence) {

@@ -23,9 +23,9 @@ class KeyLayout {
   std::vector<std::string> Queue(const std::string& queue) const {
     std::string base = prefix_ + "{q:" + queue + "}:";
     std::vector<std::string> keys;
-    keys.reserve(21);
-    for (const char* k : {"m", "j",  "p",  "h",    "r",   "d", "l",  "x",  "u",  "a", "ax",
-                          "w", "hb", "wj", "poll", "key", "g", "gr", "gf", "go", "gp"}) {
+    keys.reserve(23);
+    for (const char* k : {"m",  "j",  "p",    "h",   "r", "d",  "l",  "x",  "u",  "a", "ax", "w",
+                          "hb", "wj", "poll", "key", "g", "gr", "gf", "go", "gp", "s", "st"}) {
       keys.push_back(base + k);
     }
     return keys;
@@ -41,7 +41,7 @@ class KeyLayout {
   std::string WakeChannel() const { return prefix_ + "wake"; }
   // Lifecycle events of every room and queue (a stream), and the newest position trimmed from it
   // (prelude.lua's feed). Passed after the script's own keys (room.lua's KEYS 17 and 18,
-  // queue.lua's 22 and 23) on a single Redis; the stream's name is also the channel its writers
+  // queue.lua's 24 and 25) on a single Redis; the stream's name is also the channel its writers
   // publish on.
   std::string Feed() const { return prefix_ + "feed"; }
   std::string FeedHorizon() const { return prefix_ + "feed-horizon"; }
@@ -59,6 +59,11 @@ class KeyLayout {
   // Written by the health check: a write proves changes would be kept (PING does not see a
   // read-only replica, maxmemory or a failing disk under MISCONF).
   std::string Health() const { return prefix_ + "health"; }
+  // Every schedule's queue (a hash: schedule id -> queue name; store/redis/redis_schedules.cc):
+  // how a schedule is found by its id, and what core::kMaxSchedules counts. A slot of its own:
+  // written before the queue's script creates a schedule, removed after it deletes one, so an entry
+  // whose queue holds no such schedule (a process stopped between the two) reads as absent.
+  std::string ScheduleIndex() const { return prefix_ + "schedules"; }
   // The names of every room ('r') or queue ('q') created, for --max-rooms and --max-queues.
   std::string Names(char kind) const { return prefix_ + (kind == 'r' ? "rooms" : "queues"); }
 

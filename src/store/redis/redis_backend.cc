@@ -46,6 +46,15 @@ local function run(KEYS, ARGV)
 end
 )lua";
 
+// drop_index: KEYS 1 the schedule index; ARGV 1 a schedule id, 2 a queue. Removes the id's
+// entry only while it names that queue (a put elsewhere may have taken the id since).
+constexpr const char* kDropIndexLua = R"lua(
+local function run(KEYS, ARGV)
+  if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+)lua";
+
 bool IsTransient(const Reply& r) {
   for (const char* p : {"OOM", "LOADING", "BUSY", "MASTERDOWN", "READONLY", "CLUSTERDOWN",
                         "TRYAGAIN", "NOREPLICAS", "MOVED", "ASK"}) {
@@ -121,7 +130,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
       sweep_script_("sweep", lua::kSweep),
       feed_script_("feed", lua::kFeed),
       hold_role_script_("hold_role", kHoldRoleLua),
-      save_role_script_("save_role", kSaveRoleLua) {
+      save_role_script_("save_role", kSaveRoleLua),
+      index_drop_script_("drop_index", kDropIndexLua) {
   std::string error;
   auto url = ParseRedisUrl(options_.url, error);
   if (!url) throw std::runtime_error(error);
@@ -985,7 +995,16 @@ void RedisBackend::SweepOne(const std::string& member, std::function<void()> don
       });
     });
   } else {
-    QueueScript(home(), name, {"advance"}, after);
+    // Due schedules are fired first; the last firing's answer then stands for the advance's.
+    QueueScript(home(), name, {"advance"}, [this, name, after](OpResult<Reply> r) {
+      if (!r.ok()) return after(std::move(r));
+      ScheduleRead due = ParseDueSchedules(*r);
+      if (due.schedules.empty()) return after(std::move(r));
+      FireDue(name, std::move(due), [after, r](std::optional<Reply> last) mutable {
+        if (last) return after(OpResult<Reply>(std::move(*last)));
+        after(std::move(r));
+      });
+    });
   }
 }
 

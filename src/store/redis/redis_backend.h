@@ -347,6 +347,40 @@ class RedisBackend final : public Backend {
   static OpResult<core::FetchAnswer> HungUp();
   void GiveBack(Shard& s, const std::string& queue, const std::vector<core::Delivery>& jobs);
 
+  // Schedules (redis_schedules.cc). A schedule lives in its queue's keys (queue.lua); the
+  // index (KeyLayout::ScheduleIndex) finds its queue by id. The core's timing is computed here,
+  // and every write names the record it was computed from, so a change that lost a race with
+  // another process's is read and computed again (up to kScheduleTries times).
+  static constexpr int kScheduleTries = 8;
+  // The queue the index names for schedule `id` (which may no longer hold it), and how many
+  // entries the index has.
+  struct IndexEntry {
+    std::optional<std::string> queue;
+    int64_t count = 0;
+  };
+  void LookUpSchedule(Shard& s, const std::string& id, std::function<void(OpResult<IndexEntry>)> k);
+  // Schedule `id` as queue `queue` keeps it (nullopt: it keeps none), and the script's time.
+  struct ScheduleAt {
+    int64_t now_ms = 0;
+    std::optional<StoredSchedule> stored;
+  };
+  void ReadSchedule(Shard& s, const std::string& queue, const std::string& id,
+                    std::function<void(OpResult<ScheduleAt>)> k);
+  // What a put or a pause makes of the schedule as it stands (nullopt: none) at `now`: the
+  // schedule to write, nullopt to leave it as it is, or a refusal.
+  using ScheduleChange = std::function<OpResult<std::optional<core::Schedule>>(
+      const std::optional<core::Schedule>& before, int64_t now)>;
+  void ChangeSchedule(Shard& s, const std::string& queue, const std::string& id,
+                      ScheduleChange change, int tries, Completion<core::Schedule> done);
+  // Removes the index's entry for `id` if it still names `queue`; then `then`.
+  void DropIndexEntry(Shard& s, const std::string& id, const std::string& queue,
+                      std::function<void()> then);
+  // The sweeper, on the home shard: fires queue `queue`'s due schedules (queue.lua `advance`
+  // answered them) one after another, by id as the embedded backend does; `done` gets the
+  // answer of the last firing that ran (its next deadline is the queue's), or nullopt.
+  void FireDue(const std::string& queue, ScheduleRead due,
+               std::function<void(std::optional<Reply>)> done);
+
   // Sweeping (redis_backend.cc), on the home shard.
   void Sweep(std::function<void()> done);
   void SweepOne(const std::string& member, std::function<void()> done);
@@ -371,7 +405,7 @@ class RedisBackend final : public Backend {
   KeyLayout keys_;
   core::Hmac lease_key_;
   Script room_script_, queue_script_, sweep_script_, feed_script_, hold_role_script_,
-      save_role_script_;
+      save_role_script_, index_drop_script_;
   bool feed_ = false;  // lifecycle events are kept (a single Redis: room.lua's KEYS 17, 18)
   std::mutex watchers_mu_;
   std::vector<std::function<void()>> watchers_;

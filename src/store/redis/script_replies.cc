@@ -526,6 +526,50 @@ core::CancelOutcome ParseCancel(const Reply& answer) {
 
 bool ParseKeyRemovalUncounts(const Reply& answer) { return QueuePayload(answer).AsInt() == 1; }
 
+// ---- queue.lua's schedules -------------------------------------------------------------------
+
+namespace {
+std::optional<int64_t> OptInt(const Reply& v) {
+  if (v.type == Reply::Type::kNil) return std::nullopt;
+  return v.AsInt();
+}
+// {id, record, spec, created, updated, handled, runs, paused, last_run, last_job, next}
+// (queue.lua schedule_view): the spec from its bytes, the state from the fields.
+std::optional<StoredSchedule> ScheduleOfView(const Reply& v) {
+  if (v.type != Reply::Type::kArray || v.elements.size() < 11) return std::nullopt;
+  StoredSchedule out;
+  ByteReader in(v.at(2).str);
+  if (!core::LoadSchedule(in, out.schedule) || !in.done()) return std::nullopt;
+  out.schedule.id = v.at(0).str;
+  out.record = v.at(1).str;
+  core::ScheduleState& st = out.schedule.state;
+  st.created_at_ms = v.at(3).AsInt();
+  st.updated_at_ms = v.at(4).AsInt();
+  st.handled_through_ms = v.at(5).AsInt();
+  st.runs_done = v.at(6).AsInt();
+  st.paused = v.at(7).AsInt() != 0;
+  st.last_run_ms = OptInt(v.at(8));
+  if (auto job = OptInt(v.at(9))) st.last_job = static_cast<core::JobId>(*job);
+  st.next_ms = OptInt(v.at(10));
+  return out;
+}
+// {now, views (false: none)}
+ScheduleRead ReadOfPayload(const Reply& p) {
+  ScheduleRead read;
+  read.now_ms = p.at(0).AsInt();
+  for (const Reply& v : p.at(1).elements) read.schedules.push_back(ScheduleOfView(v));
+  return read;
+}
+}  // namespace
+
+ScheduleRead ParseSchedules(const Reply& answer) { return ReadOfPayload(QueuePayload(answer)); }
+ScheduleRead ParseDueSchedules(const Reply& answer) { return ReadOfPayload(QueuePayload(answer)); }
+bool ParseScheduleWritten(const Reply& answer) { return QueuePayload(answer).AsInt() == 1; }
+std::optional<StoredSchedule> ParseDeletedSchedule(const Reply& answer) {
+  return ScheduleOfView(QueuePayload(answer));
+}
+bool ParseScheduleFired(const Reply& answer) { return QueuePayload(answer).at(0).AsInt() == 1; }
+
 // ---- the feed of lifecycle events ------------------------------------------------------------
 
 namespace {

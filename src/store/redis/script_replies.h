@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/job_schedule.h"
 #include "core/queue_types.h"
 #include "core/room_pass.h"
 #include "core/room_types.h"
@@ -157,5 +158,28 @@ core::CancelOutcome ParseCancel(const Reply& answer);
 
 // setkey, removing the key: whether the name no longer counts as a queue.
 bool ParseKeyRemovalUncounts(const Reply& answer);
+
+// ---- queue.lua's schedules -----------------------------------------------------------------
+
+// A schedule as queue.lua keeps it (schedule_view): the schedule, and its record's exact bytes,
+// which a write or a firing names so that it applies only to what it was planned from.
+struct StoredSchedule {
+  core::Schedule schedule;
+  std::string record;
+};
+// schedules: the script's time, and each schedule asked about (nullopt: none, or a record that
+// does not read as one); advance: the time, and the schedules due by then.
+struct ScheduleRead {
+  int64_t now_ms = 0;
+  std::vector<std::optional<StoredSchedule>> schedules;
+};
+ScheduleRead ParseSchedules(const Reply& answer);
+ScheduleRead ParseDueSchedules(const Reply& answer);
+// schedput: whether it was written (false: the record changed since it was read).
+bool ParseScheduleWritten(const Reply& answer);
+// scheddelete: the schedule as it was, if there was one.
+std::optional<StoredSchedule> ParseDeletedSchedule(const Reply& answer);
+// schedfire: whether it fired (false: the record changed since it was read, nothing done).
+bool ParseScheduleFired(const Reply& answer);
 
 }  // namespace anteroom::store::redis

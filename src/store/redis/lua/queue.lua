@@ -13,7 +13,9 @@
 --       scores 0: the ready jobs that name a group, by member: len(group) group, then as ready)
 --       19 fifo (zset, all scores 0: each active group's head, by member: the head's ready key,
 --       then the group)  20 rotation (list of group names: round robin's turns)  21 parked
---       (zset: group -> when its rate or hold lets it go)
+--       (zset: group -> when its rate or hold lets it go)  22 schedules (hash: id -> msgpack
+--       record, SCHEDULE below)  23 schedule times (zset: id -> next nominal time, the schedules
+--       not paused that have one)
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
@@ -24,7 +26,7 @@ local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
 -- above lists them.
 local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE
 local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
-local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED
+local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED, K_SCHEDULES, K_SCHEDULE_TIMES
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -36,7 +38,9 @@ local queue = {}
 -- FIELDS, the array's order: now next_id next_delivery next_order head_order paused pushed
 -- acked nacked expired cancelled hint listed axmin due, then LIMITS: false while every one of
 -- its fields is at its default (most queues: one byte more to read and write), else the array
--- lim qtat_ms qtat_rem qheld gready gact.
+-- lim qtat_ms qtat_rem qheld gready gact, then sched: the earliest time in schedule times (absent:
+-- NEVER, none), kept exact by every operation on a schedule, so that the sweeper comes then and
+-- no other call reads the set.
 -- lim: the queue's settings (core::QueueLimits), false for the defaults: {fairness (0 fifo, 1
 -- round robin), per group: rate limit, period, burst (0 0 0: no rate), concurrency (0: none),
 -- queue-wide: the same four}. qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld:
@@ -51,7 +55,8 @@ local function load_queue()
   queue = {now = t[1], next_id = t[2], next_delivery = t[3], next_order = t[4], head_order = t[5],
        paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
        cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
-       lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0}
+       lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0,
+       sched = t[17] or NEVER}
   local l = t[16]
   if l then
     queue.lim, queue.qtat_ms, queue.qtat_rem, queue.qheld, queue.gready, queue.gact =
@@ -63,7 +68,7 @@ local function create_queue(now)
   queue = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
        axmin = NEVER, due = NEVER, lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0,
-       gact = 0}
+       gact = 0, sched = NEVER}
 end
 
 -- ---- limits: the settings, and GCRA (core/rate_limit.cc, integer arithmetic in doubles) -----
@@ -157,7 +162,8 @@ local function save_queue()
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
              q.listed, q.axmin, q.due,
              (q.lim or q.qtat_ms ~= 0 or q.qtat_rem ~= 0 or q.qheld ~= 0 or q.gready ~= 0 or
-              q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact}}))
+              q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact},
+             q.sched ~= NEVER and q.sched or nil}))
   if next(groups) ~= nil then save_groups() end
   flush_told()
 end
@@ -624,6 +630,7 @@ local function next_deadline()
   else
     n = math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
   end
+  if queue.sched < n then n = queue.sched end  -- a schedule to fire (RedisBackend::FireDue)
   if not plain() and polled() then
     local at = next_allowed_at(queue.now)
     if at > queue.now and at < n then n = at end
@@ -1150,11 +1157,160 @@ local function op_get_settings()
   return {'ok', NOTHING_TO_REGISTER, 0, queue.lim or DEFAULT_SETTINGS}
 end
 
--- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it).
-local function op_advance(now)
-  if not load_queue() then return {'ok', NEVER, 0, 0} end
+-- ---- schedules of repeatable jobs (core/job_schedule.h) --------------------------------------
+-- The backend plans (cron, time zones and misfires are the core's: RedisBackend computes
+-- core::Placed, core::SetPaused and core::PlanFire) and these functions apply a plan atomically
+-- with the pushes it makes. Every write names the record it was planned from (its exact bytes)
+-- and changes nothing when the record is no longer those bytes: another process changed or
+-- fired the schedule since, and the backend reads it again. So a firing moves handled_through
+-- past its runs in the same call as it pushes them, once, whichever process planned it.
+-- SCHEDULE, the msgpack array's order: spec (core::SaveSchedule of the schedule with an empty
+-- state: only the backend reads it), created, updated, handled (handled_through_ms), runs
+-- (runs_done), paused (0/1), last_run, last_job, next (false: none), as core::ScheduleState.
+-- Invariant: schedule times holds exactly the schedules not paused whose next is set, at next,
+-- and queue.sched is its lowest score.
+local function load_schedule(id)
+  local raw = redis.call('HGET', K_SCHEDULES, id)
+  if not raw then return nil end
+  local t = cmsgpack.unpack(raw)
+  return {spec = t[1], created = t[2], updated = t[3], handled = t[4], runs = t[5], paused = t[6],
+          last_run = t[7], last_job = t[8], next = t[9]}, raw
+end
+-- Writes s; answers its bytes.
+local function save_schedule(id, s)
+  local raw = cmsgpack.pack({s.spec, s.created, s.updated, s.handled, s.runs, s.paused,
+                             s.last_run, s.last_job, s.next})
+  redis.call('HSET', K_SCHEDULES, id, raw)
+  if s.paused == 0 and s.next then
+    redis.call('ZADD', K_SCHEDULE_TIMES, digits(s.next), id)
+  else
+    redis.call('ZREM', K_SCHEDULE_TIMES, id)
+  end
+  queue.sched = (first_score(K_SCHEDULE_TIMES))
+  return raw
+end
+-- What the backend reads of a schedule: {id, its bytes, then SCHEDULE's fields}.
+local function schedule_view(id, s, raw)
+  return {id, raw, s.spec, s.created, s.updated, s.handled, s.runs, s.paused, s.last_run,
+          s.last_job, s.next}
+end
+-- Queue::Pending: the job is ready, delayed or in flight (not acked, cancelled or dead).
+local function pending(id)
+  if not id then return false end
+  local x = load_job(id)
+  return x ~= nil and (x.st == 'r' or x.st == 'd' or x.st == 'i')
+end
+-- core::FiringRuns: the indexes of `due` that fire.
+local function firing_runs(overlap, due_count, previous_pending)
+  local runs = {}
+  if overlap == 'allow' then
+    for i = 1, due_count do runs[i] = i end
+  elseif due_count > 0 and not previous_pending then
+    runs[1] = due_count
+  end
+  return runs
+end
+-- core::Fired: the state once `pushed` runs were pushed, the latest at `last_run` as job
+-- `last_job`. `plan` holds handled (after the firing), next_if_runs_left (false: none),
+-- max_runs (false: none).
+local function fired(s, plan, pushed, last_run, last_job, now)
+  s.updated = math.max(s.updated, now)
+  s.handled = plan.handled
+  s.runs = s.runs + pushed
+  if pushed > 0 then s.last_run, s.last_job = last_run, last_job end
+  local runs_left = not plan.max_runs or s.runs < plan.max_runs
+  s.next = runs_left and plan.next_if_runs_left or false
+end
+local function opt_arg(v) return v ~= '' and tonumber(v) or false end
+
+-- ARGV 3..: ids. Answers {now, each schedule's view or false}, reading nothing else.
+local function op_get_schedules(now)
+  local out = {}
+  for i = 3, #ARGV do
+    local s, raw = load_schedule(ARGV[i])
+    out[#out + 1] = s and schedule_view(ARGV[i], s, raw) or false
+  end
+  return {'ok', NOTHING_TO_REGISTER, 0, {now, out}}
+end
+-- A schedule put or paused (core::Placed, core::SetPaused: computed by the backend from the
+-- record it read). ARGV 3 id, 4 the record read ('': none), 5 spec, 6 created, 7 updated,
+-- 8 handled, 9 runs, 10 paused, 11 last_run, 12 last_job, 13 next ('' none, for the three).
+-- Answers 1 when written, 0 when the record is no longer the one read (nothing changed).
+-- Puts the queue in the registry at its earliest schedule, and lists it (created within
+-- --max-queues by the backend), as setting its settings does.
+local function op_put_schedule(now)
+  local id = ARGV[3]
+  if (redis.call('HGET', K_SCHEDULES, id) or '') ~= ARGV[4] then return no_queue(0) end
+  if not load_queue() then create_queue(now) end
   advance(now)
-  return answer(true, 0)
+  local first = queue.listed == 0
+  queue.listed = 1
+  save_schedule(id, {spec = ARGV[5], created = tonumber(ARGV[6]), updated = tonumber(ARGV[7]),
+                     handled = tonumber(ARGV[8]), runs = tonumber(ARGV[9]),
+                     paused = tonumber(ARGV[10]), last_run = opt_arg(ARGV[11]),
+                     last_job = opt_arg(ARGV[12]), next = opt_arg(ARGV[13])})
+  return answer_counted(first, 1)
+end
+-- ARGV 3 id. Answers the schedule's view as it was, or false when there is none.
+local function op_delete_schedule(now)
+  local id = ARGV[3]
+  local s, raw = load_schedule(id)
+  if not s then return no_queue(false) end
+  redis.call('HDEL', K_SCHEDULES, id)
+  redis.call('ZREM', K_SCHEDULE_TIMES, id)
+  if not load_queue() then return no_queue(schedule_view(id, s, raw)) end
+  advance(now)
+  queue.sched = (first_score(K_SCHEDULE_TIMES))
+  return answer(false, schedule_view(id, s, raw))
+end
+-- A due schedule's firing, as core::PlanFire planned it from the record named: the runs that
+-- fire (core::FiringRuns: the previous run's job looked at now, in this call) are pushed as
+-- op_push pushes jobs, then the state moves on (core::Fired). ARGV 3 id, 4 the record read,
+-- 5 the time planned at, 6 handled after, 7 next_if_runs_left, 8 max_runs ('' none, both),
+-- 9 overlap ('allow', 'skip'), 10 payload, 11 priority, 12 max_attempts, 13 group, 14 n, then
+-- n x (nominal ms, delay ms, dedupe key): the due runs, oldest first. Answers {fired (0: the
+-- record changed, nothing done), the jobs pushed}, and the next deadline (as advance does).
+local function op_fire_schedule(now)
+  local id = ARGV[3]
+  local s, raw = load_schedule(id)
+  local queued = load_queue()
+  if not s or raw ~= ARGV[4] or s.paused ~= 0 or not queued then
+    if not queued then return {'ok', NEVER, 0, {0, {}}} end
+    advance(now)
+    return answer(true, {0, {}})
+  end
+  advance(now)
+  queue.listed = 1
+  local n = tonumber(ARGV[14])
+  local ids = {}
+  local last_run, last_job = false, false
+  for _, k in ipairs(firing_runs(ARGV[9], n, pending(s.last_job))) do
+    local at = 15 + (k - 1) * 3
+    local job_id = push_one(ARGV[10], tonumber(ARGV[at + 1]), tonumber(ARGV[11]),
+                            '=' .. ARGV[at + 2], tonumber(ARGV[12]), ARGV[13])
+    ids[#ids + 1] = job_id
+    last_run, last_job = tonumber(ARGV[at]), job_id
+  end
+  fired(s, {handled = tonumber(ARGV[6]), next_if_runs_left = opt_arg(ARGV[7]),
+            max_runs = opt_arg(ARGV[8])}, #ids, last_run, last_job, tonumber(ARGV[5]))
+  save_schedule(id, s)
+  return answer(true, {1, ids})
+end
+
+-- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and
+-- {now, the views of up to 64 schedules due by now} for the backend to fire.
+local function op_advance(now)
+  if not load_queue() then return {'ok', NEVER, 0, {now, {}}} end
+  advance(now)
+  local due = {}
+  if queue.sched <= now then
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_SCHEDULE_TIMES, '-inf', digits(now),
+                                   'LIMIT', 0, 64)) do
+      local s, raw = load_schedule(id)
+      due[#due + 1] = schedule_view(id, s, raw)
+    end
+  end
+  return answer(true, {now, due})
 end
 -- The sweeper, after recording the next deadline: the one last reported.
 local function op_hint()
@@ -1168,7 +1324,9 @@ local OPS = {push = op_push, fetch = op_fetch, ack = op_ack, nack = op_nack, ext
              stats = op_stats, inflight = op_inflight, dead = op_dead,
              requeue = op_requeue_dead, cancel = op_cancel, setpaused = op_set_paused,
              setkey = op_set_queue_key, snooze = op_snooze, setsettings = op_set_settings,
-             settings = op_get_settings, advance = op_advance, hint = op_hint}
+             settings = op_get_settings, schedules = op_get_schedules,
+             schedput = op_put_schedule, scheddelete = op_delete_schedule,
+             schedfire = op_fire_schedule, advance = op_advance, hint = op_hint}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -1181,7 +1339,8 @@ local function run(keys, argv)
   K_WORKER_JOBS, K_POLL, K_QUEUE_KEY = KEYS[14], KEYS[15], KEYS[16]
   K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED = KEYS[17], KEYS[18], KEYS[19], KEYS[20],
                                                       KEYS[21]
-  K_FEED, K_FEED_HORIZON, told = KEYS[22], KEYS[23], {}
+  K_SCHEDULES, K_SCHEDULE_TIMES = KEYS[22], KEYS[23]
+  K_FEED, K_FEED_HORIZON, told = KEYS[24], KEYS[25], {}
   queue = {}
   if next(groups) ~= nil then groups = {} end  -- left by a call that wrote nothing back
   return dispatch(OPS, 'queue')
