@@ -170,7 +170,7 @@ export interface ScheduleOptions<T = unknown> {
   overlap?: 'allow' | 'skip';
   /** Runs later than misfireGraceMs: passed over, fired once for all, or all fired (default "skip"). */
   misfire?: 'skip' | 'run_once' | 'run_all';
-  /** How late a run may fire and still be on time (0..86,400,000, default 0). */
+  /** How late a run may fire and still be on time (0..86,400,000, default 60,000). */
   misfireGraceMs?: number;
   /** Runs one firing pushes at most, the latest (1..1000, default 1). */
   maxCatchup?: number;

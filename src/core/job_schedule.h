@@ -44,6 +44,10 @@ inline constexpr size_t kMaxSchedules = 10'000;
 inline constexpr int64_t kMinEveryMs = 1'000;
 inline constexpr int64_t kMaxJitterMs = 3'600'000;
 inline constexpr int64_t kMaxMisfireGraceMs = 86'400'000;
+// How late a run may fire and still be on time unless a schedule says otherwise: a timer wakes
+// a little late, a busy server later still, and with no grace at all such a run would be a
+// misfire (under `skip`, lost). Quartz's misfire threshold is the same minute.
+inline constexpr int64_t kDefaultMisfireGraceMs = 60'000;
 // What GET shows of the times to come.
 inline constexpr size_t kFireTimesShown = 5;
 
@@ -69,7 +73,7 @@ struct ScheduleSpec {
   std::optional<int64_t> end_at_ms;
   std::optional<int64_t> max_runs;
   Overlap overlap = Overlap::kAllow;
-  MisfireRule misfire;
+  MisfireRule misfire{MisfirePolicy::kSkip, kDefaultMisfireGraceMs, 1};
   int64_t jitter_ms = 0;  // a run's job waits 0..jitter_ms (fixed per run key) before it is ready
   ScheduleJob job;
   friend bool operator==(const ScheduleSpec&, const ScheduleSpec&) = default;

@@ -150,7 +150,7 @@ OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body) {
   }
   auto grace = ReadInt(body, "misfire_grace_ms", 0, core::kMaxMisfireGraceMs);
   if (!grace.ok()) return {grace.status(), grace.message()};
-  spec.misfire.grace_ms = grace->value_or(0);
+  spec.misfire.grace_ms = grace->value_or(core::kDefaultMisfireGraceMs);
   auto catchup = ReadInt(body, "max_catchup", 1, core::kMaxCatchup);
   if (!catchup.ok()) return {catchup.status(), catchup.message()};
   spec.misfire.max_catchup = catchup->value_or(1);

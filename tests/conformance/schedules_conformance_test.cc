@@ -269,6 +269,18 @@ TEST_P(SchedulesConformanceTest, ADayDownFollowsTheMisfirePolicy) {
   EXPECT_EQ(Drain("all").size(), 1u);
 }
 
+TEST_P(SchedulesConformanceTest, ATimerWakingLateStillRunsEveryRunByDefault) {
+  // The default grace (a minute) keeps runs the timer reaches a few ms late on time: under
+  // `skip` with no grace each of them would be lost.
+  MoveTo(Utc(2026, 6, 1));
+  Schedule s = PutOk("s", Every("q", kSecond));
+  EXPECT_EQ(s.spec.misfire.grace_ms, core::kDefaultMisfireGraceMs);
+  AdvanceTime(7);  // the first run, 7 ms late
+  Walk(kSecond + 3, 10);
+  EXPECT_EQ(GetOk("s").state.runs_done, 11);
+  EXPECT_EQ(Stats("q").ready, 11);
+}
+
 TEST_P(SchedulesConformanceTest, OverlapSkipWaitsForThePreviousRun) {
   MoveTo(Utc(2026, 6, 1));
   ScheduleSpec spec = Every("q", kMinute);
