@@ -181,7 +181,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
         TellWatchers();  // events may have come while it was down
       }
       // Messages may have been missed while down: every long poll looks again.
-      for (auto& [queue, polls] : polls_) Wake(queue);
+      WakeAll();
       // Redis may have come back empty (restarted without persistence): shared values again.
       shared_watch_->CheckNow();
     });
@@ -926,9 +926,7 @@ void RedisBackend::Sweep(std::function<void()> done) {
   sweeping_ = true;
   // About once a second every long poll looks again, whatever it was told: a lost message
   // (a reconnection, a process killed between a change and its PUBLISH) costs at most that.
-  if (++sweep_ticks_ % 10 == 0) {
-    for (auto& [queue, polls] : polls_) Wake(queue);
-  }
+  if (++sweep_ticks_ % 10 == 0) WakeAll();
   auto finish = [this, done] {
     sweeping_ = false;
     done();

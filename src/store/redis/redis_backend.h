@@ -339,6 +339,8 @@ class RedisBackend final : public Backend {
   // The waiter's timer: at its deadline, or sooner (`retry_in` > 0) to look again then.
   void ArmWaiter(const std::shared_ptr<Waiter>& w, int64_t retry_in);
   void Wake(const std::string& queue);
+  // Wake for every queue with long polls parked here (the sweeper once a second, a reconnection).
+  void WakeAll();
   void ServeWaiters(const std::string& queue);
   void Served(const std::string& queue, const std::shared_ptr<Waiter>& w, OpResult<Reply> r);
   void ExpireWaiters(int64_t now);

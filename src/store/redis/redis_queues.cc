@@ -489,6 +489,15 @@ void RedisBackend::Wake(const std::string& queue) {
   if (it != polls_.end() && !it->second->waiters.empty()) ServeWaiters(queue);
 }
 
+// By name, from a copy: waking a queue whose waiters all hung up erases its entry
+// (ServeWaiters), which would invalidate an iterator over polls_ (a segfault seen in CI).
+void RedisBackend::WakeAll() {
+  std::vector<std::string> queues;
+  queues.reserve(polls_.size());
+  for (const auto& entry : polls_) queues.push_back(entry.first);
+  for (const std::string& queue : queues) Wake(queue);
+}
+
 // Fetches for the oldest waiter; while that succeeds, for the next one.
 void RedisBackend::ServeWaiters(const std::string& queue) {
   auto it = polls_.find(queue);
