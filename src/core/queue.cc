@@ -12,13 +12,37 @@
 
 namespace anteroom::core {
 
-std::string BoundedError(std::string_view error) {
-  if (error.size() <= kMaxErrorBytes) return std::string(error);
-  std::string marker = " [truncated: " + std::to_string(error.size()) + " bytes]";
-  size_t keep = kMaxErrorBytes - marker.size();
+std::string BoundedText(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  std::string marker = " [truncated: " + std::to_string(text.size()) + " bytes]";
+  size_t keep = max - marker.size();
   // Back to the start of a character: a continuation byte is 10xxxxxx.
-  while (keep > 0 && (static_cast<unsigned char>(error[keep]) & 0xC0) == 0x80) --keep;
-  return std::string(error.substr(0, keep)) + marker;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  return std::string(text.substr(0, keep)) + marker;
+}
+
+std::string BoundedError(std::string_view error) { return BoundedText(error, kMaxErrorBytes); }
+
+std::string BoundedLogLine(std::string_view line) { return BoundedText(line, kMaxLogLineBytes); }
+
+const char* ToString(JobState state) {
+  switch (state) {
+    case JobState::kWaitingDeps:
+      return "waiting_deps";
+    case JobState::kDelayed:
+      return "delayed";
+    case JobState::kReady:
+      return "ready";
+    case JobState::kInflight:
+      return "inflight";
+    case JobState::kAcked:
+      return "acked";
+    case JobState::kDead:
+      return "dead";
+    case JobState::kCancelled:
+      return "cancelled";
+  }
+  return "ready";
 }
 
 const char* ToString(LeaseOutcome outcome) {
@@ -587,6 +611,7 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
 void Queue::Configure(const QueueSettings& settings, int64_t now_ms) {
   Advance(now_ms);
   line_.Configure(settings.limits, now_);
+  keep_ = settings.keep_acked;
 }
 
 void Queue::SetPaused(bool paused, int64_t now_ms) {

@@ -108,7 +108,7 @@ class Queue {
   bool paused() const { return paused_; }
   // Limits and fairness apply from now on (the groups held back are looked at again).
   void Configure(const QueueSettings& settings, int64_t now_ms);
-  QueueSettings settings() const { return {line_.settings()}; }
+  QueueSettings settings() const { return {line_.settings(), keep_}; }
 
   // Jobs that went dead while noting, until TakeBuried: the backend tells them as job.dead
   // lifecycle events. Off while a log is replayed (they were told when they died).
@@ -255,6 +255,7 @@ class Queue {
   boost::unordered_flat_set<Index, HashById, SameId> by_id_{0, HashById{{&slab_}},
                                                             SameId{{&slab_}}};
   GroupLine line_;  // the ready jobs, by group
+  KeepFinished keep_;
   uint64_t next_ticket_ = 1;
   DeadlineHeap delayed_;                      // key: ready-at ms
   DeadlineHeap leases_;                       // key: lease expiry ms

@@ -48,9 +48,30 @@ struct JobSpec {
   std::string group;  // "": none (exempt from per-group limits)
 };
 
+// What a job may carry for whoever looks it up (GET /v1/queues/{q}/jobs/{id}): the result its
+// worker gave at ack, its latest progress (both JSON text, as the HTTP layer wrote them), and a
+// log a worker appends to, of which the last kKeptLogLines lines are kept, each cut to
+// kMaxLogLineBytes. Bounded, as each is held in memory (and in the log, and in Redis) for as
+// long as the job is.
+inline constexpr size_t kMaxResultBytes = 64 * 1024;
+inline constexpr size_t kMaxProgressBytes = 4 * 1024;
+inline constexpr size_t kMaxLogLineBytes = 1024;
+inline constexpr size_t kKeptLogLines = 100;
+
+// How many finished jobs (acked or cancelled) a queue keeps for lookup, and for how long: a
+// finished job goes when it is past either. count 0: none is kept.
+struct KeepFinished {
+  int64_t count = 1'000;
+  int64_t age_ms = 86'400'000;  // a day
+  friend bool operator==(const KeepFinished&, const KeepFinished&) = default;
+};
+inline constexpr int64_t kMaxKeepCount = 1'000'000;
+inline constexpr int64_t kMaxKeepAgeMs = 30 * 86'400'000LL;  // 30 days
+
 // What a queue's owner sets for it (PUT /v1/queues/{q}/settings), kept durably beside its jobs.
 struct QueueSettings {
   QueueLimits limits;
+  KeepFinished keep_acked;
   friend bool operator==(const QueueSettings&, const QueueSettings&) = default;
 };
 
@@ -79,8 +100,9 @@ struct FetchRequest {
   std::string worker;
   size_t max = 1;
   int64_t lease_ms = kDefaultLeaseMs;
-  int64_t wait_ms = 0;           // > 0: long poll
-  std::vector<std::string> ack;  // acked before the fetch, whether or not it then waits
+  int64_t wait_ms = 0;                   // > 0: long poll
+  std::vector<std::string> ack;          // acked before the fetch, whether or not it then waits
+  std::vector<std::string> ack_results;  // empty, or one per `ack` (Backend::Ack's `results`)
   // First take back the jobs in flight under `worker` (Queue::Reclaim): a worker with a stable
   // name does so once, when it starts again after a crash.
   bool reclaim = false;
@@ -106,6 +128,10 @@ struct InflightJob {
 // `error` cut to at most kMaxErrorBytes, at a UTF-8 character's start, ending with a marker
 // that says how long it was ("... [truncated: 8388608 bytes]"); shorter errors as they are.
 std::string BoundedError(std::string_view error);
+// `text` cut the same way to at most `max` bytes (max > 40, room for the marker).
+std::string BoundedText(std::string_view text, size_t max);
+// A line of a job's log: BoundedText(line, kMaxLogLineBytes).
+std::string BoundedLogLine(std::string_view line);
 
 struct FailedAttempt {
   int32_t attempt = 0;
@@ -137,5 +163,44 @@ struct QueueStats {
 };
 
 enum class CancelOutcome : uint8_t { kCancelled, kUnknown, kInFlight };
+
+// Where a job is. kAcked and kCancelled are kept only as long as the queue's keep_acked says
+// (a job past it, or never pushed, is unknown).
+enum class JobState : uint8_t {
+  kWaitingDeps,
+  kDelayed,
+  kReady,
+  kInflight,
+  kAcked,
+  kDead,
+  kCancelled
+};
+const char* ToString(JobState state);
+
+struct JobLogLine {
+  int64_t at_ms = 0;
+  std::string text;
+  friend bool operator==(const JobLogLine&, const JobLogLine&) = default;
+};
+
+// One job as GET /v1/queues/{q}/jobs/{id} shows it.
+struct JobView {
+  JobId id = 0;
+  JobState state = JobState::kReady;
+  std::string payload;
+  int32_t priority = 0;
+  std::string group;
+  int32_t attempts = 0;  // deliveries so far
+  int32_t max_attempts = kDefaultMaxAttempts;
+  // delayed: when it becomes ready; inflight: when its lease expires; otherwise 0.
+  int64_t due_ms = 0;
+  // acked, cancelled, dead: when it got there; otherwise 0.
+  int64_t finished_ms = 0;
+  std::vector<FailedAttempt> history;  // the last kKeptAttempts failures, oldest first
+  std::optional<std::string> progress;
+  std::optional<std::string> result;  // acked with one
+  std::vector<JobLogLine> log;        // the last kKeptLogLines lines, oldest first
+  int64_t log_dropped = 0;            // lines appended before those, no longer kept
+};
 
 }  // namespace anteroom::core

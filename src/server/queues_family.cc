@@ -238,6 +238,7 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
                              .lease_ms = lease->value_or(core::kDefaultLeaseMs),
                              .wait_ms = wait->value_or(0),
                              .ack = {},
+                             .ack_results = {},
                              .reclaim = reclaim->value_or(false),
                              .hangup = req.hangup};
   bool acking = body.contains("ack");

@@ -78,6 +78,7 @@ void WebhookWorker::Fetch(const std::string& name) {
                              .lease_ms = options_.lease_ms,
                              .wait_ms = options_.poll_ms,
                              .ack = {},
+                             .ack_results = {},
                              .hangup = {}};
   backend_.Fetch(WebhookQueue(name), std::move(request),
                  [this, name, alive = alive_](OpResult<core::FetchAnswer> r) {

@@ -126,8 +126,15 @@ class Backend {
   // they started waiting.
   virtual void Fetch(std::string queue, core::FetchRequest request,
                      Completion<core::FetchAnswer> done) = 0;
+  // `results` is empty, or one per lease: the JSON text the job's worker gave as its result
+  // ("": none, at most core::kMaxResultBytes), kept with the acked job for lookup.
   virtual void Ack(std::string queue, std::vector<std::string> leases,
+                   std::vector<std::string> results,
                    Completion<std::vector<core::LeaseOutcome>> done) = 0;
+  void Ack(std::string queue, std::vector<std::string> leases,
+           Completion<std::vector<core::LeaseOutcome>> done) {
+    Ack(std::move(queue), std::move(leases), {}, std::move(done));
+  }
   virtual void Nack(std::string queue, std::vector<std::string> leases,
                     std::optional<int64_t> delay_ms, std::string error,
                     Completion<std::vector<core::LeaseOutcome>> done) = 0;
@@ -150,6 +157,16 @@ class Backend {
   virtual void RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
                            Completion<size_t> done) = 0;
   virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
+  // Job `id` wherever it is (kUnknownJob: never pushed, or finished and no longer kept).
+  virtual void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) = 0;
+  // The job of a current lease reports how far it got: `progress` (JSON text, at most
+  // core::kMaxProgressBytes) replaces the last one. Answers kOk, kLeaseLost or kInvalidLease.
+  virtual void SetProgress(std::string queue, std::string lease, std::string progress,
+                           Completion<core::LeaseOutcome> done) = 0;
+  // The job of a current lease appends `lines` to its log (each cut to core::kMaxLogLineBytes;
+  // the last core::kKeptLogLines are kept).
+  virtual void AppendJobLog(std::string queue, std::string lease, std::vector<std::string> lines,
+                            Completion<core::LeaseOutcome> done) = 0;
   virtual void SetPaused(std::string queue, bool paused, Completion<Done> done) = 0;
   // A queue's own key (docs/security.md): `digest` is the SHA-256 (32 raw bytes) of the key
   // that opens this queue's data routes, kept durably and shared by every process; nullopt

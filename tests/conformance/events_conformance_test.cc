@@ -190,7 +190,7 @@ TEST_P(EventsConformanceTest, AQueueTellsDeadJobsAndPauses) {
       Await<std::vector<core::PushResult>>([&](auto done) { b().Push("jobs", {once}, done); });
   ASSERT_TRUE(pushed.ok()) << pushed.message();
   auto fetched = Await<core::FetchAnswer>([&](auto done) {
-    b().Fetch("jobs", {.worker = "w", .max = 1, .ack = {}, .hangup = {}}, done);
+    b().Fetch("jobs", {.worker = "w", .max = 1, .ack = {}, .ack_results = {}, .hangup = {}}, done);
   });
   ASSERT_TRUE(fetched.ok() && fetched->jobs.size() == 1) << fetched.message();
   auto nacked = Await<std::vector<core::LeaseOutcome>>(

@@ -133,6 +133,7 @@ class QueuesConformanceTest : public conformance::BackendTest {
                  .lease_ms = lease_ms,
                  .wait_ms = wait_ms,
                  .ack = {},
+                 .ack_results = {},
                  .hangup = {}},
                 [done](OpResult<core::FetchAnswer> r) {
                   if (!r.ok()) return done(OpResult<Deliveries>(r.status(), r.message()));
@@ -150,6 +151,7 @@ class QueuesConformanceTest : public conformance::BackendTest {
                  .lease_ms = lease_ms,
                  .wait_ms = 0,
                  .ack = {},
+                 .ack_results = {},
                  .reclaim = true,
                  .hangup = {}},
                 done);
@@ -184,6 +186,7 @@ class QueuesConformanceTest : public conformance::BackendTest {
                .lease_ms = lease_ms,
                .wait_ms = wait_ms,
                .ack = {},
+               .ack_results = {},
                .hangup = std::move(hangup)},
               [promise](OpResult<core::FetchAnswer> r) {
                 if (!r.ok())
@@ -275,7 +278,7 @@ class QueuesConformanceTest : public conformance::BackendTest {
     return r.ok() ? *r : core::QueueSettings{};
   }
   void Configure(const std::string& q, core::QueueLimits limits) {
-    auto r = SetSettings(q, core::QueueSettings{limits});
+    auto r = SetSettings(q, core::QueueSettings{limits, {}});
     ASSERT_TRUE(r.ok()) << r.message();
   }
   std::set<std::string> ListedNames() {
@@ -590,6 +593,7 @@ TEST_P(QueuesConformanceTest, FetchAcksItsLeasesFirstWithPerItemOutcomes) {
                .lease_ms = 30'000,
                .wait_ms = 0,
                .ack = {a.lease, forged, a.lease},
+               .ack_results = {},
                .hangup = {}},
               done);
   });
@@ -608,6 +612,7 @@ TEST_P(QueuesConformanceTest, FetchAcksItsLeasesFirstWithPerItemOutcomes) {
                .lease_ms = 30'000,
                .wait_ms = 0,
                .ack = {r->jobs[0].lease},
+               .ack_results = {},
                .hangup = {}},
               done);
   });
@@ -628,6 +633,7 @@ TEST_P(QueuesConformanceTest, AFetchThatWaitsHasAckedBeforeItWaits) {
              .lease_ms = 30'000,
              .wait_ms = 10'000,
              .ack = {a.lease},
+             .ack_results = {},
              .hangup = {}},
             [promise](OpResult<core::FetchAnswer> r) { promise->set_value(std::move(r)); });
   EXPECT_EQ(future.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
@@ -650,6 +656,7 @@ TEST_P(QueuesConformanceTest, FetchAckOnAQueueNobodyPushedToIsInvalid) {
                .lease_ms = 30'000,
                .wait_ms = 0,
                .ack = {"1.1.AAAA"},
+               .ack_results = {},
                .hangup = {}},
               done);
   });
@@ -1550,10 +1557,11 @@ TEST_P(QueuesConformanceTest, SettingsAreTheDefaultsUntilSetAndReadBackAsSet) {
 TEST_P(QueuesConformanceTest, SettingsCreateQueuesWithinMaxQueues) {
   Remake({.max_queues = 1});
   PushOne("a", "1");
-  auto r = SetSettings("b", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1))});
+  auto r = SetSettings("b", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1)), {}});
   EXPECT_EQ(r.status(), OpStatus::kLimitReached);
   EXPECT_EQ(GetSettings("b"), core::QueueSettings{});
-  EXPECT_TRUE(SetSettings("a", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1))}).ok());
+  EXPECT_TRUE(
+      SetSettings("a", core::QueueSettings{Limits(kFifo, Limit(std::nullopt, 1)), {}}).ok());
 }
 
 TEST_P(QueuesConformanceTest, AJobsGroupTravelsWithItsDelivery) {

@@ -417,7 +417,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 10:
         case 11: {
           core::FetchRequest f{
-              w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, false, {}};
+              w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, {}, false, {}};
           if (!leases.empty() && pick(2))
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
           f.reclaim = pick(6) == 0;  // a worker starting again under its name
@@ -700,7 +700,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           // Many fetches in a row (a worker loop), so that limits and turns decide the order.
           for (int k = 0; k < 3; ++k) {
             core::FetchRequest f{
-                worker(), static_cast<size_t>(1 + pick(2)), 500 + 100 * pick(30), 0, {}, false, {}};
+                worker(), static_cast<size_t>(1 + pick(2)), 500 + 100 * pick(30), 0, {}, {}, false,
+                {}};
             if (!leases.empty() && pick(2))
               f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
             auto a = same("fetch", [&](Backend& b) {

@@ -108,6 +108,7 @@ class RedisHangupTest : public ::testing::Test {
          .lease_ms = 30'000,
          .wait_ms = wait_ms,
          .ack = {},
+         .ack_results = {},
          .hangup = std::move(hangup)},
         [promise](OpResult<core::FetchAnswer> r) { promise->set_value(std::move(r)); });
     return future;

@@ -180,8 +180,13 @@ class Engine {
   }
   std::vector<core::Delivery> Fetch(const std::string& queue, const std::string& worker,
                                     size_t max) {
-    core::FetchRequest request{
-        .worker = worker, .max = max, .lease_ms = 60'000, .wait_ms = 0, .ack = {}, .hangup = {}};
+    core::FetchRequest request{.worker = worker,
+                               .max = max,
+                               .lease_ms = 60'000,
+                               .wait_ms = 0,
+                               .ack = {},
+                               .ack_results = {},
+                               .hangup = {}};
     auto r = Await<core::FetchAnswer>(
         [&](auto done) { backend_.Fetch(queue, std::move(request), done); });
     EXPECT_TRUE(r.ok()) << r.message();
@@ -470,8 +475,7 @@ TEST(LogSnapshotFileTest, StateThatLooksLikeTheEndRecordReadsBack) {
   std::string path = dir / SnapshotName(1);
   std::string looks_like_end = "anteroom-snapshot-end";
   looks_like_end.append(8, '\0');
-  ASSERT_EQ(WriteSnapshotFile(path, 1, [&](ByteWriter& out) { out.PutBytes(looks_like_end); }),
-            0);
+  ASSERT_EQ(WriteSnapshotFile(path, 1, [&](ByteWriter& out) { out.PutBytes(looks_like_end); }), 0);
   std::string state, error;
   ASSERT_TRUE(ReadSnapshotFile(path, 1, state, error)) << error;
   EXPECT_EQ(state, looks_like_end);

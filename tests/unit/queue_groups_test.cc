@@ -117,7 +117,7 @@ class Driver {
       }
       default:
         if (rng() % 4 == 0) {
-          q.Configure(QueueSettings{RandomLimits(rng)}, now_);
+          q.Configure(QueueSettings{RandomLimits(rng), {}}, now_);
         } else {
           q.Advance(now_);
         }
@@ -160,7 +160,7 @@ TEST(QueueGroupsTest, ASnapshotAtAnyMomentGoesOnExactlyAsTheOriginal) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937_64 rng(seed * 7919);
     Queue original("q", key, kT0, kSeed);
-    original.Configure(QueueSettings{RandomLimits(rng)}, kT0);
+    original.Configure(QueueSettings{RandomLimits(rng), {}}, kT0);
     Driver driver(seed);
     for (int round = 0; round < 6; ++round) {
       for (int k = 0; k < 40; ++k) {

@@ -94,7 +94,8 @@ class MemoryBackend final : public Backend {
             Completion<std::vector<core::PushResult>> done) override;
   void Fetch(std::string queue, core::FetchRequest request,
              Completion<core::FetchAnswer> done) override;
-  void Ack(std::string queue, std::vector<std::string> leases,
+  using Backend::Ack;
+  void Ack(std::string queue, std::vector<std::string> leases, std::vector<std::string> results,
            Completion<std::vector<core::LeaseOutcome>> done) override;
   void Snooze(std::string queue, std::vector<std::string> leases, int64_t delay_ms,
               Completion<std::vector<core::LeaseOutcome>> done) override;
@@ -113,6 +114,11 @@ class MemoryBackend final : public Backend {
   void RequeueDead(std::string queue, std::optional<std::vector<core::JobId>> ids,
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
+  void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) override;
+  void SetProgress(std::string queue, std::string lease, std::string progress,
+                   Completion<core::LeaseOutcome> done) override;
+  void AppendJobLog(std::string queue, std::string lease, std::vector<std::string> lines,
+                    Completion<core::LeaseOutcome> done) override;
   void SetPaused(std::string queue, bool paused, Completion<Done> done) override;
   void SetQueueKey(std::string queue, std::optional<std::string> digest,
                    Completion<Done> done) override;

@@ -197,8 +197,20 @@ void MemoryBackend::DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Han
   done(QueueSlot::HungUp());
 }
 
+void MemoryBackend::GetJob(std::string, core::JobId, Completion<core::JobView> done) {
+  done(OpResult<core::JobView>(OpStatus::kInternal, "not yet"));
+}
+void MemoryBackend::SetProgress(std::string, std::string, std::string,
+                                Completion<core::LeaseOutcome> done) {
+  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not yet"));
+}
+void MemoryBackend::AppendJobLog(std::string, std::string, std::vector<std::string>,
+                                 Completion<core::LeaseOutcome> done) {
+  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not yet"));
+}
+
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
-                        Completion<Outcomes> done) {
+                        std::vector<std::string> /*results*/, Completion<Outcomes> done) {
   OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
                     [&](QueueSlot* q, int64_t now, auto&) {
                       return Answered<Outcomes>(AckLeases(q, leases, now));
