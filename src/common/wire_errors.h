@@ -31,7 +31,9 @@ struct FieldSet {
   std::string_view fields;
 };
 inline constexpr FieldSet kWebhookFields = {"a webhook", "url, types, rooms, queues"};
-inline constexpr FieldSet kQueueSettingsFields = {"a queue's settings", "fairness, limits"};
+inline constexpr FieldSet kQueueSettingsFields = {"a queue's settings",
+                                                  "fairness, limits, keep_acked"};
+inline constexpr FieldSet kKeepAckedFields = {"keep_acked", "count, age_ms"};
 inline constexpr FieldSet kQueueLimitFields = {"a limit", "key, rate, concurrency"};
 inline constexpr FieldSet kQueueRateFields = {"a rate", "limit, period_ms, burst"};
 inline constexpr FieldSet kEventFields = {
@@ -279,6 +281,17 @@ inline constexpr std::string_view kPushAnsweredNothing = "push answered nothing"
 inline constexpr std::string_view kDeadLimit = "'limit' must be 1 to 10000";
 inline constexpr std::string_view kIdsNotJobIds = "'ids' must be an array of job ids";
 inline constexpr std::string_view kNoSuchJob = "no such job";
+inline constexpr std::string_view kKeepAckedShape =
+    "'keep_acked' must be an object: {\"count\"?, \"age_ms\"?}";
+inline constexpr std::string_view kResultsShape =
+    "'results' must be an array with one JSON value per lease (null: none)";
+inline constexpr std::string_view kAckResultsShape =
+    "'ack_results' must be an array with one JSON value per lease of 'ack' (null: none)";
+inline constexpr std::string_view kResultOver64KiB = "a result is larger than 64 KiB";
+inline constexpr std::string_view kProgressOver4KiB = "'progress' is larger than 4 KiB";
+inline constexpr std::string_view kLeaseRequired = "'lease' must be a lease string";
+inline constexpr std::string_view kLogLinesShape =
+    "'lines' must be an array of 1 to 100 strings, each at most 64 KiB";
 inline constexpr std::string_view kJobInFlight = "the job is in flight; ack or nack it";
 
 // --- Rooms, challenges, the live channel ------------------------------------------------------

@@ -110,7 +110,7 @@ Queue::Index Queue::NewJob() {
 
 void Queue::FreeJob(Index i) {
   Job& job = slab_[i];
-  if (job.dedupe_key) dedupe_.erase(*job.dedupe_key);
+  if (job.dedupe_key()) dedupe_.erase(*job.dedupe_key());
   by_id_.erase(job.id);
   line_.Unref(job.group);
   job = Job{};
@@ -279,6 +279,7 @@ void Queue::Advance(int64_t now_ms) {
   }
   now_ = target;
   ForgetOldAcks(now_);
+  ForgetFinished(now_);
   line_.Sweep(now_);
 }
 
@@ -308,7 +309,7 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
     Job& job = slab_[i];
     job.id = next_id_++;
     job.payload = spec.payload;
-    if (spec.dedupe_key) job.dedupe_key = std::make_unique<std::string>(*spec.dedupe_key);
+    if (spec.dedupe_key) job.Extra().dedupe_key = *spec.dedupe_key;
     job.priority = spec.priority;
     job.max_attempts = spec.max_attempts;
     job.group = line_.Ref(spec.group);
@@ -385,13 +386,13 @@ Delivery Queue::LeaseTo(Index i, uint32_t w, int64_t lease_ms) {
           job.due, job.priority, line_.Name(job.group)};
 }
 
-LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms) {
+LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms, std::string_view result) {
   std::optional<LeaseRef> ref = ParseLease(lease);
   if (!ref) {
     Advance(now_ms);
     return LeaseOutcome::kInvalidLease;
   }
-  return Ack(*ref, now_ms);
+  return Ack(*ref, now_ms, result);
 }
 
 LeaseOutcome Queue::Nack(std::string_view lease, std::optional<int64_t> delay_ms,
@@ -413,7 +414,7 @@ LeaseOutcome Queue::Extend(std::string_view lease, int64_t lease_ms, int64_t now
   return Extend(*ref, lease_ms, now_ms);
 }
 
-LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms) {
+LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result) {
   Advance(now_ms);
   LeaseOutcome outcome;
   bool acked_before;
@@ -424,8 +425,131 @@ LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms) {
   acked_[job.id] = job.delivery;
   acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);
   ++acked_count_;
+  Finish(*i, JobState::kAcked, result);
   FreeJob(*i);
   return LeaseOutcome::kOk;
+}
+
+LeaseOutcome Queue::SetProgress(LeaseRef lease, std::string_view progress, int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return acked_before ? LeaseOutcome::kLeaseLost : outcome;
+  slab_[*i].Extra().progress = std::string(progress);
+  return LeaseOutcome::kOk;
+}
+
+LeaseOutcome Queue::AppendLog(LeaseRef lease, const std::vector<std::string>& lines,
+                              int64_t now_ms) {
+  Advance(now_ms);
+  LeaseOutcome outcome;
+  bool acked_before;
+  std::optional<Index> i = Current(lease, outcome, acked_before);
+  if (!i) return acked_before ? LeaseOutcome::kLeaseLost : outcome;
+  JobExtra& extra = slab_[*i].Extra();
+  for (const std::string& line : lines) extra.log.push_back({now_, BoundedLogLine(line)});
+  if (extra.log.size() > kKeptLogLines) {
+    size_t drop = extra.log.size() - kKeptLogLines;
+    extra.log.erase(extra.log.begin(), extra.log.begin() + static_cast<ptrdiff_t>(drop));
+    extra.log_dropped += static_cast<int64_t>(drop);
+  }
+  return LeaseOutcome::kOk;
+}
+
+// ---- finished jobs -------------------------------------------------------------------------
+
+void Queue::Finish(Index i, JobState state, std::string_view result) {
+  if (keep_.count <= 0) return;
+  Job& job = slab_[i];
+  FinishedJob f;
+  f.id = job.id;
+  f.state = state;
+  f.priority = job.priority;
+  f.attempts = job.attempt;
+  f.max_attempts = job.max_attempts;
+  f.at = now_;
+  f.payload = std::move(job.payload);
+  f.group = std::string(line_.Name(job.group));
+  f.extra = std::move(job.extra);
+  if (f.extra && f.extra->dedupe_key) {  // FreeJob will not see it: the job's extra moved here
+    dedupe_.erase(*f.extra->dedupe_key);
+    f.extra->dedupe_key.reset();
+  }
+  if (!result.empty()) f.result = std::string(result);
+  finished_seq_[f.id] = finished_front_ + finished_.size();
+  finished_.push_back(std::move(f));
+  ForgetFinished(now_);
+}
+
+void Queue::ForgetFinished(int64_t now) {
+  while (!finished_.empty() && (static_cast<int64_t>(finished_.size()) > keep_.count ||
+                                finished_.front().at + keep_.age_ms <= now)) {
+    finished_seq_.erase(finished_.front().id);
+    finished_.pop_front();
+    ++finished_front_;
+  }
+  if (finished_seq_.size() * 8 < finished_seq_.bucket_count() &&
+      finished_seq_.bucket_count() > 1024) {
+    finished_seq_.rehash(0);
+  }
+}
+
+void Queue::ViewExtra(const JobExtra* extra, JobView& view) {
+  if (!extra) return;
+  view.history = extra->history;
+  view.progress = extra->progress;
+  view.log = extra->log;
+  view.log_dropped = extra->log_dropped;
+}
+
+JobView Queue::ViewOf(const Job& job) const {
+  JobView v;
+  v.id = job.id;
+  v.payload = job.payload;
+  v.priority = job.priority;
+  v.group = std::string(line_.Name(job.group));
+  v.attempts = job.attempt;
+  v.max_attempts = job.max_attempts;
+  switch (job.state) {
+    case State::kReady:
+      v.state = JobState::kReady;
+      break;
+    case State::kDelayed:
+      v.state = JobState::kDelayed;
+      v.due_ms = job.due;
+      break;
+    case State::kInflight:
+      v.state = JobState::kInflight;
+      v.due_ms = job.due;
+      break;
+    case State::kDead:
+      v.state = JobState::kDead;
+      v.finished_ms = job.failed_at;
+      break;
+  }
+  ViewExtra(job.extra.get(), v);
+  return v;
+}
+
+std::optional<JobView> Queue::Lookup(JobId id, int64_t now_ms) {
+  Advance(now_ms);
+  if (auto it = by_id_.find(id); it != by_id_.end()) return ViewOf(slab_[*it]);
+  auto seq = finished_seq_.find(id);
+  if (seq == finished_seq_.end()) return std::nullopt;
+  const FinishedJob& f = finished_[seq->second - finished_front_];
+  JobView v;
+  v.id = f.id;
+  v.state = f.state;
+  v.payload = f.payload;
+  v.priority = f.priority;
+  v.group = f.group;
+  v.attempts = f.attempts;
+  v.max_attempts = f.max_attempts;
+  v.finished_ms = f.at;
+  ViewExtra(f.extra.get(), v);
+  v.result = f.result;
+  return v;
 }
 
 LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
@@ -546,9 +670,10 @@ std::vector<DeadJob> Queue::Dead(size_t limit, int64_t now_ms) {
   for (const auto& [failed_at, id] : dead_) {
     if (out.size() >= limit) break;
     const Job& job = slab_[*by_id_.find(id)];
-    std::string error = job.history && !job.history->empty() ? job.history->back().error : "";
-    out.push_back({id, job.payload, job.attempt, std::move(error), failed_at,
-                   job.history ? *job.history : std::vector<FailedAttempt>{}});
+    std::vector<FailedAttempt> history =
+        job.extra ? job.extra->history : std::vector<FailedAttempt>{};
+    std::string error = history.empty() ? "" : history.back().error;
+    out.push_back({id, job.payload, job.attempt, std::move(error), failed_at, std::move(history)});
   }
   return out;
 }
@@ -571,7 +696,7 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
     if (job.state != State::kDead) continue;  // named twice
     dead_.erase({job.failed_at, id});
     job.attempt = 0;
-    job.history.reset();
+    if (job.extra) job.extra->history.clear();
     MakeReady(i, /*at_head=*/false);
     ++count;
   }
@@ -604,6 +729,7 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
       break;
   }
   ++cancelled_;
+  Finish(i, JobState::kCancelled, {});
   FreeJob(i);
   return CancelOutcome::kCancelled;
 }
@@ -612,6 +738,7 @@ void Queue::Configure(const QueueSettings& settings, int64_t now_ms) {
   Advance(now_ms);
   line_.Configure(settings.limits, now_);
   keep_ = settings.keep_acked;
+  ForgetFinished(now_);
 }
 
 void Queue::SetPaused(bool paused, int64_t now_ms) {

@@ -75,8 +75,10 @@ class Queue {
                                 int64_t now_ms, size_t& taken_back);
   // nullopt for a forged or malformed lease (kInvalidLease); no state is read or changed.
   std::optional<LeaseRef> ParseLease(std::string_view lease) const;
-  // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing.
-  LeaseOutcome Ack(LeaseRef lease, int64_t now_ms);
+  // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing
+  // (its result then is ignored). `result` (JSON text, "" for none) is kept with the job while
+  // the queue keeps finished jobs (KeepFinished).
+  LeaseOutcome Ack(LeaseRef lease, int64_t now_ms, std::string_view result = {});
   // delay_ms absent: exponential backoff (1 s x 2^(attempt-1), at most 1 h, +-20% jitter).
   LeaseOutcome Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
                     int64_t now_ms);
@@ -86,10 +88,19 @@ class Queue {
   // priority), and its group (an ungrouped job: the whole queue) is held as long.
   LeaseOutcome Snooze(LeaseRef lease, int64_t delay_ms, int64_t now_ms);
   // The same, from the lease string (an invalid one answers kInvalidLease).
-  LeaseOutcome Ack(std::string_view lease, int64_t now_ms);
+  LeaseOutcome Ack(std::string_view lease, int64_t now_ms, std::string_view result = {});
   LeaseOutcome Nack(std::string_view lease, std::optional<int64_t> delay_ms, std::string_view error,
                     int64_t now_ms);
   LeaseOutcome Extend(std::string_view lease, int64_t lease_ms, int64_t now_ms);
+
+  // The job of the current delivery reports its progress (replacing the last), or appends to
+  // its log (each line cut by BoundedLogLine; the last kKeptLogLines kept). Both stay with the
+  // job through retries and after it finished.
+  LeaseOutcome SetProgress(LeaseRef lease, std::string_view progress, int64_t now_ms);
+  LeaseOutcome AppendLog(LeaseRef lease, const std::vector<std::string>& lines, int64_t now_ms);
+  // Job `id` wherever it is; nullopt when unknown (never pushed, or finished and past what the
+  // queue keeps).
+  std::optional<JobView> Lookup(JobId id, int64_t now_ms);
 
   void Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms);
   // The worker's jobs go back to the head of their priority now (a failed attempt each).
@@ -131,7 +142,8 @@ class Queue {
   // paused, never pushed to. Such a queue may be forgotten (a name nobody uses costs nothing).
   bool HoldsNothing() const {
     return pushed_ == 0 && line_.empty() && delayed_.empty() && leases_.empty() && dead_.empty() &&
-           worker_index_.empty() && !paused_ && line_.settings() == QueueLimits{};
+           worker_index_.empty() && !paused_ && line_.settings() == QueueLimits{} &&
+           keep_ == KeepFinished{};
   }
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
@@ -151,14 +163,20 @@ class Queue {
   using Index = uint32_t;
   static constexpr uint32_t kNoWorker = UINT32_MAX;
 
-  // 120 bytes (168 before the two rare fields went out of line): a queue of 1M ready jobs
-  // holds 1M of these in the slab.
+  // What few jobs carry, out of line: a job with none of it carries one null pointer.
+  struct JobExtra {
+    std::optional<std::string> dedupe_key;
+    std::vector<FailedAttempt> history;  // the last kKeptAttempts failures
+    std::optional<std::string> progress;
+    std::vector<JobLogLine> log;  // the last kKeptLogLines lines
+    int64_t log_dropped = 0;
+  };
+  // 112 bytes (168 before the rare fields went out of line): a queue of 1M ready jobs holds 1M
+  // of these in the slab.
   struct Job {
     JobId id = 0;
     std::string payload;
-    // Rare, so out of line: a job without them carries 8 bytes for each.
-    std::unique_ptr<std::string> dedupe_key;
-    std::unique_ptr<std::vector<FailedAttempt>> history;  // null: no failed attempt
+    std::unique_ptr<JobExtra> extra;
     int64_t due = 0;        // delayed: ready at; inflight: lease expires at
     int64_t order = 0;      // FIFO position within its priority
     uint64_t ticket = 0;    // its live entry in line_ (0: none)
@@ -171,16 +189,37 @@ class Queue {
     GroupLine::GroupId group = GroupLine::kUngrouped;
     State state = State::kReady;
 
-    // Appends to the history, making it on the first failure.
-    // The attempt's error, bounded; only the last kKeptAttempts are kept.
+    JobExtra& Extra() {
+      if (!extra) extra = std::make_unique<JobExtra>();
+      return *extra;
+    }
+    const std::optional<std::string>& dedupe_key() const {
+      static const std::optional<std::string> kNone;
+      return extra ? extra->dedupe_key : kNone;
+    }
+    // Appends to the history the attempt's error, bounded; only the last kKeptAttempts are
+    // kept.
     void AddFailure(FailedAttempt f) {
-      if (!history) history = std::make_unique<std::vector<FailedAttempt>>();
-      if (history->size() >= kKeptAttempts) history->erase(history->begin());
+      std::vector<FailedAttempt>& history = Extra().history;
+      if (history.size() >= kKeptAttempts) history.erase(history.begin());
       f.error = BoundedError(f.error);
-      history->push_back(std::move(f));
+      history.push_back(std::move(f));
     }
   };
-  static_assert(sizeof(Job) <= 120, "a job's record is part of every ready job's cost");
+  static_assert(sizeof(Job) <= 112, "a job's record is part of every ready job's cost");
+  // A job acked or cancelled, kept for lookup (KeepFinished), oldest first.
+  struct FinishedJob {
+    JobId id = 0;
+    JobState state = JobState::kAcked;
+    int32_t priority = 0;
+    int32_t attempts = 0;
+    int32_t max_attempts = 0;
+    int64_t at = 0;
+    std::string payload;
+    std::string group;
+    std::unique_ptr<JobExtra> extra;
+    std::optional<std::string> result;
+  };
   struct Worker {
     std::string name;
     int64_t alive_until = 0;                // 0: no heartbeat
@@ -215,6 +254,15 @@ class Queue {
   void ForgetWorkerIfIdle(uint32_t w);
   void WorkerDied(uint32_t w, int64_t now);
   void ForgetOldAcks(int64_t now);
+  // Job `i` is done (acked or cancelled): kept as finished while the queue keeps any.
+  void Finish(Index i, JobState state, std::string_view result);
+  // Drops the finished jobs past what keep_ allows.
+  void ForgetFinished(int64_t now);
+  JobView ViewOf(const Job& job) const;
+  static void ViewExtra(const JobExtra* extra, JobView& view);
+  // A job's progress and log, as snapshots hold them (queue_snapshot.cc).
+  static void SaveNotes(ByteWriter& out, const JobExtra* extra);
+  static void LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra);
 
   std::string name_;
   mutable LeaseMac lease_mac_;  // the queue is used under one lock: exclusive
@@ -266,6 +314,10 @@ class Queue {
   std::vector<uint32_t> free_workers_;
   std::unordered_map<std::string, uint32_t> worker_index_;
   DeadlineHeap heartbeats_;  // key: alive-until ms, per worker
+
+  std::deque<FinishedJob> finished_;
+  boost::unordered_flat_map<JobId, uint64_t> finished_seq_;  // id -> sequence number
+  uint64_t finished_front_ = 0;                              // finished_.front()'s number
 
   // Deliveries acked recently, so a repeated ack answers ok rather than lease_lost.
   boost::unordered_flat_map<JobId, uint64_t> acked_;

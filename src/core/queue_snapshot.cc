@@ -12,10 +12,67 @@ namespace anteroom::core {
 
 namespace {
 // 2 added groups and limits: a job's group id, and the ready jobs by group with the limits'
-// state (core::GroupLine::Save) where 1 had one line of ready jobs.
-constexpr uint32_t kQueueFormat = 2;
+// state (core::GroupLine::Save) where 1 had one line of ready jobs. 3 added job state: each
+// job's progress and log after its history, and at the end what the queue keeps of finished
+// jobs and those it keeps.
+constexpr uint32_t kQueueFormat = 3;
 constexpr uint32_t kOldestQueueFormat = 1;
+
+// u32 n | n x (i32 attempt, str error, i64 at)
+void SaveHistory(ByteWriter& out, const std::vector<FailedAttempt>& history) {
+  out.Put<uint32_t>(static_cast<uint32_t>(history.size()));
+  for (const FailedAttempt& f : history) {
+    out.Put(f.attempt);
+    out.PutString(f.error);
+    out.Put(f.at_ms);
+  }
+}
+void LoadHistory(ByteReader& in, std::vector<FailedAttempt>& history) {
+  uint32_t n = in.Get<uint32_t>();
+  if (n > in.remaining() / 16 || n > kKeptAttempts) in.Fail();
+  for (uint32_t k = 0; k < n && !in.failed(); ++k) {
+    FailedAttempt f;
+    f.attempt = in.Get<int32_t>();
+    f.error = in.GetString();
+    f.at_ms = in.Get<int64_t>();
+    history.push_back(std::move(f));
+  }
+}
 }  // namespace
+
+// opt-str progress | u32 n | n x (i64 at, str line) | i64 dropped
+void Queue::SaveNotes(ByteWriter& out, const JobExtra* extra) {
+  bool has = extra && extra->progress;
+  out.PutBool(has);
+  if (has) out.PutString(*extra->progress);
+  out.Put<uint32_t>(extra ? static_cast<uint32_t>(extra->log.size()) : 0);
+  if (extra) {
+    for (const JobLogLine& line : extra->log) {
+      out.Put(line.at_ms);
+      out.PutString(line.text);
+    }
+  }
+  out.Put<int64_t>(extra ? extra->log_dropped : 0);
+}
+
+void Queue::LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra) {
+  auto make = [&]() -> JobExtra& {
+    if (!extra) extra = std::make_unique<JobExtra>();
+    return *extra;
+  };
+  if (in.GetBool()) make().progress = in.GetString();
+  uint32_t n = in.Get<uint32_t>();
+  if (n > kKeptLogLines || n > in.remaining() / 12) in.Fail();
+  for (uint32_t k = 0; k < n && !in.failed(); ++k) {
+    JobLogLine line;
+    line.at_ms = in.Get<int64_t>();
+    line.text = in.GetString();
+    make().log.push_back(std::move(line));
+  }
+  int64_t dropped = in.Get<int64_t>();
+  if (dropped < 0) in.Fail();
+  if (dropped > 0) make().log_dropped = dropped;
+}
 
 void Queue::Save(ByteWriter& out) const {
   out.Put(kQueueFormat);
@@ -30,8 +87,8 @@ void Queue::Save(ByteWriter& out) const {
     out.Put(job.id);
     if (job.id == 0) continue;  // a free slot
     out.PutString(job.payload);
-    out.PutBool(job.dedupe_key != nullptr);
-    if (job.dedupe_key) out.PutString(*job.dedupe_key);
+    out.PutBool(job.dedupe_key().has_value());
+    if (job.dedupe_key()) out.PutString(*job.dedupe_key());
     out.Put(job.due);
     out.Put(job.order);
     out.Put(job.ticket);
@@ -43,14 +100,8 @@ void Queue::Save(ByteWriter& out) const {
     out.Put(job.state);
     out.Put(job.worker);
     out.Put(job.group);
-    out.Put<uint32_t>(static_cast<uint32_t>(job.history ? job.history->size() : 0));
-    if (job.history) {
-      for (const FailedAttempt& f : *job.history) {
-        out.Put(f.attempt);
-        out.PutString(f.error);
-        out.Put(f.at_ms);
-      }
-    }
+    SaveHistory(out, job.extra ? job.extra->history : std::vector<FailedAttempt>{});
+    SaveNotes(out, job.extra.get());
   }
   // The free slots, ascending: the heap's order is its own business (stale entries and all);
   // the slots themselves decide which is reused next.
@@ -90,6 +141,25 @@ void Queue::Save(ByteWriter& out) const {
   out.Put(nacked_);
   out.Put(expired_);
   out.Put(cancelled_);
+
+  out.Put(keep_.count);
+  out.Put(keep_.age_ms);
+  out.Put<uint64_t>(finished_.size());
+  out.Put(finished_front_);
+  for (const FinishedJob& f : finished_) {
+    out.Put(f.id);
+    out.Put(f.state);
+    out.Put(f.priority);
+    out.Put(f.attempts);
+    out.Put(f.max_attempts);
+    out.Put(f.at);
+    out.PutString(f.payload);
+    out.PutString(f.group);
+    out.PutBool(f.result.has_value());
+    if (f.result) out.PutString(*f.result);
+    SaveHistory(out, f.extra ? f.extra->history : std::vector<FailedAttempt>{});
+    SaveNotes(out, f.extra.get());
+  }
 }
 
 bool Queue::Restore(ByteReader& in) {
@@ -108,7 +178,7 @@ bool Queue::Restore(ByteReader& in) {
     job.id = in.Get<JobId>();
     if (job.id == 0) continue;
     job.payload = in.GetString();
-    if (in.GetBool()) job.dedupe_key = std::make_unique<std::string>(in.GetString());
+    if (in.GetBool()) job.Extra().dedupe_key = in.GetString();
     job.due = in.Get<int64_t>();
     job.order = in.Get<int64_t>();
     job.ticket = in.Get<uint64_t>();
@@ -120,15 +190,10 @@ bool Queue::Restore(ByteReader& in) {
     job.state = in.Get<State>();
     job.worker = in.Get<uint32_t>();
     if (format >= 2) job.group = in.Get<GroupLine::GroupId>();
-    uint32_t history = in.Get<uint32_t>();
-    if (history > in.remaining() / 16) in.Fail();
-    for (uint32_t k = 0; k < history && !in.failed(); ++k) {
-      FailedAttempt f;
-      f.attempt = in.Get<int32_t>();
-      f.error = in.GetString();
-      f.at_ms = in.Get<int64_t>();
-      job.AddFailure(std::move(f));
-    }
+    std::vector<FailedAttempt> history;
+    LoadHistory(in, history);
+    for (FailedAttempt& f : history) job.AddFailure(std::move(f));
+    if (format >= 3) LoadNotes(in, job.extra);
     if (job.state > State::kDead || !q.by_id_.emplace(i).second) in.Fail();
   }
   uint64_t free_count = in.GetCount(sizeof(Index));
@@ -206,7 +271,7 @@ bool Queue::Restore(ByteReader& in) {
   for (Index i = 0; i < n; ++i) {
     Job& job = q.slab_[i];
     if (job.id == 0) continue;
-    if (job.dedupe_key) q.dedupe_.emplace(*job.dedupe_key, job.id);
+    if (job.dedupe_key()) q.dedupe_.emplace(*job.dedupe_key(), job.id);
     switch (job.state) {
       case State::kReady:
         break;
@@ -242,6 +307,40 @@ bool Queue::Restore(ByteReader& in) {
   q.nacked_ = in.Get<int64_t>();
   q.expired_ = in.Get<int64_t>();
   q.cancelled_ = in.Get<int64_t>();
+  if (format < 3) return !in.failed();
+
+  q.keep_.count = in.Get<int64_t>();
+  q.keep_.age_ms = in.Get<int64_t>();
+  if (q.keep_.count < 0 || q.keep_.count > kMaxKeepCount || q.keep_.age_ms < 0 ||
+      q.keep_.age_ms > kMaxKeepAgeMs) {
+    return false;
+  }
+  uint64_t finished = in.GetCount(8 + 1 + 12 + 8 + 4 + 4 + 1 + 4 + 1 + 4 + 8);
+  q.finished_front_ = in.Get<uint64_t>();
+  for (uint64_t k = 0; k < finished && !in.failed(); ++k) {
+    FinishedJob f;
+    f.id = in.Get<JobId>();
+    f.state = in.Get<JobState>();
+    f.priority = in.Get<int32_t>();
+    f.attempts = in.Get<int32_t>();
+    f.max_attempts = in.Get<int32_t>();
+    f.at = in.Get<int64_t>();
+    f.payload = in.GetString();
+    f.group = in.GetString();
+    if (in.GetBool()) f.result = in.GetString();
+    std::vector<FailedAttempt> history;
+    LoadHistory(in, history);
+    if (!history.empty()) {
+      f.extra = std::make_unique<JobExtra>();
+      f.extra->history = std::move(history);
+    }
+    LoadNotes(in, f.extra);
+    if ((f.state != JobState::kAcked && f.state != JobState::kCancelled) ||
+        !q.finished_seq_.emplace(f.id, q.finished_front_ + k).second) {
+      in.Fail();
+    }
+    q.finished_.push_back(std::move(f));
+  }
   return !in.failed();
 }
 

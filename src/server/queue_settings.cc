@@ -36,7 +36,7 @@ OpResult<core::RateLimit> ReadRate(const json::value& v) {
 OpResult<core::QueueSettings> ReadQueueSettings(const json::object& body) {
   core::QueueSettings settings;
   for (const auto& field : body) {
-    if (field.key() != "fairness" && field.key() != "limits") {
+    if (field.key() != "fairness" && field.key() != "limits" && field.key() != "keep_acked") {
       return {OpStatus::kInvalidArgument,
               wire::UnknownField(field.key(), wire::kQueueSettingsFields)};
     }
@@ -49,6 +49,24 @@ OpResult<core::QueueSettings> ReadQueueSettings(const json::object& body) {
     } else {
       return {OpStatus::kInvalidArgument, std::string(wire::kQueueFairnessShape)};
     }
+  }
+  if (const json::value* keep = body.if_contains("keep_acked")) {
+    if (!keep->is_object()) {
+      return {OpStatus::kInvalidArgument, std::string(wire::kKeepAckedShape)};
+    }
+    const json::object& o = keep->as_object();
+    for (const auto& field : o) {
+      if (field.key() != "count" && field.key() != "age_ms") {
+        return {OpStatus::kInvalidArgument,
+                wire::UnknownField(field.key(), wire::kKeepAckedFields)};
+      }
+    }
+    auto count = ReadInt(o, "count", 0, core::kMaxKeepCount);
+    if (!count.ok()) return {count.status(), count.message()};
+    auto age = ReadInt(o, "age_ms", 1, core::kMaxKeepAgeMs);
+    if (!age.ok()) return {age.status(), age.message()};
+    settings.keep_acked.count = count->value_or(settings.keep_acked.count);
+    settings.keep_acked.age_ms = age->value_or(settings.keep_acked.age_ms);
   }
   const json::value* limits = body.if_contains("limits");
   if (limits == nullptr) return settings;
@@ -108,7 +126,9 @@ json::object QueueSettingsJson(const core::QueueSettings& settings) {
   add(l.queue, nullptr);
   return json::object{
       {"fairness", l.fairness == core::Fairness::kRoundRobin ? "round_robin" : "fifo"},
-      {"limits", std::move(limits)}};
+      {"limits", std::move(limits)},
+      {"keep_acked",
+       json::object{{"count", settings.keep_acked.count}, {"age_ms", settings.keep_acked.age_ms}}}};
 }
 
 }  // namespace anteroom::server

@@ -162,6 +162,45 @@ void AppendOutcomes(std::string& out, const std::vector<std::string>& leases,
   out += ']';
 }
 
+// body[key]: absent (none), or one JSON value per lease (null: none), each kept as its text, at
+// most core::kMaxResultBytes.
+OpResult<std::vector<std::string>> ReadResults(const json::object& body, std::string_view key,
+                                               size_t leases, std::string_view shape) {
+  std::vector<std::string> results;
+  const json::value* v = body.if_contains(key);
+  if (v == nullptr) return results;
+  if (!v->is_array() || v->as_array().size() != leases) {
+    return {OpStatus::kInvalidArgument, std::string(shape)};
+  }
+  results.reserve(leases);
+  for (const json::value& r : v->as_array()) {
+    results.push_back(r.is_null() ? std::string() : json::serialize(r));
+    if (results.back().size() > core::kMaxResultBytes) {
+      return {OpStatus::kPayloadTooLarge, std::string(wire::kResultOver64KiB)};
+    }
+  }
+  return results;
+}
+
+// body["lease"]: one lease string.
+OpResult<std::string> ReadOneLease(const json::object& body) {
+  const json::value* v = body.if_contains("lease");
+  if (v == nullptr || !v->is_string()) {
+    return {OpStatus::kInvalidArgument, std::string(wire::kLeaseRequired)};
+  }
+  return std::string(v->as_string());
+}
+
+// {"ok": true} or {"ok": false, "code": "lease_lost" | "invalid_lease"}: one lease's outcome, as
+// AppendOutcomes writes each.
+store::Completion<core::LeaseOutcome> AnswerOutcome(Respond respond) {
+  return [respond = std::move(respond)](OpResult<core::LeaseOutcome> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    if (*r == core::LeaseOutcome::kOk) return respond(JsonReply(json::object{{"ok", true}}));
+    respond(JsonReply(json::object{{"ok", false}, {"code", core::ToString(*r)}}));
+  };
+}
+
 store::Completion<std::vector<core::LeaseOutcome>> AnswerOutcomes(std::vector<std::string> leases,
                                                                   Respond respond) {
   return [leases = std::move(leases),
@@ -247,6 +286,9 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
     if (!ack.ok()) return respond(ErrorReply(ack));
     request.ack = std::move(*ack);
   }
+  auto ack_results = ReadResults(body, "ack_results", request.ack.size(), wire::kAckResultsShape);
+  if (!ack_results.ok()) return respond(ErrorReply(ack_results));
+  request.ack_results = std::move(*ack_results);
   bool reclaiming = request.reclaim;
   s.backend.Fetch(
       req.params[0], std::move(request),
@@ -281,14 +323,60 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
       });
 }
 
-// POST /v1/queues/{q}/ack: {"leases": [...]}, an outcome per lease.
+// POST /v1/queues/{q}/ack: {"leases": [...], "results"?: [...]}, an outcome per lease. A result
+// (any JSON value; null: none) is kept with its job for GET .../jobs/{id}.
 void CmdAck(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
   auto leases = ReadLeases(in.body());
   if (!leases.ok()) return respond(ErrorReply(leases));
+  auto results = ReadResults(in.body(), "results", leases->size(), wire::kResultsShape);
+  if (!results.ok()) return respond(ErrorReply(results));
   std::vector<std::string> copy = *leases;
-  s.backend.Ack(req.params[0], std::move(*leases), AnswerOutcomes(copy, std::move(respond)));
+  s.backend.Ack(req.params[0], std::move(*leases), std::move(*results),
+                AnswerOutcomes(copy, std::move(respond)));
+}
+
+// POST /v1/queues/{q}/progress: {"lease", "progress"}: the job of a current lease reports how
+// far it got (any JSON value, at most 4 KiB), replacing what it said before.
+void CmdProgress(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto lease = ReadOneLease(in.body());
+  if (!lease.ok()) return respond(ErrorReply(lease));
+  const json::value* progress = in.body().if_contains("progress");
+  if (progress == nullptr) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::FieldRequired("progress")));
+  }
+  std::string text = json::serialize(*progress);
+  if (text.size() > core::kMaxProgressBytes) {
+    return respond(ErrorReply(OpStatus::kPayloadTooLarge, wire::kProgressOver4KiB));
+  }
+  s.backend.SetProgress(req.params[0], std::move(*lease), std::move(text),
+                        AnswerOutcome(std::move(respond)));
+}
+
+// POST /v1/queues/{q}/log: {"lease", "lines": [...]}: the job of a current lease appends to its
+// log (each line kept to 1 KiB, the last 100 lines kept).
+void CmdAppendLog(Services& s, const Request& req, Respond respond) {
+  JsonRequest in(req, {wire::kQueueNames}, BodyRule::kRequired);
+  if (!in.ok()) return respond(in.Error());
+  auto lease = ReadOneLease(in.body());
+  if (!lease.ok()) return respond(ErrorReply(lease));
+  const json::value* v = in.body().if_contains("lines");
+  if (v == nullptr || !v->is_array() || v->as_array().empty() ||
+      v->as_array().size() > core::kKeptLogLines) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kLogLinesShape));
+  }
+  std::vector<std::string> lines;
+  for (const json::value& line : v->as_array()) {
+    if (!line.is_string() || line.as_string().size() > 64 * 1024) {
+      return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kLogLinesShape));
+    }
+    lines.emplace_back(line.as_string());
+  }
+  s.backend.AppendJobLog(req.params[0], std::move(*lease), std::move(lines),
+                         AnswerOutcome(std::move(respond)));
 }
 
 // POST /v1/queues/{q}/nack: {"leases", "delay_ms"?, "error"?}: the jobs go back (or die).
@@ -501,6 +589,18 @@ void CmdGetQueueSettings(Services& s, const Request& req, Respond respond) {
   });
 }
 
+// Appends the job's history: [{"attempt","error","at_ms"}, ...], as the dead list shows it.
+void AppendHistory(std::string& out, const std::vector<core::FailedAttempt>& history) {
+  auto it = std::back_inserter(out);
+  out += '[';
+  for (size_t k = 0; k < history.size(); ++k) {
+    const auto& h = history[k];
+    fmt::format_to(it, FMT_COMPILE(R"({}{{"attempt":{},"error":{},"at_ms":{}}})"), k ? "," : "",
+                   h.attempt, json::serialize(json::string_view(h.error)), h.at_ms);
+  }
+  out += ']';
+}
+
 // GET /v1/queues/{q}/dead[?limit=N]: dead letters with their failure history.
 void CmdDead(Services& s, const Request& req, Respond respond) {
   if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
@@ -525,16 +625,11 @@ void CmdDead(Services& s, const Request& req, Respond respond) {
           const core::DeadJob& d = (*r)[i];
           fmt::format_to(it,
                          FMT_COMPILE(R"({}{{"id":"{}","payload":{},"attempts":{},"error":{},)"
-                                     R"("failed_at_ms":{},"history":[)"),
+                                     R"("failed_at_ms":{},"history":)"),
                          i ? "," : "", d.id, d.payload, d.attempts,
                          json::serialize(json::string_view(d.error)), d.failed_at_ms);
-          for (size_t k = 0; k < d.history.size(); ++k) {
-            const auto& h = d.history[k];
-            fmt::format_to(it, FMT_COMPILE(R"({}{{"attempt":{},"error":{},"at_ms":{}}})"),
-                           k ? "," : "", h.attempt, json::serialize(json::string_view(h.error)),
-                           h.at_ms);
-          }
-          out += "]}";
+          AppendHistory(out, d.history);
+          out += '}';
         }
         out += "]}";
         respond(std::move(res));
@@ -562,6 +657,63 @@ void CmdRequeueDead(Services& s, const Request& req, Respond respond) {
                           if (!r.ok()) return respond(ErrorReply(r));
                           respond(CountReply(*r));
                         });
+}
+
+// The job as GET /v1/queues/{q}/jobs/{id} answers it. Payload, progress and result are stored
+// as JSON text and go out as they are.
+std::string JobJson(const core::JobView& v) {
+  std::string out;
+  out.reserve(256 + v.payload.size());
+  auto it = std::back_inserter(out);
+  fmt::format_to(it,
+                 FMT_COMPILE(R"({{"id":"{}","state":"{}","payload":{},"priority":{},)"
+                             R"("attempts":{},"max_attempts":{})"),
+                 v.id, core::ToString(v.state), v.payload, v.priority, v.attempts, v.max_attempts);
+  if (!v.group.empty()) fmt::format_to(it, FMT_COMPILE(R"(,"group":"{}")"), v.group);
+  switch (v.state) {
+    case core::JobState::kDelayed:
+      fmt::format_to(it, FMT_COMPILE(R"(,"ready_at_ms":{})"), v.due_ms);
+      break;
+    case core::JobState::kInflight:
+      fmt::format_to(it, FMT_COMPILE(R"(,"lease_expires_ms":{})"), v.due_ms);
+      break;
+    case core::JobState::kAcked:
+    case core::JobState::kDead:
+    case core::JobState::kCancelled:
+      fmt::format_to(it, FMT_COMPILE(R"(,"finished_at_ms":{})"), v.finished_ms);
+      break;
+    case core::JobState::kWaitingDeps:
+    case core::JobState::kReady:
+      break;
+  }
+  if (!v.history.empty()) {
+    out += R"(,"last_error":)";
+    out += json::serialize(json::string_view(v.history.back().error));
+  }
+  out += R"(,"history":)";
+  AppendHistory(out, v.history);
+  if (v.progress) out.append(R"(,"progress":)").append(*v.progress);
+  if (v.result) out.append(R"(,"result":)").append(*v.result);
+  out += R"(,"log":[)";
+  for (size_t k = 0; k < v.log.size(); ++k) {
+    fmt::format_to(it, FMT_COMPILE(R"({}{{"at_ms":{},"line":{}}})"), k ? "," : "", v.log[k].at_ms,
+                   json::serialize(json::string_view(v.log[k].text)));
+  }
+  fmt::format_to(it, FMT_COMPILE(R"(],"log_dropped":{}}})"), v.log_dropped);
+  return out;
+}
+
+// GET /v1/queues/{q}/jobs/{id}: one job wherever it is; a finished one while the queue keeps it.
+void CmdGetJob(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  auto id = ParseJobId(json::value(req.params[1]));
+  if (!id) return respond(ErrorReply(OpStatus::kUnknownJob, wire::kNoSuchJob));
+  s.backend.GetJob(req.params[0], *id, [respond = std::move(respond)](OpResult<core::JobView> r) {
+    if (!r.ok()) return respond(ErrorReply(r));
+    Response res;
+    res.body = JobJson(*r);
+    respond(std::move(res));
+  });
 }
 
 // DELETE /v1/queues/{q}/jobs/{id}: cancels a job that is not in flight.
@@ -616,6 +768,9 @@ void RegisterQueueRoutes(Router& router, Services& s) {
       {verb::get, "/v1/queues/{q}/dead", kQueue, kBody, kNoCors, kPlain, CmdDead},
       {verb::post, "/v1/queues/{q}/dead/requeue", kAdmin, kBody, kNoCors, kPlain, CmdRequeueDead},
       {verb::delete_, "/v1/queues/{q}/jobs/{id}", kAdmin, kBody, kNoCors, kPlain, CmdCancel},
+      {verb::get, "/v1/queues/{q}/jobs/{id}", kQueue, kBody, kNoCors, kPlain, CmdGetJob},
+      {verb::post, "/v1/queues/{q}/progress", kQueue, kBody, kNoCors, kPlain, CmdProgress},
+      {verb::post, "/v1/queues/{q}/log", kQueue, kBody, kNoCors, kPlain, CmdAppendLog},
   };
   AddRoutes(router, s, kRoutes);
 }

@@ -69,6 +69,7 @@ struct Totals {
   int64_t acked = 0;
   int64_t requeued = 0;
   int64_t cancelled = 0;
+  int64_t looked_up = 0;
 };
 
 std::string Name(LeaseOutcome o) { return core::ToString(o); }
@@ -100,6 +101,28 @@ void ExpectSameInflight(const std::vector<core::InflightJob>& got,
     EXPECT_EQ(got[i].worker, want[i].worker) << where << " #" << i;
     EXPECT_EQ(got[i].attempt, want[i].attempt) << where << " #" << i;
     EXPECT_EQ(got[i].lease_expires_ms, want[i].lease_expires_ms) << where << " #" << i;
+  }
+}
+
+void ExpectSameView(const std::optional<core::JobView>& got,
+                    const std::optional<core::JobView>& want, const std::string& where) {
+  ASSERT_EQ(got.has_value(), want.has_value()) << where;
+  if (!got) return;
+  EXPECT_EQ(core::ToString(got->state), core::ToString(want->state)) << where;
+  EXPECT_EQ(got->payload, want->payload) << where;
+  EXPECT_EQ(got->priority, want->priority) << where;
+  EXPECT_EQ(got->attempts, want->attempts) << where;
+  EXPECT_EQ(got->max_attempts, want->max_attempts) << where;
+  EXPECT_EQ(got->due_ms, want->due_ms) << where;
+  EXPECT_EQ(got->finished_ms, want->finished_ms) << where;
+  EXPECT_EQ(got->progress, want->progress) << where;
+  EXPECT_EQ(got->result, want->result) << where;
+  EXPECT_EQ(got->log, want->log) << where;
+  EXPECT_EQ(got->log_dropped, want->log_dropped) << where;
+  ASSERT_EQ(got->history.size(), want->history.size()) << where;
+  for (size_t k = 0; k < got->history.size(); ++k) {
+    EXPECT_EQ(got->history[k].error, want->history[k].error) << where << " h" << k;
+    EXPECT_EQ(got->history[k].at_ms, want->history[k].at_ms) << where << " h" << k;
   }
 }
 
@@ -155,6 +178,12 @@ bool RunOne(uint64_t seed, Totals& totals) {
   // Some runs keep few priorities and no delays (long FIFO chains), some are busy with workers.
   const bool flat = rng.Chance(30);
   const int32_t max_attempts_hi = static_cast<int32_t>(rng.Uniform(1, 6));
+  // Finished jobs kept: none, a few (trimmed by count), or many (trimmed by age).
+  core::KeepFinished keep;
+  keep.count = rng.Chance(15) ? 0 : rng.Chance(50) ? rng.Uniform(1, 30) : 1'000;
+  keep.age_ms = rng.Chance(50) ? Duration(rng, 100, 20'000) : 86'400'000;
+  queue.Configure(core::QueueSettings{{}, keep}, now);
+  model.Keep(keep, now);
 
   for (int op = 0; op < kOpsPerRun; ++op) {
     int r = static_cast<int>(rng.Uniform(0, 999));
@@ -238,8 +267,10 @@ bool RunOne(uint64_t seed, Totals& totals) {
       }
     } else if (kind < 58 && !issued.empty()) {
       Issued l = pick(true);
-      where.Add(" ack %s", l.lease.c_str());
-      EXPECT_EQ(Name(queue.Ack(l.lease, now)), Name(model.Ack(l.ref, now))) << where;
+      std::string result = rng.Chance(50) ? "{\"r\":" + std::to_string(op) + "}" : "";
+      where.Add(" ack %s %s", l.lease.c_str(), result.c_str());
+      EXPECT_EQ(Name(queue.Ack(l.lease, now, result)), Name(model.Ack(l.ref, now, result)))
+          << where;
     } else if (kind < 67 && !issued.empty()) {
       Issued l = pick(true);
       std::optional<int64_t> delay;
@@ -249,7 +280,26 @@ bool RunOne(uint64_t seed, Totals& totals) {
       EXPECT_EQ(Name(queue.Nack(l.lease, delay, error, now)),
                 Name(model.Nack(l.ref, delay, error, now)))
           << where;
+    } else if (kind < 70 && !issued.empty()) {
+      Issued l = pick(false);
+      std::string progress = std::to_string(op);
+      where.Add(" progress %s", l.lease.c_str());
+      std::optional<core::LeaseRef> ref = queue.ParseLease(l.lease);
+      if (!ref) return false;  // the test issued it: it parses
+      EXPECT_EQ(Name(queue.SetProgress(*ref, progress, now)),
+                Name(model.SetProgress(l.ref, progress, now)))
+          << where;
     } else if (kind < 71 && !issued.empty()) {
+      Issued l = pick(false);
+      std::vector<std::string> lines(static_cast<size_t>(rng.Uniform(1, 40)),
+                                     "l" + std::to_string(op));
+      if (rng.Chance(10)) lines.back() = std::string(2'000, 'x');
+      where.Add(" log %s x%zu", l.lease.c_str(), lines.size());
+      std::optional<core::LeaseRef> ref = queue.ParseLease(l.lease);
+      if (!ref) return false;  // the test issued it: it parses
+      EXPECT_EQ(Name(queue.AppendLog(*ref, lines, now)), Name(model.AppendLog(l.ref, lines, now)))
+          << where;
+    } else if (kind < 72 && !issued.empty()) {
       Issued l = pick(false);
       int64_t lease_ms = rng.Chance(25) ? Duration(rng, 100, 1'000) : Duration(rng, 1'000, 15'000);
       where.Add(" extend %s", l.lease.c_str());
@@ -329,6 +379,31 @@ bool RunOne(uint64_t seed, Totals& totals) {
     ExpectSameStats(s, model.Stats(now), where.text);
     EXPECT_EQ(queue.NextDeadline(), model.NextDeadline()) << where;
     EXPECT_EQ(queue.CanDeliver(), model.CanDeliver()) << where;
+    {
+      core::JobId id = static_cast<core::JobId>(rng.Uniform(1, static_cast<int64_t>(max_id) + 1));
+      std::optional<core::JobView> got = queue.Lookup(id, now);
+      std::optional<core::JobView> want = model.Lookup(id, now);
+      ExpectSameView(got, want, std::string(where.text) + " lookup " + std::to_string(id));
+      if (got) ++totals.looked_up;
+    }
+    if (op % 256 == 255) {
+      // A snapshot restores the same queue: it saves the same bytes and shows every job alike.
+      std::string saved;
+      ByteWriter out(saved);
+      queue.Save(out);
+      core::Queue copy("q", key, now, jitter_seed);
+      ByteReader in(saved);
+      EXPECT_TRUE(copy.Restore(in)) << where;
+      if (::testing::Test::HasFailure()) return false;
+      std::string again;
+      ByteWriter out2(again);
+      copy.Save(out2);
+      EXPECT_TRUE(saved == again) << where << ": a restored queue saves other bytes";
+      for (core::JobId id = 1; id <= max_id; ++id) {
+        ExpectSameView(copy.Lookup(id, now), queue.Lookup(id, now),
+                       std::string(where.text) + " restored " + std::to_string(id));
+      }
+    }
     if (op % 32 == 0) {
       where.Add(" (then all in flight and all dead)");
       ExpectSameInflight(queue.Inflight(std::nullopt, now), model.Inflight(std::nullopt, now),
@@ -353,6 +428,8 @@ bool RunOne(uint64_t seed, Totals& totals) {
   totals.seen.lease_lost += seen.lease_lost;
   totals.seen.dedupe_hits += seen.dedupe_hits;
   totals.seen.forgotten_acks += seen.forgotten_acks;
+  totals.seen.finished += seen.finished;
+  totals.seen.forgotten_finished += seen.forgotten_finished;
   return true;
 }
 
@@ -389,6 +466,11 @@ TEST(QueueModelTest, EngineAgreesWithReferenceModel) {
   EXPECT_GT(s.lease_lost, 1'000);
   EXPECT_GT(s.dedupe_hits, 100);
   EXPECT_GT(s.forgotten_acks, 10);
+  std::printf("finished jobs kept %lld, forgotten %lld; lookups that found a job %lld\n",
+              L(s.finished), L(s.forgotten_finished), L(t.looked_up));
+  EXPECT_GT(s.finished, 1'000);
+  EXPECT_GT(s.forgotten_finished, 500);
+  EXPECT_GT(t.looked_up, 10'000);
 }
 
 }  // namespace

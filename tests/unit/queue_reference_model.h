@@ -57,6 +57,9 @@ class ReferenceQueue {
     int64_t lease_lost = 0;
     int64_t dedupe_hits = 0;
     int64_t forgotten_acks = 0;
+    int64_t finished = 0;
+    int64_t forgotten_finished = 0;
+    int64_t looked_up = 0;  // lookups that found a job
   };
 
   ReferenceQueue(int64_t now, uint64_t seed) : now_(now), rng_(seed) {}
@@ -132,7 +135,8 @@ class ReferenceQueue {
     return out;
   }
 
-  core::LeaseOutcome Ack(std::optional<DeliveryRef> ref, int64_t now) {
+  core::LeaseOutcome Ack(std::optional<DeliveryRef> ref, int64_t now,
+                         const std::string& result = "") {
     Advance(now);
     if (!ref) return core::LeaseOutcome::kInvalidLease;
     Job* j = Current(*ref);
@@ -145,8 +149,80 @@ class ReferenceQueue {
     }
     acked_.push_back({j->id, j->delivery, now_});
     ++acked_count_;
+    Finish(*j, core::JobState::kAcked, result);
     Erase(j->id);
     return core::LeaseOutcome::kOk;
+  }
+
+  // Progress and log: the current delivery's only (an acked one is lost, as for extend).
+  core::LeaseOutcome SetProgress(std::optional<DeliveryRef> ref, const std::string& progress,
+                                 int64_t now) {
+    Advance(now);
+    if (!ref) return core::LeaseOutcome::kInvalidLease;
+    Job* j = Current(*ref);
+    if (j == nullptr) return Lost();
+    j->progress = progress;
+    return core::LeaseOutcome::kOk;
+  }
+  core::LeaseOutcome AppendLog(std::optional<DeliveryRef> ref,
+                               const std::vector<std::string>& lines, int64_t now) {
+    Advance(now);
+    if (!ref) return core::LeaseOutcome::kInvalidLease;
+    Job* j = Current(*ref);
+    if (j == nullptr) return Lost();
+    for (const std::string& line : lines) {
+      j->log.push_back({now_, core::BoundedLogLine(line)});
+      if (j->log.size() > core::kKeptLogLines) {
+        j->log.erase(j->log.begin());
+        ++j->log_dropped;
+      }
+    }
+    return core::LeaseOutcome::kOk;
+  }
+
+  void Keep(core::KeepFinished keep, int64_t now) {
+    Advance(now);
+    keep_ = keep;
+    Trim();
+  }
+
+  // A job as core::Queue::Lookup shows it.
+  std::optional<core::JobView> Lookup(core::JobId id, int64_t now) {
+    Advance(now);
+    core::JobView v;
+    if (const Job* j = Find(id)) {
+      v.id = j->id;
+      v.payload = j->payload;
+      v.priority = j->priority;
+      v.attempts = j->attempt;
+      v.max_attempts = j->max_attempts;
+      v.history = j->history;
+      v.progress = j->progress;
+      v.log = j->log;
+      v.log_dropped = j->log_dropped;
+      switch (j->state) {
+        case State::kReady:
+          v.state = core::JobState::kReady;
+          break;
+        case State::kDelayed:
+          v.state = core::JobState::kDelayed;
+          v.due_ms = j->due;
+          break;
+        case State::kInflight:
+          v.state = core::JobState::kInflight;
+          v.due_ms = j->due;
+          break;
+        case State::kDead:
+          v.state = core::JobState::kDead;
+          v.finished_ms = j->failed_at;
+          break;
+      }
+      return v;
+    }
+    for (const Finished& f : finished_) {
+      if (f.view.id == id) return f.view;
+    }
+    return std::nullopt;
   }
 
   core::LeaseOutcome Nack(std::optional<DeliveryRef> ref, std::optional<int64_t> delay_ms,
@@ -257,6 +333,7 @@ class ReferenceQueue {
     if (j == nullptr) return core::CancelOutcome::kUnknown;
     if (j->state == State::kInflight) return core::CancelOutcome::kInFlight;
     ++cancelled_;
+    Finish(*j, core::JobState::kCancelled, "");
     Erase(id);
     return core::CancelOutcome::kCancelled;
   }
@@ -358,6 +435,7 @@ class ReferenceQueue {
     while (forget < acked_.size() && acked_[forget].at + kAckMemoryMs <= now_) ++forget;
     acked_.erase(acked_.begin(), acked_.begin() + static_cast<ptrdiff_t>(forget));
     seen_.forgotten_acks += static_cast<int64_t>(forget);
+    Trim();
   }
 
   const Seen& seen() const { return seen_; }
@@ -379,7 +457,40 @@ class ReferenceQueue {
     std::string worker;
     int64_t failed_at = 0;
     std::vector<core::FailedAttempt> history;
+    std::optional<std::string> progress;
+    std::vector<core::JobLogLine> log;
+    int64_t log_dropped = 0;
   };
+  struct Finished {
+    core::JobView view;
+  };
+  void Finish(const Job& j, core::JobState state, const std::string& result) {
+    if (keep_.count == 0) return;
+    core::JobView v;
+    v.id = j.id;
+    v.state = state;
+    v.payload = j.payload;
+    v.priority = j.priority;
+    v.attempts = j.attempt;
+    v.max_attempts = j.max_attempts;
+    v.finished_ms = now_;
+    v.history = j.history;
+    v.progress = j.progress;
+    v.log = j.log;
+    v.log_dropped = j.log_dropped;
+    if (!result.empty()) v.result = result;
+    finished_.push_back({v});
+    ++seen_.finished;
+    Trim();
+  }
+  // Oldest first: past the count, or past the age.
+  void Trim() {
+    while (!finished_.empty() && (static_cast<int64_t>(finished_.size()) > keep_.count ||
+                                  finished_.front().view.finished_ms + keep_.age_ms <= now_)) {
+      finished_.erase(finished_.begin());
+      ++seen_.forgotten_finished;
+    }
+  }
   struct Beat {
     std::string worker;
     int64_t until = 0;
@@ -509,7 +620,9 @@ class ReferenceQueue {
 
   int64_t now_;
   std::mt19937_64 rng_;
-  std::vector<Job> jobs_;  // live jobs only (acked and cancelled ones are erased)
+  std::vector<Job> jobs_;           // live jobs only (acked and cancelled ones are erased)
+  std::vector<Finished> finished_;  // acked and cancelled, oldest first
+  core::KeepFinished keep_;
   std::vector<Beat> beats_;
   std::vector<AckedDelivery> acked_;
   core::JobId next_id_ = 1;

@@ -37,7 +37,9 @@
 // SetQueueSettingsRecord), jobs' groups at the end of a push record, and a queue's snapshot in
 // its layout 2 (core/queue_snapshot.cc). 8 schedules of repeatable jobs: record kinds
 // (PutScheduleRecord, DeleteScheduleRecord, FireScheduleRecord) and a section at the end of the
-// state snapshot.
+// state snapshot. 9 job state: record kinds (SetProgressRecord, AppendJobLogRecord), results at
+// the end of an ack record and keep_acked at the end of a settings record, and a queue's
+// snapshot in its layout 3 (core/queue_snapshot.cc).
 
 #include <cstdint>
 #include <functional>
@@ -46,7 +48,7 @@
 
 namespace anteroom::store::log {
 
-inline constexpr uint32_t kFormatVersion = 8;
+inline constexpr uint32_t kFormatVersion = 9;
 inline constexpr uint32_t kOldestReadableFormat = 4;
 inline constexpr bool IsReadableFormat(uint32_t v) {
   return v >= kOldestReadableFormat && v <= kFormatVersion;

@@ -327,6 +327,52 @@ bool LeaseList::Decode(ByteReader& r) {
   return !r.failed();
 }
 
+void AckRecord::Encode(ByteWriter& w) const {
+  acked.Encode(w);
+  bool any = false;
+  for (std::string_view r : results) any = any || !r.empty();
+  if (!any) return;
+  w.Put<uint32_t>(static_cast<uint32_t>(results.size()));
+  for (std::string_view r : results) w.PutString(r);
+}
+bool AckRecord::Decode(ByteReader& r) {
+  if (!acked.Decode(r)) return false;
+  if (r.remaining() == 0) return true;
+  uint32_t n = r.Get<uint32_t>();
+  if (n != acked.leases.size() || n > r.remaining() / 4) r.Fail();
+  results.resize(r.failed() ? 0 : n);
+  for (std::string_view& v : results) v = r.GetView();
+  return !r.failed();
+}
+
+void SetProgressRecord::Encode(ByteWriter& w) const {
+  w.Put(lease.id);
+  w.Put(lease.delivery);
+  w.PutString(progress);
+}
+bool SetProgressRecord::Decode(ByteReader& r) {
+  lease.id = r.Get<uint64_t>();
+  lease.delivery = r.Get<uint64_t>();
+  progress = r.GetView();
+  return !r.failed();
+}
+
+void AppendJobLogRecord::Encode(ByteWriter& w) const {
+  w.Put(lease.id);
+  w.Put(lease.delivery);
+  w.Put<uint32_t>(static_cast<uint32_t>(lines.size()));
+  for (std::string_view line : lines) w.PutString(line);
+}
+bool AppendJobLogRecord::Decode(ByteReader& r) {
+  lease.id = r.Get<uint64_t>();
+  lease.delivery = r.Get<uint64_t>();
+  uint32_t n = r.Get<uint32_t>();
+  if (n > r.remaining() / 4) r.Fail();
+  lines.resize(r.failed() ? 0 : n);
+  for (std::string_view& v : lines) v = r.GetView();
+  return !r.failed();
+}
+
 void NackRecord::Encode(ByteWriter& w) const {
   nacked.Encode(w);
   PutOptional(w, delay_ms);
@@ -349,8 +395,20 @@ bool SnoozeRecord::Decode(ByteReader& r) {
   return !r.failed();
 }
 
-void SetQueueSettingsRecord::Encode(ByteWriter& w) const { core::SaveLimits(w, settings.limits); }
-bool SetQueueSettingsRecord::Decode(ByteReader& r) { return core::LoadLimits(r, settings.limits); }
+void SetQueueSettingsRecord::Encode(ByteWriter& w) const {
+  core::SaveLimits(w, settings.limits);
+  w.Put(settings.keep_acked.count);
+  w.Put(settings.keep_acked.age_ms);
+}
+bool SetQueueSettingsRecord::Decode(ByteReader& r) {
+  if (!core::LoadLimits(r, settings.limits)) return false;
+  if (r.remaining() == 0) return true;
+  settings.keep_acked.count = r.Get<int64_t>();
+  settings.keep_acked.age_ms = r.Get<int64_t>();
+  const core::KeepFinished& k = settings.keep_acked;
+  return !r.failed() && k.count >= 0 && k.count <= core::kMaxKeepCount && k.age_ms >= 0 &&
+         k.age_ms <= core::kMaxKeepAgeMs;
+}
 
 void FireScheduleRecord::Encode(ByteWriter& w) const {
   core::SaveSchedule(w, schedule);

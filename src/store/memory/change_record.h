@@ -77,6 +77,8 @@ enum class ChangeKind : uint8_t {
   kPutSchedule = 31,
   kDeleteSchedule = 32,
   kFireSchedule = 33,
+  kSetProgress = 34,
+  kAppendJobLog = 35,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -262,12 +264,32 @@ struct LeaseList {
   bool Decode(ByteReader& r);
 };
 
-// leases
+// leases | (when any has one) u32 n | n x str result: each lease's result ("": none), kept
+// with the acked job (core::Queue::Ack).
 struct AckRecord {
   static constexpr ChangeKind kKind = ChangeKind::kAck;
   LeaseList acked = {};
-  void Encode(ByteWriter& w) const { acked.Encode(w); }
-  bool Decode(ByteReader& r) { return acked.Decode(r); }
+  std::vector<std::string_view> results = {};  // empty, or one per lease
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u64 id | u64 delivery | str progress (core::Queue::SetProgress)
+struct SetProgressRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSetProgress;
+  core::LeaseRef lease = {};
+  std::string_view progress = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// u64 id | u64 delivery | u32 n | n x str line (core::Queue::AppendLog, lines as given)
+struct AppendJobLogRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kAppendJobLog;
+  core::LeaseRef lease = {};
+  std::vector<std::string_view> lines = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
 };
 
 // leases | opt-i64 delay_ms | str error
@@ -350,7 +372,8 @@ struct SetQueueKeyRecord {
   bool Decode(ByteReader& r);
 };
 
-// limits (core::SaveLimits): the queue's settings (store/backend.h SetQueueSettings).
+// limits (core::SaveLimits) | i64 keep count | i64 keep age ms: the queue's settings
+// (store/backend.h SetQueueSettings); the keep fields are absent before format 9 (defaults).
 struct SetQueueSettingsRecord {
   static constexpr ChangeKind kKind = ChangeKind::kSetQueueSettings;
   core::QueueSettings settings = {};

@@ -263,7 +263,7 @@ class MemoryBackend final : public Backend {
     Log(slot, scratch_);
   }
   std::vector<core::LeaseOutcome> AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
-                                            int64_t now);
+                                            const std::vector<std::string>& results, int64_t now);
   template <typename Apply>
   std::vector<core::LeaseOutcome> EachLease(QueueSlot* q, const std::vector<std::string>& leases,
                                             std::vector<core::LeaseRef>& applied, Apply&& apply);

@@ -1,5 +1,5 @@
-// Config entries and roles of the embedded backend (store/backend.h ConfigEntry): a map under the config
-// slot's lock, each change logged (SetConfigRecord) and answered once durable, as a room's.
+// Config entries and roles of the embedded backend (store/backend.h ConfigEntry): a map under the
+// config slot's lock, each change logged (SetConfigRecord) and answered once durable, as a room's.
 #include <mutex>
 #include <shared_mutex>
 

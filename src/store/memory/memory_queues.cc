@@ -111,13 +111,29 @@ Outcomes MemoryBackend::EachLease(QueueSlot* q, const std::vector<std::string>& 
   return out;
 }
 
-// Acks `leases` on q (nullptr: a queue nobody pushed to), recording the genuine ones.
+// Acks `leases` on q (nullptr: a queue nobody pushed to) with their `results` (empty, or one
+// per lease), recording the genuine ones.
 Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& leases,
-                                  int64_t now) {
+                                  const std::vector<std::string>& results, int64_t now) {
+  Outcomes out;
+  out.reserve(leases.size());
   std::vector<core::LeaseRef> acked;
-  Outcomes out =
-      EachLease(q, leases, acked, [&](core::LeaseRef ref) { return q->queue.Ack(ref, now); });
-  if (q && !acked.empty()) LogChange(*q, now, AckRecord{.acked = {.leases = acked}});
+  std::vector<std::string_view> kept;  // the results of `acked`
+  for (size_t k = 0; k < leases.size(); ++k) {
+    std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(leases[k]) : std::nullopt;
+    if (!ref) {
+      out.push_back(core::LeaseOutcome::kInvalidLease);
+      continue;
+    }
+    std::string_view result = k < results.size() ? std::string_view(results[k]) : "";
+    out.push_back(q->queue.Ack(*ref, now, result));
+    if (out.back() != core::LeaseOutcome::kOk) continue;
+    acked.push_back(*ref);
+    kept.push_back(result);
+  }
+  if (q && !acked.empty()) {
+    LogChange(*q, now, AckRecord{.acked = {.leases = acked}, .results = kept});
+  }
   return out;
 }
 
@@ -130,7 +146,7 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
       [&](QueueSlot* q, int64_t now,
           Completion<core::FetchAnswer>& done_ref) -> Answered<core::FetchAnswer> {
         core::FetchAnswer answer;
-        answer.acked = AckLeases(q, request.ack, now);
+        answer.acked = AckLeases(q, request.ack, request.ack_results, now);
         if (q == nullptr) {
           answer.acked_leases = std::move(request.ack);
           return Answered<core::FetchAnswer>(std::move(answer));
@@ -197,24 +213,54 @@ void MemoryBackend::DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Han
   done(QueueSlot::HungUp());
 }
 
-void MemoryBackend::GetJob(std::string, core::JobId, Completion<core::JobView> done) {
-  done(OpResult<core::JobView>(OpStatus::kInternal, "not yet"));
-}
-void MemoryBackend::SetProgress(std::string, std::string, std::string,
-                                Completion<core::LeaseOutcome> done) {
-  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not yet"));
-}
-void MemoryBackend::AppendJobLog(std::string, std::string, std::vector<std::string>,
-                                 Completion<core::LeaseOutcome> done) {
-  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not yet"));
-}
-
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,
-                        std::vector<std::string> /*results*/, Completion<Outcomes> done) {
+                        std::vector<std::string> results, Completion<Outcomes> done) {
   OnQueue<Outcomes>(queue, Access::kChange, false, std::move(done),
                     [&](QueueSlot* q, int64_t now, auto&) {
-                      return Answered<Outcomes>(AckLeases(q, leases, now));
+                      return Answered<Outcomes>(AckLeases(q, leases, results, now));
                     });
+}
+
+void MemoryBackend::GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) {
+  OnQueue<core::JobView>(
+      queue, Access::kRead, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::optional<core::JobView> view = q ? q->queue.Lookup(id, now) : std::nullopt;
+        if (!view) {
+          return Answered<core::JobView>(
+              OpResult<core::JobView>(OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)));
+        }
+        return Answered<core::JobView>(std::move(*view));
+      });
+}
+
+void MemoryBackend::SetProgress(std::string queue, std::string lease, std::string progress,
+                                Completion<core::LeaseOutcome> done) {
+  OnQueue<core::LeaseOutcome>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
+        if (!ref) return Answered<core::LeaseOutcome>(core::LeaseOutcome::kInvalidLease);
+        core::LeaseOutcome out = q->queue.SetProgress(*ref, progress, now);
+        if (out == core::LeaseOutcome::kOk) {
+          LogChange(*q, now, SetProgressRecord{.lease = *ref, .progress = progress});
+        }
+        return Answered<core::LeaseOutcome>(out);
+      });
+}
+
+void MemoryBackend::AppendJobLog(std::string queue, std::string lease,
+                                 std::vector<std::string> lines,
+                                 Completion<core::LeaseOutcome> done) {
+  OnQueue<core::LeaseOutcome>(
+      queue, Access::kChange, false, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        std::optional<core::LeaseRef> ref = q ? q->queue.ParseLease(lease) : std::nullopt;
+        if (!ref) return Answered<core::LeaseOutcome>(core::LeaseOutcome::kInvalidLease);
+        core::LeaseOutcome out = q->queue.AppendLog(*ref, lines, now);
+        if (out == core::LeaseOutcome::kOk) {
+          LogChange(*q, now,
+                    AppendJobLogRecord{.lease = *ref, .lines = {lines.begin(), lines.end()}});
+        }
+        return Answered<core::LeaseOutcome>(out);
+      });
 }
 
 void MemoryBackend::Nack(std::string queue, std::vector<std::string> leases,

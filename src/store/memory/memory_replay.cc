@@ -207,7 +207,23 @@ class ChangeReplayer {
 
   OpResult<Done> Apply(const AckRecord& c) {
     core::Queue& q = QueueSlot().queue;
-    return EachLease(c.acked, [&](core::LeaseRef ref) { return q.Ack(ref, now_); });
+    size_t k = 0;
+    return EachLease(c.acked, [&](core::LeaseRef ref) {
+      std::string_view result = c.results.empty() ? std::string_view{} : c.results[k];
+      ++k;
+      return q.Ack(ref, now_, result);
+    });
+  }
+
+  OpResult<Done> Apply(const SetProgressRecord& c) {
+    core::Queue& q = QueueSlot().queue;
+    return Current(c.lease, q.SetProgress(c.lease, c.progress, now_));
+  }
+
+  OpResult<Done> Apply(const AppendJobLogRecord& c) {
+    core::Queue& q = QueueSlot().queue;
+    std::vector<std::string> lines(c.lines.begin(), c.lines.end());
+    return Current(c.lease, q.AppendLog(c.lease, lines, now_));
   }
 
   OpResult<Done> Apply(const NackRecord& c) {
@@ -354,12 +370,15 @@ class ChangeReplayer {
   template <typename Apply>
   OpResult<Done> EachLease(const LeaseList& list, Apply&& apply) {
     for (const auto& ref : list.leases) {
-      if (apply(ref) != core::LeaseOutcome::kOk) {
-        return Diverged(fmt::format("queue '{}': lease of job {} delivery {} is not current", name_,
-                                    ref.id, ref.delivery));
-      }
+      if (auto r = Current(ref, apply(ref)); !r.ok()) return r;
     }
     return Done{};
+  }
+  // A recorded change to a lease found it current (it was, when recorded).
+  OpResult<Done> Current(core::LeaseRef ref, core::LeaseOutcome outcome) {
+    if (outcome == core::LeaseOutcome::kOk) return Done{};
+    return Diverged(fmt::format("queue '{}': lease of job {} delivery {} is not current", name_,
+                                ref.id, ref.delivery));
   }
 
   template <typename Record>
@@ -448,6 +467,10 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<DeleteScheduleRecord>(r);
     case ChangeKind::kFireSchedule:
       return replay.DecodeAndApply<FireScheduleRecord>(r);
+    case ChangeKind::kSetProgress:
+      return replay.DecodeAndApply<SetProgressRecord>(r);
+    case ChangeKind::kAppendJobLog:
+      return replay.DecodeAndApply<AppendJobLogRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }
