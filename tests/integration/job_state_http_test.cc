@@ -1,0 +1,234 @@
+// Job state through the real server: GET /v1/queues/{q}/jobs/{id}, results at ack (and at the
+// acks of a fetch), progress and per-job logs, keep_acked in the queue's settings. Bad input is
+// answered 4xx and changes nothing; what was kept survives a SIGKILL of the embedded server and
+// is shared by two processes on one redis-server.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "anteroom/client.hpp"
+#include "support/redis_process.h"
+#include "support/server_process.h"
+#include "support/temp_dir.h"
+
+namespace anteroom::testing {
+namespace {
+
+namespace json = boost::json;
+
+std::string PushOne(Client& c, const std::string& queue, const json::value& payload) {
+  HttpResult r = c.Push(queue, payload);
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.status == 201 ? std::string(r.json.at("id").as_string()) : "";
+}
+
+// The one job fetched: {id, lease}.
+std::pair<std::string, std::string> FetchOne(Client& c, const std::string& queue) {
+  HttpResult r = c.Fetch(queue, "w", 1, 60'000);
+  EXPECT_EQ(r.status, 200) << r.body;
+  const json::array& jobs = r.json.at("jobs").as_array();
+  EXPECT_EQ(jobs.size(), 1u) << r.body;
+  if (jobs.empty()) return {};
+  return {std::string(jobs[0].at("id").as_string()), std::string(jobs[0].at("lease").as_string())};
+}
+
+HttpResult Job(Client& c, const std::string& queue, const std::string& id) {
+  return c.Request("GET", "/v1/queues/" + queue + "/jobs/" + id);
+}
+
+std::string Body(const json::object& o) { return json::serialize(o); }
+
+TEST(JobStateHttpTest, BadBodiesAreRefusedAndChangeNothing) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url());
+  std::string id = PushOne(c, "q", json::object{{"n", 1}});
+  auto [fetched, lease] = FetchOne(c, "q");
+  ASSERT_EQ(fetched, id);
+  const std::string big(70 * 1024, 'x');
+  struct Bad {
+    std::string path;
+    std::string body;
+    int status;
+  };
+  const std::vector<Bad> bad = {
+      {"ack", Body({{"leases", json::array{lease}}, {"results", 1}}), 400},
+      {"ack", Body({{"leases", json::array{lease}}, {"results", json::array{1, 2}}}), 400},
+      {"ack", Body({{"leases", json::array{lease}}, {"results", json::array{big}}}), 413},
+      {"fetch",
+       Body({{"worker", "w"}, {"ack", json::array{lease}}, {"ack_results", json::array{}}}), 400},
+      {"fetch", Body({{"worker", "w"}, {"ack_results", json::array{1}}}), 400},
+      {"progress", Body({{"progress", 1}}), 400},
+      {"progress", Body({{"lease", lease}}), 400},
+      {"progress", Body({{"lease", 5}, {"progress", 1}}), 400},
+      {"progress", Body({{"lease", lease}, {"progress", std::string(5'000, 'p')}}), 413},
+      {"log", Body({{"lease", lease}}), 400},
+      {"log", Body({{"lease", lease}, {"lines", json::array{}}}), 400},
+      {"log", Body({{"lease", lease}, {"lines", json::array{1}}}), 400},
+      {"log", Body({{"lease", lease}, {"lines", "one"}}), 400},
+      {"log", Body({{"lease", lease}, {"lines", json::array(101, "l")}}), 400},
+      {"log", Body({{"lease", lease}, {"lines", json::array{big}}}), 400},
+      {"settings", Body({{"keep_acked", 5}}), 400},
+      {"settings", Body({{"keep_acked", {{"count", -1}}}}), 400},
+      {"settings", Body({{"keep_acked", {{"age_ms", 0}}}}), 400},
+      {"settings", Body({{"keep_acked", {{"count", 2'000'000}}}}), 400},
+      {"settings", Body({{"keep_acked", {{"cuont", 5}}}}), 400},
+  };
+  for (const Bad& b : bad) {
+    const char* method = b.path == "settings" ? "PUT" : "POST";
+    HttpResult r = c.Request(method, "/v1/queues/q/" + b.path, b.body);
+    EXPECT_EQ(r.status, b.status) << b.path << " " << b.body.substr(0, 200) << " -> " << r.body;
+  }
+  HttpResult job = Job(c, "q", id);
+  ASSERT_EQ(job.status, 200) << job.body;
+  EXPECT_EQ(job.json.at("state"), "inflight") << job.body;
+  EXPECT_FALSE(job.json.as_object().contains("progress"));
+  EXPECT_TRUE(job.json.at("log").as_array().empty());
+  HttpResult settings = c.Request("GET", "/v1/queues/q/settings");
+  EXPECT_EQ(settings.json.at("keep_acked"), (json::object{{"count", 1000}, {"age_ms", 86'400'000}}))
+      << settings.body;
+  EXPECT_EQ(Job(c, "q", "abc").status, 404);
+  EXPECT_EQ(Job(c, "q", "0").status, 404);
+  EXPECT_EQ(Job(c, "q", "999").status, 404);
+  EXPECT_EQ(Job(c, "nobody", "1").status, 404);
+}
+
+TEST(JobStateHttpTest, AWorkerReportsAndAProducerReadsTheResult) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.error();
+  Client c(server.url());
+  // The payload keeps its exact text, as on a delivery.
+  HttpResult pushed = c.Request("POST", "/v1/queues/q/jobs",
+                                R"({"payload": {"n": 1.50, "big": 100000000000000000000001}})");
+  ASSERT_EQ(pushed.status, 201);
+  std::string id(pushed.json.at("id").as_string());
+  EXPECT_EQ(Job(c, "q", id).json.at("state"), "ready");
+  auto [fetched, lease] = FetchOne(c, "q");
+  ASSERT_EQ(fetched, id);
+  HttpResult p = c.Request("POST", "/v1/queues/q/progress",
+                           Body({{"lease", lease}, {"progress", {{"done", 40}, {"of", 100}}}}));
+  ASSERT_EQ(p.status, 200) << p.body;
+  EXPECT_EQ(p.json, (json::object{{"ok", true}}));
+  HttpResult l = c.Request("POST", "/v1/queues/q/log",
+                           Body({{"lease", lease}, {"lines", json::array{"connected", "héllo"}}}));
+  ASSERT_EQ(l.status, 200) << l.body;
+  HttpResult running = Job(c, "q", id);
+  ASSERT_EQ(running.status, 200);
+  EXPECT_EQ(running.json.at("state"), "inflight");
+  EXPECT_EQ(running.json.at("attempts"), 1);
+  EXPECT_TRUE(running.json.as_object().contains("lease_expires_ms"));
+  EXPECT_EQ(running.json.at("progress"), (json::object{{"done", 40}, {"of", 100}}));
+  EXPECT_NE(running.body.find(R"("payload":{"n":1.50,"big":100000000000000000000001})"),
+            std::string::npos)
+      << running.body;
+
+  HttpResult ack =
+      c.Request("POST", "/v1/queues/q/ack",
+                Body({{"leases", json::array{lease}}, {"results", json::array{{{"rows", 120}}}}}));
+  ASSERT_EQ(ack.status, 200) << ack.body;
+  HttpResult done = Job(c, "q", id);
+  ASSERT_EQ(done.status, 200);
+  EXPECT_EQ(done.json.at("state"), "acked");
+  EXPECT_EQ(done.json.at("result"), (json::object{{"rows", 120}}));
+  EXPECT_EQ(done.json.at("progress"), (json::object{{"done", 40}, {"of", 100}}));
+  ASSERT_EQ(done.json.at("log").as_array().size(), 2u);
+  EXPECT_EQ(done.json.at("log").at(1).at("line"), "héllo");
+  EXPECT_TRUE(done.json.as_object().contains("finished_at_ms"));
+
+  // A lease that is no longer current reports nothing.
+  HttpResult late =
+      c.Request("POST", "/v1/queues/q/progress", Body({{"lease", lease}, {"progress", 100}}));
+  EXPECT_EQ(late.json, (json::object{{"ok", false}, {"code", "lease_lost"}})) << late.body;
+
+  // The worker loop's ack-and-fetch carries a result too.
+  std::string second = PushOne(c, "q", 2);
+  std::string third = PushOne(c, "q", 3);
+  auto [got, lease2] = FetchOne(c, "q");
+  ASSERT_EQ(got, second);
+  HttpResult loop = c.Request(
+      "POST", "/v1/queues/q/fetch",
+      Body({{"worker", "w"}, {"ack", json::array{lease2}}, {"ack_results", json::array{"sent"}}}));
+  ASSERT_EQ(loop.status, 200) << loop.body;
+  EXPECT_EQ(loop.json.at("acked").at(0).at("ok"), true);
+  EXPECT_EQ(Job(c, "q", second).json.at("result"), "sent");
+  EXPECT_EQ(Job(c, "q", third).json.at("state"), "inflight");
+
+  // keep_acked: none kept from now on, and the ones kept go at once.
+  ASSERT_EQ(c.Request("PUT", "/v1/queues/q/settings", R"({"keep_acked": {"count": 0}})").status,
+            200);
+  EXPECT_EQ(Job(c, "q", id).status, 404);
+  EXPECT_EQ(Job(c, "q", second).status, 404);
+}
+
+// What a queue keeps is durable: results, progress and logs of jobs in flight and finished.
+void ExpectKeptAcrossRestart(const std::vector<std::string>& args, bool kill) {
+  auto server = std::make_unique<ServerProcess>(args);
+  ASSERT_TRUE(server->started()) << server->error();
+  std::string acked, running;
+  std::string lease;
+  {
+    Client c(server->url());
+    ASSERT_EQ(c.Request("PUT", "/v1/queues/k/settings", R"({"keep_acked": {"count": 10}})").status,
+              200);
+    acked = PushOne(c, "k", "a");
+    running = PushOne(c, "k", "b");
+    auto [a_id, a_lease] = FetchOne(c, "k");
+    ASSERT_EQ(a_id, acked);
+    ASSERT_EQ(c.Request("POST", "/v1/queues/k/log",
+                        Body({{"lease", a_lease}, {"lines", json::array{"a1"}}}))
+                  .status,
+              200);
+    ASSERT_EQ(c.Request("POST", "/v1/queues/k/ack",
+                        Body({{"leases", json::array{a_lease}}, {"results", json::array{42}}}))
+                  .status,
+              200);
+    auto [b_id, b_lease] = FetchOne(c, "k");
+    ASSERT_EQ(b_id, running);
+    lease = b_lease;
+    ASSERT_EQ(
+        c.Request("POST", "/v1/queues/k/progress", Body({{"lease", lease}, {"progress", 0.5}}))
+            .status,
+        200);
+  }
+  if (kill) {
+    ::kill(server->pid(), SIGKILL);
+    server->Stop();
+    server = std::make_unique<ServerProcess>(args);
+    ASSERT_TRUE(server->started()) << server->error();
+  }
+  Client c(server->url());
+  HttpResult a = Job(c, "k", acked);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.json.at("state"), "acked");
+  EXPECT_EQ(a.json.at("result"), 42);
+  EXPECT_EQ(a.json.at("log").at(0).at("line"), "a1");
+  HttpResult b = Job(c, "k", running);
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.json.at("state"), "inflight");
+  EXPECT_EQ(b.json.at("progress"), 0.5);
+  EXPECT_EQ(c.Request("GET", "/v1/queues/k/settings").json.at("keep_acked").at("count"), 10);
+  HttpResult ack = c.Request("POST", "/v1/queues/k/ack",
+                             Body({{"leases", json::array{lease}}, {"results", json::array{"b"}}}));
+  EXPECT_EQ(ack.json.at("results").at(0).at("ok"), true) << ack.body;
+  EXPECT_EQ(Job(c, "k", running).json.at("result"), "b");
+}
+
+TEST(JobStateHttpTest, WhatIsKeptSurvivesASigkillOfTheEmbeddedServer) {
+  TempDir data("anteroom-job-state");
+  ExpectKeptAcrossRestart({"--data", data.path().string()}, /*kill=*/true);
+}
+
+TEST(JobStateHttpTest, WhatIsKeptSurvivesASigkillOnRedis) {
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  ExpectKeptAcrossRestart({"--store", redis.url()}, /*kill=*/true);
+}
+
+}  // namespace
+}  // namespace anteroom::testing
