@@ -98,8 +98,10 @@ class Walk {
         LeaseOp(0);
       } else if (op < 76) {
         LeaseOp(1);
-      } else if (op < 78) {
+      } else if (op < 77) {
         LeaseOp(2);
+      } else if (op < 78) {
+        LeaseOp(Chance(50) ? 3 : 4);
       } else if (op < 81) {
         backend_.Heartbeat(Pick("q", kQueues), Pick("w", 4), U(100, 2'000), [](auto) {});
       } else if (op < 82) {
@@ -111,7 +113,13 @@ class Walk {
       } else if (op < 85) {
         backend_.Cancel(Pick("q", kQueues), static_cast<core::JobId>(U(1, 60)), [](auto) {});
       } else if (op < 86) {
-        backend_.SetPaused(Pick("q", kQueues), Chance(40), [](auto) {});
+        if (Chance(80)) {
+          backend_.SetPaused(Pick("q", kQueues), Chance(40), [](auto) {});
+        } else {  // finished jobs kept: few, briefly, or none
+          core::QueueSettings settings;
+          settings.keep_acked = {.count = U(0, 8), .age_ms = U(1, 5'000)};
+          backend_.SetQueueSettings(Pick("q", kQueues), settings, [](auto) {});
+        }
       } else if (op < 87) {
         SetQueueKey();
       } else if (op < 97) {
@@ -331,7 +339,8 @@ class Walk {
     });
   }
 
-  // 0 ack, 1 nack, 2 extend; mostly recent (current) leases, some stale or forged.
+  // 0 ack (with results or not), 1 nack, 2 extend, 3 progress, 4 log; mostly recent (current)
+  // leases, some stale or forged.
   void LeaseOp(int kind) {
     if (leases_.empty()) return;
     size_t n = leases_.size();
@@ -343,9 +352,24 @@ class Walk {
     }
     std::string queue = Pick("q", kQueues);
     switch (kind) {
-      case 0:
-        backend_.Ack(queue, picked, [](auto) {});
+      case 0: {
+        std::vector<std::string> results;
+        if (Chance(50)) {
+          for (size_t k = 0; k < picked.size(); ++k) {
+            results.push_back(Chance(30) ? "" : std::to_string(U(0, 99)));
+          }
+        }
+        backend_.Ack(queue, picked, std::move(results), [](auto) {});
         break;
+      }
+      case 3:
+        backend_.SetProgress(queue, picked[0], std::to_string(U(0, 100)), [](auto) {});
+        break;
+      case 4: {
+        std::vector<std::string> lines(static_cast<size_t>(U(1, 60)), "line");
+        backend_.AppendJobLog(queue, picked[0], std::move(lines), [](auto) {});
+        break;
+      }
       case 1: {
         std::optional<int64_t> delay;
         if (Chance(50)) delay = U(0, 1'500);
