@@ -77,6 +77,21 @@ def changes(base, phase):
     call(base, "POST", f"/v1/queues/{dead}/nack",
          {"leases": [j["lease"] for j in got.get("jobs", [])], "error": "fatal"})
     call(base, "POST", f"/v1/queues/{dead}/dead/requeue", {})
+    # Job state: a queue keeping few finished jobs; a result at ack (and at a fetch's ack),
+    # progress and log lines of a job in flight, one of them finished with them.
+    kept = f"kept{phase}"
+    call(base, "PUT", f"/v1/queues/{kept}/settings", {"keep_acked": {"count": 3, "age_ms": 600000}})
+    call(base, "POST", f"/v1/queues/{kept}/jobs", {"jobs": [{"payload": i} for i in range(4)]})
+    got = call(base, "POST", f"/v1/queues/{kept}/fetch", {"worker": "w4", "max": 3})
+    leases = [j["lease"] for j in got.get("jobs", [])]
+    if len(leases) == 3:
+        call(base, "POST", f"/v1/queues/{kept}/progress", {"lease": leases[0], "progress": {"p": 1}})
+        call(base, "POST", f"/v1/queues/{kept}/log", {"lease": leases[0], "lines": ["a", "é"]})
+        call(base, "POST", f"/v1/queues/{kept}/progress", {"lease": leases[1], "progress": 0.5})
+        call(base, "POST", f"/v1/queues/{kept}/ack",
+             {"leases": leases[:1], "results": [{"rows": phase}]})
+        call(base, "POST", f"/v1/queues/{kept}/fetch",
+             {"worker": "w4", "ack": leases[2:3], "ack_results": ["r"]})
     # Groups, limits and a snooze: a round-robin queue whose groups are held by rate and
     # concurrency, one group held by a snooze at the snapshot.
     tenants = f"tenants{phase}"
