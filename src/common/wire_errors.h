@@ -281,6 +281,10 @@ inline constexpr std::string_view kPushAnsweredNothing = "push answered nothing"
 inline constexpr std::string_view kDeadLimit = "'limit' must be 1 to 10000";
 inline constexpr std::string_view kIdsNotJobIds = "'ids' must be an array of job ids";
 inline constexpr std::string_view kNoSuchJob = "no such job";
+inline constexpr std::string_view kDependsOnShape =
+    "'depends_on' must be an array of 1 to 100 distinct job ids of this queue";
+inline constexpr std::string_view kOnDependencyFailureShape =
+    "'on_dependency_failure' must be \"fail\" or \"ignore\"";
 inline constexpr std::string_view kKeepAckedShape =
     "'keep_acked' must be an object: {\"count\"?, \"age_ms\"?}";
 inline constexpr std::string_view kResultsShape =

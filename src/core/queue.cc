@@ -25,6 +25,22 @@ std::string BoundedError(std::string_view error) { return BoundedText(error, kMa
 
 std::string BoundedLogLine(std::string_view line) { return BoundedText(line, kMaxLogLineBytes); }
 
+const char* ToString(DependencyState state) {
+  switch (state) {
+    case DependencyState::kPending:
+      return "pending";
+    case DependencyState::kAcked:
+      return "acked";
+    case DependencyState::kDead:
+      return "dead";
+    case DependencyState::kCancelled:
+      return "cancelled";
+    case DependencyState::kMissing:
+      return "missing";
+  }
+  return "missing";
+}
+
 const char* ToString(JobState state) {
   switch (state) {
     case JobState::kWaitingDeps:
@@ -177,6 +193,7 @@ void Queue::Bury(Index i, std::string_view error, int64_t now) {
   job.failed_at = now;
   dead_.emplace(now, job.id);
   if (noting_) buried_.push_back(Buried{job.id, now, std::string(error)});
+  Settled(job.id, DependencyState::kDead, {});
 }
 
 // A delivery that ended without an ack: the lease ran out, or its worker died or was released.
@@ -315,13 +332,47 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
     job.group = line_.Ref(spec.group);
     by_id_.emplace(i);
     if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
+    ++pushed_;
+    results.push_back({job.id, true});
+    if (!spec.depends_on.empty()) {
+      JobExtra& x = job.Extra();
+      x.ignore_failed_deps = spec.ignore_failed_dependencies;
+      std::optional<DependencyView> failed;
+      for (JobId dep : spec.depends_on) {
+        if (std::any_of(x.deps.begin(), x.deps.end(), [&](const auto& d) { return d.id == dep; }))
+          continue;
+        // Only an older job can be waited on: no cycle, and never the job itself.
+        DependencyView d =
+            dep < job.id ? DependencyNow(dep) : DependencyView{dep, DependencyState::kMissing, {}};
+        x.deps.push_back(d);
+        if (d.state == DependencyState::kPending) {
+          ++x.unresolved;
+        } else if (d.state != DependencyState::kAcked && !failed) {
+          failed = d;
+        }
+      }
+      if (failed && !x.ignore_failed_deps) {
+        std::string error =
+            "dependency " + std::to_string(failed->id) + " is " + ToString(failed->state);
+        job.AddFailure({0, error, now_});
+        Bury(i, error, now_);
+        continue;
+      }
+      if (x.unresolved > 0) {
+        job.state = State::kWaiting;
+        job.due = now_ + spec.delay_ms;
+        ++waiting_;
+        for (const DependencyView& d : x.deps) {
+          if (d.state == DependencyState::kPending) dependents_[d.id].push_back(job.id);
+        }
+        continue;
+      }
+    }
     if (spec.delay_ms > 0) {
       MakeDelayed(i, now_ + spec.delay_ms);
     } else {
       MakeReady(i, /*at_head=*/false);
     }
-    ++pushed_;
-    results.push_back({job.id, true});
   }
   return results;
 }
@@ -425,8 +476,10 @@ LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result)
   acked_[job.id] = job.delivery;
   acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);
   ++acked_count_;
+  JobId id = job.id;
   Finish(*i, JobState::kAcked, result);
   FreeJob(*i);
+  Settled(id, DependencyState::kAcked, result);
   return LeaseOutcome::kOk;
 }
 
@@ -455,6 +508,85 @@ LeaseOutcome Queue::AppendLog(LeaseRef lease, const std::vector<std::string>& li
     extra.log_dropped += static_cast<int64_t>(drop);
   }
   return LeaseOutcome::kOk;
+}
+
+// ---- dependencies --------------------------------------------------------------------------
+
+DependencyView Queue::DependencyNow(JobId dep) const {
+  if (auto it = by_id_.find(dep); it != by_id_.end()) {
+    bool dead = slab_[*it].state == State::kDead;
+    return {dep, dead ? DependencyState::kDead : DependencyState::kPending, {}};
+  }
+  if (auto seq = finished_seq_.find(dep); seq != finished_seq_.end()) {
+    const FinishedJob& f = finished_[seq->second - finished_front_];
+    if (f.state == JobState::kAcked) return {dep, DependencyState::kAcked, f.result};
+    return {dep, DependencyState::kCancelled, {}};
+  }
+  // Acked, and still remembered as such (an hour) though no longer kept: its result is gone.
+  if (acked_.contains(dep)) return {dep, DependencyState::kAcked, {}};
+  return {dep, DependencyState::kMissing, {}};
+}
+
+void Queue::StopWaiting(Index i) {
+  Job& job = slab_[i];
+  --waiting_;
+  if (job.due > now_) {
+    MakeDelayed(i, job.due);
+  } else {
+    MakeReady(i, /*at_head=*/false);
+  }
+}
+
+// Jobs settle in the order they did; the jobs waiting on one are told in id order (their push
+// order), so the order they become ready in is the same after a replay or on Redis.
+void Queue::Settled(JobId id, DependencyState outcome, std::string_view result) {
+  if (dependents_.empty()) return;  // the common case: nobody waits on anything
+  settling_.emplace_back(id, outcome, std::string(result));
+  if (in_settled_) return;  // the loop below is running: it will come to it
+  in_settled_ = true;
+  for (size_t next = 0; next < settling_.size(); ++next) {
+    auto [dep, state, res] = settling_[next];
+    auto it = dependents_.find(dep);
+    if (it == dependents_.end()) continue;
+    std::vector<JobId> waiting = std::move(it->second);
+    dependents_.erase(it);
+    std::sort(waiting.begin(), waiting.end());
+    for (JobId w : waiting) {
+      auto j = by_id_.find(w);
+      if (j == by_id_.end() || slab_[*j].state != State::kWaiting) continue;  // cancelled
+      Index i = *j;
+      JobExtra& x = *slab_[i].extra;
+      for (DependencyView& d : x.deps) {
+        if (d.id != dep || d.state != DependencyState::kPending) continue;
+        d.state = state;
+        if (!res.empty()) d.result = res;
+      }
+      --x.unresolved;
+      if (state != DependencyState::kAcked && !x.ignore_failed_deps) {
+        --waiting_;
+        std::string error = "dependency " + std::to_string(dep) + " is " + ToString(state);
+        slab_[i].AddFailure({0, error, now_});
+        Bury(i, error, now_);  // its own dependents are told next
+      } else if (x.unresolved == 0) {
+        StopWaiting(i);
+      }
+    }
+  }
+  settling_.clear();
+  in_settled_ = false;
+}
+
+std::optional<std::vector<DependencyView>> Queue::Dependencies(JobId id, int64_t now_ms) {
+  Advance(now_ms);
+  const JobExtra* x = nullptr;
+  if (auto it = by_id_.find(id); it != by_id_.end()) {
+    x = slab_[*it].extra.get();
+  } else if (auto seq = finished_seq_.find(id); seq != finished_seq_.end()) {
+    x = finished_[seq->second - finished_front_].extra.get();
+  } else {
+    return std::nullopt;
+  }
+  return x ? x->deps : std::vector<DependencyView>{};
 }
 
 // ---- finished jobs -------------------------------------------------------------------------
@@ -501,6 +633,8 @@ void Queue::ViewExtra(const JobExtra* extra, JobView& view) {
   view.progress = extra->progress;
   view.log = extra->log;
   view.log_dropped = extra->log_dropped;
+  for (const DependencyView& d : extra->deps) view.depends_on.push_back(d.id);
+  view.waiting_on = extra->unresolved;
 }
 
 JobView Queue::ViewOf(const Job& job) const {
@@ -526,6 +660,9 @@ JobView Queue::ViewOf(const Job& job) const {
     case State::kDead:
       v.state = JobState::kDead;
       v.finished_ms = job.failed_at;
+      break;
+    case State::kWaiting:
+      v.state = JobState::kWaitingDeps;
       break;
   }
   ViewExtra(job.extra.get(), v);
@@ -727,10 +864,14 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
     case State::kDead:
       dead_.erase({job.failed_at, id});
       break;
+    case State::kWaiting:
+      --waiting_;  // its entries under its dependencies are skipped when they settle
+      break;
   }
   ++cancelled_;
   Finish(i, JobState::kCancelled, {});
   FreeJob(i);
+  Settled(id, DependencyState::kCancelled, {});
   return CancelOutcome::kCancelled;
 }
 
@@ -749,6 +890,7 @@ void Queue::SetPaused(bool paused, int64_t now_ms) {
 QueueStats Queue::Stats(int64_t now_ms) {
   Advance(now_ms);
   QueueStats s;
+  s.waiting = waiting_;
   s.ready = static_cast<int64_t>(line_.size());
   s.delayed = static_cast<int64_t>(delayed_.size());
   s.inflight = static_cast<int64_t>(leases_.size());

@@ -3,6 +3,8 @@
 //
 // Job lifecycle (every transition counted; see QueueStats):
 //
+//   push with depends_on --> waiting (until every dependency is acked) --> ready | delayed
+//                                            \-- a dependency failed --> dead
 //   push --> ready <--------------------------- delayed <-- push with delay_ms
 //              |  ^  ^  (lease expired, worker dead      ^        nack (backoff or delay_ms)
 //        fetch |  |  |   or released: head of priority)  |
@@ -13,8 +15,11 @@
 //            gone (acked)        cancel: ready | delayed | dead --> gone (cancelled)
 //
 // Invariants (checked by tests/unit/queue_test.cc):
-//  - pushed = acked + ready + delayed + inflight + dead + cancelled, at every moment.
-//  - A job is in exactly one of line_ (ready), delayed_, leases_, dead_ (or gone).
+//  - pushed = acked + waiting + ready + delayed + inflight + dead + cancelled, at every moment.
+//  - A job is in exactly one of line_ (ready), delayed_, leases_, dead_, or waits for its
+//    dependencies (listed under each pending one in dependents_), or is gone.
+//  - A waiting job's dependencies are older jobs of the queue (they existed at its push): no
+//    cycle can form, and each settles once, so no job waits forever on a settled one.
 //  - While a lease is valid no other delivery of its job exists; a lease names one delivery, so
 //    a stale or superseded lease never acks, nacks or extends a later delivery (lease_lost).
 //  - Ready order: higher priority first, then `order` (FIFO; jobs returned after a failed
@@ -101,6 +106,9 @@ class Queue {
   // Job `id` wherever it is; nullopt when unknown (never pushed, or finished and past what the
   // queue keeps).
   std::optional<JobView> Lookup(JobId id, int64_t now_ms);
+  // What became of job `id`'s dependencies, in the order it named them (with their results);
+  // nullopt when the job is unknown.
+  std::optional<std::vector<DependencyView>> Dependencies(JobId id, int64_t now_ms);
 
   void Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms);
   // The worker's jobs go back to the head of their priority now (a failed attempt each).
@@ -159,7 +167,7 @@ class Queue {
   std::string LeaseFor(JobId id, uint64_t delivery) const;
 
  private:
-  enum class State : uint8_t { kReady, kDelayed, kInflight, kDead };
+  enum class State : uint8_t { kReady, kDelayed, kInflight, kDead, kWaiting };
   using Index = uint32_t;
   static constexpr uint32_t kNoWorker = UINT32_MAX;
 
@@ -170,6 +178,9 @@ class Queue {
     std::optional<std::string> progress;
     std::vector<JobLogLine> log;  // the last kKeptLogLines lines
     int64_t log_dropped = 0;
+    std::vector<DependencyView> deps;  // as named at push
+    int32_t unresolved = 0;            // deps still pending
+    bool ignore_failed_deps = false;
   };
   // 112 bytes (168 before the rare fields went out of line): a queue of 1M ready jobs holds 1M
   // of these in the slab.
@@ -258,6 +269,14 @@ class Queue {
   void Finish(Index i, JobState state, std::string_view result);
   // Drops the finished jobs past what keep_ allows.
   void ForgetFinished(int64_t now);
+  // Job `id` settled (acked, dead or cancelled): the jobs waiting on it learn it, and stop
+  // waiting, or fail in turn (their own dependents then learn that, and so on: a worklist, not
+  // recursion, as a chain may be long).
+  void Settled(JobId id, DependencyState outcome, std::string_view result);
+  // What job `dep` is now, to a job pushed with it as a dependency.
+  DependencyView DependencyNow(JobId dep) const;
+  // Job `i` waited for its dependencies and may go on: ready, or delayed until its due time.
+  void StopWaiting(Index i);
   JobView ViewOf(const Job& job) const;
   static void ViewExtra(const JobExtra* extra, JobView& view);
   // A job's progress and log, as snapshots hold them (queue_snapshot.cc).
@@ -314,6 +333,12 @@ class Queue {
   std::vector<uint32_t> free_workers_;
   std::unordered_map<std::string, uint32_t> worker_index_;
   DeadlineHeap heartbeats_;  // key: alive-until ms, per worker
+
+  // Pending job -> the jobs waiting on it (stale entries skipped: a waiting job cancelled).
+  boost::unordered_flat_map<JobId, std::vector<JobId>> dependents_;
+  int64_t waiting_ = 0;
+  std::vector<std::tuple<JobId, DependencyState, std::string>> settling_;
+  bool in_settled_ = false;
 
   std::deque<FinishedJob> finished_;
   boost::unordered_flat_map<JobId, uint64_t> finished_seq_;  // id -> sequence number

@@ -40,7 +40,8 @@ void LoadHistory(ByteReader& in, std::vector<FailedAttempt>& history) {
 }
 }  // namespace
 
-// opt-str progress | u32 n | n x (i64 at, str line) | i64 dropped
+// opt-str progress | u32 n | n x (i64 at, str line) | i64 dropped | u32 deps | deps x (u64 id,
+// u8 state, opt-str result) | i32 unresolved | u8 ignore failed
 void Queue::SaveNotes(ByteWriter& out, const JobExtra* extra) {
   bool has = extra && extra->progress;
   out.PutBool(has);
@@ -53,6 +54,17 @@ void Queue::SaveNotes(ByteWriter& out, const JobExtra* extra) {
     }
   }
   out.Put<int64_t>(extra ? extra->log_dropped : 0);
+  out.Put<uint32_t>(extra ? static_cast<uint32_t>(extra->deps.size()) : 0);
+  if (extra) {
+    for (const DependencyView& d : extra->deps) {
+      out.Put(d.id);
+      out.Put(d.state);
+      out.PutBool(d.result.has_value());
+      if (d.result) out.PutString(*d.result);
+    }
+  }
+  out.Put<int32_t>(extra ? extra->unresolved : 0);
+  out.PutBool(extra && extra->ignore_failed_deps);
 }
 
 void Queue::LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra) {
@@ -72,6 +84,23 @@ void Queue::LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra) {
   int64_t dropped = in.Get<int64_t>();
   if (dropped < 0) in.Fail();
   if (dropped > 0) make().log_dropped = dropped;
+  uint32_t deps = in.Get<uint32_t>();
+  if (deps > kMaxDependencies || deps > in.remaining() / 10) in.Fail();
+  for (uint32_t k = 0; k < deps && !in.failed(); ++k) {
+    DependencyView d;
+    d.id = in.Get<JobId>();
+    d.state = in.Get<DependencyState>();
+    if (in.GetBool()) d.result = in.GetString();
+    if (d.state > DependencyState::kMissing) in.Fail();
+    make().deps.push_back(std::move(d));
+  }
+  int32_t unresolved = in.Get<int32_t>();
+  bool ignore = in.GetBool();
+  if (unresolved < 0 || unresolved > static_cast<int32_t>(deps)) in.Fail();
+  if (unresolved > 0 || ignore) {
+    make().unresolved = unresolved;
+    make().ignore_failed_deps = ignore;
+  }
 }
 
 void Queue::Save(ByteWriter& out) const {
@@ -194,7 +223,8 @@ bool Queue::Restore(ByteReader& in) {
     LoadHistory(in, history);
     for (FailedAttempt& f : history) job.AddFailure(std::move(f));
     if (format >= 3) LoadNotes(in, job.extra);
-    if (job.state > State::kDead || !q.by_id_.emplace(i).second) in.Fail();
+    if (job.state > State::kWaiting || !q.by_id_.emplace(i).second) in.Fail();
+    if (job.state == State::kWaiting && (!job.extra || job.extra->unresolved <= 0)) in.Fail();
   }
   uint64_t free_count = in.GetCount(sizeof(Index));
   for (uint64_t k = 0; k < free_count && !in.failed(); ++k) {
@@ -285,6 +315,12 @@ bool Queue::Restore(ByteReader& in) {
         break;
       case State::kDead:
         q.dead_.emplace(job.failed_at, job.id);
+        break;
+      case State::kWaiting:
+        ++q.waiting_;
+        for (const DependencyView& d : job.extra->deps) {
+          if (d.state == DependencyState::kPending) q.dependents_[d.id].push_back(job.id);
+        }
         break;
     }
   }

@@ -36,6 +36,8 @@ inline constexpr size_t kKeptAttempts = 10;
 // A job's group (a tenant, a customer, an API key): what per-group limits and round-robin turns
 // are kept by. Bounded, as every group named by a job is held while the job is.
 inline constexpr size_t kMaxGroupBytes = 128;
+// How many jobs one job may wait on (JobSpec::depends_on).
+inline constexpr size_t kMaxDependencies = 100;
 
 using JobId = uint64_t;
 
@@ -46,6 +48,11 @@ struct JobSpec {
   std::optional<std::string> dedupe_key;
   int32_t max_attempts = kDefaultMaxAttempts;
   std::string group;  // "": none (exempt from per-group limits)
+  // Jobs of the same queue this one waits for (waiting_deps, not fetchable) until every one is
+  // acked. One that dies, is cancelled or is not known fails it at once, unless
+  // `ignore_failed_dependencies` (then it only stops waiting for it).
+  std::vector<JobId> depends_on;
+  bool ignore_failed_dependencies = false;
 };
 
 // What a job may carry for whoever looks it up (GET /v1/queues/{q}/jobs/{id}): the result its
@@ -149,6 +156,7 @@ struct DeadJob {
 };
 
 struct QueueStats {
+  int64_t waiting = 0;  // for their dependencies
   int64_t ready = 0;
   int64_t delayed = 0;
   int64_t inflight = 0;
@@ -183,6 +191,18 @@ struct JobLogLine {
   friend bool operator==(const JobLogLine&, const JobLogLine&) = default;
 };
 
+// What became of a job another one depends on, as the dependent saw it (kPending: not yet).
+// kMissing: not known when the dependent was pushed (never pushed, or finished and forgotten).
+enum class DependencyState : uint8_t { kPending, kAcked, kDead, kCancelled, kMissing };
+const char* ToString(DependencyState state);
+
+struct DependencyView {
+  JobId id = 0;
+  DependencyState state = DependencyState::kPending;
+  std::optional<std::string> result;  // acked with one
+  friend bool operator==(const DependencyView&, const DependencyView&) = default;
+};
+
 // One job as GET /v1/queues/{q}/jobs/{id} shows it.
 struct JobView {
   JobId id = 0;
@@ -201,6 +221,8 @@ struct JobView {
   std::optional<std::string> result;  // acked with one
   std::vector<JobLogLine> log;        // the last kKeptLogLines lines, oldest first
   int64_t log_dropped = 0;            // lines appended before those, no longer kept
+  std::vector<JobId> depends_on;
+  int32_t waiting_on = 0;  // dependencies not yet settled
 };
 
 }  // namespace anteroom::core

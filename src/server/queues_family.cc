@@ -32,12 +32,11 @@ constexpr int64_t kMaxWaitMs = 60'000;
 constexpr int64_t kMaxTtlMs = 604'800'000;
 
 json::object StatsJson(const std::string& name, const core::QueueStats& s) {
-  return json::object{{"queue", name},        {"ready", s.ready},
-                      {"delayed", s.delayed}, {"inflight", s.inflight},
-                      {"dead", s.dead},       {"pushed", s.pushed},
-                      {"acked", s.acked},     {"nacked", s.nacked},
-                      {"expired", s.expired}, {"cancelled", s.cancelled},
-                      {"workers", s.workers}, {"paused", s.paused}};
+  return json::object{{"queue", name},        {"waiting_deps", s.waiting}, {"ready", s.ready},
+                      {"delayed", s.delayed}, {"inflight", s.inflight},    {"dead", s.dead},
+                      {"pushed", s.pushed},   {"acked", s.acked},          {"nacked", s.nacked},
+                      {"expired", s.expired}, {"cancelled", s.cancelled},  {"workers", s.workers},
+                      {"paused", s.paused}};
 }
 
 std::optional<core::JobId> ParseJobId(const json::value& v) {
@@ -53,7 +52,7 @@ std::optional<core::JobId> ParseJobId(const json::value& v) {
 }
 
 // One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?,
-// "group"?}
+// "group"?, "depends_on"?, "on_dependency_failure"?}
 // Errors name the field only; a batch adds which job (wire::JobAt). `index`: the job's place in
 // the body, whose payload text `texts` gives.
 OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_t index) {
@@ -83,6 +82,27 @@ OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_
   spec.priority = static_cast<int32_t>(priority->value_or(0));
   spec.max_attempts = static_cast<int32_t>(attempts->value_or(core::kDefaultMaxAttempts));
   spec.dedupe_key = *dedupe;
+  if (const json::value* deps = o.if_contains("depends_on")) {
+    if (!deps->is_array() || deps->as_array().empty() ||
+        deps->as_array().size() > core::kMaxDependencies) {
+      return {OpStatus::kInvalidArgument, std::string(wire::kDependsOnShape)};
+    }
+    for (const json::value& d : deps->as_array()) {
+      std::optional<core::JobId> id = ParseJobId(d);
+      if (!id ||
+          std::find(spec.depends_on.begin(), spec.depends_on.end(), *id) != spec.depends_on.end()) {
+        return {OpStatus::kInvalidArgument, std::string(wire::kDependsOnShape)};
+      }
+      spec.depends_on.push_back(*id);
+    }
+  }
+  if (const json::value* f = o.if_contains("on_dependency_failure")) {
+    if (f->is_string() && f->as_string() == "ignore") {
+      spec.ignore_failed_dependencies = true;
+    } else if (!f->is_string() || f->as_string() != "fail") {
+      return {OpStatus::kInvalidArgument, std::string(wire::kOnDependencyFailureShape)};
+    }
+  }
   return spec;
 }
 
@@ -690,6 +710,13 @@ std::string JobJson(const core::JobView& v) {
     out += R"(,"last_error":)";
     out += json::serialize(json::string_view(v.history.back().error));
   }
+  if (!v.depends_on.empty()) {
+    out += R"(,"depends_on":[)";
+    for (size_t k = 0; k < v.depends_on.size(); ++k) {
+      fmt::format_to(it, FMT_COMPILE(R"({}"{}")"), k ? "," : "", v.depends_on[k]);
+    }
+    fmt::format_to(it, FMT_COMPILE(R"(],"waiting_on":{})"), v.waiting_on);
+  }
   out += R"(,"history":)";
   AppendHistory(out, v.history);
   if (v.progress) out.append(R"(,"progress":)").append(*v.progress);
@@ -714,6 +741,32 @@ void CmdGetJob(Services& s, const Request& req, Respond respond) {
     res.body = JobJson(*r);
     respond(std::move(res));
   });
+}
+
+// GET /v1/queues/{q}/jobs/{id}/dependencies: what became of the jobs it waits or waited on, with
+// their results: {"dependencies": [{"id", "state", "result"?}]}.
+void CmdGetJobDependencies(Services& s, const Request& req, Respond respond) {
+  if (auto bad = BadNames(req, {wire::kQueueNames})) return respond(std::move(*bad));
+  auto id = ParseJobId(json::value(req.params[1]));
+  if (!id) return respond(ErrorReply(OpStatus::kUnknownJob, wire::kNoSuchJob));
+  s.backend.GetJobDependencies(
+      req.params[0], *id,
+      [respond = std::move(respond)](OpResult<std::vector<core::DependencyView>> r) {
+        if (!r.ok()) return respond(ErrorReply(r));
+        Response res;
+        std::string& out = res.body;
+        auto it = std::back_inserter(out);
+        out += R"({"dependencies":[)";
+        for (size_t k = 0; k < r->size(); ++k) {
+          const core::DependencyView& d = (*r)[k];
+          fmt::format_to(it, FMT_COMPILE(R"({}{{"id":"{}","state":"{}")"), k ? "," : "", d.id,
+                         core::ToString(d.state));
+          if (d.result) out.append(R"(,"result":)").append(*d.result);
+          out += '}';
+        }
+        out += "]}";
+        respond(std::move(res));
+      });
 }
 
 // DELETE /v1/queues/{q}/jobs/{id}: cancels a job that is not in flight.
@@ -769,6 +822,8 @@ void RegisterQueueRoutes(Router& router, Services& s) {
       {verb::post, "/v1/queues/{q}/dead/requeue", kAdmin, kBody, kNoCors, kPlain, CmdRequeueDead},
       {verb::delete_, "/v1/queues/{q}/jobs/{id}", kAdmin, kBody, kNoCors, kPlain, CmdCancel},
       {verb::get, "/v1/queues/{q}/jobs/{id}", kQueue, kBody, kNoCors, kPlain, CmdGetJob},
+      {verb::get, "/v1/queues/{q}/jobs/{id}/dependencies", kQueue, kBody, kNoCors, kPlain,
+       CmdGetJobDependencies},
       {verb::post, "/v1/queues/{q}/progress", kQueue, kBody, kNoCors, kPlain, CmdProgress},
       {verb::post, "/v1/queues/{q}/log", kQueue, kBody, kNoCors, kPlain, CmdAppendLog},
   };

@@ -159,6 +159,9 @@ class Backend {
   virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
   // Job `id` wherever it is (kUnknownJob: never pushed, or finished and no longer kept).
   virtual void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) = 0;
+  // What became of job `id`'s dependencies, in the order it named them (kUnknownJob as GetJob).
+  virtual void GetJobDependencies(std::string queue, core::JobId id,
+                                  Completion<std::vector<core::DependencyView>> done) = 0;
   // The job of a current lease reports how far it got: `progress` (JSON text, at most
   // core::kMaxProgressBytes) replaces the last one. Answers kOk, kLeaseLost or kInvalidLease.
   virtual void SetProgress(std::string queue, std::string lease, std::string progress,

@@ -244,15 +244,29 @@ void PushRecord::Encode(ByteWriter& w) const {
     if (job.dedupe_key) w.PutString(*job.dedupe_key);
     w.Put(job.max_attempts);
   }
-  // Groups (format 7) at the end, and only when a job has one: u32 n | n x (u32 job, str group).
-  uint32_t grouped = 0;
-  for (const auto& job : jobs) grouped += job.group.empty() ? 0 : 1;
-  if (grouped == 0) return;
+  // Groups (format 7) at the end, and only when a job has one (or dependencies follow):
+  // u32 n | n x (u32 job, str group). Then dependencies (format 9), only when a job has some:
+  // u32 n | n x (u32 job, u8 ignore failed, u32 k, k x u64 id).
+  uint32_t grouped = 0, waiting = 0;
+  for (const auto& job : jobs) {
+    grouped += job.group.empty() ? 0 : 1;
+    waiting += job.depends_on.empty() ? 0 : 1;
+  }
+  if (grouped == 0 && waiting == 0) return;
   w.Put(grouped);
   for (uint32_t k = 0; k < jobs.size(); ++k) {
     if (jobs[k].group.empty()) continue;
     w.Put(k);
     w.PutString(jobs[k].group);
+  }
+  if (waiting == 0) return;
+  w.Put(waiting);
+  for (uint32_t k = 0; k < jobs.size(); ++k) {
+    if (jobs[k].depends_on.empty()) continue;
+    w.Put(k);
+    w.PutBool(jobs[k].ignore_failed_dependencies);
+    w.Put<uint32_t>(static_cast<uint32_t>(jobs[k].depends_on.size()));
+    for (core::JobId id : jobs[k].depends_on) w.Put(id);
   }
 }
 bool PushRecord::Decode(ByteReader& r) {
@@ -278,6 +292,22 @@ bool PushRecord::Decode(ByteReader& r) {
       } else {
         decoded[at].group = std::move(group);
       }
+    }
+  }
+  if (!r.failed() && r.remaining() > 0) {
+    uint32_t waiting = r.Get<uint32_t>();
+    if (waiting > decoded.size()) r.Fail();
+    for (uint32_t k = 0; k < waiting && !r.failed(); ++k) {
+      uint32_t at = r.Get<uint32_t>();
+      bool ignore = r.GetBool();
+      uint32_t n = r.Get<uint32_t>();
+      if (at >= decoded.size() || n == 0 || n > core::kMaxDependencies ||
+          !decoded[at].depends_on.empty() || n > r.remaining() / 8) {
+        r.Fail();
+        break;
+      }
+      decoded[at].ignore_failed_dependencies = ignore;
+      for (uint32_t d = 0; d < n; ++d) decoded[at].depends_on.push_back(r.Get<uint64_t>());
     }
   }
   jobs = decoded;

@@ -225,7 +225,8 @@ struct RevokePassesRecord {
 
 // ---- queues --------------------------------------------------------------------------------
 
-// u32 n | n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe, i32 max_attempts)
+// u32 n | n x (str payload, i64 delay_ms, i32 priority, opt-str dedupe, i32 max_attempts), then
+// when any job has them its groups and its dependencies (change_record.cc).
 struct PushRecord {
   static constexpr ChangeKind kKind = ChangeKind::kPush;
   std::span<const core::JobSpec> jobs = {};

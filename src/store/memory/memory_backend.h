@@ -115,6 +115,8 @@ class MemoryBackend final : public Backend {
                    Completion<size_t> done) override;
   void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) override;
   void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) override;
+  void GetJobDependencies(std::string queue, core::JobId id,
+                          Completion<std::vector<core::DependencyView>> done) override;
   void SetProgress(std::string queue, std::string lease, std::string progress,
                    Completion<core::LeaseOutcome> done) override;
   void AppendJobLog(std::string queue, std::string lease, std::vector<std::string> lines,

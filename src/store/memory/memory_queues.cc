@@ -233,6 +233,20 @@ void MemoryBackend::GetJob(std::string queue, core::JobId id, Completion<core::J
       });
 }
 
+void MemoryBackend::GetJobDependencies(std::string queue, core::JobId id,
+                                       Completion<std::vector<core::DependencyView>> done) {
+  using Deps = std::vector<core::DependencyView>;
+  OnQueue<Deps>(queue, Access::kRead, false, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  std::optional<Deps> deps = q ? q->queue.Dependencies(id, now) : std::nullopt;
+                  if (!deps) {
+                    return Answered<Deps>(
+                        OpResult<Deps>(OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)));
+                  }
+                  return Answered<Deps>(std::move(*deps));
+                });
+}
+
 void MemoryBackend::SetProgress(std::string queue, std::string lease, std::string progress,
                                 Completion<core::LeaseOutcome> done) {
   OnQueue<core::LeaseOutcome>(
