@@ -77,6 +77,7 @@ std::string Name(LeaseOutcome o) { return core::ToString(o); }
 int CancelCode(core::CancelOutcome o) { return static_cast<int>(o); }
 
 void ExpectSameStats(const core::QueueStats& got, const core::QueueStats& want, const char* where) {
+  EXPECT_EQ(got.waiting, want.waiting) << where;
   EXPECT_EQ(got.ready, want.ready) << where;
   EXPECT_EQ(got.delayed, want.delayed) << where;
   EXPECT_EQ(got.inflight, want.inflight) << where;
@@ -88,8 +89,8 @@ void ExpectSameStats(const core::QueueStats& got, const core::QueueStats& want, 
   EXPECT_EQ(got.cancelled, want.cancelled) << where;
   EXPECT_EQ(got.workers, want.workers) << where;
   EXPECT_EQ(got.paused, want.paused) << where;
-  EXPECT_EQ(got.pushed,
-            got.acked + got.ready + got.delayed + got.inflight + got.dead + got.cancelled)
+  EXPECT_EQ(got.pushed, got.acked + got.waiting + got.ready + got.delayed + got.inflight +
+                            got.dead + got.cancelled)
       << where << " (accounting identity)";
 }
 
@@ -119,6 +120,8 @@ void ExpectSameView(const std::optional<core::JobView>& got,
   EXPECT_EQ(got->result, want->result) << where;
   EXPECT_EQ(got->log, want->log) << where;
   EXPECT_EQ(got->log_dropped, want->log_dropped) << where;
+  EXPECT_EQ(got->depends_on, want->depends_on) << where;
+  EXPECT_EQ(got->waiting_on, want->waiting_on) << where;
   ASSERT_EQ(got->history.size(), want->history.size()) << where;
   for (size_t k = 0; k < got->history.size(); ++k) {
     EXPECT_EQ(got->history[k].error, want->history[k].error) << where << " h" << k;
@@ -226,6 +229,15 @@ bool RunOne(uint64_t seed, Totals& totals) {
         if (rng.Chance(20)) s.dedupe_key = "k" + std::to_string(rng.Uniform(0, 7));
         s.max_attempts = rng.Chance(20) ? core::kDefaultMaxAttempts
                                         : static_cast<int32_t>(rng.Uniform(1, max_attempts_hi));
+        // Waiting on recent jobs (some settled, some not pushed yet: missing).
+        if (rng.Chance(20)) {
+          int64_t lo = std::max<int64_t>(1, static_cast<int64_t>(max_id) - 12);
+          for (int64_t n = rng.Uniform(1, 3); n > 0; --n) {
+            s.depends_on.push_back(
+                static_cast<core::JobId>(rng.Uniform(lo, static_cast<int64_t>(max_id) + 2)));
+          }
+          s.ignore_failed_dependencies = rng.Chance(30);
+        }
       }
       where.Add(" push x%zu", batch.size());
       std::vector<core::PushResult> got = queue.Push(batch, now);
@@ -385,6 +397,8 @@ bool RunOne(uint64_t seed, Totals& totals) {
       std::optional<core::JobView> want = model.Lookup(id, now);
       ExpectSameView(got, want, std::string(where.text) + " lookup " + std::to_string(id));
       if (got) ++totals.looked_up;
+      EXPECT_EQ(queue.Dependencies(id, now), model.Dependencies(id, now))
+          << where << " deps " << id;
     }
     if (op % 256 == 255) {
       // A snapshot restores the same queue: it saves the same bytes and shows every job alike.
@@ -429,6 +443,8 @@ bool RunOne(uint64_t seed, Totals& totals) {
   totals.seen.dedupe_hits += seen.dedupe_hits;
   totals.seen.forgotten_acks += seen.forgotten_acks;
   totals.seen.finished += seen.finished;
+  totals.seen.released += seen.released;
+  totals.seen.failed_by_dependency += seen.failed_by_dependency;
   totals.seen.forgotten_finished += seen.forgotten_finished;
   return true;
 }
@@ -471,6 +487,10 @@ TEST(QueueModelTest, EngineAgreesWithReferenceModel) {
   EXPECT_GT(s.finished, 1'000);
   EXPECT_GT(s.forgotten_finished, 500);
   EXPECT_GT(t.looked_up, 10'000);
+  std::printf("jobs that waited and were released %lld, failed by a dependency %lld\n",
+              L(s.released), L(s.failed_by_dependency));
+  EXPECT_GT(s.released, 500);
+  EXPECT_GT(s.failed_by_dependency, 200);
 }
 
 }  // namespace

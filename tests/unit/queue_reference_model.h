@@ -60,6 +60,8 @@ class ReferenceQueue {
     int64_t finished = 0;
     int64_t forgotten_finished = 0;
     int64_t looked_up = 0;  // lookups that found a job
+    int64_t released = 0;   // jobs that stopped waiting for their dependencies
+    int64_t failed_by_dependency = 0;
   };
 
   ReferenceQueue(int64_t now, uint64_t seed) : now_(now), rng_(seed) {}
@@ -86,14 +88,37 @@ class ReferenceQueue {
       job.dedupe_key = spec.dedupe_key;
       job.priority = spec.priority;
       job.max_attempts = spec.max_attempts;
-      jobs_.push_back(job);
-      if (spec.delay_ms > 0) {
-        ToDelayed(jobs_.back(), now_ + spec.delay_ms);
-      } else {
-        ToTail(jobs_.back());
+      job.ignore = spec.ignore_failed_dependencies;
+      std::optional<core::DependencyView> failed;
+      for (core::JobId dep : spec.depends_on) {
+        bool named = false;
+        for (const auto& d : job.deps) named = named || d.id == dep;
+        if (named) continue;
+        core::DependencyView d = DependencyNow(dep, job.id);
+        job.deps.push_back(d);
+        if (d.state == core::DependencyState::kPending) {
+          ++job.unresolved;
+        } else if (d.state != core::DependencyState::kAcked && !failed) {
+          failed = d;
+        }
       }
+      jobs_.push_back(job);
       ++pushed_;
       out.push_back({job.id, true});
+      Job& j = jobs_.back();
+      if (failed && !j.ignore) {
+        std::string error =
+            "dependency " + std::to_string(failed->id) + " is " + core::ToString(failed->state);
+        j.history.push_back({0, error, now_});
+        Bury(j, now_);
+      } else if (j.unresolved > 0) {
+        j.state = State::kWaiting;
+        j.due = now_ + spec.delay_ms;
+      } else if (spec.delay_ms > 0) {
+        ToDelayed(j, now_ + spec.delay_ms);
+      } else {
+        ToTail(j);
+      }
     }
     return out;
   }
@@ -149,8 +174,10 @@ class ReferenceQueue {
     }
     acked_.push_back({j->id, j->delivery, now_});
     ++acked_count_;
+    core::JobId id = j->id;
     Finish(*j, core::JobState::kAcked, result);
-    Erase(j->id);
+    Erase(id);
+    Settle(id, core::DependencyState::kAcked, result);
     return core::LeaseOutcome::kOk;
   }
 
@@ -200,7 +227,12 @@ class ReferenceQueue {
       v.progress = j->progress;
       v.log = j->log;
       v.log_dropped = j->log_dropped;
+      for (const auto& d : j->deps) v.depends_on.push_back(d.id);
+      v.waiting_on = j->unresolved;
       switch (j->state) {
+        case State::kWaiting:
+          v.state = core::JobState::kWaitingDeps;
+          break;
         case State::kReady:
           v.state = core::JobState::kReady;
           break;
@@ -221,6 +253,15 @@ class ReferenceQueue {
     }
     for (const Finished& f : finished_) {
       if (f.view.id == id) return f.view;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::vector<core::DependencyView>> Dependencies(core::JobId id, int64_t now) {
+    Advance(now);
+    if (const Job* j = Find(id)) return j->deps;
+    for (const Finished& f : finished_) {
+      if (f.view.id == id) return f.deps;
     }
     return std::nullopt;
   }
@@ -335,6 +376,7 @@ class ReferenceQueue {
     ++cancelled_;
     Finish(*j, core::JobState::kCancelled, "");
     Erase(id);
+    Settle(id, core::DependencyState::kCancelled, "");
     return core::CancelOutcome::kCancelled;
   }
 
@@ -349,6 +391,7 @@ class ReferenceQueue {
     std::vector<const std::string*> workers;
     for (const Job *p = jobs_.data(), *end = p + jobs_.size(); p != end; ++p) {
       const Job& j = *p;
+      if (j.state == State::kWaiting) ++s.waiting;
       if (j.state == State::kReady) ++s.ready;
       if (j.state == State::kDelayed) ++s.delayed;
       if (j.state == State::kDead) ++s.dead;
@@ -442,7 +485,7 @@ class ReferenceQueue {
 
  private:
   static constexpr int64_t kAckMemoryMs = 3'600'000;
-  enum class State { kReady, kDelayed, kInflight, kDead };
+  enum class State { kReady, kDelayed, kInflight, kDead, kWaiting };
   struct Job {
     core::JobId id = 0;
     std::string payload;
@@ -460,10 +503,72 @@ class ReferenceQueue {
     std::optional<std::string> progress;
     std::vector<core::JobLogLine> log;
     int64_t log_dropped = 0;
+    std::vector<core::DependencyView> deps;
+    int32_t unresolved = 0;
+    bool ignore = false;
   };
   struct Finished {
     core::JobView view;
+    std::vector<core::DependencyView> deps;
   };
+  // What `dep` is to a job `self` pushed now: only older jobs can be waited on.
+  core::DependencyView DependencyNow(core::JobId dep, core::JobId self) {
+    using S = core::DependencyState;
+    if (dep >= self) return {dep, S::kMissing, {}};
+    if (const Job* j = Find(dep))
+      return {dep, j->state == State::kDead ? S::kDead : S::kPending, {}};
+    for (const Finished& f : finished_) {
+      if (f.view.id != dep) continue;
+      if (f.view.state == core::JobState::kAcked) return {dep, S::kAcked, f.view.result};
+      return {dep, S::kCancelled, {}};
+    }
+    for (const AckedDelivery& a : acked_) {
+      if (a.id == dep) return {dep, S::kAcked, {}};
+    }
+    return {dep, S::kMissing, {}};
+  }
+  // Job `id` settled: each job waiting on it (in id order) learns it, and goes on or fails;
+  // those failing settle in turn, after the ones before them.
+  void Settle(core::JobId id, core::DependencyState outcome, const std::string& result) {
+    std::vector<std::tuple<core::JobId, core::DependencyState, std::string>> todo{
+        {id, outcome, result}};
+    for (size_t next = 0; next < todo.size(); ++next) {
+      auto [dep, state, res] = todo[next];
+      std::vector<Job*> waiting;
+      for (Job *p = jobs_.data(), *end = p + jobs_.size(); p != end; ++p) {
+        if (p->state != State::kWaiting) continue;
+        for (const auto& d : p->deps) {
+          if (d.id == dep && d.state == core::DependencyState::kPending) waiting.push_back(p);
+        }
+      }
+      std::sort(waiting.begin(), waiting.end(),
+                [](const Job* a, const Job* b) { return a->id < b->id; });
+      for (Job* j : waiting) {
+        for (auto& d : j->deps) {
+          if (d.id != dep || d.state != core::DependencyState::kPending) continue;
+          d.state = state;
+          if (!res.empty()) d.result = res;
+        }
+        --j->unresolved;
+        if (state != core::DependencyState::kAcked && !j->ignore) {
+          std::string error = "dependency " + std::to_string(dep) + " is " + core::ToString(state);
+          j->history.push_back({0, error, now_});
+          j->state = State::kDead;
+          j->failed_at = now_;
+          ++seen_.buried;
+          ++seen_.failed_by_dependency;
+          todo.emplace_back(j->id, core::DependencyState::kDead, "");
+        } else if (j->unresolved == 0) {
+          ++seen_.released;
+          if (j->due > now_) {
+            ToDelayed(*j, j->due);
+          } else {
+            ToTail(*j);
+          }
+        }
+      }
+    }
+  }
   void Finish(const Job& j, core::JobState state, const std::string& result) {
     if (keep_.count == 0) return;
     core::JobView v;
@@ -478,8 +583,10 @@ class ReferenceQueue {
     v.progress = j.progress;
     v.log = j.log;
     v.log_dropped = j.log_dropped;
+    for (const auto& d : j.deps) v.depends_on.push_back(d.id);
+    v.waiting_on = j.unresolved;
     if (!result.empty()) v.result = result;
-    finished_.push_back({v});
+    finished_.push_back({v, j.deps});
     ++seen_.finished;
     Trim();
   }
@@ -557,6 +664,7 @@ class ReferenceQueue {
     j.state = State::kDead;
     j.failed_at = at;
     ++seen_.buried;
+    Settle(j.id, core::DependencyState::kDead, "");
   }
   void DropBeat(const std::string& worker) {
     beats_.erase(std::remove_if(beats_.begin(), beats_.end(),
