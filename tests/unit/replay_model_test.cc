@@ -315,6 +315,14 @@ class Walk {
       job.priority = static_cast<int32_t>(U(-1, 1));
       if (Chance(20)) job.dedupe_key = Pick("d", 5);
       job.max_attempts = static_cast<int32_t>(U(1, 3));
+      if (Chance(20)) {  // waiting on jobs pushed, settled, or not yet
+        for (int k = U(1, 3); k > 0; --k)
+          job.depends_on.push_back(static_cast<core::JobId>(U(1, 60)));
+        std::sort(job.depends_on.begin(), job.depends_on.end());
+        job.depends_on.erase(std::unique(job.depends_on.begin(), job.depends_on.end()),
+                             job.depends_on.end());
+        job.ignore_failed_dependencies = Chance(30);
+      }
     }
     backend_.Push(queue, std::move(jobs), [](auto) {});
   }
