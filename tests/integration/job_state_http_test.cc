@@ -230,5 +230,80 @@ TEST(JobStateHttpTest, WhatIsKeptSurvivesASigkillOnRedis) {
   ExpectKeptAcrossRestart({"--store", redis.url()}, /*kill=*/true);
 }
 
+// A pipeline: two jobs, then one that waits on both and reads their results; bad dependency
+// lists are refused and push nothing. With `kill`, the server is SIGKILLed while it waits.
+void ExpectPipeline(const std::vector<std::string>& args) {
+  auto server = std::make_unique<ServerProcess>(args);
+  ASSERT_TRUE(server->started()) << server->error();
+  std::string a, b, c;
+  {
+    Client c0(server->url());
+    const std::vector<std::string> bad = {
+        R"({"payload": 1, "depends_on": []})",
+        R"({"payload": 1, "depends_on": "1"})",
+        R"({"payload": 1, "depends_on": ["1", "1"]})",
+        R"({"payload": 1, "depends_on": ["x"]})",
+        R"({"payload": 1, "depends_on": [0]})",
+        R"({"payload": 1, "depends_on": ["1"], "on_dependency_failure": "maybe"})",
+    };
+    for (const std::string& body : bad) {
+      HttpResult r = c0.Request("POST", "/v1/queues/p/jobs", body);
+      EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    }
+    json::array many;
+    for (int k = 1; k <= 101; ++k) many.push_back(json::value(std::to_string(k)));
+    EXPECT_EQ(c0.Request("POST", "/v1/queues/p/jobs", Body({{"payload", 1}, {"depends_on", many}}))
+                  .status,
+              400);
+    EXPECT_EQ(c0.Request("GET", "/v1/queues/p").json.at("pushed"), 0);
+    a = PushOne(c0, "p", "a");
+    b = PushOne(c0, "p", "b");
+    HttpResult r = c0.Request("POST", "/v1/queues/p/jobs",
+                              Body({{"payload", "c"}, {"depends_on", json::array{a, b}}}));
+    ASSERT_EQ(r.status, 201) << r.body;
+    c = std::string(r.json.at("id").as_string());
+    HttpResult waiting = Job(c0, "p", c);
+    EXPECT_EQ(waiting.json.at("state"), "waiting_deps") << waiting.body;
+    EXPECT_EQ(waiting.json.at("waiting_on"), 2);
+    EXPECT_EQ(c0.Request("GET", "/v1/queues/p").json.at("waiting_deps"), 1);
+  }
+  ::kill(server->pid(), SIGKILL);
+  server->Stop();
+  server = std::make_unique<ServerProcess>(args);
+  ASSERT_TRUE(server->started()) << server->error();
+  Client cl(server->url());
+  HttpResult got = cl.Fetch("p", "w", 10, 60'000);
+  ASSERT_EQ(got.json.at("jobs").as_array().size(), 2u) << got.body;
+  for (const auto& j : got.json.at("jobs").as_array()) {
+    json::value result = j.at("payload");  // each job's result: its own payload
+    ASSERT_EQ(
+        cl.Request("POST", "/v1/queues/p/ack",
+                   Body({{"leases", json::array{j.at("lease")}}, {"results", json::array{result}}}))
+            .status,
+        200);
+  }
+  auto [id, lease] = FetchOne(cl, "p");
+  EXPECT_EQ(id, c);
+  HttpResult deps = cl.Request("GET", "/v1/queues/p/jobs/" + c + "/dependencies");
+  ASSERT_EQ(deps.status, 200) << deps.body;
+  EXPECT_EQ(deps.json,
+            (json::object{
+                {"dependencies", json::array{{{"id", a}, {"state", "acked"}, {"result", "a"}},
+                                             {{"id", b}, {"state", "acked"}, {"result", "b"}}}}}))
+      << deps.body;
+  EXPECT_EQ(cl.Request("GET", "/v1/queues/p/jobs/999/dependencies").status, 404);
+}
+
+TEST(JobStateHttpTest, APipelineWaitsAcrossASigkillOfTheEmbeddedServer) {
+  TempDir data("anteroom-pipeline");
+  ExpectPipeline({"--data", data.path().string()});
+}
+
+TEST(JobStateHttpTest, APipelineWaitsAcrossASigkillOnRedis) {
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  ExpectPipeline({"--store", redis.url()});
+}
+
 }  // namespace
 }  // namespace anteroom::testing
