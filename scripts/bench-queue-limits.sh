@@ -13,6 +13,10 @@
 #              (1,000,000 a second, 10,000 / 1,000 in flight), jobs without a group
 #   scheduled  the same limits, and 100 schedules on the queue (99 daily crons in zones, one
 #              every minute), none due while the loop runs: what schedules cost a queue's fetches
+#   workflow   the scheduled shape, and 1,000 jobs waiting on a job delayed by a day (every
+#              workflow feature configured, none binding: what they cost the loop)
+#   unkept     no settings but keep_acked count 0: acks keep no finished job (what the default
+#              retention of 1,000 finished jobs costs plain)
 #   groups-N   the same limits, the jobs spread over N groups (10, 1,000, 100,000), on top of a
 #              backlog of 200,000 jobs pushed first over the same groups, so every fetch
 #              chooses among N limited groups
@@ -32,7 +36,7 @@ ROUNDS=3
 JOBS=50000
 HOLD_S=60
 OUT=""
-SHAPES=(plain limited scheduled groups-10 groups-1000 groups-100000)
+SHAPES=(plain limited scheduled workflow unkept groups-10 groups-1000 groups-100000)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -73,7 +77,8 @@ one() {
   case "$shape" in
     plain) ;;
     limited) settings "$q" "$LIMITS" ;;
-    scheduled)
+    unkept) settings "$q" '{"keep_acked":{"count":0}}' ;;
+    scheduled|workflow)
       settings "$q" "$LIMITS"
       for k in $(seq 99); do
         curl -sf -X PUT -H 'Content-Type: application/json' "$SERVER_URL/v1/schedules/$q-$k" \
@@ -81,6 +86,17 @@ one() {
       done
       curl -sf -X PUT -H 'Content-Type: application/json' "$SERVER_URL/v1/schedules/$q-minute" \
         --data "{\"queue\":\"$q\",\"every_ms\":60000,\"start_at\":$(( $(date +%s%3N) + 3600000 )),\"job\":{\"payload\":0}}" >/dev/null
+      if [[ $shape == workflow ]]; then
+        local first
+        first="$(curl -sf -X POST -H 'Content-Type: application/json' "$SERVER_URL/v1/queues/$q/jobs" \
+          --data '{"payload":"later","delay_ms":86400000}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
+        python3 - "$first" >"$OUT/waiting.json" <<'PY'
+import json, sys
+print(json.dumps({"jobs": [{"payload": k, "depends_on": [sys.argv[1]]} for k in range(1000)]}))
+PY
+        curl -sf -X POST -H 'Content-Type: application/json' "$SERVER_URL/v1/queues/$q/jobs" \
+          --data @"$OUT/waiting.json" >/dev/null
+      fi
       ;;
     groups-*)
       groups="${shape#groups-}"
