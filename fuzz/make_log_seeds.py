@@ -92,6 +92,25 @@ def changes(base, phase):
              {"leases": leases[:1], "results": [{"rows": phase}]})
         call(base, "POST", f"/v1/queues/{kept}/fetch",
              {"worker": "w4", "ack": leases[2:3], "ack_results": ["r"]})
+    # Dependencies and a batch: a job waiting on two (one acked, one pending at the snapshot),
+    # one failed by a dead dependency, a batch sealed with a job pending.
+    flow = f"flow{phase}"
+    first = call(base, "POST", f"/v1/queues/{flow}/jobs", {"payload": "a"}).get("id")
+    second = call(base, "POST", f"/v1/queues/{flow}/jobs", {"payload": "b", "max_attempts": 1}).get("id")
+    if first and second:
+        call(base, "POST", f"/v1/queues/{flow}/jobs",
+             {"payload": "c", "depends_on": [first, second], "on_dependency_failure": "ignore"})
+        call(base, "POST", f"/v1/queues/{flow}/jobs", {"payload": "d", "depends_on": [second]})
+    call(base, "POST", f"/v1/queues/{flow}/batches",
+         {"id": "b", "on_success": {"payload": "ok"}, "on_complete": {"payload": "done"},
+          "on_dead": {"payload": "lost", "priority": 1}})
+    call(base, "POST", f"/v1/queues/{flow}/jobs", {"jobs": [{"payload": i, "batch": "b"} for i in range(2)]})
+    call(base, "POST", f"/v1/queues/{flow}/batches/b/seal")
+    got = call(base, "POST", f"/v1/queues/{flow}/fetch", {"worker": "w5", "max": 2})
+    leases = [j["lease"] for j in got.get("jobs", [])]
+    if len(leases) == 2:
+        call(base, "POST", f"/v1/queues/{flow}/ack", {"leases": leases[:1], "results": [1]})
+        call(base, "POST", f"/v1/queues/{flow}/nack", {"leases": leases[1:], "error": "x"})
     # Groups, limits and a snooze: a round-robin queue whose groups are held by rate and
     # concurrency, one group held by a snooze at the snapshot.
     tenants = f"tenants{phase}"

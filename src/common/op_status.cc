@@ -24,6 +24,8 @@ WireError ToWire(OpStatus status) {
       return {404, "unknown_webhook"};
     case OpStatus::kUnknownSchedule:
       return {404, "unknown_schedule"};
+    case OpStatus::kUnknownBatch:
+      return {404, "unknown_batch"};
     case OpStatus::kMethodNotAllowed:
       return {405, "method_not_allowed"};
     case OpStatus::kConflict:

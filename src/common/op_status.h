@@ -21,6 +21,7 @@ enum class OpStatus : uint8_t {
   kUnknownJob,
   kUnknownWebhook,
   kUnknownSchedule,
+  kUnknownBatch,
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,

@@ -47,6 +47,9 @@ inline constexpr FieldSet kScheduleFields = {
     "max_catchup, jitter_ms, job"};
 inline constexpr FieldSet kScheduleJobFields = {"a schedule's job",
                                                 "payload, priority, group, max_attempts"};
+inline constexpr FieldSet kBatchCallbackFields = {"a batch's callback",
+                                                  "payload, priority, group, max_attempts"};
+inline constexpr FieldSet kBatchFields = {"a batch", "id, on_success, on_complete, on_dead"};
 // A field the body may not hold (a typo is refused, not ignored).
 inline std::string UnknownField(std::string_view key, const FieldSet& set) {
   return fmt::format("'{}' is not a field of {} (its fields: {})", PrintableField(key), set.what,
@@ -63,6 +66,7 @@ inline constexpr std::string_view kSessionIds = "session ids";
 inline constexpr std::string_view kEventIds = "event ids";
 inline constexpr std::string_view kPassIds = "pass ids";
 inline constexpr std::string_view kScheduleIds = "schedule ids";
+inline constexpr std::string_view kBatchIds = "batch ids";
 // "room names are 1-128 bytes of [A-Za-z0-9._:-]": a path parameter that breaks the rule.
 inline std::string BadPathName(std::string_view what) {
   return fmt::format("{} are {}", what, kNameRule);
@@ -427,6 +431,13 @@ inline constexpr std::string_view kScheduleNeedsJob =
     "a schedule needs 'job': {\"payload\", \"priority\"?, \"group\"?, \"max_attempts\"?}";
 inline constexpr std::string_view kScheduleNeedsQueue = "a schedule needs 'queue', a queue name";
 inline constexpr std::string_view kUnknownSchedule = "no such schedule";
+inline constexpr std::string_view kUnknownBatch = "no such batch";
+inline constexpr std::string_view kBatchSealed = "the batch is sealed: no job joins it any more";
+inline constexpr std::string_view kBatchExists = "a batch of that id exists";
+inline constexpr std::string_view kTooManyBatches =
+    "the queue has 10,000 open batches: seal some, or wait for them to settle";
+inline constexpr std::string_view kBatchCallbackShape =
+    "a batch's callback is a job: {\"payload\", \"priority\"?, \"max_attempts\"?, \"group\"?}";
 inline constexpr std::string_view kScheduleBusy =
     "the schedule kept changing while this change was being made; retry";
 inline std::string ScheduleQueueMoved(std::string_view queue) {

@@ -193,7 +193,9 @@ void Queue::Bury(Index i, std::string_view error, int64_t now) {
   job.failed_at = now;
   dead_.emplace(now, job.id);
   if (noting_) buried_.push_back(Buried{job.id, now, std::string(error)});
-  Settled(job.id, DependencyState::kDead, {});
+  JobId id = job.id;
+  if (job.extra && !job.extra->batch.empty()) BatchJobMoved(job.extra->batch, JobState::kDead);
+  Settled(id, DependencyState::kDead, {});
 }
 
 // A delivery that ended without an ack: the lease ran out, or its worker died or was released.
@@ -297,6 +299,7 @@ void Queue::Advance(int64_t now_ms) {
   now_ = target;
   ForgetOldAcks(now_);
   ForgetFinished(now_);
+  ForgetSettledBatches(now_);
   line_.Sweep(now_);
 }
 
@@ -314,67 +317,76 @@ std::vector<PushResult> Queue::Push(const std::vector<JobSpec>& jobs, int64_t no
   Advance(now_ms);
   std::vector<PushResult> results;
   results.reserve(jobs.size());
-  for (const JobSpec& spec : jobs) {
-    if (spec.dedupe_key) {
-      auto hit = dedupe_.find(*spec.dedupe_key);
-      if (hit != dedupe_.end()) {
-        results.push_back({hit->second, false});
-        continue;
-      }
-    }
-    Index i = NewJob();
-    Job& job = slab_[i];
-    job.id = next_id_++;
-    job.payload = spec.payload;
-    if (spec.dedupe_key) job.Extra().dedupe_key = *spec.dedupe_key;
-    job.priority = spec.priority;
-    job.max_attempts = spec.max_attempts;
-    job.group = line_.Ref(spec.group);
-    by_id_.emplace(i);
-    if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
-    ++pushed_;
-    results.push_back({job.id, true});
-    if (!spec.depends_on.empty()) {
-      JobExtra& x = job.Extra();
-      x.ignore_failed_deps = spec.ignore_failed_dependencies;
-      std::optional<DependencyView> failed;
-      for (JobId dep : spec.depends_on) {
-        if (std::any_of(x.deps.begin(), x.deps.end(), [&](const auto& d) { return d.id == dep; }))
-          continue;
-        // Only an older job can be waited on: no cycle, and never the job itself.
-        DependencyView d =
-            dep < job.id ? DependencyNow(dep) : DependencyView{dep, DependencyState::kMissing, {}};
-        x.deps.push_back(d);
-        if (d.state == DependencyState::kPending) {
-          ++x.unresolved;
-        } else if (d.state != DependencyState::kAcked && !failed) {
-          failed = d;
-        }
-      }
-      if (failed && !x.ignore_failed_deps) {
-        std::string error =
-            "dependency " + std::to_string(failed->id) + " is " + ToString(failed->state);
-        job.AddFailure({0, error, now_});
-        Bury(i, error, now_);
-        continue;
-      }
-      if (x.unresolved > 0) {
-        job.state = State::kWaiting;
-        job.due = now_ + spec.delay_ms;
-        ++waiting_;
-        for (const DependencyView& d : x.deps) {
-          if (d.state == DependencyState::kPending) dependents_[d.id].push_back(job.id);
-        }
-        continue;
-      }
-    }
-    if (spec.delay_ms > 0) {
-      MakeDelayed(i, now_ + spec.delay_ms);
-    } else {
-      MakeReady(i, /*at_head=*/false);
+  for (const JobSpec& spec : jobs) PushJob(spec, results);
+  return results;
+}
+
+void Queue::PushJob(const JobSpec& spec, std::vector<PushResult>& results) {
+  if (spec.dedupe_key) {
+    auto hit = dedupe_.find(*spec.dedupe_key);
+    if (hit != dedupe_.end()) {
+      results.push_back({hit->second, false});
+      return;
     }
   }
-  return results;
+  Index i = NewJob();
+  Job& job = slab_[i];
+  job.id = next_id_++;
+  job.payload = spec.payload;
+  if (spec.dedupe_key) job.Extra().dedupe_key = *spec.dedupe_key;
+  job.priority = spec.priority;
+  job.max_attempts = spec.max_attempts;
+  job.group = line_.Ref(spec.group);
+  by_id_.emplace(i);
+  if (spec.dedupe_key) dedupe_.emplace(*spec.dedupe_key, job.id);
+  ++pushed_;
+  results.push_back({job.id, true});
+  if (!spec.batch.empty()) {
+    auto b = batches_.find(spec.batch);
+    if (b != batches_.end() && !b->second.view.sealed) {  // else the caller did not check
+      job.Extra().batch = spec.batch;
+      ++b->second.view.pending;
+    }
+  }
+  if (!spec.depends_on.empty()) {
+    JobExtra& x = job.Extra();
+    x.ignore_failed_deps = spec.ignore_failed_dependencies;
+    std::optional<DependencyView> failed;
+    for (JobId dep : spec.depends_on) {
+      if (std::any_of(x.deps.begin(), x.deps.end(), [&](const auto& d) { return d.id == dep; }))
+        continue;
+      // Only an older job can be waited on: no cycle, and never the job itself.
+      DependencyView d =
+          dep < job.id ? DependencyNow(dep) : DependencyView{dep, DependencyState::kMissing, {}};
+      x.deps.push_back(d);
+      if (d.state == DependencyState::kPending) {
+        ++x.unresolved;
+      } else if (d.state != DependencyState::kAcked && !failed) {
+        failed = d;
+      }
+    }
+    if (failed && !x.ignore_failed_deps) {
+      std::string error =
+          "dependency " + std::to_string(failed->id) + " is " + ToString(failed->state);
+      job.AddFailure({0, error, now_});
+      Bury(i, error, now_);
+      return;
+    }
+    if (x.unresolved > 0) {
+      job.state = State::kWaiting;
+      job.due = now_ + spec.delay_ms;
+      ++waiting_;
+      for (const DependencyView& d : x.deps) {
+        if (d.state == DependencyState::kPending) dependents_[d.id].push_back(job.id);
+      }
+      return;
+    }
+  }
+  if (spec.delay_ms > 0) {
+    MakeDelayed(i, now_ + spec.delay_ms);
+  } else {
+    MakeReady(i, /*at_head=*/false);
+  }
 }
 
 std::vector<Delivery> Queue::Fetch(std::string_view worker, size_t max, int64_t lease_ms,
@@ -477,8 +489,10 @@ LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result)
   acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);
   ++acked_count_;
   JobId id = job.id;
+  std::string batch = job.extra ? job.extra->batch : std::string();
   Finish(*i, JobState::kAcked, result);
   FreeJob(*i);
+  if (!batch.empty()) BatchJobMoved(batch, JobState::kAcked);
   Settled(id, DependencyState::kAcked, result);
   return LeaseOutcome::kOk;
 }
@@ -587,6 +601,99 @@ std::optional<std::vector<DependencyView>> Queue::Dependencies(JobId id, int64_t
     return std::nullopt;
   }
   return x ? x->deps : std::vector<DependencyView>{};
+}
+
+// ---- batches -------------------------------------------------------------------------------
+
+BatchOutcome Queue::CreateBatch(std::string_view id, BatchSpec spec, int64_t now_ms) {
+  Advance(now_ms);
+  if (batches_.find(id) != batches_.end()) return BatchOutcome::kExists;
+  if (open_batches_ >= kMaxOpenBatches) return BatchOutcome::kTooMany;
+  Batch& b = batches_[std::string(id)];
+  b.spec = std::move(spec);
+  b.view.id = std::string(id);
+  b.view.created_ms = now_;
+  ++open_batches_;
+  return BatchOutcome::kOk;
+}
+
+BatchOutcome Queue::SealBatch(std::string_view id, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = batches_.find(id);
+  if (it == batches_.end()) return BatchOutcome::kUnknown;
+  if (!it->second.view.sealed) {
+    it->second.view.sealed = true;
+    SettleBatchIfDone(it->second);
+  }
+  return BatchOutcome::kOk;
+}
+
+std::optional<BatchView> Queue::GetBatch(std::string_view id, int64_t now_ms) {
+  Advance(now_ms);
+  auto it = batches_.find(id);
+  if (it == batches_.end()) return std::nullopt;
+  return it->second.view;
+}
+
+BatchOutcome Queue::CanJoin(std::string_view id) const {
+  auto it = batches_.find(id);
+  if (it == batches_.end()) return BatchOutcome::kUnknown;
+  return it->second.view.sealed ? BatchOutcome::kSealed : BatchOutcome::kOk;
+}
+
+void Queue::BatchJobMoved(const std::string& batch, JobState state) {
+  auto it = batches_.find(batch);
+  if (it == batches_.end()) return;  // settled and forgotten: a requeued job of it, acked later
+  Batch& b = it->second;
+  BatchView& v = b.view;
+  switch (state) {
+    case JobState::kAcked:
+      --v.pending;
+      ++v.acked;
+      break;
+    case JobState::kCancelled:
+      --v.pending;
+      ++v.cancelled;
+      break;
+    case JobState::kDead:
+      --v.pending;
+      ++v.dead;
+      if (b.spec.on_dead && v.on_dead_job == 0) v.on_dead_job = PushCallback(*b.spec.on_dead);
+      break;
+    case JobState::kReady:  // requeued from the dead
+      --v.dead;
+      ++v.pending;
+      return;
+    default:
+      return;
+  }
+  SettleBatchIfDone(b);
+}
+
+void Queue::SettleBatchIfDone(Batch& b) {
+  BatchView& v = b.view;
+  if (v.settled || !v.sealed || v.pending > 0) return;
+  v.settled = true;
+  v.settled_ms = now_;
+  --open_batches_;
+  settled_batches_.emplace_back(now_, v.id);
+  if (b.spec.on_complete) v.on_complete_job = PushCallback(*b.spec.on_complete);
+  if (b.spec.on_success && v.dead == 0 && v.cancelled == 0) {
+    v.on_success_job = PushCallback(*b.spec.on_success);
+  }
+}
+
+JobId Queue::PushCallback(const JobSpec& spec) {
+  std::vector<PushResult> results;
+  PushJob(spec, results);
+  return results.empty() ? 0 : results[0].id;
+}
+
+void Queue::ForgetSettledBatches(int64_t now) {
+  while (!settled_batches_.empty() && settled_batches_.front().first + keep_.age_ms <= now) {
+    batches_.erase(settled_batches_.front().second);
+    settled_batches_.pop_front();
+  }
 }
 
 // ---- finished jobs -------------------------------------------------------------------------
@@ -835,6 +942,7 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
     job.attempt = 0;
     if (job.extra) job.extra->history.clear();
     MakeReady(i, /*at_head=*/false);
+    if (job.extra && !job.extra->batch.empty()) BatchJobMoved(job.extra->batch, JobState::kReady);
     ++count;
   }
   return count;
@@ -869,8 +977,10 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
       break;
   }
   ++cancelled_;
+  std::string batch = job.extra ? job.extra->batch : std::string();
   Finish(i, JobState::kCancelled, {});
   FreeJob(i);
+  if (!batch.empty()) BatchJobMoved(batch, JobState::kCancelled);
   Settled(id, DependencyState::kCancelled, {});
   return CancelOutcome::kCancelled;
 }

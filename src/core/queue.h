@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -106,6 +107,14 @@ class Queue {
   // Job `id` wherever it is; nullopt when unknown (never pushed, or finished and past what the
   // queue keeps).
   std::optional<JobView> Lookup(JobId id, int64_t now_ms);
+  // Batches (BatchSpec). Create: kExists when `id` is taken (open or kept settled), kTooMany
+  // past kMaxOpenBatches. Seal: no job joins after; kUnknown when there is no such batch.
+  BatchOutcome CreateBatch(std::string_view id, BatchSpec spec, int64_t now_ms);
+  BatchOutcome SealBatch(std::string_view id, int64_t now_ms);
+  std::optional<BatchView> GetBatch(std::string_view id, int64_t now_ms);
+  // Whether jobs may join batch `id` now (it exists and is not sealed): what Push takes for
+  // granted, so the caller checks every job of a push first.
+  BatchOutcome CanJoin(std::string_view id) const;
   // What became of job `id`'s dependencies, in the order it named them (with their results);
   // nullopt when the job is unknown.
   std::optional<std::vector<DependencyView>> Dependencies(JobId id, int64_t now_ms);
@@ -151,7 +160,7 @@ class Queue {
   bool HoldsNothing() const {
     return pushed_ == 0 && line_.empty() && delayed_.empty() && leases_.empty() && dead_.empty() &&
            worker_index_.empty() && !paused_ && line_.settings() == QueueLimits{} &&
-           keep_ == KeepFinished{};
+           keep_ == KeepFinished{} && batches_.empty();
   }
   void Advance(int64_t now_ms);
   // Earliest time at which Advance has work, INT64_MAX when none.
@@ -181,6 +190,11 @@ class Queue {
     std::vector<DependencyView> deps;  // as named at push
     int32_t unresolved = 0;            // deps still pending
     bool ignore_failed_deps = false;
+    std::string batch;  // "": none
+  };
+  struct Batch {
+    BatchSpec spec;
+    BatchView view;
   };
   // 112 bytes (168 before the rare fields went out of line): a queue of 1M ready jobs holds 1M
   // of these in the slab.
@@ -277,6 +291,16 @@ class Queue {
   DependencyView DependencyNow(JobId dep) const;
   // Job `i` waited for its dependencies and may go on: ready, or delayed until its due time.
   void StopWaiting(Index i);
+  // Adds the jobs to the queue (Push, at now_).
+  void PushJob(const JobSpec& spec, std::vector<PushResult>& results);
+  // A job of batch `batch` settled as `state` (kAcked, kDead, kCancelled) or, with kReady, came
+  // back from the dead; the batch's callbacks are pushed when it settles.
+  void BatchJobMoved(const std::string& batch, JobState state);
+  void SettleBatchIfDone(Batch& b);
+  // A callback job of a batch, pushed now: answers its id.
+  JobId PushCallback(const JobSpec& spec);
+  // Drops settled batches kept past keep_'s age.
+  void ForgetSettledBatches(int64_t now);
   JobView ViewOf(const Job& job) const;
   static void ViewExtra(const JobExtra* extra, JobView& view);
   // A job's progress and log, as snapshots hold them (queue_snapshot.cc).
@@ -339,6 +363,10 @@ class Queue {
   int64_t waiting_ = 0;
   std::vector<std::tuple<JobId, DependencyState, std::string>> settling_;
   bool in_settled_ = false;
+
+  std::map<std::string, Batch, std::less<>> batches_;
+  size_t open_batches_ = 0;
+  std::deque<std::pair<int64_t, std::string>> settled_batches_;  // (settled at, id), in order
 
   std::deque<FinishedJob> finished_;
   boost::unordered_flat_map<JobId, uint64_t> finished_seq_;  // id -> sequence number

@@ -18,6 +18,31 @@ namespace {
 constexpr uint32_t kQueueFormat = 3;
 constexpr uint32_t kOldestQueueFormat = 1;
 
+// A batch's callback: u8 has | str payload | i64 delay | i32 priority | opt-str dedupe |
+// i32 max_attempts | str group
+void SaveCallback(ByteWriter& out, const std::optional<JobSpec>& spec) {
+  out.PutBool(spec.has_value());
+  if (!spec) return;
+  out.PutString(spec->payload);
+  out.Put(spec->delay_ms);
+  out.Put(spec->priority);
+  out.PutBool(spec->dedupe_key.has_value());
+  if (spec->dedupe_key) out.PutString(*spec->dedupe_key);
+  out.Put(spec->max_attempts);
+  out.PutString(spec->group);
+}
+void LoadCallback(ByteReader& in, std::optional<JobSpec>& spec) {
+  if (!in.GetBool()) return;
+  JobSpec s;
+  s.payload = in.GetString();
+  s.delay_ms = in.Get<int64_t>();
+  s.priority = in.Get<int32_t>();
+  if (in.GetBool()) s.dedupe_key = in.GetString();
+  s.max_attempts = in.Get<int32_t>();
+  s.group = in.GetString();
+  spec = std::move(s);
+}
+
 // u32 n | n x (i32 attempt, str error, i64 at)
 void SaveHistory(ByteWriter& out, const std::vector<FailedAttempt>& history) {
   out.Put<uint32_t>(static_cast<uint32_t>(history.size()));
@@ -65,6 +90,7 @@ void Queue::SaveNotes(ByteWriter& out, const JobExtra* extra) {
   }
   out.Put<int32_t>(extra ? extra->unresolved : 0);
   out.PutBool(extra && extra->ignore_failed_deps);
+  out.PutString(extra ? std::string_view(extra->batch) : std::string_view());
 }
 
 void Queue::LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra) {
@@ -101,6 +127,8 @@ void Queue::LoadNotes(ByteReader& in, std::unique_ptr<JobExtra>& extra) {
     make().unresolved = unresolved;
     make().ignore_failed_deps = ignore;
   }
+  std::string batch = in.GetString();
+  if (!batch.empty()) make().batch = std::move(batch);
 }
 
 void Queue::Save(ByteWriter& out) const {
@@ -188,6 +216,19 @@ void Queue::Save(ByteWriter& out) const {
     if (f.result) out.PutString(*f.result);
     SaveHistory(out, f.extra ? f.extra->history : std::vector<FailedAttempt>{});
     SaveNotes(out, f.extra.get());
+  }
+  out.Put<uint64_t>(batches_.size());
+  for (const auto& [id, b] : batches_) {
+    out.PutString(id);
+    SaveCallback(out, b.spec.on_success);
+    SaveCallback(out, b.spec.on_complete);
+    SaveCallback(out, b.spec.on_dead);
+    const BatchView& v = b.view;
+    out.PutBool(v.sealed);
+    out.PutBool(v.settled);
+    for (int64_t n : {v.pending, v.acked, v.dead, v.cancelled, v.created_ms, v.settled_ms})
+      out.Put(n);
+    for (JobId j : {v.on_success_job, v.on_complete_job, v.on_dead_job}) out.Put(j);
   }
 }
 
@@ -377,6 +418,29 @@ bool Queue::Restore(ByteReader& in) {
     }
     q.finished_.push_back(std::move(f));
   }
+  uint64_t batches = in.GetCount(4 + 3 + 2 + 6 * 8 + 3 * 8);
+  for (uint64_t k = 0; k < batches && !in.failed(); ++k) {
+    std::string id = in.GetString();
+    Batch b;
+    LoadCallback(in, b.spec.on_success);
+    LoadCallback(in, b.spec.on_complete);
+    LoadCallback(in, b.spec.on_dead);
+    BatchView& v = b.view;
+    v.id = id;
+    v.sealed = in.GetBool();
+    v.settled = in.GetBool();
+    for (int64_t* n : {&v.pending, &v.acked, &v.dead, &v.cancelled, &v.created_ms, &v.settled_ms}) {
+      *n = in.Get<int64_t>();
+    }
+    for (JobId* j : {&v.on_success_job, &v.on_complete_job, &v.on_dead_job}) *j = in.Get<JobId>();
+    if (v.settled) {
+      q.settled_batches_.emplace_back(v.settled_ms, id);
+    } else {
+      ++q.open_batches_;
+    }
+    if (id.empty() || !q.batches_.emplace(std::move(id), std::move(b)).second) in.Fail();
+  }
+  std::sort(q.settled_batches_.begin(), q.settled_batches_.end());
   return !in.failed();
 }
 

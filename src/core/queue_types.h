@@ -53,7 +53,37 @@ struct JobSpec {
   // `ignore_failed_dependencies` (then it only stops waiting for it).
   std::vector<JobId> depends_on;
   bool ignore_failed_dependencies = false;
+  std::string batch;  // "": none; else an open batch of the queue (Queue::CanJoin)
 };
+
+// A batch of jobs with callbacks (POST /v1/queues/{q}/batches): jobs join it at push until it is
+// sealed; once sealed with none of its jobs pending it settles, and its callbacks are pushed to
+// the queue then, each once: on_complete always, on_success when none died or was cancelled.
+// on_dead is pushed once, when the first of its jobs dies.
+struct BatchSpec {
+  std::optional<JobSpec> on_success;
+  std::optional<JobSpec> on_complete;
+  std::optional<JobSpec> on_dead;
+};
+inline constexpr size_t kMaxOpenBatches = 10'000;  // per queue: unsettled batches
+
+struct BatchView {
+  std::string id;
+  bool sealed = false;
+  bool settled = false;
+  int64_t pending = 0;  // jobs not yet acked, dead or cancelled
+  int64_t acked = 0;
+  int64_t dead = 0;
+  int64_t cancelled = 0;
+  int64_t created_ms = 0;
+  int64_t settled_ms = 0;
+  // The callback jobs pushed so far (0: not pushed).
+  JobId on_success_job = 0;
+  JobId on_complete_job = 0;
+  JobId on_dead_job = 0;
+};
+
+enum class BatchOutcome : uint8_t { kOk, kUnknown, kSealed, kExists, kTooMany };
 
 // What a job may carry for whoever looks it up (GET /v1/queues/{q}/jobs/{id}): the result its
 // worker gave at ack, its latest progress (both JSON text, as the HTTP layer wrote them), and a

@@ -140,6 +140,7 @@ void RegisterPassRoutes(Router& router, Services& services);
 void RegisterTokenRoutes(Router& router, Services& services);
 void RegisterQueueRoutes(Router& router, Services& services);
 void RegisterJobScheduleRoutes(Router& router, Services& services);
+void RegisterBatchRoutes(Router& router, Services& services);
 void RegisterLiveRoutes(Router& router, Services& services);
 void RegisterMetricsRoutes(Router& router, Services& services);
 void RegisterWebRoutes(Router& router, Services& services);
@@ -159,6 +160,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   RegisterTokenRoutes(router, services);
   RegisterQueueRoutes(router, services);
   RegisterJobScheduleRoutes(router, services);
+  RegisterBatchRoutes(router, services);
   if (services.live) RegisterLiveRoutes(router, services);
   RegisterMetricsRoutes(router, services);
   RegisterWebRoutes(router, services);

@@ -52,7 +52,7 @@ std::optional<core::JobId> ParseJobId(const json::value& v) {
 }
 
 // One job object of a push: {"payload", "delay_ms"?, "priority"?, "dedupe_key"?, "max_attempts"?,
-// "group"?, "depends_on"?, "on_dependency_failure"?}
+// "group"?, "depends_on"?, "on_dependency_failure"?, "batch"?}
 // Errors name the field only; a batch adds which job (wire::JobAt). `index`: the job's place in
 // the body, whose payload text `texts` gives.
 OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_t index) {
@@ -96,6 +96,9 @@ OpResult<core::JobSpec> ReadJob(const json::value& v, PayloadTexts& texts, size_
       spec.depends_on.push_back(*id);
     }
   }
+  auto batch = ReadName(o, "batch");
+  if (!batch.ok()) return {batch.status(), batch.message()};
+  spec.batch = batch->value_or("");
   if (const json::value* f = o.if_contains("on_dependency_failure")) {
     if (f->is_string() && f->as_string() == "ignore") {
       spec.ignore_failed_dependencies = true;

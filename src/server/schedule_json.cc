@@ -55,13 +55,15 @@ bool HoldsNonFinite(const json::value& v) {
   return false;
 }
 
-OpResult<core::ScheduleJob> ReadJob(const json::value& v) {
-  if (!v.is_object()) return {OpStatus::kInvalidArgument, std::string(wire::kScheduleNeedsJob)};
+}  // namespace
+
+OpResult<core::ScheduleJob> ReadJobTemplate(const json::value& v, const wire::FieldSet& fields,
+                                            std::string_view not_object) {
+  if (!v.is_object()) return {OpStatus::kInvalidArgument, std::string(not_object)};
   const json::object& o = v.as_object();
   for (const auto& field : o) {
     if (!IsOneOf(field.key(), kJobFields)) {
-      return {OpStatus::kInvalidArgument,
-              wire::UnknownField(field.key(), wire::kScheduleJobFields)};
+      return {OpStatus::kInvalidArgument, wire::UnknownField(field.key(), fields)};
     }
   }
   const json::value* payload = o.if_contains("payload");
@@ -85,6 +87,8 @@ OpResult<core::ScheduleJob> ReadJob(const json::value& v) {
   job.group = group->value_or("");
   return job;
 }
+
+namespace {
 
 // An optional time field: absent or null reads as none.
 OpResult<std::optional<int64_t>> ReadTime(const json::object& o, std::string_view key) {
@@ -160,7 +164,7 @@ OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body) {
 
   const json::value* job = body.if_contains("job");
   if (job == nullptr) return Invalid(std::string(wire::kScheduleNeedsJob));
-  auto read = ReadJob(*job);
+  auto read = ReadJobTemplate(*job, wire::kScheduleJobFields, wire::kScheduleNeedsJob);
   if (!read.ok()) return {read.status(), read.message()};
   spec.job = std::move(*read);
   return spec;

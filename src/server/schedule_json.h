@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "common/op_status.h"
+#include "common/wire_errors.h"
 #include "core/job_schedule.h"
 
 namespace anteroom::server {
@@ -21,6 +22,12 @@ namespace anteroom::server {
 inline constexpr size_t kMaxSchedulePayloadBytes = 1024 * 1024;
 
 OpResult<core::ScheduleSpec> ReadScheduleSpec(const boost::json::object& body);
+
+// A job to push later (a schedule's, a batch's callback): {"payload", "priority"?, "group"?,
+// "max_attempts"?}; `fields` names it in errors, `not_object` is the error when it is no object.
+OpResult<core::ScheduleJob> ReadJobTemplate(const boost::json::value& v,
+                                            const wire::FieldSet& fields,
+                                            std::string_view not_object);
 
 // The schedule as stored, its state, and its next core::kFireTimesShown fire times after now.
 boost::json::object ScheduleJson(const core::Schedule& schedule, int64_t now_ms);

@@ -159,6 +159,15 @@ class Backend {
   virtual void Cancel(std::string queue, core::JobId id, Completion<core::CancelOutcome> done) = 0;
   // Job `id` wherever it is (kUnknownJob: never pushed, or finished and no longer kept).
   virtual void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) = 0;
+  // Batches (core::BatchSpec). Create: kConflict when `id` is taken, kLimitReached past
+  // core::kMaxOpenBatches (and creates the queue, within --max-queues). Seal and get:
+  // kUnknownBatch when there is no such batch (never made, or settled and no longer kept). A
+  // push naming a batch is refused whole when the batch is unknown (kUnknownBatch) or sealed
+  // (kConflict).
+  virtual void CreateBatch(std::string queue, std::string id, core::BatchSpec spec,
+                           Completion<core::BatchView> done) = 0;
+  virtual void SealBatch(std::string queue, std::string id, Completion<core::BatchView> done) = 0;
+  virtual void GetBatch(std::string queue, std::string id, Completion<core::BatchView> done) = 0;
   // What became of job `id`'s dependencies, in the order it named them (kUnknownJob as GetJob).
   virtual void GetJobDependencies(std::string queue, core::JobId id,
                                   Completion<std::vector<core::DependencyView>> done) = 0;

@@ -121,7 +121,19 @@ class Walk {
           backend_.SetQueueSettings(Pick("q", kQueues), settings, [](auto) {});
         }
       } else if (op < 87) {
-        SetQueueKey();
+        if (Chance(50)) {
+          SetQueueKey();
+        } else if (Chance(50)) {  // a batch with callbacks (its id may be taken: refused)
+          core::BatchSpec spec;
+          core::JobSpec callback;
+          callback.payload = "\"cb\"";
+          if (Chance(60)) spec.on_success = callback;
+          if (Chance(60)) spec.on_complete = callback;
+          if (Chance(60)) spec.on_dead = callback;
+          backend_.CreateBatch(Pick("q", kQueues), Pick("b", 3), std::move(spec), [](auto) {});
+        } else {
+          backend_.SealBatch(Pick("q", kQueues), Pick("b", 3), [](auto) {});
+        }
       } else if (op < 97) {
         clock_.Advance(U(0, 700));
         backend_.RunDue();
@@ -323,6 +335,7 @@ class Walk {
                              job.depends_on.end());
         job.ignore_failed_dependencies = Chance(30);
       }
+      if (Chance(25)) job.batch = Pick("b", 3);  // refused whole when sealed or unknown
     }
     backend_.Push(queue, std::move(jobs), [](auto) {});
   }

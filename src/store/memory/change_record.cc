@@ -247,19 +247,21 @@ void PushRecord::Encode(ByteWriter& w) const {
   // Groups (format 7) at the end, and only when a job has one (or dependencies follow):
   // u32 n | n x (u32 job, str group). Then dependencies (format 9), only when a job has some:
   // u32 n | n x (u32 job, u8 ignore failed, u32 k, k x u64 id).
-  uint32_t grouped = 0, waiting = 0;
+  // Then batches (format 9), only when a job joins one: u32 n | n x (u32 job, str batch).
+  uint32_t grouped = 0, waiting = 0, batched = 0;
   for (const auto& job : jobs) {
     grouped += job.group.empty() ? 0 : 1;
     waiting += job.depends_on.empty() ? 0 : 1;
+    batched += job.batch.empty() ? 0 : 1;
   }
-  if (grouped == 0 && waiting == 0) return;
+  if (grouped == 0 && waiting == 0 && batched == 0) return;
   w.Put(grouped);
   for (uint32_t k = 0; k < jobs.size(); ++k) {
     if (jobs[k].group.empty()) continue;
     w.Put(k);
     w.PutString(jobs[k].group);
   }
-  if (waiting == 0) return;
+  if (waiting == 0 && batched == 0) return;
   w.Put(waiting);
   for (uint32_t k = 0; k < jobs.size(); ++k) {
     if (jobs[k].depends_on.empty()) continue;
@@ -267,6 +269,13 @@ void PushRecord::Encode(ByteWriter& w) const {
     w.PutBool(jobs[k].ignore_failed_dependencies);
     w.Put<uint32_t>(static_cast<uint32_t>(jobs[k].depends_on.size()));
     for (core::JobId id : jobs[k].depends_on) w.Put(id);
+  }
+  if (batched == 0) return;
+  w.Put(batched);
+  for (uint32_t k = 0; k < jobs.size(); ++k) {
+    if (jobs[k].batch.empty()) continue;
+    w.Put(k);
+    w.PutString(jobs[k].batch);
   }
 }
 bool PushRecord::Decode(ByteReader& r) {
@@ -308,6 +317,19 @@ bool PushRecord::Decode(ByteReader& r) {
       }
       decoded[at].ignore_failed_dependencies = ignore;
       for (uint32_t d = 0; d < n; ++d) decoded[at].depends_on.push_back(r.Get<uint64_t>());
+    }
+  }
+  if (!r.failed() && r.remaining() > 0) {
+    uint32_t batched = r.Get<uint32_t>();
+    if (batched > decoded.size()) r.Fail();
+    for (uint32_t k = 0; k < batched && !r.failed(); ++k) {
+      uint32_t at = r.Get<uint32_t>();
+      std::string batch = r.GetString();
+      if (at >= decoded.size() || batch.empty() || !decoded[at].batch.empty()) {
+        r.Fail();
+      } else {
+        decoded[at].batch = std::move(batch);
+      }
     }
   }
   jobs = decoded;
@@ -373,6 +395,47 @@ bool AckRecord::Decode(ByteReader& r) {
   results.resize(r.failed() ? 0 : n);
   for (std::string_view& v : results) v = r.GetView();
   return !r.failed();
+}
+
+namespace {
+void PutCallback(ByteWriter& w, const std::optional<core::JobSpec>& spec) {
+  w.PutBool(spec.has_value());
+  if (!spec) return;
+  w.PutString(spec->payload);
+  w.Put(spec->delay_ms);
+  w.Put(spec->priority);
+  PutOptionalString(w, spec->dedupe_key);
+  w.Put(spec->max_attempts);
+  w.PutString(spec->group);
+}
+bool GetCallback(ByteReader& r, std::optional<core::JobSpec>& spec) {
+  if (!r.GetBool()) return !r.failed();
+  core::JobSpec s;
+  s.payload = r.GetString();
+  s.delay_ms = r.Get<int64_t>();
+  s.priority = r.Get<int32_t>();
+  if (r.GetBool()) s.dedupe_key = r.GetString();
+  s.max_attempts = r.Get<int32_t>();
+  s.group = r.GetString();
+  if (s.delay_ms < 0 || s.max_attempts < 1 || s.max_attempts > core::kMaxMaxAttempts ||
+      s.group.size() > core::kMaxGroupBytes) {
+    r.Fail();
+  }
+  spec = std::move(s);
+  return !r.failed();
+}
+}  // namespace
+
+void CreateBatchRecord::Encode(ByteWriter& w) const {
+  w.PutString(id);
+  PutCallback(w, spec.on_success);
+  PutCallback(w, spec.on_complete);
+  PutCallback(w, spec.on_dead);
+}
+bool CreateBatchRecord::Decode(ByteReader& r) {
+  id = r.GetView();
+  return GetCallback(r, spec.on_success) && GetCallback(r, spec.on_complete) &&
+         GetCallback(r, spec.on_dead) && !id.empty();
 }
 
 void SetProgressRecord::Encode(ByteWriter& w) const {

@@ -79,6 +79,8 @@ enum class ChangeKind : uint8_t {
   kFireSchedule = 33,
   kSetProgress = 34,
   kAppendJobLog = 35,
+  kCreateBatch = 36,
+  kSealBatch = 37,
 };
 
 inline bool IsRoomChange(ChangeKind kind) { return static_cast<uint8_t>(kind) < 16; }
@@ -273,6 +275,27 @@ struct AckRecord {
   std::vector<std::string_view> results = {};  // empty, or one per lease
   void Encode(ByteWriter& w) const;
   bool Decode(ByteReader& r);
+};
+
+// str id | 3 x callback (u8 has, then str payload, i64 delay_ms, i32 priority, opt-str dedupe,
+// i32 max_attempts, str group): on_success, on_complete, on_dead (core::Queue::CreateBatch).
+struct CreateBatchRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kCreateBatch;
+  std::string_view id = {};
+  core::BatchSpec spec = {};
+  void Encode(ByteWriter& w) const;
+  bool Decode(ByteReader& r);
+};
+
+// str id (core::Queue::SealBatch)
+struct SealBatchRecord {
+  static constexpr ChangeKind kKind = ChangeKind::kSealBatch;
+  std::string_view id = {};
+  void Encode(ByteWriter& w) const { w.PutString(id); }
+  bool Decode(ByteReader& r) {
+    id = r.GetView();
+    return !r.failed();
+  }
 };
 
 // u64 id | u64 delivery | str progress (core::Queue::SetProgress)

@@ -83,6 +83,19 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
   using Results = std::vector<core::PushResult>;
   OnQueue<Results>(
       queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        for (const core::JobSpec& job : jobs) {  // all or nothing: checked before any is pushed
+          if (job.batch.empty()) continue;
+          switch (q->queue.CanJoin(job.batch)) {
+            case core::BatchOutcome::kOk:
+              continue;
+            case core::BatchOutcome::kSealed:
+              return Answered<Results>(
+                  OpResult<Results>(OpStatus::kConflict, std::string(wire::kBatchSealed)));
+            default:
+              return Answered<Results>(
+                  OpResult<Results>(OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)));
+          }
+        }
         if (!MarkListed(*q)) {
           return Answered<Results>(
               OpResult<Results>(OpStatus::kLimitReached, wire::TooManyQueues(options_.max_queues)));
@@ -244,6 +257,61 @@ void MemoryBackend::GetJobDependencies(std::string queue, core::JobId id,
                         OpResult<Deps>(OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)));
                   }
                   return Answered<Deps>(std::move(*deps));
+                });
+}
+
+void MemoryBackend::CreateBatch(std::string queue, std::string id, core::BatchSpec spec,
+                                Completion<core::BatchView> done) {
+  using View = core::BatchView;
+  OnQueue<View>(
+      queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
+        if (q->queue.CanJoin(id) != core::BatchOutcome::kUnknown) {
+          return Answered<View>(
+              OpResult<View>(OpStatus::kConflict, std::string(wire::kBatchExists)));
+        }
+        if (!MarkListed(*q)) {
+          return Answered<View>(
+              OpResult<View>(OpStatus::kLimitReached, wire::TooManyQueues(options_.max_queues)));
+        }
+        core::BatchSpec copy = spec;
+        switch (q->queue.CreateBatch(id, std::move(copy), now)) {
+          case core::BatchOutcome::kOk:
+            break;
+          case core::BatchOutcome::kTooMany:
+            return Answered<View>(
+                OpResult<View>(OpStatus::kLimitReached, std::string(wire::kTooManyBatches)));
+          default:
+            return Answered<View>(
+                OpResult<View>(OpStatus::kConflict, std::string(wire::kBatchExists)));
+        }
+        LogChange(*q, now, CreateBatchRecord{.id = id, .spec = spec});
+        return Answered<View>(*q->queue.GetBatch(id, now));
+      });
+}
+
+void MemoryBackend::SealBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  using View = core::BatchView;
+  OnQueue<View>(queue, Access::kChange, false, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  if (q == nullptr || q->queue.SealBatch(id, now) != core::BatchOutcome::kOk) {
+                    return Answered<View>(
+                        OpResult<View>(OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)));
+                  }
+                  LogChange(*q, now, SealBatchRecord{.id = id});
+                  return Answered<View>(*q->queue.GetBatch(id, now));
+                });
+}
+
+void MemoryBackend::GetBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  using View = core::BatchView;
+  OnQueue<View>(queue, Access::kRead, false, std::move(done),
+                [&](QueueSlot* q, int64_t now, auto&) {
+                  std::optional<View> v = q ? q->queue.GetBatch(id, now) : std::nullopt;
+                  if (!v) {
+                    return Answered<View>(
+                        OpResult<View>(OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)));
+                  }
+                  return Answered<View>(std::move(*v));
                 });
 }
 

@@ -215,6 +215,21 @@ class ChangeReplayer {
     });
   }
 
+  OpResult<Done> Apply(const CreateBatchRecord& c) {
+    if (QueueSlot().queue.CreateBatch(c.id, c.spec, now_) != core::BatchOutcome::kOk) {
+      return Diverged("queue '" + name_ + "': a recorded batch could not be made");
+    }
+    QueueSlot().listed = true;  // as CreateBatch marks it
+    return Done{};
+  }
+
+  OpResult<Done> Apply(const SealBatchRecord& c) {
+    if (QueueSlot().queue.SealBatch(c.id, now_) != core::BatchOutcome::kOk) {
+      return Diverged("queue '" + name_ + "': a recorded seal found no batch");
+    }
+    return Done{};
+  }
+
   OpResult<Done> Apply(const SetProgressRecord& c) {
     core::Queue& q = QueueSlot().queue;
     return Current(c.lease, q.SetProgress(c.lease, c.progress, now_));
@@ -471,6 +486,10 @@ OpResult<Done> MemoryBackend::Replay(std::string_view bytes) {
       return replay.DecodeAndApply<SetProgressRecord>(r);
     case ChangeKind::kAppendJobLog:
       return replay.DecodeAndApply<AppendJobLogRecord>(r);
+    case ChangeKind::kCreateBatch:
+      return replay.DecodeAndApply<CreateBatchRecord>(r);
+    case ChangeKind::kSealBatch:
+      return replay.DecodeAndApply<SealBatchRecord>(r);
   }
   return Diverged(fmt::format("unknown change kind {}", static_cast<int>(head.kind)));
 }

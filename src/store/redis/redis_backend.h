@@ -141,6 +141,10 @@ class RedisBackend final : public Backend {
   void GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) override;
   void GetJobDependencies(std::string queue, core::JobId id,
                           Completion<std::vector<core::DependencyView>> done) override;
+  void CreateBatch(std::string queue, std::string id, core::BatchSpec spec,
+                   Completion<core::BatchView> done) override;
+  void SealBatch(std::string queue, std::string id, Completion<core::BatchView> done) override;
+  void GetBatch(std::string queue, std::string id, Completion<core::BatchView> done) override;
   void SetProgress(std::string queue, std::string lease, std::string progress,
                    Completion<core::LeaseOutcome> done) override;
   void AppendJobLog(std::string queue, std::string lease, std::vector<std::string> lines,
