@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AnteroomError, JobFailed, Queue, Worker } from '../index.js';
-import { routeCount, sleep, startServer, within } from '../testing/helpers.mjs';
+import { eventually, routeCount, sleep, startServer, within } from '../testing/helpers.mjs';
 
 let server;
 before(async () => { server = await startServer(); });
@@ -58,7 +58,7 @@ test('results ride on the fetch, and go alone when the next fetch is parked', { 
   try {
     const last = await queue.push(4);
     assert.deepEqual(await queue.waitForResult(last, { timeoutMs: 10_000 }), { alone: 4 });
-    assert.equal(await routeCount(server.url, '/v1/queues/{q}/ack'), acks + 1);
+    await eventually(async () => (await routeCount(server.url, '/v1/queues/{q}/ack')) === acks + 1, 5_000, 'the ack alone');
   } finally {
     await within(w.close(), 5_000, 'close');
   }

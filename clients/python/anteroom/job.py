@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,12 +33,12 @@ class Job:
     lease_expires_ms: int
     priority: int
     group: str | None = None
-    # The queue it came from, which its reports go to; set by the workers.
-    _queue: Queue | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any], queue: Queue | None = None) -> Job:
-        return cls(
+        """The job of a fetch answer; with `queue` (the one it was fetched from), a job that can
+        report on itself."""
+        job = cls(
             id=str(obj["id"]),
             payload=obj.get("payload"),
             attempt=int(obj["attempt"]),
@@ -46,16 +46,28 @@ class Job:
             lease_expires_ms=int(obj["lease_expires_ms"]),
             priority=int(obj.get("priority", 0)),
             group=None if obj.get("group") is None else str(obj["group"]),
-            _queue=queue,
         )
+        if queue is not None:
+            # Not a dataclass field: asdict(), ==, repr() and the constructor see the delivery
+            # alone, and a job compares equal to its plain copy.
+            job.__dict__["_queue"] = queue
+        return job
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A job pickled (to a process pool, say) goes without its queue: connections and locks
+        # do not travel.
+        state = dict(self.__dict__)
+        state.pop("_queue", None)
+        return state
 
     def _reports_to(self) -> Queue:
-        if self._queue is None:
+        queue: Queue | None = self.__dict__.get("_queue")
+        if queue is None:
             raise RuntimeError(
                 "this job came from no worker: report with queue.progress(job.lease, ...) and "
                 "queue.log(job.lease, ...)"
             )
-        return self._queue
+        return queue
 
     def progress(self, value: Any) -> bool:
         """Reports how far the job got: any JSON value of at most 4 KiB (serialized), which

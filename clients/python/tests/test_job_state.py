@@ -3,6 +3,8 @@
 jobs; results that cannot be kept; `keep_acked` in the settings; the asyncio surface."""
 
 import asyncio
+import dataclasses
+import pickle
 import threading
 import time
 
@@ -70,7 +72,8 @@ def test_results_ride_on_the_fetch_and_go_alone_when_it_is_parked(server):
     try:
         last = q.push(4)
         assert q.wait_for_result(last, timeout=10) == {"alone": 4}
-        assert server.route_count("POST", "/v1/queues/{q}/ack") == acks + 1
+        eventually(lambda: server.route_count("POST", "/v1/queues/{q}/ack") == acks + 1,
+                   what="the ack alone")
     finally:
         stop(w, t)
 
@@ -110,6 +113,21 @@ def test_progress_and_log_from_a_handler_show_in_get_job(server):
         stop(w, t)
     assert answers == [True, True, True]
     assert q.get_job(job_id)["progress"] == {"done": 40, "of": 100}
+
+
+def test_a_job_that_can_report_is_still_a_plain_dataclass(server):
+    q = Queue("plain", server.url)
+    q.push({"n": 1})
+    wire = q.fetch("w")["jobs"][0]
+    job = Job.from_wire(wire, q)
+    bare = Job.from_wire(wire)
+    assert job == bare and repr(job) == repr(bare)
+    assert dataclasses.asdict(job) == dataclasses.asdict(bare)
+    copy = pickle.loads(pickle.dumps(job))
+    assert copy == job
+    with pytest.raises(RuntimeError):
+        copy.progress(1)  # its queue stayed behind
+    assert job.progress(1) is True
 
 
 def test_reports_on_a_lease_no_longer_current_answer_lease_lost(server):
