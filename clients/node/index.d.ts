@@ -74,6 +74,21 @@ export declare class RateLimited extends Error {
   retryAfterMs: number;
 }
 
+/**
+ * What waitForResult rejects with for a job that will have no result: `dead` (every attempt
+ * failed; `lastError` says why) or `cancelled`.
+ */
+export declare class JobFailed extends Error {
+  constructor(job: JobView);
+  readonly name: 'JobFailed';
+  /** The job as getJob answered it. */
+  job: JobView;
+  jobId: string;
+  state: 'dead' | 'cancelled';
+  /** The error of its last failed attempt; null when there was none (cancelled). */
+  lastError: string | null;
+}
+
 /** Whether trying again later may succeed (503, 5xx, 408, 429, or no answer at all). */
 export declare function isRetryable(err: unknown): boolean;
 
@@ -147,6 +162,55 @@ export interface QueueSettings {
   queue: string;
   fairness: 'fifo' | 'round_robin';
   limits: Limit[];
+  /** How many finished (acked or cancelled) jobs getJob still finds, and for how long. */
+  keep_acked: { count: number; age_ms: number };
+}
+
+/** keepAcked as sent: `ageMs` (or the server's `age_ms`). */
+export interface KeepAckedInput {
+  /** 0..1,000,000 (default 1000); 0 keeps none. */
+  count?: number;
+  /** 1..2,592,000,000 ms (30 days; default a day). */
+  ageMs?: number;
+  age_ms?: number;
+}
+
+export type JobState = 'waiting_deps' | 'delayed' | 'ready' | 'inflight' | 'acked' | 'dead' | 'cancelled';
+
+/** A job as getJob answers it. */
+export interface JobView<T = unknown, R = unknown> {
+  id: string;
+  state: JobState;
+  /** As pushed. */
+  payload: T;
+  priority: number;
+  group?: string;
+  /** Deliveries so far. */
+  attempts: number;
+  max_attempts: number;
+  /** delayed: when it becomes ready. */
+  ready_at_ms?: number;
+  /** inflight: when its lease runs out. */
+  lease_expires_ms?: number;
+  /** acked, dead, cancelled: when. */
+  finished_at_ms?: number;
+  /** The error of its latest failed attempt. */
+  last_error?: string;
+  history: { attempt: number; error: string; at_ms: number }[];
+  /** The last progress its worker reported. */
+  progress?: unknown;
+  /** What its handler resolved with (absent: none). */
+  result?: R;
+  /** The last 100 lines its workers appended, each at most 1 KiB. */
+  log: { at_ms: number; line: string }[];
+  /** Lines appended before those, no longer kept. */
+  log_dropped: number;
+}
+
+/** What progress and log answer: false with a code when the lease is no longer current. */
+export interface ReportOutcome {
+  ok: boolean;
+  code?: 'lease_lost' | 'invalid_lease';
 }
 
 /** A time as the server reads it: ms since the epoch, RFC 3339 text, or a Date. */
@@ -249,14 +313,28 @@ export declare class Queue<T = unknown> {
   redrive(ids?: string[]): Promise<number>;
   /** Admin: cancels a ready, delayed or dead job (404 unknown_job; 409 conflict in flight). */
   cancel(id: string): Promise<number>;
+  /** One job wherever it is; AnteroomError 404 unknown_job when never pushed, or finished and no longer kept (keepAcked). */
+  getJob<R = unknown>(id: string): Promise<JobView<T, R>>;
+  /**
+   * Polls getJob until the job is finished; resolves with its result (undefined: none). Rejects
+   * with JobFailed (dead or cancelled), an Error named TimeoutError past timeoutMs (default
+   * 30000), AnteroomError 404 unknown_job. pollIntervalMs defaults to 250.
+   */
+  waitForResult<R = unknown>(id: string, options?: { timeoutMs?: number; pollIntervalMs?: number }): Promise<R | undefined>;
+  /** Acks leases (a Worker acks by itself); results, one per lease (null: none), each a JSON value of at most 64 KiB serialized (larger: 413, nothing acked). */
+  ack(leases: string[], results?: unknown[]): Promise<LeaseResult[]>;
+  /** The job of a current lease reports how far it got (any JSON value, at most 4 KiB serialized), replacing the last report. */
+  progress(lease: string, value: unknown): Promise<ReportOutcome>;
+  /** The job of a current lease appends lines to its log (String() of each; more than 100 go in several requests). */
+  log(lease: string, ...lines: unknown[]): Promise<ReportOutcome>;
   /** Jobs in flight, of one worker when given. */
   inflight(options?: { worker?: string }): Promise<InflightJob[]>;
   /** Gives jobs back as rate limited upstream: each returns after retryAfterMs (0..3,600,000), no attempt used up, its group held meanwhile. */
   snooze(leases: string[], retryAfterMs: number): Promise<LeaseResult[]>;
-  /** The limits and fairness in force ({fairness: "fifo", limits: []} when never set). */
+  /** The settings in force ({fairness: "fifo", limits: [], keep_acked: {count: 1000, age_ms: 86400000}} when never set). */
   settings(): Promise<QueueSettings>;
   /** Admin: replaces every setting (what is left out goes back to its default); resolves with them as now in force. */
-  setSettings(settings?: { fairness?: 'fifo' | 'round_robin'; limits?: LimitInput[] }): Promise<QueueSettings>;
+  setSettings(settings?: { fairness?: 'fifo' | 'round_robin'; limits?: LimitInput[]; keepAcked?: KeepAckedInput }): Promise<QueueSettings>;
 }
 
 /** A job as the handler gets it. */
@@ -274,6 +352,10 @@ export interface Job<T = unknown> {
   group?: string;
   /** Aborts when the lease is lost or the worker closes past its grace: stop, the job is not yours. */
   signal: AbortSignal;
+  /** Reports how far the job got (any JSON value, at most 4 KiB serialized); false when the lease is no longer current. */
+  progress(value: unknown): Promise<boolean>;
+  /** Appends lines to the job's log (String() of each, each kept to 1 KiB, the last 100 kept); false when the lease is no longer current. */
+  log(...lines: unknown[]): Promise<boolean>;
 }
 
 export interface WorkerOptions {
@@ -299,6 +381,7 @@ export interface WorkerOptions {
   backoff?: { firstMs?: number; maxMs?: number };
 }
 
+/** What the handler resolves with is the job's result: a JSON value of at most 64 KiB serialized (undefined or null: none). */
 export type Handler<T = unknown, R = unknown> = (job: Job<T>) => Promise<R> | R;
 
 /** Runs a handler for each job of a queue, at most `concurrency` at once. */

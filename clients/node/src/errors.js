@@ -36,6 +36,26 @@ export class RateLimited extends Error {
   }
 }
 
+// What waitForResult rejects with for a job that will have no result: it is dead (every
+// attempt failed; lastError is its last attempt's error) or cancelled. `job` is the job as
+// getJob answered it.
+export class JobFailed extends Error {
+  constructor(job) {
+    const state = String(job?.state);
+    let message = `job ${job?.id} was ${state}`;
+    if (state === 'dead') {
+      message = `job ${job?.id} is dead after ${job?.attempts} attempt(s)`;
+      if (job?.last_error !== undefined) message += `; its last error: ${job.last_error}`;
+    }
+    super(message);
+    this.name = 'JobFailed';
+    this.job = job;
+    this.jobId = job?.id;
+    this.state = state;
+    this.lastError = job?.last_error ?? null;
+  }
+}
+
 // Whether trying again later may succeed: the server was overloaded or lost its backend (503),
 // the request timed out (408), or nothing was answered at all (a connection error). A 4xx is
 // the request's own fault and stays one.

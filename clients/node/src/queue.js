@@ -2,7 +2,10 @@
 // method is one request; nothing is cached, so two Queue objects of one name are the same
 // queue.
 import { clientOf } from './client.js';
+import { JobFailed } from './errors.js';
 import { seg } from './http.js';
+
+const LOG_LINES_PER_REQUEST = 100; // what a job's log takes in one request
 
 export class Queue {
   // name: the queue's name (1-128 of [A-Za-z0-9._:-]); options: {client} or {url, key, ...}.
@@ -49,6 +52,38 @@ export class Queue {
     return (await this.transport.json('GET', `${this.path}/dead${query}`)).jobs;
   }
 
+  // One job wherever it is: {id, state, payload, priority, group?, attempts, max_attempts,
+  // ready_at_ms?, lease_expires_ms?, finished_at_ms?, last_error?, history, progress?, result?,
+  // log: [{at_ms, line}], log_dropped}. state: 'waiting_deps' | 'delayed' | 'ready' |
+  // 'inflight' | 'acked' | 'dead' | 'cancelled'. Rejects with AnteroomError 404 unknown_job
+  // for a job never pushed, or finished and no longer kept (the queue's keepAcked setting).
+  getJob(id) {
+    return this.transport.json('GET', `${this.path}/jobs/${seg(id)}`);
+  }
+
+  // Polls getJob every pollIntervalMs until the job is finished; resolves with its result
+  // (undefined when its handler gave none). Rejects with JobFailed for a job that is dead (its
+  // lastError says why) or cancelled, with an Error named TimeoutError when it is not finished
+  // within timeoutMs, and with AnteroomError 404 unknown_job for a job the queue does not hold
+  // (or no longer keeps).
+  async waitForResult(id, { timeoutMs = 30_000, pollIntervalMs = 250 } = {}) {
+    if (!(pollIntervalMs > 0)) throw new RangeError('anteroom: pollIntervalMs must be > 0');
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const job = await this.getJob(id);
+      if (job.state === 'acked') return job.result;
+      if (job.state === 'dead' || job.state === 'cancelled') throw new JobFailed(job);
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        const err = new Error(`anteroom: job ${id} is still ${job.state} after ${timeoutMs} ms ` +
+          `(attempt ${job.attempts} of ${job.max_attempts})`);
+        err.name = 'TimeoutError';
+        throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pollIntervalMs, left)));
+    }
+  }
+
   // Admin: dead letters back into the queue from attempt 1 (all of them without ids).
   // Resolves with how many were requeued.
   async redrive(ids) {
@@ -68,6 +103,41 @@ export class Queue {
     return (await this.transport.json('GET', `${this.path}/inflight${query}`)).jobs;
   }
 
+  // Acks leases (the worker's raw call; Worker acks by itself). results, one per lease
+  // (null or undefined: none), are kept with the jobs for getJob and waitForResult while the
+  // queue keeps finished jobs (keepAcked): any JSON value of at most 64 KiB serialized. A
+  // larger one refuses the whole call (AnteroomError 413 payload_too_large) and acks nothing.
+  // Resolves with the per-lease outcomes [{lease, ok, code?}].
+  async ack(leases, results) {
+    const body = { leases: [...leases] };
+    if (results !== undefined) body.results = resultsFor(body.leases, results);
+    return (await this.transport.json('POST', `${this.path}/ack`, body)).results;
+  }
+
+  // Reports how far the job of `lease` got: any JSON value of at most 4 KiB serialized
+  // (larger: AnteroomError 413), replacing the last one. Resolves with {ok: true}, or {ok:
+  // false, code} ('lease_lost', 'invalid_lease') when the lease is not current. A Worker's
+  // handler calls job.progress(value) instead.
+  progress(lease, value) {
+    const body = { lease, progress: value === undefined ? null : value };
+    return this.transport.json('POST', `${this.path}/progress`, body);
+  }
+
+  // Appends lines (String() of each) to the log of the job of `lease`; the server keeps each
+  // line to 1 KiB and the job's last 100 lines (log_dropped counts the older ones). More than
+  // 100 lines go in several requests. Resolves as progress. A Worker's handler calls
+  // job.log(...lines) instead.
+  async log(lease, ...lines) {
+    if (lines.length === 0) throw new TypeError('anteroom: log() needs at least one line');
+    const texts = lines.map(String);
+    let answer = { ok: true };
+    for (let start = 0; start < texts.length && answer.ok; start += LOG_LINES_PER_REQUEST) {
+      const chunk = texts.slice(start, start + LOG_LINES_PER_REQUEST);
+      answer = await this.transport.json('POST', `${this.path}/log`, { lease, lines: chunk });
+    }
+    return answer;
+  }
+
   // Gives jobs back because an upstream service said to slow down (nack with rate_limited):
   // each comes back after retryAfterMs (0..3,600,000) without using up an attempt, and nothing
   // else of its group is handed out before then (nothing of the queue, for a job without a
@@ -77,21 +147,25 @@ export class Queue {
     return (await this.transport.json('POST', `${this.path}/nack`, body)).results;
   }
 
-  // The limits and fairness in force: {queue, fairness, limits}; a queue nobody set them for
-  // has {fairness: 'fifo', limits: []}.
+  // The settings in force: {queue, fairness, limits, keep_acked}; a queue nobody set them for
+  // has {fairness: 'fifo', limits: [], keep_acked: {count: 1000, age_ms: 86400000}}.
   settings() {
     return this.transport.json('GET', `${this.path}/settings`);
   }
 
-  // Admin: replaces the queue's limits and fairness; resolves with them as now in force.
+  // Admin: replaces the queue's settings; resolves with them as now in force.
   // fairness: 'fifo' | 'round_robin'. limits: at most one {key: 'group', ...} (each group held
   // on its own) and one {key: null, ...} (all of the queue's jobs together), each with
-  // rate: {limit, periodMs, burst?}, concurrency, or both. What is left out goes back to its
-  // default: setSettings() clears them all.
-  setSettings({ fairness, limits } = {}) {
+  // rate: {limit, periodMs, burst?}, concurrency, or both. keepAcked: {count?: 0..1,000,000
+  // (default 1000), ageMs?: 1..2,592,000,000 (default a day)}, how many finished (acked or
+  // cancelled) jobs getJob still finds, and for how long (keep_acked, as settings() answers
+  // it, is taken too). What is left out goes back to its default: setSettings() clears them all.
+  setSettings({ fairness, limits, keepAcked, keep_acked: keepAckedWire } = {}) {
     const body = {};
+    const keep = keepAcked ?? keepAckedWire;
     if (fairness !== undefined) body.fairness = fairness;
     if (limits !== undefined) body.limits = limits.map(limitBody);
+    if (keep !== undefined) body.keep_acked = keepAckedBody(keep);
     return this.transport.json('PUT', `${this.path}/settings`, body);
   }
 }
@@ -103,6 +177,24 @@ function limitBody(limit) {
   if (limit?.rate?.periodMs === undefined) return limit;
   const { periodMs, ...rate } = limit.rate;
   return { ...limit, rate: { ...rate, period_ms: periodMs } };
+}
+
+// keepAcked in the server's spelling: ageMs becomes age_ms (which is taken as well, so what
+// settings() answered can be sent back as it is); any other field goes as given, for the server
+// to refuse.
+function keepAckedBody(keep) {
+  if (keep?.ageMs === undefined) return keep;
+  const { ageMs, ...rest } = keep;
+  return { ...rest, age_ms: ageMs };
+}
+
+// One result per lease, undefined sent as null (none).
+function resultsFor(leases, results) {
+  const out = [...results].map((r) => (r === undefined ? null : r));
+  if (out.length !== leases.length) {
+    throw new RangeError(`anteroom: one result per lease: ${leases.length} lease(s), ${out.length} result(s)`);
+  }
+  return out;
 }
 
 function jobBody(payload, { delayMs, priority, dedupeKey, maxAttempts, group } = {}) {

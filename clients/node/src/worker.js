@@ -2,8 +2,9 @@
 // at-least-once rules of docs/api.md "Queues": a job is removed only by its ack, so whatever
 // happens to this process (a crash, a lost network, a close) the job comes back to some worker.
 //
-// One loop long-polls `fetch` for as many jobs as there are free slots, with the acks of the
-// jobs finished since the last fetch riding on it (one request per job instead of two). At most
+// One loop long-polls `fetch` for as many jobs as there are free slots, with the acks (and
+// results) of the jobs finished since the last fetch riding on it (one request per job instead
+// of two). At most
 // one fetch is in flight, and a slot is freed only when its handler has settled, so the number
 // of handlers running never exceeds `concurrency`. Beside the loop: one timer extends every
 // running lease at a third of the lease (one request for all of them), one heartbeats, and acks
@@ -19,11 +20,21 @@ const MAX_ERROR_CHARS = 4000; // the server keeps 8 KiB of an error; a stack fit
 const ACK_DELAY_MS = 50; // how long an ack waits for a fetch to ride before it goes alone
 const FINAL_TRIES = 4; // tries of the acks and releases sent while closing
 const CLOSED_MESSAGE = 'worker closed before the job finished';
+// The server keeps a result up to 64 KiB (serialized); a larger one refuses the whole request it
+// rides on, so each is measured before it is sent.
+const MAX_RESULT_BYTES = 64 * 1024;
+// The results one request carries at most, well inside the server's 16 MiB body limit of queue
+// routes even with every slot's result at 64 KiB; the rest wait for the next request.
+const RESULTS_PER_REQUEST_BYTES = 8 * 1024 * 1024;
+const ACKS_PER_REQUEST = 1000;
 
 export class Worker extends EventEmitter {
   // queue: a Queue, or a queue name with the connection in options ({url, key} or {client}).
   // handler(job) -> Promise: resolves -> ack, rejects -> nack (retried later with backoff),
-  // rejects with a RateLimited -> snooze (back after its delay, no attempt used up).
+  // rejects with a RateLimited -> snooze (back after its delay, no attempt used up). What it
+  // resolves with is the job's result (getJob, waitForResult): a JSON value of at most 64 KiB
+  // serialized; undefined or null: none. One that cannot be kept (not JSON, or larger) is not
+  // dropped silently: the job fails as a rejection would, with an error saying why.
   constructor(queue, handler, options = {}) {
     super();
     if (typeof handler !== 'function') throw new TypeError('anteroom: the handler must be a function');
@@ -47,7 +58,7 @@ export class Worker extends EventEmitter {
       : `${hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 64)}-${process.pid}-${randomBytes(4).toString('hex')}`;
 
     this.running = new Map(); // lease -> {job, abort, stalled, released, done}
-    this.acks = []; // [{lease, job}] finished, not yet sent
+    this.acks = []; // [{lease, job, result, size}] finished, not yet sent
     this.riding = []; // acks sent on the fetch in flight
     this.pending = new Set(); // promises of acks, nacks and releases in flight
     this.reclaimed = 0; // jobs handed back to this worker by its first fetch (reclaim)
@@ -55,6 +66,16 @@ export class Worker extends EventEmitter {
     this.closePromise = null;
     this.fetchController = null;
     this.wakers = []; // resolvers of the loop's wait for a free slot
+    // What a handler's job does besides its fields (its prototype): report on itself.
+    const reportsTo = this.queue;
+    this.jobMethods = {
+      async progress(value) {
+        return (await reportsTo.progress(this.lease, value)).ok;
+      },
+      async log(...lines) {
+        return (await reportsTo.log(this.lease, ...lines)).ok;
+      },
+    };
     this.ackTimer = null;
     this.extending = false;
 
@@ -104,9 +125,11 @@ export class Worker extends EventEmitter {
         await new Promise((resolve) => this.wakers.push(resolve));
         continue;
       }
-      this.riding = this.acks.splice(0);
+      this.riding = takeAcks(this.acks);
       const body = { worker: this.id, max: free, lease_ms: this.leaseMs, wait_ms: this.waitMs };
       if (this.riding.length) body.ack = this.riding.map((a) => a.lease);
+      const results = ackResults(this.riding);
+      if (results) body.ack_results = results;
       if (first && reclaim) body.reclaim = true;
       this.fetchController = new AbortController();
       let answer;
@@ -116,10 +139,17 @@ export class Worker extends EventEmitter {
           timeoutMs: this.waitMs + 15_000,
         });
       } catch (err) {
-        // Acks are idempotent: those that rode on a failed fetch are simply sent again.
-        this.acks.unshift(...this.riding);
+        const rode = this.riding;
         this.riding = [];
         this.fetchController = null;
+        if (results && isResultRefused(err)) {
+          // A result the server measured over 64 KiB refused the whole fetch: each ack goes
+          // alone, so only that job fails, and the loop goes on.
+          await this.ackAlone(rode);
+          continue;
+        }
+        // Acks are idempotent: those that rode on a failed fetch are simply sent again.
+        this.acks.unshift(...rode);
         if (this.closing) break;
         if (body.reclaim && err instanceof AnteroomError && err.status === 400) {
           // A server that refuses the field (400): go on without it; the old leases then run out
@@ -160,6 +190,7 @@ export class Worker extends EventEmitter {
     // was 7% of a busy worker's CPU, and most handlers never look.
     let controller = null;
     const job = {
+      __proto__: this.jobMethods,
       id: raw.id,
       payload: raw.payload,
       attempt: raw.attempt,
@@ -201,8 +232,16 @@ export class Worker extends EventEmitter {
     for (const wake of this.wakers.splice(0)) wake();
     // A lease lost or given back: the job is someone else's now, nothing to report to the server.
     if (ctx.stalled || ctx.released) return;
+    let size = 0;
     if (err === null) {
-      this.acks.push({ lease: ctx.job.lease, job: ctx.job });
+      try {
+        size = resultSize(result);
+      } catch (unkept) {
+        err = unkept;
+      }
+    }
+    if (err === null) {
+      this.acks.push({ lease: ctx.job.lease, job: ctx.job, result, size });
       this.scheduleAckFlush();
       this.emit('completed', ctx.job, result);
     } else if (err instanceof RateLimited) {
@@ -227,14 +266,20 @@ export class Worker extends EventEmitter {
 
   async flushAcks(tries = 1) {
     for (let attempt = 0; attempt < tries && this.acks.length; attempt++) {
-      const batch = this.acks.splice(0, 1000);
+      const batch = takeAcks(this.acks);
       try {
-        const answer = await this.transport.json('POST', `${this.path}/ack`, {
-          leases: batch.map((a) => a.lease),
-        });
+        const body = { leases: batch.map((a) => a.lease) };
+        const results = ackResults(batch);
+        if (results) body.results = results;
+        const answer = await this.transport.json('POST', `${this.path}/ack`, body);
         this.settleAcks(batch, answer?.results);
         attempt = -1; // a success: the next batch gets its own tries
       } catch (err) {
+        if (isResultRefused(err)) {
+          await this.ackAlone(batch);
+          attempt = -1;
+          continue;
+        }
         this.acks.unshift(...batch);
         this.emitError(err);
         if (!this.closing) {
@@ -246,6 +291,29 @@ export class Worker extends EventEmitter {
           return;
         }
         if (attempt + 1 < tries) await delay(backoffMs(this.backoff, attempt));
+      }
+    }
+  }
+
+  // Acks one at a time those of a request refused for a result over 64 KiB (as the server
+  // measured it, which may differ from JSON.stringify by a few bytes a number): the job whose
+  // result it was fails with an error saying so, the others are acked with theirs.
+  async ackAlone(acks) {
+    for (const a of acks) {
+      const body = { leases: [a.lease] };
+      if (a.result !== undefined && a.result !== null) body.results = [a.result];
+      try {
+        const answer = await this.transport.json('POST', `${this.path}/ack`, body);
+        this.settleAcks([a], answer?.results);
+      } catch (err) {
+        if (isResultRefused(err)) {
+          const unkept = resultTooLarge();
+          this.emit('failed', a.job, unkept);
+          await this.nack(a.job, unkept);
+        } else {
+          // The lease runs out and the job comes back by itself.
+          this.emitError(err);
+        }
       }
     }
   }
@@ -428,6 +496,61 @@ export class Worker extends EventEmitter {
     if (this.listenerCount('error') > 0) this.emit('error', err);
     else process.emitWarning(`anteroom worker ${this.id}: ${err?.message ?? err}`);
   }
+}
+
+// The size of a handler's result as the server keeps it (JSON, UTF-8), 0 for none (undefined or
+// null). Throws, with a message for the job's error, when it cannot be kept.
+function resultSize(value) {
+  if (value === undefined || value === null) return 0;
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw unkeptResult(`it is not JSON (${err.message}); resolve with a JSON value, or undefined for no result`);
+  }
+  if (text === undefined) {
+    throw unkeptResult(`a ${typeof value} is not JSON; resolve with a JSON value, or undefined for no result`);
+  }
+  const size = Buffer.byteLength(text);
+  if (size > MAX_RESULT_BYTES) throw resultTooLarge(size);
+  return size;
+}
+
+function resultTooLarge(size) {
+  const measured = size === undefined ? '' : ` (${size} bytes as JSON)`;
+  return unkeptResult(`it is over 64 KiB${measured}, the most the server keeps; store it elsewhere and resolve with a reference to it`);
+}
+
+// The error of a job whose result cannot be kept. Its stack would be the worker's own, of no use
+// in the job's error (what the nack sends): the message alone is.
+function unkeptResult(why) {
+  const err = new Error(`the handler's result cannot be kept: ${why}`);
+  err.stack = `Error: ${err.message}`;
+  return err;
+}
+
+// Removes from `acks` those one request carries: up to 1000, and results of at most
+// RESULTS_PER_REQUEST_BYTES together (one ack at least).
+function takeAcks(acks) {
+  let total = 0;
+  let n = 0;
+  while (n < acks.length && n < ACKS_PER_REQUEST) {
+    if (n > 0 && total + acks[n].size > RESULTS_PER_REQUEST_BYTES) break;
+    total += acks[n].size;
+    n++;
+  }
+  return acks.splice(0, n);
+}
+
+// The results of a request carrying `acks`: null when no job has one, so a worker whose
+// handlers resolve with nothing sends what older servers take.
+function ackResults(acks) {
+  if (acks.every((a) => a.result === undefined || a.result === null)) return null;
+  return acks.map((a) => (a.result === undefined ? null : a.result));
+}
+
+function isResultRefused(err) {
+  return err instanceof AnteroomError && err.status === 413;
 }
 
 function errorText(err) {

@@ -84,9 +84,12 @@ test('snooze() holds the group and keeps the attempt', { timeout: 20_000 }, asyn
     { name: 'AnteroomError', status: 400, code: 'invalid_argument' });
 });
 
+// What a queue nobody set anything for keeps of its finished jobs.
+const DEFAULT_KEEP = { count: 1000, age_ms: 86_400_000 };
+
 test('a group concurrency of 1 holds its second job back until the first is acked', { timeout: 20_000 }, async () => {
   const queue = new Queue('limited', { url: server.url });
-  assert.deepEqual(await queue.settings(), { queue: 'limited', fairness: 'fifo', limits: [] });
+  assert.deepEqual(await queue.settings(), { queue: 'limited', fairness: 'fifo', limits: [], keep_acked: DEFAULT_KEEP });
   const answer = await queue.setSettings({
     fairness: 'round_robin',
     limits: [{ key: 'group', concurrency: 1 }, { key: null, rate: { limit: 1000, periodMs: 1000 } }],
@@ -95,6 +98,7 @@ test('a group concurrency of 1 holds its second job back until the first is acke
     queue: 'limited',
     fairness: 'round_robin',
     limits: [{ key: 'group', concurrency: 1 }, { key: null, rate: { limit: 1000, period_ms: 1000, burst: 1000 } }],
+    keep_acked: DEFAULT_KEEP,
   });
   assert.deepEqual(await queue.settings(), answer);
   // What settings() answered can be sent back as it is.
@@ -124,7 +128,7 @@ test('a group concurrency of 1 holds its second job back until the first is acke
     await within(worker.close(), 5_000, 'close');
   }
   // A PUT replaces every setting: nothing sent is back to the defaults.
-  assert.deepEqual(await queue.setSettings(), { queue: 'limited', fairness: 'fifo', limits: [] });
+  assert.deepEqual(await queue.setSettings(), { queue: 'limited', fairness: 'fifo', limits: [], keep_acked: DEFAULT_KEEP });
 });
 
 test('bad settings are refused with 400 invalid_argument', async () => {

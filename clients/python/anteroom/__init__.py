@@ -6,7 +6,7 @@ jobs, `Room` for waiting rooms; `AsyncQueue`, `AsyncWorker`, `AsyncScheduler`, `
 """
 
 from .aio import AsyncQueue, AsyncRoom, AsyncScheduler, AsyncWorker
-from .errors import AnteroomError, RateLimited, is_transient
+from .errors import AnteroomError, JobFailed, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 from .room import Room, Updates
@@ -22,6 +22,7 @@ __all__ = [
     "AsyncWorker",
     "Event",
     "Job",
+    "JobFailed",
     "Queue",
     "RateLimited",
     "Room",

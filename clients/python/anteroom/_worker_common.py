@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import traceback
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 # The error a job handed back at close carries, so the dead-letter history says why.
 CLOSED_BEFORE_FINISH = "worker closed before the job finished"
@@ -18,6 +21,84 @@ ERROR_LIMIT = 4096
 # How long a finished job's ack waits to ride on the next fetch before it is sent alone: a
 # fetch parked in a long poll may not come back for `wait_ms`, and the lease runs meanwhile.
 ACK_HOLD_S = 0.25
+
+
+# A handler's result is kept by the server up to 64 KiB (serialized): a larger one refuses the
+# whole request it rides on, so the worker measures each result before it sends it.
+MAX_RESULT_BYTES = 64 * 1024
+
+# The results riding on one fetch or ack at most, so that a full slate of large results stays
+# well inside the server's 16 MiB body limit of queue routes; the rest wait for the next request.
+RESULTS_PER_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+def result_size(value: Any) -> int:
+    """The size of a handler's result as the server keeps it (compact JSON, UTF-8), 0 for None
+    (no result). Raises ValueError, with a message for the job's error, when it cannot be kept:
+    not JSON, or over 64 KiB. The server measures its own serialization, which may write a
+    fraction a few bytes longer: a result that close to the limit is caught by the 413 the
+    worker then gets (`ack_alone`)."""
+    if value is None:
+        return 0
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"the handler's result cannot be kept: it is not JSON ({exc}); return a "
+            "JSON-serializable value, or None for no result"
+        ) from None
+    size = len(text.encode())
+    if size > MAX_RESULT_BYTES:
+        raise ValueError(result_too_large(size))
+    return size
+
+
+def result_too_large(size: int | None) -> str:
+    measured = "" if size is None else f" ({size} bytes as JSON)"
+    return (
+        f"the handler's result cannot be kept: it is over 64 KiB{measured}, the most the "
+        "server keeps; store it elsewhere and return a reference to it"
+    )
+
+
+@dataclass
+class PendingAck:
+    """A finished job's ack waiting to be sent, with its handler's result (None: none)."""
+
+    lease: str
+    at: float  # time.monotonic() when it was queued: how long it has waited
+    result: Any = None
+    size: int = 0  # the result's size as JSON
+
+
+def take_acks(acks: list[PendingAck]) -> list[PendingAck]:
+    """Removes from `acks` those one request carries: all of them, unless their results
+    together pass RESULTS_PER_REQUEST_BYTES (then as many as fit, one at least)."""
+    total = 0
+    n = 0
+    for a in acks:
+        if n and total + a.size > RESULTS_PER_REQUEST_BYTES:
+            break
+        total += a.size
+        n += 1
+    taken = acks[:n]
+    del acks[:n]
+    return taken
+
+
+def ack_results(acks: list[PendingAck]) -> list[Any] | None:
+    """The results field of a request carrying `acks`: None when no job has one, so a worker
+    whose handlers return nothing sends what older servers take."""
+    if all(a.result is None for a in acks):
+        return None
+    return [a.result for a in acks]
+
+
+def is_result_refused(exc: BaseException) -> bool:
+    """A request refused whole because a result it carried is over the server's 64 KiB."""
+    from .errors import AnteroomError
+
+    return isinstance(exc, AnteroomError) and exc.status == 413
 
 
 def default_worker_id() -> str:

@@ -23,12 +23,18 @@ from ._worker_common import (
     ACK_HOLD_S,
     CLOSED_BEFORE_FINISH,
     CLOSED_BEFORE_START,
+    PendingAck,
+    ack_results,
     check_options,
     default_worker_id,
     error_text,
     is_reclaim_refused,
+    is_result_refused,
+    result_size,
+    result_too_large,
+    take_acks,
 )
-from .errors import AnteroomError, RateLimited, is_transient
+from .errors import AnteroomError, JobFailed, RateLimited, is_transient
 from .job import Job
 from .queue import Queue
 from .room import Room, Updates
@@ -73,13 +79,56 @@ class AsyncQueue:
     async def dead(self, limit: int = 100) -> list[dict[str, Any]]:
         return await _off_loop(self.sync.dead, limit)
 
+    async def get_job(self, job_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.get_job, job_id)
+
+    async def wait_for_result(
+        self, job_id: str, timeout: float = 30.0, poll_interval: float = 0.25
+    ) -> Any:
+        """`Queue.wait_for_result`, sleeping on the loop between polls rather than in a
+        thread."""
+        if poll_interval <= 0:
+            raise ValueError("poll_interval must be > 0")
+        deadline = time.monotonic() + timeout
+        while True:
+            job = await self.get_job(job_id)
+            state = job.get("state")
+            if state == "acked":
+                return job.get("result")
+            if state in ("dead", "cancelled"):
+                raise JobFailed(job)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(
+                    f"job {job_id} is still {state} after {timeout:g} s (attempt "
+                    f"{job.get('attempts')} of {job.get('max_attempts')})"
+                )
+            await asyncio.sleep(min(poll_interval, left))
+
+    async def ack(
+        self, leases: Sequence[str], results: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        return await _off_loop(self.sync.ack, leases, results)
+
+    async def progress(self, lease: str, value: Any) -> dict[str, Any]:
+        return await _off_loop(self.sync.progress, lease, value)
+
+    async def log(self, lease: str, *lines: Any) -> dict[str, Any]:
+        return await _off_loop(self.sync.log, lease, *lines)
+
     async def settings(self) -> dict[str, Any]:
         return await _off_loop(self.sync.settings)
 
     async def set_settings(
-        self, *, fairness: str | None = None, limits: Sequence[Mapping[str, Any]] | None = None
+        self,
+        *,
+        fairness: str | None = None,
+        limits: Sequence[Mapping[str, Any]] | None = None,
+        keep_acked: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
-        return await _off_loop(self.sync.set_settings, fairness=fairness, limits=limits)
+        return await _off_loop(
+            self.sync.set_settings, fairness=fairness, limits=limits, keep_acked=keep_acked
+        )
 
     async def snooze(self, leases: Sequence[str], retry_after_ms: int) -> list[dict[str, Any]]:
         return await _off_loop(self.sync.snooze, leases, retry_after_ms)
@@ -199,9 +248,11 @@ class AsyncScheduler:
 class AsyncWorker:
     """`Worker` for coroutine handlers: the same options and the same at-least-once rules
     (acks riding on fetches, extensions at a third of the lease, heartbeats, reclaim with a
-    stable `worker_id`, drain on SIGINT/SIGTERM, `RateLimited` as a snooze). Handlers run as
-    tasks, at most `concurrency` at once; a handler still running after `shutdown_grace_s` is
-    cancelled and its job handed back at once (nack, delay 0)."""
+    stable `worker_id`, drain on SIGINT/SIGTERM, `RateLimited` as a snooze, what the handler
+    returns as the job's result). Handlers run as tasks, at most `concurrency` at once; a
+    handler still running after `shutdown_grace_s` is cancelled and its job handed back at once
+    (nack, delay 0). A handler reports on its job with `await job.aprogress(value)` and `await
+    job.alog(*lines)`."""
 
     def __init__(
         self,
@@ -233,7 +284,7 @@ class AsyncWorker:
         self.reclaimed: int | None = None
         self._held: dict[str, tuple[Job, asyncio.Task[None]]] = {}
         self._extended_at: dict[str, float] = {}
-        self._acks: list[tuple[str, float]] = []
+        self._acks: list[PendingAck] = []
         self._fetch_conn: Connection | None = None
         self._error: BaseException | None = None
         self._stopping: asyncio.Event | None = None
@@ -330,15 +381,23 @@ class AsyncWorker:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
-            acks = [lease for lease, _ in self._acks]
-            self._acks.clear()
+            acks = take_acks(self._acks)
             try:
                 answer = await _off_loop(
                     self.queue.fetch, self.worker_id, free, lease_ms=self.lease_ms,
-                    wait_ms=self.wait_ms, ack=acks, reclaim=reclaim, connection=conn,
+                    wait_ms=self.wait_ms, ack=[a.lease for a in acks],
+                    ack_results=ack_results(acks), reclaim=reclaim, connection=conn,
                 )
             except Exception as exc:
-                self._acks[:0] = [(lease, time.monotonic()) for lease in acks]
+                if acks and is_result_refused(exc):
+                    # A result the server measured over 64 KiB refused the whole fetch: each
+                    # ack goes alone, so only that job fails, and the loop goes on.
+                    await self._ack_alone(acks, retries=5)
+                    continue
+                now = time.monotonic()
+                for a in acks:
+                    a.at = now
+                self._acks[:0] = acks
                 if self._stopping.is_set():
                     return
                 if reclaim and is_reclaim_refused(exc):
@@ -361,7 +420,7 @@ class AsyncWorker:
             if reclaim:
                 reclaim = False
                 self.reclaimed = answer.get("reclaimed")
-            jobs = [Job.from_wire(j) for j in answer.get("jobs", [])]
+            jobs = [Job.from_wire(j, self.queue) for j in answer.get("jobs", [])]
             if self._stopping.is_set():
                 if jobs:
                     await self._nack([j.lease for j in jobs], CLOSED_BEFORE_START, 0, retries=3)
@@ -374,7 +433,7 @@ class AsyncWorker:
 
     async def _run_job(self, job: Job) -> None:
         try:
-            await self.handler(job)
+            result = await self.handler(job)
         except asyncio.CancelledError:
             self._forget(job)  # handed back by the drain, which nacks it
             raise
@@ -388,9 +447,17 @@ class AsyncWorker:
             if self._forget(job):
                 await self._nack([job.lease], error_text(exc), None, retries=5)
             return
+        try:
+            size = result_size(result)
+        except ValueError as exc:
+            self.failed += 1
+            if self._forget(job):
+                log.warning("job %s failed (attempt %d): %s", job.id, job.attempt, exc)
+                await self._nack([job.lease], str(exc), None, retries=5)
+            return
         if self._forget(job):
             self.processed += 1
-            self._acks.append((job.lease, time.monotonic()))
+            self._acks.append(PendingAck(job.lease, time.monotonic(), result, size))
 
     def _forget(self, job: Job) -> bool:
         """Frees the job's slot; False when the drain handed it back already."""
@@ -448,15 +515,38 @@ class AsyncWorker:
             log.warning("heartbeat failed: %s", exc)
 
     async def _flush_acks(self, *, everything: bool) -> None:
-        cutoff = time.monotonic() - ACK_HOLD_S
-        if not self._acks or not (everything or self._acks[0][1] <= cutoff):
-            return
-        leases = [lease for lease, _ in self._acks]
-        self._acks.clear()
-        try:
-            await _off_loop(self.queue.ack, leases)
-        except Exception as exc:
-            if not everything and is_transient(exc):
-                self._acks[:0] = [(lease, time.monotonic()) for lease in leases]
+        while True:
+            cutoff = time.monotonic() - ACK_HOLD_S
+            if not self._acks or not (everything or self._acks[0].at <= cutoff):
                 return
-            log.warning("ack failed (%s): the jobs will be delivered again", exc)
+            acks = take_acks(self._acks)
+            try:
+                await _off_loop(self.queue.ack, [a.lease for a in acks], ack_results(acks))
+            except Exception as exc:
+                if is_result_refused(exc):
+                    await self._ack_alone(acks, retries=0)
+                    continue
+                if not everything and is_transient(exc):
+                    now = time.monotonic()
+                    for a in acks:
+                        a.at = now
+                    self._acks[:0] = acks
+                    return
+                log.warning("ack failed (%s): the jobs will be delivered again", exc)
+
+    async def _ack_alone(self, acks: list[PendingAck], *, retries: int) -> None:
+        """`Worker._ack_alone`: each ack of a request refused for a result over 64 KiB on its
+        own, the job of that result failed with an error saying so."""
+        for a in acks:
+            results = None if a.result is None else [a.result]
+            try:
+                await _off_loop(
+                    call_with_retries, partial(self.queue.ack, [a.lease], results), retries
+                )
+            except Exception as exc:
+                if is_result_refused(exc):
+                    self.processed -= 1
+                    self.failed += 1
+                    await self._nack([a.lease], result_too_large(None), None, retries=retries)
+                else:
+                    log.warning("ack failed (%s): the job will be delivered again", exc)

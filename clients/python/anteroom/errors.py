@@ -1,9 +1,11 @@
-"""The client's error types: the server's `{"error": {"code", "message"}}` answers, and the
-one a worker's handler raises to snooze its job."""
+"""The client's error types: the server's `{"error": {"code", "message"}}` answers, the one a
+worker's handler raises to snooze its job, and a job that failed for good."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 # The longest snooze the server takes (docs/api.md, nack's `retry_after_ms`).
 MAX_RETRY_AFTER_MS = 3_600_000
@@ -52,6 +54,29 @@ class RateLimited(Exception):
 
     def __reduce__(self) -> tuple[type[RateLimited], tuple[int, str]]:
         return (type(self), (self.retry_after_ms, str(self)))
+
+
+class JobFailed(Exception):
+    """Raised by `Queue.wait_for_result` for a job that will have no result: it is `dead`
+    (every attempt failed; `last_error` is its last attempt's error) or `cancelled`. `job` is
+    the job as `Queue.get_job` answered it."""
+
+    def __init__(self, job: Mapping[str, Any]) -> None:
+        self.job = dict(job)
+        self.job_id = str(job.get("id"))
+        self.state = str(job.get("state"))
+        last = job.get("last_error")
+        self.last_error: str | None = None if last is None else str(last)
+        if self.state == "dead":
+            text = f"job {self.job_id} is dead after {job.get('attempts')} attempt(s)"
+            if self.last_error is not None:
+                text += f"; its last error: {self.last_error}"
+        else:
+            text = f"job {self.job_id} was {self.state}"
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[type[JobFailed], tuple[dict[str, Any]]]:
+        return (type(self), (self.job,))
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._backoff import call_with_retries
 from ._http import DEFAULT_URL, Connection, Pool, quote
+from .errors import JobFailed
+
+# What a job's log takes in one request (docs/api.md, "Job state").
+_LOG_LINES_PER_REQUEST = 100
+
+# The states after which a job changes no more.
+_FINISHED = ("acked", "dead", "cancelled")
 
 # The fields a pushed job may carry besides its payload (POST /v1/queues/{q}/jobs).
 _PUSH_FIELDS = ("payload", "delay_ms", "priority", "dedupe_key", "max_attempts", "group")
@@ -141,8 +149,9 @@ class Queue:
         return list(self._call(self._pool, "GET", path)["jobs"])
 
     def settings(self) -> dict[str, Any]:
-        """The limits and fairness in force: `{"queue", "fairness", "limits"}`; a queue nobody
-        set them for has `{"fairness": "fifo", "limits": []}`."""
+        """The settings in force: `{"queue", "fairness", "limits", "keep_acked"}`; a queue
+        nobody set them for has `{"fairness": "fifo", "limits": [], "keep_acked": {"count":
+        1000, "age_ms": 86400000}}`."""
         result: dict[str, Any] = self._call(self._pool, "GET", "/settings")
         return result
 
@@ -150,6 +159,42 @@ class Queue:
         """Dead letters, oldest failure first: `id`, `payload`, `attempts`, `error`,
         `failed_at_ms`, `history`."""
         return list(self._call(self._pool, "GET", f"/dead?limit={int(limit)}")["jobs"])
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """One job wherever it is: `{"id", "state", "payload", "priority", "group"?,
+        "attempts", "max_attempts", "ready_at_ms"?, "lease_expires_ms"?, "finished_at_ms"?,
+        "last_error"?, "history", "progress"?, "result"?, "log": [{"at_ms", "line"}],
+        "log_dropped"}`. `state` is `waiting_deps`, `delayed`, `ready`, `inflight`, `acked`,
+        `dead` or `cancelled`. Raises `AnteroomError` 404 `unknown_job` for a job never pushed,
+        or finished and no longer kept (the queue's `keep_acked`)."""
+        result: dict[str, Any] = self._call(self._pool, "GET", f"/jobs/{quote(str(job_id))}")
+        return result
+
+    def wait_for_result(
+        self, job_id: str, timeout: float = 30.0, poll_interval: float = 0.25
+    ) -> Any:
+        """Polls `get_job` every `poll_interval` seconds until the job is finished, and answers
+        its result (None when its handler gave none). Raises `JobFailed` for a job that is
+        `dead` (its `last_error` says why) or `cancelled`, `TimeoutError` when it is not
+        finished within `timeout` seconds, and `AnteroomError` 404 `unknown_job` for a job the
+        queue does not hold (or no longer keeps: see `keep_acked`)."""
+        if poll_interval <= 0:
+            raise ValueError("poll_interval must be > 0")
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get_job(job_id)
+            state = job.get("state")
+            if state == "acked":
+                return job.get("result")
+            if state in _FINISHED:
+                raise JobFailed(job)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(
+                    f"job {job_id} is still {state} after {timeout:g} s (attempt "
+                    f"{job.get('attempts')} of {job.get('max_attempts')})"
+                )
+            time.sleep(min(poll_interval, left))
 
     # -- admin ------------------------------------------------------------------------------
 
@@ -163,21 +208,30 @@ class Queue:
         return result
 
     def set_settings(
-        self, *, fairness: str | None = None, limits: Sequence[Mapping[str, Any]] | None = None
+        self,
+        *,
+        fairness: str | None = None,
+        limits: Sequence[Mapping[str, Any]] | None = None,
+        keep_acked: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
-        """(admin) Replaces the queue's limits and fairness; answers them as now in force.
+        """(admin) Replaces the queue's settings; answers them as now in force.
 
         `fairness`: `"fifo"` or `"round_robin"` (groups take turns). `limits`: at most one
         `{"key": "group", ...}` (each group held on its own) and one `{"key": None, ...}` (all
         of the queue's jobs together), each with `"rate": {"limit", "period_ms", "burst"?}`, a
-        `"concurrency"`, or both. What is left out goes back to its default: `set_settings()`
-        clears them all. A bad setting raises `AnteroomError` 400 `invalid_argument`.
+        `"concurrency"`, or both. `keep_acked`: `{"count"?: 0..1,000,000 (default 1000),
+        "age_ms"?: 1..2,592,000,000 (default a day)}`, how many finished (acked or cancelled)
+        jobs `get_job` still finds, and for how long. What is left out goes back to its
+        default: `set_settings()` clears them all. A bad setting raises `AnteroomError` 400
+        `invalid_argument`.
         """
         body: dict[str, Any] = {}
         if fairness is not None:
             body["fairness"] = fairness
         if limits is not None:
             body["limits"] = [dict(limit) for limit in limits]
+        if keep_acked is not None:
+            body["keep_acked"] = dict(keep_acked)
         result: dict[str, Any] = self._call(self._admin, "PUT", "/settings", body)
         return result
 
@@ -202,12 +256,14 @@ class Queue:
         lease_ms: int | None = None,
         wait_ms: int | None = None,
         ack: Sequence[str] = (),
+        ack_results: Sequence[Any] | None = None,
         reclaim: bool = False,
         connection: Connection | None = None,
     ) -> dict[str, Any]:
         """`POST .../fetch`: the raw answer (`jobs`, and `acked` when `ack` was given,
-        `reclaimed` with `reclaim`). Never retried here: a fetch whose answer was lost may
-        have leased jobs, which then come back only when their leases run out."""
+        `reclaimed` with `reclaim`). `ack_results`, one per lease of `ack`, are those jobs'
+        results, as `ack`'s. Never retried here: a fetch whose answer was lost may have leased
+        jobs, which then come back only when their leases run out."""
         body: dict[str, Any] = {"worker": worker, "max": max}
         if lease_ms is not None:
             body["lease_ms"] = lease_ms
@@ -215,6 +271,8 @@ class Queue:
             body["wait_ms"] = wait_ms
         if ack:
             body["ack"] = list(ack)
+        if ack_results is not None:
+            body["ack_results"] = _results_for(ack, ack_results)
         if reclaim:
             body["reclaim"] = True
         # A long poll is answered by its deadline at the latest: the socket waits a bit more.
@@ -226,9 +284,19 @@ class Queue:
             result = self._pool.request("POST", path, body, timeout=timeout)
         return result
 
-    def ack(self, leases: Sequence[str]) -> list[dict[str, Any]]:
-        """Acks leases; per lease `{"lease", "ok", "code"?}` (`lease_lost`, `invalid_lease`)."""
-        return list(self._call(self._pool, "POST", "/ack", {"leases": list(leases)})["results"])
+    def ack(
+        self, leases: Sequence[str], results: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Acks leases; per lease `{"lease", "ok", "code"?}` (`lease_lost`, `invalid_lease`).
+
+        `results`, one per lease (None: none), are kept with the jobs for `get_job` and
+        `wait_for_result` while the queue keeps finished jobs (`keep_acked`): any JSON value of
+        at most 64 KiB serialized. A larger one refuses the whole call, `AnteroomError` 413
+        `payload_too_large`, and acks nothing."""
+        body: dict[str, Any] = {"leases": list(leases)}
+        if results is not None:
+            body["results"] = _results_for(body["leases"], results)
+        return list(self._call(self._pool, "POST", "/ack", body)["results"])
 
     def nack(
         self, leases: Sequence[str], *, delay_ms: int | None = None, error: str | None = None
@@ -255,6 +323,32 @@ class Queue:
         body = {"leases": list(leases), "lease_ms": lease_ms}
         return list(self._call(self._pool, "POST", "/extend", body)["results"])
 
+    def progress(self, lease: str, value: Any) -> dict[str, Any]:
+        """Reports how far the job of `lease` got: any JSON value of at most 4 KiB serialized
+        (larger: `AnteroomError` 413), replacing the last one. Answers `{"ok": True}`, or
+        `{"ok": False, "code"}` (`lease_lost`, `invalid_lease`) when the lease is not current.
+        A worker's handler calls `job.progress(value)` instead."""
+        result: dict[str, Any] = self._call(
+            self._pool, "POST", "/progress", {"lease": lease, "progress": value}
+        )
+        return result
+
+    def log(self, lease: str, *lines: Any) -> dict[str, Any]:
+        """Appends lines (`str()` of each) to the log of the job of `lease`; the server keeps
+        each line to 1 KiB and the job's last 100 lines (`log_dropped` counts the older ones).
+        More than 100 lines go in several requests. Answers as `progress`. A worker's handler
+        calls `job.log(...)` instead."""
+        texts = [line if isinstance(line, str) else str(line) for line in lines]
+        if not texts:
+            raise ValueError("log() needs at least one line")
+        answer: dict[str, Any] = {"ok": True}
+        for start in range(0, len(texts), _LOG_LINES_PER_REQUEST):
+            chunk = texts[start : start + _LOG_LINES_PER_REQUEST]
+            answer = self._call(self._pool, "POST", "/log", {"lease": lease, "lines": chunk})
+            if not answer.get("ok"):
+                break
+        return answer
+
     def heartbeat(self, worker: str, ttl_ms: int) -> None:
         """Keeps `worker` alive for `ttl_ms`: silent past it, its leases are released."""
         self._call(self._pool, "POST", f"/workers/{quote(worker)}/heartbeat", {"ttl_ms": ttl_ms})
@@ -262,3 +356,10 @@ class Queue:
     def release_worker(self, worker: str) -> int:
         """(admin) Returns a worker's jobs to the queue now; answers how many."""
         return int(self._call(self._admin, "POST", f"/workers/{quote(worker)}/release")["count"])
+
+
+def _results_for(leases: Sequence[str], results: Sequence[Any]) -> list[Any]:
+    out = list(results)
+    if len(out) != len(leases):
+        raise ValueError(f"one result per lease: {len(leases)} lease(s), {len(out)} result(s)")
+    return out

@@ -1,8 +1,8 @@
 """`Worker`: runs a handler for each job of a queue on threads, with at-least-once delivery.
 
-Threads: a fetch loop (one long poll at a time, `max` = free slots, finished jobs' acks riding
-on it), `concurrency` slot threads running the handler, and a maintenance loop (lease
-extensions, heartbeats, acks that could not ride). Each thread has its own keep-alive
+Threads: a fetch loop (one long poll at a time, `max` = free slots, finished jobs' acks and
+results riding on it), `concurrency` slot threads running the handler, and a maintenance loop
+(lease extensions, heartbeats, acks that could not ride). Each thread has its own keep-alive
 connection, so no request waits for another's socket.
 """
 
@@ -24,10 +24,16 @@ from ._worker_common import (
     ACK_HOLD_S,
     CLOSED_BEFORE_FINISH,
     CLOSED_BEFORE_START,
+    PendingAck,
+    ack_results,
     check_options,
     default_worker_id,
     error_text,
     is_reclaim_refused,
+    is_result_refused,
+    result_size,
+    result_too_large,
+    take_acks,
 )
 from .errors import AnteroomError, RateLimited, is_transient
 from .job import Job
@@ -56,6 +62,12 @@ class Worker:
     with the traceback as its error (retried with the server's backoff, dead after
     `max_attempts`), raising `RateLimited(ms)` snoozes it (back after `ms`, the attempt not
     used up, its group held meanwhile).
+
+    What the handler returns is the job's result (`Queue.get_job`, `Queue.wait_for_result`):
+    a JSON-serializable value of at most 64 KiB serialized, None for no result. A result that
+    cannot be kept (not JSON, or larger) is not dropped silently: the job fails as if the
+    handler had raised, with an error that says so. While it runs, the handler may report on
+    its job: `job.progress(value)`, `job.log(*lines)`.
 
     - `concurrency`: handlers running at once, never more.
     - `lease_ms`: each delivery's lease; extended at a third of it while the handler runs.
@@ -103,7 +115,7 @@ class Worker:
         # An RLock: the signal handler runs on the main thread, which may hold it already.
         self._cond = threading.Condition(threading.RLock())
         self._held: dict[str, _Held] = {}
-        self._acks: list[tuple[str, float]] = []  # (lease, finished at) waiting to be sent
+        self._acks: list[PendingAck] = []  # finished jobs' acks waiting to be sent
         self._tasks: stdqueue.SimpleQueue[Job | None] = stdqueue.SimpleQueue()
         self._stopping = threading.Event()  # no more fetching
         self._released = threading.Event()  # the grace is over: hand back what is left
@@ -241,16 +253,24 @@ class Worker:
                 if self._stopping.is_set():
                     return
                 want = self._free()
-                acks = [lease for lease, _ in self._acks]
-                self._acks.clear()
+                acks = take_acks(self._acks)
             try:
                 answer = self.queue.fetch(
                     self.worker_id, want, lease_ms=self.lease_ms, wait_ms=self.wait_ms,
-                    ack=acks, reclaim=reclaim, connection=conn,
+                    ack=[a.lease for a in acks], ack_results=ack_results(acks),
+                    reclaim=reclaim, connection=conn,
                 )
             except Exception as exc:
+                if acks and is_result_refused(exc):
+                    # A result the server measured over 64 KiB refused the whole fetch: each
+                    # ack goes alone, so only that job fails, and the loop goes on.
+                    self._ack_alone(acks, retries=5)
+                    continue
                 with self._cond:  # acks are idempotent: they go with the next request
-                    self._acks[:0] = [(lease, time.monotonic()) for lease in acks]
+                    now = time.monotonic()
+                    for a in acks:
+                        a.at = now
+                    self._acks[:0] = acks
                 if self._stopping.is_set():
                     return
                 if reclaim and is_reclaim_refused(exc):
@@ -277,7 +297,7 @@ class Worker:
             for item in answer.get("acked", []):
                 if not item.get("ok"):
                     log.warning("ack of %s not taken: %s", item.get("lease"), item.get("code"))
-            jobs = [Job.from_wire(j) for j in answer.get("jobs", [])]
+            jobs = [Job.from_wire(j, self.queue) for j in answer.get("jobs", [])]
             with self._cond:
                 late = self._stopping.is_set()
                 if not late:
@@ -299,19 +319,31 @@ class Worker:
                 if job.lease not in self._held:  # handed back at close before it started
                     continue
             error: BaseException | None = None
+            result: Any = None
+            size = 0
+            unkept: str | None = None  # why the result cannot be kept
             try:
-                self.handler(job)
+                result = self.handler(job)
             except BaseException as exc:  # even SystemExit: the slot must be freed
                 error = exc
+            if error is None:
+                try:
+                    size = result_size(result)
+                except ValueError as exc:
+                    unkept = str(exc)
             with self._cond:
                 held = self._held.pop(job.lease, None)
-                if held is not None and error is None:
-                    self._acks.append((job.lease, time.monotonic()))
+                if held is not None and error is None and unkept is None:
+                    self._acks.append(PendingAck(job.lease, time.monotonic(), result, size))
                 self._cond.notify_all()
             if held is None:  # handed back already: the job is another worker's now
                 log.info("job %s ended after it was handed back", job.id)
                 continue
-            if error is None:
+            if unkept is not None:
+                self.failed += 1
+                log.warning("job %s failed (attempt %d): %s", job.id, job.attempt, unkept)
+                self._send_nack([job.lease], unkept, delay_ms=None, retries=5)
+            elif error is None:
                 self.processed += 1
             elif isinstance(error, RateLimited):
                 self.snoozed += 1
@@ -396,22 +428,51 @@ class Worker:
     def _flush_acks(self, *, everything: bool) -> None:
         """Acks that could not ride on a fetch: those waiting longer than ACK_HOLD_S (a fetch
         is parked, or every slot was refilled), or all of them when closing."""
-        cutoff = time.monotonic() - ACK_HOLD_S
-        with self._cond:
-            if not self._acks or not (everything or self._acks[0][1] <= cutoff):
-                return
-            leases = [lease for lease, _ in self._acks]
-            self._acks.clear()
-        try:
-            retries = _CLOSING_RETRIES if everything else 0
-            results = call_with_retries(lambda: self.queue.ack(leases), retries)
-        except Exception as exc:
-            if not everything and is_transient(exc):
-                with self._cond:  # tried again at the next tick or fetch, while leases last
-                    self._acks[:0] = [(lease, time.monotonic()) for lease in leases]
-                return
-            log.warning("ack failed (%s): the jobs will be delivered again", exc)
-            return
-        for item in results:
-            if not item.get("ok"):
-                log.warning("ack of %s not taken: %s", item.get("lease"), item.get("code"))
+        while True:
+            cutoff = time.monotonic() - ACK_HOLD_S
+            with self._cond:
+                if not self._acks or not (everything or self._acks[0].at <= cutoff):
+                    return
+                acks = take_acks(self._acks)
+            leases = [a.lease for a in acks]
+            results = ack_results(acks)
+            try:
+                retries = _CLOSING_RETRIES if everything else 0
+                answer = call_with_retries(lambda: self.queue.ack(leases, results), retries)
+            except Exception as exc:
+                if is_result_refused(exc):
+                    self._ack_alone(acks, retries=retries)
+                    continue
+                if not everything and is_transient(exc):
+                    with self._cond:  # tried again at the next tick or fetch, while leases last
+                        now = time.monotonic()
+                        for a in acks:
+                            a.at = now
+                        self._acks[:0] = acks
+                    return
+                log.warning("ack failed (%s): the jobs will be delivered again", exc)
+                continue
+            for item in answer:
+                if not item.get("ok"):
+                    log.warning("ack of %s not taken: %s", item.get("lease"), item.get("code"))
+
+    def _ack_alone(self, acks: list[PendingAck], *, retries: int) -> None:
+        """Acks one at a time those of a request refused for a result over 64 KiB (as the
+        server measured it): the job whose result it was fails with an error saying so, the
+        others are acked with theirs."""
+        for a in acks:
+            try:
+                results = None if a.result is None else [a.result]
+                answer = call_with_retries(lambda: self.queue.ack([a.lease], results), retries)
+            except Exception as exc:
+                if is_result_refused(exc):
+                    self.processed -= 1
+                    self.failed += 1
+                    self._send_nack([a.lease], result_too_large(None), delay_ms=None,
+                                    retries=retries)
+                else:
+                    log.warning("ack failed (%s): the job will be delivered again", exc)
+                continue
+            for item in answer:
+                if not item.get("ok"):
+                    log.warning("ack of %s not taken: %s", item.get("lease"), item.get("code"))

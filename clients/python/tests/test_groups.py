@@ -81,14 +81,21 @@ def test_snooze_holds_the_group_and_keeps_the_attempt(server):
     assert (err.value.status, err.value.code) == (400, "invalid_argument")
 
 
+# What a queue nobody set anything for keeps of its finished jobs.
+DEFAULT_KEEP = {"count": 1000, "age_ms": 86_400_000}
+
+
 def test_a_group_concurrency_of_one_holds_its_second_job_until_the_first_is_acked(server):
     q = Queue("limited", server.url)
-    assert q.settings() == {"queue": "limited", "fairness": "fifo", "limits": []}
+    assert q.settings() == {
+        "queue": "limited", "fairness": "fifo", "limits": [], "keep_acked": DEFAULT_KEEP
+    }
     answer = q.set_settings(fairness="round_robin", limits=[{"key": "group", "concurrency": 1}])
     assert answer == {
         "queue": "limited",
         "fairness": "round_robin",
         "limits": [{"key": "group", "concurrency": 1}],
+        "keep_acked": DEFAULT_KEEP,
     }
     assert q.settings() == answer
     a1 = q.push("a1", group="a")
@@ -102,7 +109,9 @@ def test_a_group_concurrency_of_one_holds_its_second_job_until_the_first_is_acke
     answer = q.fetch("w", 10, wait_ms=2000, ack=[lease_a1])
     assert [j["id"] for j in answer["jobs"]] == [a2]
     # A PUT replaces every setting: nothing sent is back to the defaults.
-    assert q.set_settings() == {"queue": "limited", "fairness": "fifo", "limits": []}
+    assert q.set_settings() == {
+        "queue": "limited", "fairness": "fifo", "limits": [], "keep_acked": DEFAULT_KEEP
+    }
 
 
 def test_a_worker_never_runs_two_jobs_of_a_group_at_once_under_its_limit(server):
