@@ -305,5 +305,80 @@ TEST(JobStateHttpTest, APipelineWaitsAcrossASigkillOnRedis) {
   ExpectPipeline({"--store", redis.url()});
 }
 
+// A batch with callbacks through the real server, the server SIGKILLed between its jobs: bad
+// bodies are refused, and after the restart the batch settles and each callback is pushed once.
+void ExpectBatchSettlesOnce(const std::vector<std::string>& args) {
+  auto server = std::make_unique<ServerProcess>(args);
+  ASSERT_TRUE(server->started()) << server->error();
+  {
+    Client c(server->url());
+    const std::vector<std::string> bad = {
+        R"({"id": "bad id!"})",
+        R"({"on_success": 5})",
+        R"({"on_success": {"payload": 1, "depends_on": ["1"]}})",
+        R"({"on_dead": {"priority": 1}})",
+        R"({"on_sucess": {"payload": 1}})",
+    };
+    for (const std::string& body : bad) {
+      HttpResult r = c.Request("POST", "/v1/queues/bq/batches", body);
+      EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    }
+    HttpResult made = c.Request(
+        "POST", "/v1/queues/bq/batches",
+        R"({"id": "import", "on_success": {"payload": {"all": "ok"}}, "on_complete": {"payload": "done"}})");
+    ASSERT_EQ(made.status, 201) << made.body;
+    EXPECT_EQ(made.json.at("sealed"), false);
+    EXPECT_EQ(c.Request("POST", "/v1/queues/bq/batches", R"({"id": "import"})").status, 409);
+    HttpResult unknown =
+        c.Request("POST", "/v1/queues/bq/jobs", R"({"payload": 1, "batch": "nope"})");
+    EXPECT_EQ(unknown.status, 404) << unknown.body;
+    EXPECT_EQ(unknown.json.at("error").at("code"), "unknown_batch");
+    HttpResult pushed = c.Request(
+        "POST", "/v1/queues/bq/jobs",
+        R"({"jobs": [{"payload": 1, "batch": "import"}, {"payload": 2, "batch": "import"}]})");
+    ASSERT_EQ(pushed.status, 201) << pushed.body;
+    HttpResult sealed = c.Request("POST", "/v1/queues/bq/batches/import/seal");
+    ASSERT_EQ(sealed.status, 200) << sealed.body;
+    EXPECT_EQ(sealed.json.at("pending"), 2);
+    EXPECT_EQ(
+        c.Request("POST", "/v1/queues/bq/jobs", R"({"payload": 3, "batch": "import"})").status,
+        409);
+    auto [id, lease] = FetchOne(c, "bq");
+    ASSERT_EQ(c.Request("POST", "/v1/queues/bq/ack", Body({{"leases", json::array{lease}}})).status,
+              200);
+  }
+  ::kill(server->pid(), SIGKILL);
+  server->Stop();
+  server = std::make_unique<ServerProcess>(args);
+  ASSERT_TRUE(server->started()) << server->error();
+  Client c(server->url());
+  HttpResult before = c.Request("GET", "/v1/queues/bq/batches/import");
+  ASSERT_EQ(before.status, 200) << before.body;
+  EXPECT_EQ(before.json.at("acked"), 1);
+  EXPECT_EQ(before.json.at("pending"), 1);
+  auto [id, lease] = FetchOne(c, "bq");
+  ASSERT_EQ(c.Request("POST", "/v1/queues/bq/ack", Body({{"leases", json::array{lease}}})).status,
+            200);
+  HttpResult after = c.Request("GET", "/v1/queues/bq/batches/import");
+  EXPECT_EQ(after.json.at("settled"), true) << after.body;
+  EXPECT_TRUE(after.json.at("callbacks_pushed").as_object().contains("on_success"));
+  HttpResult callbacks = c.Fetch("bq", "w", 10, 60'000);
+  ASSERT_EQ(callbacks.json.at("jobs").as_array().size(), 2u) << callbacks.body;
+  EXPECT_EQ(callbacks.json.at("jobs").at(0).at("payload"), "done");
+  EXPECT_EQ(callbacks.json.at("jobs").at(1).at("payload"), (json::object{{"all", "ok"}}));
+  EXPECT_EQ(c.Request("GET", "/v1/queues/bq/batches/nope").status, 404);
+}
+
+TEST(JobStateHttpTest, ABatchSettlesOnceAcrossASigkillOfTheEmbeddedServer) {
+  TempDir data("anteroom-batch");
+  ExpectBatchSettlesOnce({"--data", data.path().string()});
+}
+
+TEST(JobStateHttpTest, ABatchSettlesOnceAcrossASigkillOnRedis) {
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  ExpectBatchSettlesOnce({"--store", redis.url()});
+}
+
 }  // namespace
 }  // namespace anteroom::testing
