@@ -272,6 +272,8 @@ inline constexpr std::string_view kJobNotObject = "a job must be a JSON object";
 inline constexpr std::string_view kPayloadOver1MiB = "the payload is larger than 1 MiB";
 inline constexpr std::string_view kPayloadNotFinite =
     "the payload holds a number beyond the range of a double (such as 1e400)";
+inline constexpr std::string_view kReportNotFinite =
+    "a result or progress holds a number beyond the range of a double (such as 1e400)";
 inline constexpr std::string_view kPayloadTextLost = "the payload's text could not be kept";
 inline constexpr std::string_view kJobsCount = "'jobs' must hold 1 to 1000 jobs";
 inline std::string LeasesNotArray(std::string_view key) {

@@ -261,4 +261,19 @@ OpResult<std::string> PayloadTexts::Of(const json::value& payload, size_t index)
   return (*from_source_)[index];
 }
 
+bool HoldsNonFinite(const boost::json::value& v) {
+  if (v.is_double()) return !std::isfinite(v.as_double());
+  if (v.is_array()) {
+    for (const boost::json::value& e : v.as_array()) {
+      if (HoldsNonFinite(e)) return true;
+    }
+  }
+  if (v.is_object()) {
+    for (const auto& e : v.as_object()) {
+      if (HoldsNonFinite(e.value())) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace anteroom::server

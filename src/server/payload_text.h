@@ -51,6 +51,10 @@ class PayloadTexts {
   std::optional<std::vector<std::string>> from_source_;  // derived on first need
 };
 
+// Whether `v` holds a number no double holds (1e400 parses as infinity): no consumer could read
+// it back, so a payload, result or progress holding one is refused.
+bool HoldsNonFinite(const boost::json::value& v);
+
 // The payload texts of `body` derived from its source, one per job in order ("" for a job with
 // no payload); nullopt when `body` is not JSON. For a single job, one text. What PayloadTexts
 // uses when serializing would not be exact; exposed for tests.

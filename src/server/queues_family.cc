@@ -197,6 +197,7 @@ OpResult<std::vector<std::string>> ReadResults(const json::object& body, std::st
   }
   results.reserve(leases);
   for (const json::value& r : v->as_array()) {
+    if (HoldsNonFinite(r)) return {OpStatus::kInvalidArgument, std::string(wire::kReportNotFinite)};
     results.push_back(r.is_null() ? std::string() : json::serialize(r));
     if (results.back().size() > core::kMaxResultBytes) {
       return {OpStatus::kPayloadTooLarge, std::string(wire::kResultOver64KiB)};
@@ -370,6 +371,9 @@ void CmdProgress(Services& s, const Request& req, Respond respond) {
   const json::value* progress = in.body().if_contains("progress");
   if (progress == nullptr) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::FieldRequired("progress")));
+  }
+  if (HoldsNonFinite(*progress)) {
+    return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kReportNotFinite));
   }
   std::string text = json::serialize(*progress);
   if (text.size() > core::kMaxProgressBytes) {

@@ -10,6 +10,7 @@
 #include "core/room_types.h"
 #include "http/json_body.h"
 #include "server/event_json.h"
+#include "server/payload_text.h"
 
 namespace anteroom::server {
 
@@ -37,22 +38,6 @@ bool IsOneOf(std::string_view key, const std::array<std::string_view, N>& keys) 
 
 OpResult<core::ScheduleSpec> Invalid(std::string message) {
   return {OpStatus::kInvalidArgument, std::move(message)};
-}
-
-// A number no double holds (1e400 parses as infinity): no consumer could read it back.
-bool HoldsNonFinite(const json::value& v) {
-  if (v.is_double()) return !std::isfinite(v.as_double());
-  if (v.is_array()) {
-    for (const json::value& e : v.as_array()) {
-      if (HoldsNonFinite(e)) return true;
-    }
-  }
-  if (v.is_object()) {
-    for (const auto& e : v.as_object()) {
-      if (HoldsNonFinite(e.value())) return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace

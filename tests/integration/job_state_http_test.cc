@@ -61,6 +61,8 @@ TEST(JobStateHttpTest, BadBodiesAreRefusedAndChangeNothing) {
       {"ack", Body({{"leases", json::array{lease}}, {"results", 1}}), 400},
       {"ack", Body({{"leases", json::array{lease}}, {"results", json::array{1, 2}}}), 400},
       {"ack", Body({{"leases", json::array{lease}}, {"results", json::array{big}}}), 413},
+      {"ack", R"({"leases": [")" + lease + R"("], "results": [1e400]})", 400},
+      {"progress", R"({"lease": ")" + lease + R"(", "progress": {"p": -1e400}})", 400},
       {"fetch",
        Body({{"worker", "w"}, {"ack", json::array{lease}}, {"ack_results", json::array{}}}), 400},
       {"fetch", Body({{"worker", "w"}, {"ack_results", json::array{1}}}), 400},
