@@ -136,11 +136,16 @@ struct FetchReply {
   int64_t retry_in_ms = 0;
 };
 FetchReply ParseFetch(const Reply& answer, size_t acks);
-// A queue's settings: queue.lua's nine numbers (op_get_settings).
-core::QueueLimits ParseQueueLimits(const Reply& answer);
+// A queue's settings: queue.lua's eleven numbers (op_get_settings).
+core::QueueSettings ParseQueueSettings(const Reply& answer);
 
 // ack, nack, extend: the outcome of each of the `leases` sent.
 std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases);
+// progress, joblog: the outcome of the one lease sent.
+core::LeaseOutcome ParseLeaseOutcome(const Reply& answer);
+
+// getjob: job `id` as the queue shows it; nullopt when it knows no such job.
+std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer);
 
 // release, requeue: how many jobs it moved.
 size_t ParseJobCount(const Reply& answer);

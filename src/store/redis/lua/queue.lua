@@ -15,18 +15,25 @@
 --       then the group)  20 rotation (list of group names: round robin's turns)  21 parked
 --       (zset: group -> when its rate or hold lets it go)  22 schedules (hash: id -> msgpack
 --       record, SCHEDULE below)  23 schedule times (zset: id -> next nominal time, the schedules
---       not paused that have one)
+--       not paused that have one)  24 finished (hash: id -> msgpack record, FINISHED below)
+--       25 finished order (list of 'ID:AT:FLAGS', oldest first)  26 progress (hash: id -> the
+--       progress's JSON text)  27 job logs (hash: id -> msgpack {dropped, at, line, at, line...})
+--       A job's payload, history, progress and log stay under its id from its push until its
+--       finished record goes (or until it finishes, when the queue keeps none).
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
 -- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
 -- exactly one of ready, delayed, leases, dead; a lease names one delivery.
 
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
+-- What a queue keeps of its finished jobs until its settings say otherwise (core::KeepFinished).
+local KEEP_COUNT, KEEP_AGE_MS = RULES.keep_count, RULES.keep_age_ms
 -- Set by run() for each call, beside KEYS and ARGV (prelude.lua): the keys, named as KEYS
 -- above lists them.
 local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE
 local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
 local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED, K_SCHEDULES, K_SCHEDULE_TIMES
+local K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -40,7 +47,8 @@ local queue = {}
 -- its fields is at its default (most queues: one byte more to read and write), else the array
 -- lim qtat_ms qtat_rem qheld gready gact, then sched: the earliest time in schedule times (absent:
 -- NEVER, none), kept exact by every operation on a schedule, so that the sweeper comes then and
--- no other call reads the set.
+-- no other call reads the set; then FINISHED's state (absent: the default keep_acked, none
+-- kept), the array kc ka fseq fhead fmin ffloor tfloor (see finished jobs below).
 -- lim: the queue's settings (core::QueueLimits), false for the defaults: {fairness (0 fifo, 1
 -- round robin), per group: rate limit, period, burst (0 0 0: no rate), concurrency (0: none),
 -- queue-wide: the same four}. qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld:
@@ -56,11 +64,17 @@ local function load_queue()
        paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
        cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
        lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0,
-       sched = t[17] or NEVER}
+       sched = t[17] or NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
+       fmin = NEVER, ffloor = 0, tfloor = -1}
   local l = t[16]
   if l then
     queue.lim, queue.qtat_ms, queue.qtat_rem, queue.qheld, queue.gready, queue.gact =
         l[1], l[2], l[3], l[4], l[5], l[6]
+  end
+  local f = t[18]
+  if f then
+    queue.kc, queue.ka, queue.fseq, queue.fhead, queue.fmin, queue.ffloor, queue.tfloor =
+        f[1], f[2], f[3], f[4], f[5], f[6], f[7]
   end
   return true
 end
@@ -68,7 +82,8 @@ local function create_queue(now)
   queue = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
        axmin = NEVER, due = NEVER, lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0,
-       gact = 0, sched = NEVER}
+       gact = 0, sched = NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
+       fmin = NEVER, ffloor = 0, tfloor = -1}
 end
 
 -- ---- limits: the settings, and GCRA (core/rate_limit.cc, integer arithmetic in doubles) -----
@@ -158,30 +173,38 @@ end
 
 local function save_queue()
   local q = queue
+  local sched, fin = q.sched ~= NEVER and q.sched or nil, nil
+  if q.kc ~= KEEP_COUNT or q.ka ~= KEEP_AGE_MS or q.fhead <= q.fseq then
+    fin = {q.kc, q.ka, q.fseq, q.fhead, q.fmin, q.ffloor, q.tfloor}
+    sched = sched or false  -- no hole before it: an array still
+  end
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
              q.listed, q.axmin, q.due,
              (q.lim or q.qtat_ms ~= 0 or q.qtat_rem ~= 0 or q.qheld ~= 0 or q.gready ~= 0 or
               q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact},
-             q.sched ~= NEVER and q.sched or nil}))
+             sched, fin}))
   if next(groups) ~= nil then save_groups() end
   flush_told()
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
---      failed_at, dedupe, group}; state r(eady) d(elayed) i(nflight) x (dead); group false when
---      none ---------------------------------------------------------------------------------------
+--      failed_at, dedupe, group, notes}; state r(eady) d(elayed) i(nflight) x (dead); group false
+--      when none; notes: NOTE flags of what the job has in progress and job logs (absent: 0) ------
+local NOTE_PROGRESS, NOTE_LOG, NOTE_HISTORY = 1, 2, 4
+local function has(flags, note) return math.floor(flags / note) % 2 == 1 end
 local function load_job(id)
   local v = redis.call('HGET', K_JOBS, pad(id))
   if not v then return nil end
   local t = cmsgpack.unpack(v)
   return {id = id, st = t[1], due = t[2], order = t[3], priority = t[4], max_attempts = t[5],
           attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10],
-          group = t[11] or false}
+          group = t[11] or false, notes = t[12] or 0}
 end
 local function save_job(x)
   redis.call('HSET', K_JOBS, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
-             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group}))
+             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group,
+             x.notes ~= 0 and x.notes or nil}))
 end
 local function ready_member(x)
   return string.format('%08x%014x', 2147483647 - x.priority, x.order + 2251799813685248) ..
@@ -541,7 +564,93 @@ local function fail(x, err, now, expired)
   if x.attempt >= x.max_attempts then return bury(x, now, err) end
   make_ready(x, true)
 end
-local function free_job(x)
+-- Removes what a job keeps under its id beside its record: its payload, and what `flags` (NOTE
+-- flags) say it has of history, progress and log.
+local function drop_job_data(id, flags)
+  redis.call('HDEL', K_PAYLOADS, id)
+  if has(flags, NOTE_HISTORY) then redis.call('HDEL', K_HISTORY, id) end
+  if has(flags, NOTE_PROGRESS) then redis.call('HDEL', K_PROGRESS, id) end
+  if has(flags, NOTE_LOG) then redis.call('HDEL', K_JOB_LOGS, id) end
+end
+
+-- ---- finished jobs (core::Queue::Finish, ForgetFinished): acked and cancelled jobs kept for
+--      lookup -----------------------------------------------------------------------------------
+-- FINISHED, the record's array: state ('acked', 'cancelled'), at (finished at), seq, priority,
+-- group (false: none), attempts, max_attempts, flags (NOTE flags: what it keeps under its id in
+-- history, progress and job logs; its payload is always kept), result (absent: none). Records
+-- are numbered in the order they finish (seq, from 1), and finished order lists them so, with
+-- each one's time and flags: both seq and at grow along it (queue.now never goes back), so
+-- the records a queue no longer keeps are always the list's front.
+-- The queue's state: kc, ka its keep_acked (count, age_ms); fseq the last record's seq, fhead
+-- the front's (fhead > fseq: none kept); fmin no later than the front's time (as `due`: a
+-- lower bound, made exact when reached); ffloor, tfloor: a record whose seq is below ffloor, or
+-- that finished at or before tfloor, is no longer kept whatever the settings say now (settings
+-- changed after it was gone by the old ones: the core trims by the old settings before it
+-- applies new ones). A record is kept (shown) exactly while finished_kept() says so, whether or
+-- not it was trimmed yet: trimming is bounded per call (FINISHED_TRIM_MAX), and the sweeper
+-- comes back for the rest.
+local FINISHED_TRIM_MAX = 256
+-- The sweeper trims an idle queue's expired records this long after the first expires, so that
+-- records finished over a while go in a few sweeps rather than one sweep each.
+local FINISHED_SWEEP_SLACK_MS = 60000
+local function finished_kept(seq, at, now)
+  local q = queue
+  return seq >= q.fhead and seq >= q.ffloor and seq > q.fseq - q.kc and at > q.tfloor and
+         at + q.ka > now
+end
+-- Whether the front record goes by its seq alone (the count or ffloor).
+local function front_over()
+  return queue.fhead < queue.ffloor or queue.fhead <= queue.fseq - queue.kc
+end
+local function front_entry(e)
+  local id, at, flags = string.match(e, '^(%d+):(%-?%d+):(%d+)$')
+  return id, tonumber(at), tonumber(flags)
+end
+local function drop_finished_front()
+  local e = redis.call('LPOP', K_FINISHED_ORDER)
+  queue.fhead = queue.fhead + 1
+  if not e then return end
+  local id, _, flags = front_entry(e)
+  redis.call('HDEL', K_FINISHED, id)
+  drop_job_data(id, flags)
+end
+-- Trims the records no longer kept at `now`, at most FINISHED_TRIM_MAX.
+local function forget_finished(now)
+  local q, n = queue, 0
+  while q.fhead <= q.fseq and n < FINISHED_TRIM_MAX do
+    if not front_over() then
+      if q.fmin > q.tfloor and q.fmin + q.ka > now then break end  -- (fmin: maybe early)
+      local _, at = front_entry(redis.call('LINDEX', K_FINISHED_ORDER, 0) or '')
+      q.fmin = at or NEVER
+      if at and at > q.tfloor and at + q.ka > now then break end
+    end
+    drop_finished_front()
+    n = n + 1
+  end
+  if q.fhead > q.fseq then  -- none kept: the numbering and floors start again
+    q.fseq, q.fhead, q.fmin, q.ffloor, q.tfloor = 0, 1, NEVER, 0, -1
+  end
+end
+-- When the sweeper should trim next (NEVER: nothing kept; now: a trim was cut short).
+local function finished_due()
+  local q = queue
+  if q.fhead > q.fseq then return NEVER end
+  if front_over() or q.fmin <= q.tfloor then return q.now end
+  return q.fmin + q.ka + FINISHED_SWEEP_SLACK_MS
+end
+-- New keep_acked settings, after the old ones had their say at queue.now.
+local function keep_finished(count, age_ms)
+  local q = queue
+  q.ffloor = math.max(q.ffloor, q.fseq - q.kc + 1)
+  q.tfloor = math.max(q.tfloor, q.now - q.ka)
+  q.kc, q.ka = count, age_ms
+  forget_finished(q.now)
+end
+
+-- Job x is done (acked or cancelled, `state`), with `result` (nil: none): it leaves the live
+-- jobs and, while the queue keeps any, becomes a finished record, its payload, history,
+-- progress and log staying where they are until the record goes.
+local function finish(x, state, result)
   if x.dedupe then redis.call('HDEL', K_DEDUPE, x.dedupe) end
   if x.group then
     local G = load_group(x.group)
@@ -549,8 +658,23 @@ local function free_job(x)
   end
   local id = pad(x.id)
   redis.call('HDEL', K_JOBS, id)
-  redis.call('HDEL', K_PAYLOADS, id)
-  redis.call('HDEL', K_HISTORY, id)
+  local q = queue
+  if q.kc <= 0 then return drop_job_data(id, x.notes + NOTE_HISTORY) end
+  -- Each delivery before an ack's, and each before a cancel, failed (a snooze or a give-back
+  -- takes its attempt back): a job has a history exactly when this says so. Read the flag,
+  -- not the hash, so that most acks do not touch it.
+  local flags = x.notes
+  if x.attempt > (state == 'acked' and 1 or 0) then
+    flags = flags + NOTE_HISTORY
+  else
+    redis.call('HDEL', K_HISTORY, id)
+  end
+  q.fseq = q.fseq + 1
+  redis.call('HSET', K_FINISHED, id, cmsgpack.pack({state, q.now, q.fseq, x.priority, x.group,
+             x.attempt, x.max_attempts, flags, result}))
+  local entry = id .. ':' .. digits(q.now) .. ':' .. flags
+  if redis.call('RPUSH', K_FINISHED_ORDER, entry) == 1 then q.fhead, q.fmin = q.fseq, q.now end
+  forget_finished(q.now)
 end
 local function jobs_of(ids)
   local out = {}
@@ -609,6 +733,7 @@ local function advance(now)
   end
   queue.now = target
   forget_old_acks(queue.now)
+  forget_finished(queue.now)
 end
 -- Whether ready jobs may be held back at all: settings, a grouped job, or a hold on the queue.
 -- Without any (most queues), every ready job is ungrouped and a fetch takes ready's first, as
@@ -631,6 +756,8 @@ local function next_deadline()
     n = math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
   end
   if queue.sched < n then n = queue.sched end  -- a schedule to fire (RedisBackend::FireDue)
+  local f = finished_due()  -- finished records to trim, though nobody calls
+  if f < n then n = f end
   if not plain() and polled() then
     local at = next_allowed_at(queue.now)
     if at > queue.now and at < n then n = at end
@@ -681,7 +808,9 @@ local function current(id, delivery)
   if a and tonumber(a) == delivery then return OK, nil, true end
   return LOST, nil, false
 end
-local function ack(id, delivery)
+-- `result`: the JSON text the worker gave ('' or nil: none), kept with the finished job; a
+-- repeated ack changes nothing, its result included.
+local function ack(id, delivery, result)
   local outcome, x = current(id, delivery)
   if not x then return outcome end
   end_lease(x)
@@ -697,7 +826,7 @@ local function ack(id, delivery)
     end
   end
   queue.acked = queue.acked + 1
-  free_job(x)
+  finish(x, 'acked', result ~= '' and result or nil)
   return OK
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
@@ -828,7 +957,7 @@ local function push_one(payload, delay, priority, dedupe, max_attempts, group)
   if hit then return tonumber(hit), 0 end
   local x = {id = queue.next_id, st = 'r', due = 0, order = 0, priority = priority,
              max_attempts = max_attempts, attempt = 0, delivery = 0, worker = false,
-             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false}
+             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false, notes = 0}
   queue.next_id = queue.next_id + 1
   if x.group then
     local G = load_group(x.group)
@@ -859,7 +988,8 @@ local function op_push(now)
 end
 -- Acks, then (with reclaim) takes back the worker's own jobs, then leases ready jobs: up to
 -- `max` in all. ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id,
--- delivery), then reclaim ('1', or absent). Answers {acked, jobs, how many jobs were reclaimed}.
+-- delivery, result ('' none)), then reclaim ('1', or absent). Answers {acked, jobs, how many
+-- jobs were reclaimed}.
 local function op_fetch(now)
   local n, wait, acked = tonumber(ARGV[7]), tonumber(ARGV[6]), {}
   if not load_queue() then
@@ -869,11 +999,12 @@ local function op_fetch(now)
   end
   advance(now)
   for i = 0, n - 1 do
-    acked[#acked + 1] = ack(tonumber(ARGV[8 + i * 2]), tonumber(ARGV[9 + i * 2]))
+    local at = 8 + i * 3
+    acked[#acked + 1] = ack(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2])
   end
   local worker, max, lease_ms = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local jobs = {}
-  if ARGV[8 + n * 2] == '1' then jobs = reclaim(worker, max, lease_ms) end
+  if ARGV[8 + n * 3] == '1' then jobs = reclaim(worker, max, lease_ms) end
   local reclaimed = #jobs
   for _, j in ipairs(lease_ready(worker, max - reclaimed, lease_ms)) do jobs[#jobs + 1] = j end
   local retry = 0
@@ -889,7 +1020,8 @@ local function op_fetch(now)
 end
 
 -- ack, nack, extend: ARGV 3 n, then n x (id, delivery, jitter), then the operation's own
--- arguments (tail_arg). `each(id, delivery, jitter)` answers the outcome of one lease.
+-- arguments (tail_arg). `each(id, delivery, jitter, k)` answers the outcome of the k-th lease
+-- (from 1).
 local function each_lease(now, each)
   local n, out = tonumber(ARGV[3]), {}
   if not load_queue() then
@@ -899,7 +1031,8 @@ local function each_lease(now, each)
   advance(now)
   for i = 0, n - 1 do
     local at = 4 + i * 3
-    out[#out + 1] = each(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]))
+    out[#out + 1] = each(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
+                         i + 1)
   end
   return answer(false, out)
 end
@@ -912,7 +1045,10 @@ local function current_unacked(id, delivery)
   if acked_before then outcome = LOST end
   return outcome, x
 end
-local function op_ack(now) return each_lease(now, ack) end
+-- ARGV after the leases: each one's result ('' none), or nothing (none has one).
+local function op_ack(now)
+  return each_lease(now, function(id, delivery, _, k) return ack(id, delivery, tail_arg(k)) end)
+end
 -- ARGV after the leases: the delay ('' = the backoff), the error.
 local function op_nack(now)
   local delay, err = tail_arg(1), tail_arg(2)
@@ -1088,9 +1224,97 @@ local function op_cancel(now)
   elseif x.st == 'd' then redis.call('ZREM', K_DELAYED, pad(x.id))
   else redis.call('ZREM', K_DEAD, pad(x.id)) end
   queue.cancelled = queue.cancelled + 1
-  free_job(x)
+  finish(x, 'cancelled', nil)
   return answer(false, 0)
 end
+-- ---- job state: a job looked up, its progress and its log (core::Queue::Lookup, SetProgress,
+--      AppendLog) -----------------------------------------------------------------------------
+local STATE_NAMES = {r = 'ready', d = 'delayed', i = 'inflight', x = 'dead'}
+local function unpacked(hash, id)
+  local v = redis.call('HGET', hash, id)
+  return v and cmsgpack.unpack(v) or false
+end
+-- What a job keeps under its id that `flags` says it has: history ({} when none), progress and
+-- log (false when none).
+local function job_data(id, flags)
+  return has(flags, NOTE_HISTORY) and unpacked(K_HISTORY, id) or {},
+         has(flags, NOTE_PROGRESS) and redis.call('HGET', K_PROGRESS, id),
+         has(flags, NOTE_LOG) and unpacked(K_JOB_LOGS, id)
+end
+-- ARGV 3: id. Answers false when the queue knows no such job (never pushed, or finished and no
+-- longer kept), else {state, payload, priority, group ('' none), attempts, max_attempts, due,
+-- finished, history ({attempt, error, at}...), progress, result, log ({dropped, at, line, at,
+-- line...})}, false for each of the last three when there is none. due: a delayed job's ready
+-- time, an in-flight one's lease expiry, else 0; finished: when it went dead, was acked or
+-- cancelled, else 0.
+local function op_get_job(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = tonumber(ARGV[3])
+  local key = pad(id)
+  local x = load_job(id)
+  if x then
+    local st = x.st
+    -- A live job's history is read whatever its flags (a read, not worth the invariant).
+    local history, progress, log = job_data(key, x.notes + NOTE_HISTORY)
+    return answer(false, {STATE_NAMES[st], redis.call('HGET', K_PAYLOADS, key), x.priority,
+                          x.group or '', x.attempt, x.max_attempts,
+                          (st == 'd' or st == 'i') and x.due or 0, st == 'x' and x.failed_at or 0,
+                          history, progress, false, log})
+  end
+  local f = unpacked(K_FINISHED, key)
+  if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
+  local history, progress, log = job_data(key, f[8])
+  return answer(false, {f[1], redis.call('HGET', K_PAYLOADS, key), f[4], f[5] or '', f[6], f[7],
+                        0, f[2], history, progress, f[9] or false, log})
+end
+-- Progress and log come from the job's current delivery, ARGV 3 id, 4 delivery (an acked one
+-- is lost to them, as to a nack); a queue nobody pushed to has no lease to check (INVALID).
+-- ARGV 5: the progress's JSON text, replacing the last. Answers OK, LOST or INVALID.
+local function op_set_progress(now)
+  if not load_queue() then return no_queue(INVALID) end
+  advance(now)
+  local outcome, x = current_unacked(tonumber(ARGV[3]), tonumber(ARGV[4]))
+  if x then
+    redis.call('HSET', K_PROGRESS, pad(x.id), ARGV[5])
+    if not has(x.notes, NOTE_PROGRESS) then
+      x.notes = x.notes + NOTE_PROGRESS
+      save_job(x)
+    end
+  end
+  return answer(false, outcome)
+end
+-- ARGV 5..: the lines, each cut by the backend (core::BoundedLogLine), appended at queue.now;
+-- the last KEPT_LOG_LINES are kept and the rest counted as dropped. Answers OK, LOST or
+-- INVALID.
+local KEPT_LOG_LINES = RULES.kept_log_lines
+local function op_append_job_log(now)
+  if not load_queue() then return no_queue(INVALID) end
+  advance(now)
+  local outcome, x = current_unacked(tonumber(ARGV[3]), tonumber(ARGV[4]))
+  if x then
+    local key = pad(x.id)
+    local old = has(x.notes, NOTE_LOG) and unpacked(K_JOB_LOGS, key) or {0}
+    local kept, added = (#old - 1) / 2, #ARGV - 4
+    local drop = math.max(0, kept + added - KEPT_LOG_LINES)
+    local log = {old[1] + drop}
+    for k = drop + 1, kept do  -- the old lines still kept
+      log[#log + 1] = old[2 * k]
+      log[#log + 1] = old[2 * k + 1]
+    end
+    for k = math.max(1, drop - kept + 1), added do
+      log[#log + 1] = queue.now
+      log[#log + 1] = ARGV[4 + k]
+    end
+    redis.call('HSET', K_JOB_LOGS, key, cmsgpack.pack(log))
+    if not has(x.notes, NOTE_LOG) then
+      x.notes = x.notes + NOTE_LOG
+      save_job(x)
+    end
+  end
+  return answer(false, outcome)
+end
+
 -- ARGV 3: 1 or 0.
 local function op_set_paused(now)
   local paused = tonumber(ARGV[3])
@@ -1129,18 +1353,19 @@ local function op_set_queue_key(now)
   return answer_counted(first, 0)
 end
 
--- The queue's settings (core::QueueLimits), as nine numbers: fairness (0 fifo, 1 round robin),
+-- The queue's limits (core::QueueLimits), as nine numbers: fairness (0 fifo, 1 round robin),
 -- then per group and queue-wide each: rate limit, period_ms, burst (0 0 0: no rate),
 -- concurrency (0: none).
-local DEFAULT_SETTINGS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
--- ARGV 3..11: the settings. Setting any (the defaults too) creates the queue (the backend
--- checked --max-queues first) and lists it, as a first push does; settings equal to those in
--- force change nothing else. Answers 0.
+local DEFAULT_LIMITS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+-- ARGV 3..11: the limits, 12 keep_acked's count, 13 its age_ms (core::QueueSettings). Setting
+-- any (the defaults too) creates the queue (the backend checked --max-queues first) and lists
+-- it, as a first push does, so that a queue with settings is never forgotten as empty; settings
+-- equal to those in force change nothing else. Answers 0.
 local function op_set_settings(now)
   local lim, defaults, same = {}, true, true
   if not load_queue() then create_queue(now) end
   advance(now)
-  local old = queue.lim or DEFAULT_SETTINGS
+  local old = queue.lim or DEFAULT_LIMITS
   for i = 1, 9 do
     lim[i] = tonumber(ARGV[2 + i])
     if lim[i] ~= 0 then defaults = false end
@@ -1149,12 +1374,19 @@ local function op_set_settings(now)
   local first = queue.listed == 0
   queue.listed = 1
   if not same then configure(not defaults and lim, queue.now) end
+  local count, age_ms = tonumber(ARGV[12]) or queue.kc, tonumber(ARGV[13]) or queue.ka
+  if count ~= queue.kc or age_ms ~= queue.ka then keep_finished(count, age_ms) end
   return answer_counted(first, 0)
 end
--- Answers the settings, without changing anything.
+-- Answers the settings, as op_set_settings takes them (eleven numbers), without changing
+-- anything.
 local function op_get_settings()
-  if not load_queue() then return no_queue(DEFAULT_SETTINGS) end
-  return {'ok', NOTHING_TO_REGISTER, 0, queue.lim or DEFAULT_SETTINGS}
+  local loaded = load_queue()
+  local out = {unpack(loaded and queue.lim or DEFAULT_LIMITS)}
+  out[10], out[11] = KEEP_COUNT, KEEP_AGE_MS
+  if not loaded then return no_queue(out) end
+  out[10], out[11] = queue.kc, queue.ka
+  return {'ok', NOTHING_TO_REGISTER, 0, out}
 end
 
 -- ---- schedules of repeatable jobs (core/job_schedule.h) --------------------------------------
@@ -1326,7 +1558,8 @@ local OPS = {push = op_push, fetch = op_fetch, ack = op_ack, nack = op_nack, ext
              setkey = op_set_queue_key, snooze = op_snooze, setsettings = op_set_settings,
              settings = op_get_settings, schedules = op_get_schedules,
              schedput = op_put_schedule, scheddelete = op_delete_schedule,
-             schedfire = op_fire_schedule, advance = op_advance, hint = op_hint}
+             schedfire = op_fire_schedule, advance = op_advance, hint = op_hint,
+             getjob = op_get_job, progress = op_set_progress, joblog = op_append_job_log}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -1340,7 +1573,8 @@ local function run(keys, argv)
   K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED = KEYS[17], KEYS[18], KEYS[19], KEYS[20],
                                                       KEYS[21]
   K_SCHEDULES, K_SCHEDULE_TIMES = KEYS[22], KEYS[23]
-  K_FEED, K_FEED_HORIZON, told = KEYS[24], KEYS[25], {}
+  K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS = KEYS[24], KEYS[25], KEYS[26], KEYS[27]
+  K_FEED, K_FEED_HORIZON, told = KEYS[28], KEYS[29], {}
   queue = {}
   if next(groups) ~= nil then groups = {} end  -- left by a call that wrote nothing back
   return dispatch(OPS, 'queue')
