@@ -14,7 +14,9 @@
 // and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
 // without ids and codes. Schedules of repeatable jobs go in too: put, paused, resumed, deleted
 // and listed, and fired by either backend's timer between the steps, their jobs then fetched
-// as any other.
+// as any other. Dependencies and batches go in too: pushes that wait on older jobs (or on
+// ones not yet pushed), join batches or are refused for naming an unknown or sealed one;
+// batches made with callbacks, sealed and read; jobs' dependencies read.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -107,10 +109,33 @@ std::string Show(const std::vector<core::LeaseOutcome>& v) {
 }
 std::string Show(const core::QueueStats& q) {
   return fmt::format(
-      "ready={} delayed={} inflight={} dead={} pushed={} acked={} nacked={} "
+      "waiting={} ready={} delayed={} inflight={} dead={} pushed={} acked={} nacked={} "
       "expired={} cancelled={} workers={} paused={}",
-      q.ready, q.delayed, q.inflight, q.dead, q.pushed, q.acked, q.nacked, q.expired, q.cancelled,
-      q.workers, q.paused);
+      q.waiting, q.ready, q.delayed, q.inflight, q.dead, q.pushed, q.acked, q.nacked, q.expired,
+      q.cancelled, q.workers, q.paused);
+}
+std::string Show(const core::BatchView& v) {
+  return fmt::format(
+      "[{} sealed={} settled={} pending={} acked={} dead={} cancelled={} created={} settled_at={} "
+      "success={} complete={} on_dead={}]",
+      v.id, v.sealed, v.settled, v.pending, v.acked, v.dead, v.cancelled, v.created_ms,
+      v.settled_ms, v.on_success_job, v.on_complete_job, v.on_dead_job);
+}
+std::string Show(const std::vector<core::DependencyView>& v) {
+  std::string s;
+  for (const auto& d : v) {
+    s += fmt::format("[{} {} {}] ", d.id, core::ToString(d.state), d.result.value_or("-"));
+  }
+  return s;
+}
+// What a job's view says of its dependencies and its failures.
+std::string Show(const core::JobView& v) {
+  std::string s =
+      fmt::format("{} a{} due={} finished={} waiting_on={} deps=", core::ToString(v.state),
+                  v.attempts, v.due_ms, v.finished_ms, v.waiting_on);
+  for (core::JobId d : v.depends_on) s += std::to_string(d) + ",";
+  for (const auto& h : v.history) s += fmt::format(" [a{} '{}' {}]", h.attempt, h.error, h.at_ms);
+  return s;
 }
 std::string Show(const std::vector<core::InflightJob>& v) {
   std::string s;
@@ -310,7 +335,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(41);
+      int op = pick(43);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -408,6 +433,12 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             // A few groups, and often none: names that sort apart from their case and length.
             const char* groups[] = {"", "", "ga", "gB", "g", "g-c"};
             j.group = groups[pick(6)];
+            // Dependencies on recent jobs (some not yet pushed, some repeated), and batches.
+            if (pick(3) == 0) {
+              for (int k = pick(3); k >= 0; --k) j.depends_on.push_back(1 + pick(40));
+              j.ignore_failed_dependencies = pick(3) == 0;
+            }
+            if (pick(4) == 0) j.batch = "b" + std::to_string(pick(3));
           }
           (void)same("push", [&](Backend& b) {
             return Wait<std::vector<core::PushResult>>([&](auto done) { b.Push(q, jobs, done); });
@@ -814,6 +845,48 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
               return Wait<core::Schedule>([&](auto done) { b.PauseSchedule(id, paused, done); });
             });
           }
+          break;
+        }
+        case 41: {
+          // Batches: made with callbacks (which may wait on jobs, or die at once), sealed, read.
+          std::string id = "b" + std::to_string(pick(3));
+          int what = pick(4);
+          if (what == 0) {
+            core::BatchSpec spec;
+            auto callback = [&](const char* name) {
+              core::JobSpec j;
+              j.payload = name;
+              j.priority = pick(2);
+              if (pick(4) == 0) j.depends_on.push_back(1 + pick(40));
+              return j;
+            };
+            if (pick(2)) spec.on_success = callback("success");
+            if (pick(2)) spec.on_complete = callback("complete");
+            if (pick(2)) spec.on_dead = callback("dead");
+            (void)same("create-batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.CreateBatch(q, id, spec, done); });
+            });
+          } else if (what == 1) {
+            (void)same("seal-batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.SealBatch(q, id, done); });
+            });
+          } else {
+            (void)same("batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.GetBatch(q, id, done); });
+            });
+          }
+          break;
+        }
+        case 42: {
+          // A job's dependencies, and its view (waiting_deps, what it waits on, its failures).
+          core::JobId id = static_cast<core::JobId>(1 + pick(40));
+          (void)same("dependencies", [&](Backend& b) {
+            return Wait<std::vector<core::DependencyView>>(
+                [&](auto done) { b.GetJobDependencies(q, id, done); });
+          });
+          (void)same("job", [&](Backend& b) {
+            return Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); });
+          });
           break;
         }
         case 40: {

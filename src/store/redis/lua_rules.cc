@@ -67,6 +67,8 @@ std::string LuaRules() {
   }
   rules += fmt::format("}}\nRULES.max_events = {}\nRULES.min_event_cto = {}\n",
                        core::kMaxEventsPerRoom, core::kMinEventCheckinTimeoutMs);
+  // A queue's batches (core::Queue::CreateBatch).
+  rules += fmt::format("RULES.max_open_batches = {}\n", core::kMaxOpenBatches);
   rules += fmt::format(
       "local MSG = {{capacity_required = [==[{}]==],\n"
       "  join_needs_challenge = {},\n  client_table_full = {},\n"

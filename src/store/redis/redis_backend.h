@@ -338,6 +338,11 @@ class RedisBackend final : public Backend {
   static std::vector<core::LeaseOutcome> MergeOutcomes(
       const std::vector<int>& slots, const std::vector<core::LeaseOutcome>& outcomes);
   static std::vector<std::string> SettingsArgs(const core::QueueSettings& settings);
+  // A job's eight push arguments (queue.lua op_push), appended to `argv`: a push's jobs and a
+  // batch's callbacks alike.
+  static void JobArgs(const core::JobSpec& job, std::vector<std::string>& argv);
+  // A script that answers a batch's view (batchseal, batch) or false for none (kUnknownBatch).
+  void BatchOp(const char* op, std::string queue, std::string id, Completion<core::BatchView> done);
   // `each`: empty, or one argument per lease, of which those of the valid leases go after
   // `tail`.
   void LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,

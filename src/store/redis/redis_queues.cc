@@ -92,22 +92,42 @@ std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string
 
 // ---- operations ----------------------------------------------------------------------------
 
+void RedisBackend::JobArgs(const core::JobSpec& j, std::vector<std::string>& argv) {
+  argv.push_back(j.payload);
+  argv.push_back(std::to_string(j.delay_ms));
+  argv.push_back(std::to_string(j.priority));
+  argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
+  argv.push_back(std::to_string(j.max_attempts));
+  argv.push_back(j.group);
+  argv.push_back(j.batch);
+  // depends_on: the ignore flag, then each id in decimal (ids past what Lua's numbers hold
+  // exactly are longer than any job's, and the script finds them missing by their length).
+  std::string deps;
+  if (!j.depends_on.empty()) {
+    deps = j.ignore_failed_dependencies ? "1" : "0";
+    for (core::JobId id : j.depends_on) deps += " " + std::to_string(id);
+  }
+  argv.push_back(std::move(deps));
+}
+
 void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                         Completion<std::vector<core::PushResult>> done) {
   Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)](Shard& s) {
     std::vector<std::string> argv{"push", std::to_string(jobs.size())};
-    argv.reserve(2 + jobs.size() * 6);
+    argv.reserve(2 + jobs.size() * 8);
+    bool batched = false;
     for (const core::JobSpec& j : jobs) {
-      argv.push_back(j.payload);
-      argv.push_back(std::to_string(j.delay_ms));
-      argv.push_back(std::to_string(j.priority));
-      argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
-      argv.push_back(std::to_string(j.max_attempts));
-      argv.push_back(j.group);
+      JobArgs(j, argv);
+      batched = batched || !j.batch.empty();
     }
     WithinCap(s, 'q', queue,
-              [this, &s, queue, argv = std::move(argv),
+              [this, &s, queue, batched, argv = std::move(argv),
                done](std::optional<std::string> refusal) mutable {
+                // A queue that cannot be made has no batch: the batch is what is refused first,
+                // as the embedded backend refuses it.
+                if (refusal && batched) {
+                  return done({OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)});
+                }
                 if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
                 QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
                   if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
@@ -238,19 +258,64 @@ void RedisBackend::Ack(std::string queue, std::vector<std::string> leases,
           any ? std::move(results) : std::vector<std::string>{});
 }
 
-void RedisBackend::CreateBatch(std::string, std::string, core::BatchSpec,
+// Creates the queue within --max-queues and counts its name, as a first push does. The
+// callbacks are kept as push arguments, pushed by the script when the batch calls for them.
+void RedisBackend::CreateBatch(std::string queue, std::string id, core::BatchSpec spec,
                                Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+  Post([this, queue = std::move(queue), id = std::move(id), spec = std::move(spec),
+        done = std::move(done)](Shard& s) {
+    std::vector<std::string> argv{"batchcreate", id};
+    for (const std::optional<core::JobSpec>* callback :
+         {&spec.on_success, &spec.on_complete, &spec.on_dead}) {
+      argv.push_back(*callback ? "1" : "0");
+      if (*callback) JobArgs(**callback, argv);
+    }
+    WithinCap(s, 'q', queue,
+              [this, &s, queue, argv = std::move(argv),
+               done](std::optional<std::string> refusal) mutable {
+                if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
+                QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
+                  if (!r.ok()) return done(Fail<core::BatchView>(r));
+                  std::optional<core::BatchView> view = ParseBatchView(*r);
+                  if (!view) return done({OpStatus::kInternal, "redis: a batch not made"});
+                  Created(s, 'q', queue, [done, view = std::move(*view)] { done(view); });
+                });
+              });
+  });
 }
-void RedisBackend::SealBatch(std::string, std::string, Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+
+void RedisBackend::BatchOp(const char* op, std::string queue, std::string id,
+                           Completion<core::BatchView> done) {
+  Post([this, op, queue = std::move(queue), id = std::move(id), done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {op, id}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::BatchView>(r));
+      std::optional<core::BatchView> view = ParseBatchView(*r);
+      if (!view) return done({OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)});
+      done(std::move(*view));
+    });
+  });
 }
-void RedisBackend::GetBatch(std::string, std::string, Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+
+void RedisBackend::SealBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  BatchOp("batchseal", std::move(queue), std::move(id), std::move(done));
 }
-void RedisBackend::GetJobDependencies(std::string, core::JobId,
+
+void RedisBackend::GetBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  BatchOp("batch", std::move(queue), std::move(id), std::move(done));
+}
+
+void RedisBackend::GetJobDependencies(std::string queue, core::JobId id,
                                       Completion<std::vector<core::DependencyView>> done) {
-  done(OpResult<std::vector<core::DependencyView>>(OpStatus::kInternal, "not kept on Redis yet"));
+  using Deps = std::vector<core::DependencyView>;
+  if (id > kMaxScriptJobId) return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+  Post([this, queue = std::move(queue), id, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"jobdeps", std::to_string(id)}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<Deps>(r));
+      std::optional<Deps> deps = ParseDependencies(*r);
+      if (!deps) return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+      done(std::move(*deps));
+    });
+  });
 }
 
 void RedisBackend::GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) {

@@ -489,11 +489,29 @@ std::optional<std::string> OptString(const Reply& v) {
   if (v.type != Reply::Type::kString) return std::nullopt;
   return v.str;
 }
+// A job id the script keeps as the decimal text it was sent (a dependency's: any uint64); 0
+// for one that does not read as one.
+core::JobId JobIdOf(const Reply& v) {
+  if (v.type == Reply::Type::kInteger) return static_cast<core::JobId>(v.integer);
+  core::JobId id = 0;
+  std::from_chars(v.str.data(), v.str.data() + v.str.size(), id);
+  return id;
+}
+// queue.lua's dependency states, as core::ToString(DependencyState) spells them; missing for
+// another.
+core::DependencyState DependencyStateOf(std::string_view name) {
+  for (core::DependencyState s :
+       {core::DependencyState::kPending, core::DependencyState::kAcked,
+        core::DependencyState::kDead, core::DependencyState::kCancelled}) {
+    if (name == core::ToString(s)) return s;
+  }
+  return core::DependencyState::kMissing;
+}
 }  // namespace
 
 // false, or {state, payload, priority, group, attempts, max_attempts, due, finished, {{attempt,
 // error, at}...}, progress (nil: none), result (nil: none), {dropped, at, line, at, line...}
-// (nil: none)}
+// (nil: none), {dependency id (decimal text)...}, waiting_on}
 std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer) {
   const Reply& a = QueuePayload(answer);
   if (a.type != Reply::Type::kArray) return std::nullopt;
@@ -522,7 +540,44 @@ std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer) {
       v.log.push_back({log.elements[k].AsInt(), log.elements[k + 1].str});
     }
   }
+  for (const Reply& d : a.at(12).elements) v.depends_on.push_back(JobIdOf(d));
+  v.waiting_on = static_cast<int32_t>(a.at(13).AsInt());
   return v;
+}
+
+// false, or {id (decimal text), state, result (nil: none), ...} flat
+std::optional<std::vector<core::DependencyView>> ParseDependencies(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  if (a.type != Reply::Type::kArray) return std::nullopt;
+  std::vector<core::DependencyView> out;
+  out.reserve(a.elements.size() / 3);
+  for (size_t k = 0; k + 2 < a.elements.size(); k += 3) {
+    out.push_back({JobIdOf(a.elements[k]), DependencyStateOf(a.elements[k + 1].str),
+                   OptString(a.elements[k + 2])});
+  }
+  return out;
+}
+
+// false, or {id, sealed, settled, pending, acked, dead, cancelled, created, settled_at,
+// on_success job, on_complete job, on_dead job}
+std::optional<core::BatchView> ParseBatchView(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  if (a.type != Reply::Type::kArray) return std::nullopt;
+  auto job = [&](size_t k) {
+    return static_cast<core::JobId>(std::max<int64_t>(0, a.at(k).AsInt()));
+  };
+  return core::BatchView{.id = a.at(0).str,
+                         .sealed = a.at(1).AsInt() == 1,
+                         .settled = a.at(2).AsInt() == 1,
+                         .pending = a.at(3).AsInt(),
+                         .acked = a.at(4).AsInt(),
+                         .dead = a.at(5).AsInt(),
+                         .cancelled = a.at(6).AsInt(),
+                         .created_ms = a.at(7).AsInt(),
+                         .settled_ms = a.at(8).AsInt(),
+                         .on_success_job = job(9),
+                         .on_complete_job = job(10),
+                         .on_dead_job = job(11)};
 }
 
 size_t ParseJobCount(const Reply& answer) {
@@ -530,7 +585,7 @@ size_t ParseJobCount(const Reply& answer) {
 }
 
 // {ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused,
-// counted}
+// counted, waiting}
 StatsReply ParseStats(const Reply& answer) {
   const Reply& a = QueuePayload(answer);
   StatsReply r;
@@ -547,6 +602,7 @@ StatsReply ParseStats(const Reply& answer) {
   s.workers = a.at(9).AsInt();
   s.paused = a.at(10).AsInt() != 0;
   r.counted = a.at(11).AsInt() == 1;
+  s.waiting = a.at(12).AsInt();
   return r;
 }
 

@@ -28,7 +28,8 @@ namespace anteroom::store::redis {
 // ms, message}, {'challenge_required', register, message}, {'unknown_room'}; and the
 // schedule's and the passes', after the room was brought to now: {'invalid' | 'conflict' |
 // 'not_found' | 'limit_reached', register, message} (kInvalidArgument, kConflict, kNotFound,
-// kLimitReached).
+// kLimitReached); a queue's batches', {'unknown_batch' | 'batch_sealed' | 'batch_exists' |
+// 'too_many_batches', register...}, whose texts are the backend's.
 struct ScriptStatus {
   std::string word;  // "ok", or the refusal's code
   std::string message;
@@ -146,6 +147,13 @@ core::LeaseOutcome ParseLeaseOutcome(const Reply& answer);
 
 // getjob: job `id` as the queue shows it; nullopt when it knows no such job.
 std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer);
+
+// jobdeps: what became of the job's dependencies, in the order it named them; nullopt when
+// the queue knows no such job.
+std::optional<std::vector<core::DependencyView>> ParseDependencies(const Reply& answer);
+
+// batchcreate, batchseal, batch: the batch's view; nullopt when there is no such batch.
+std::optional<core::BatchView> ParseBatchView(const Reply& answer);
 
 // release, requeue: how many jobs it moved.
 size_t ParseJobCount(const Reply& answer);

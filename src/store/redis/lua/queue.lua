@@ -18,12 +18,18 @@
 --       not paused that have one)  24 finished (hash: id -> msgpack record, FINISHED below)
 --       25 finished order (list of 'ID:AT:FLAGS', oldest first)  26 progress (hash: id -> the
 --       progress's JSON text)  27 job logs (hash: id -> msgpack {dropped, at, line, at, line...})
---       A job's payload, history, progress and log stay under its id from its push until its
---       finished record goes (or until it finishes, when the queue keeps none).
+--       28 dependencies (hash: id -> msgpack DEPS below, for a job pushed with depends_on)
+--       29 dependents (zset, all scores 0, lex: padded dependency id then padded id of a job
+--       waiting on it)  30 batches (hash: id -> msgpack BATCH below)  31 settled batches (zset:
+--       id -> settled at)
+--       A job's payload, history, progress, log and dependencies stay under its id from its
+--       push until its finished record goes (or until it finishes, when the queue keeps none).
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
--- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
--- exactly one of ready, delayed, leases, dead; a lease names one delivery.
+-- Invariants: pushed = acked + waiting + ready + delayed + inflight + dead + cancelled; a job
+-- is in exactly one of ready, delayed, leases, dead, or waits for its dependencies (state w,
+-- listed in dependents under each one still pending, and counted in `waiting`); a lease names
+-- one delivery.
 
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
 -- What a queue keeps of its finished jobs until its settings say otherwise (core::KeepFinished).
@@ -34,6 +40,10 @@ local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEA
 local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
 local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED, K_SCHEDULES, K_SCHEDULE_TIMES
 local K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS
+-- Dependencies and batches: their keys (K_DEPS, K_DEPENDENTS, K_BATCHES, K_BATCHES_SETTLED),
+-- state and functions, in one table. Lua allows a function (this file's main chunk) 200 local
+-- variables, and the chunk is close to them: what is added goes in tables.
+local flow = {}
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -48,7 +58,10 @@ local queue = {}
 -- lim qtat_ms qtat_rem qheld gready gact, then sched: the earliest time in schedule times (absent:
 -- NEVER, none), kept exact by every operation on a schedule, so that the sweeper comes then and
 -- no other call reads the set; then FINISHED's state (absent: the default keep_acked, none
--- kept), the array kc ka fseq fhead fmin ffloor tfloor (see finished jobs below).
+-- kept), the array kc ka fseq fhead fmin ffloor tfloor (see finished jobs below); then FLOW
+-- (absent while all three are at their defaults) the array waiting bopen bsmin: the jobs
+-- waiting for their dependencies, the batches not yet settled, and no later than the earliest
+-- time in settled batches (NEVER: none; a lower bound, as `due`).
 -- lim: the queue's settings (core::QueueLimits), false for the defaults: {fairness (0 fifo, 1
 -- round robin), per group: rate limit, period, burst (0 0 0: no rate), concurrency (0: none),
 -- queue-wide: the same four}. qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld:
@@ -65,7 +78,7 @@ local function load_queue()
        cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
        lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0,
        sched = t[17] or NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
-       fmin = NEVER, ffloor = 0, tfloor = -1}
+       fmin = NEVER, ffloor = 0, tfloor = -1, waiting = 0, bopen = 0, bsmin = NEVER}
   local l = t[16]
   if l then
     queue.lim, queue.qtat_ms, queue.qtat_rem, queue.qheld, queue.gready, queue.gact =
@@ -76,6 +89,8 @@ local function load_queue()
     queue.kc, queue.ka, queue.fseq, queue.fhead, queue.fmin, queue.ffloor, queue.tfloor =
         f[1], f[2], f[3], f[4], f[5], f[6], f[7]
   end
+  local w = t[19]
+  if w then queue.waiting, queue.bopen, queue.bsmin = w[1], w[2], w[3] end
   return true
 end
 local function create_queue(now)
@@ -83,7 +98,7 @@ local function create_queue(now)
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
        axmin = NEVER, due = NEVER, lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0,
        gact = 0, sched = NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
-       fmin = NEVER, ffloor = 0, tfloor = -1}
+       fmin = NEVER, ffloor = 0, tfloor = -1, waiting = 0, bopen = 0, bsmin = NEVER}
 end
 
 -- ---- limits: the settings, and GCRA (core/rate_limit.cc, integer arithmetic in doubles) -----
@@ -171,27 +186,73 @@ local function save_groups()
   groups = {}
 end
 
+-- ---- batches (core::Queue's batches_): one record per batch --------------------------------
+-- BATCH, the msgpack array's order: sealed (0/1), settled (0/1), pending, acked, dead,
+-- cancelled, created, settled_at (0 while open), the callback jobs pushed so far (0: none):
+-- on_success, on_complete, on_dead; then the callbacks (false: none), each the push arguments
+-- of one job (op_push's eight). Records are read once per call (`batches` caches them, false
+-- for none) and the changed ones written back with the queue's state, so that a push made
+-- while a batch settles sees the batch as it is then. A settled batch is kept until its
+-- settled_at plus keep_acked's age (core::Queue::ForgetSettledBatches): settled batches lists
+-- them by that time, and a record past it reads as none whether or not it is removed yet.
+flow.batches = {}
+function flow.load_batch(id)
+  local b = flow.batches[id]
+  if b == nil then
+    local v = redis.call('HGET', flow.K_BATCHES, id)
+    b = false
+    if v then
+      local t = cmsgpack.unpack(v)
+      b = {sealed = t[1], settled = t[2], pending = t[3], acked = t[4], dead = t[5],
+           cancelled = t[6], created = t[7], settled_at = t[8], success_job = t[9],
+           complete_job = t[10], dead_job = t[11], on_success = t[12], on_complete = t[13],
+           on_dead = t[14], changed = false}
+    end
+    flow.batches[id] = b
+  end
+  if not b or (b.settled == 1 and b.settled_at + queue.ka <= queue.now) then return nil end
+  return b
+end
+function flow.save_batches()
+  for id, b in pairs(flow.batches) do
+    if b and b.changed then
+      redis.call('HSET', flow.K_BATCHES, id, cmsgpack.pack({b.sealed, b.settled, b.pending, b.acked,
+                 b.dead, b.cancelled, b.created, b.settled_at, b.success_job, b.complete_job,
+                 b.dead_job, b.on_success, b.on_complete, b.on_dead}))
+    end
+  end
+  flow.batches = {}
+end
+
 local function save_queue()
   local q = queue
-  local sched, fin = q.sched ~= NEVER and q.sched or nil, nil
+  local sched, fin, waits = q.sched ~= NEVER and q.sched or nil, nil, nil
+  if q.waiting ~= 0 or q.bopen ~= 0 or q.bsmin ~= NEVER then
+    waits = {q.waiting, q.bopen, q.bsmin}
+    fin = false  -- no hole before it (set below when there is one)
+  end
   if q.kc ~= KEEP_COUNT or q.ka ~= KEEP_AGE_MS or q.fhead <= q.fseq then
     fin = {q.kc, q.ka, q.fseq, q.fhead, q.fmin, q.ffloor, q.tfloor}
-    sched = sched or false  -- no hole before it: an array still
   end
+  if fin ~= nil then sched = sched or false end  -- no hole before it: an array still
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
              q.listed, q.axmin, q.due,
              (q.lim or q.qtat_ms ~= 0 or q.qtat_rem ~= 0 or q.qheld ~= 0 or q.gready ~= 0 or
               q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact},
-             sched, fin}))
+             sched, fin, waits}))
   if next(groups) ~= nil then save_groups() end
+  if next(flow.batches) ~= nil then flow.save_batches() end
   flush_told()
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
---      failed_at, dedupe, group, notes}; state r(eady) d(elayed) i(nflight) x (dead); group false
---      when none; notes: NOTE flags of what the job has in progress and job logs (absent: 0) ------
+--      failed_at, dedupe, group, notes, batch}; state r(eady) d(elayed) i(nflight) x (dead)
+--      w (waiting for its dependencies: due is when it may run, its push's time plus its
+--      delay); group false when none; notes: NOTE flags of what the job has in progress, job
+--      logs and dependencies (absent: 0); batch: the batch it joined (absent: none) ----------
 local NOTE_PROGRESS, NOTE_LOG, NOTE_HISTORY = 1, 2, 4
+flow.NOTE_DEPS = 8
 local function has(flags, note) return math.floor(flags / note) % 2 == 1 end
 local function load_job(id)
   local v = redis.call('HGET', K_JOBS, pad(id))
@@ -199,12 +260,12 @@ local function load_job(id)
   local t = cmsgpack.unpack(v)
   return {id = id, st = t[1], due = t[2], order = t[3], priority = t[4], max_attempts = t[5],
           attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10],
-          group = t[11] or false, notes = t[12] or 0}
+          group = t[11] or false, notes = t[12] or 0, batch = t[13] or false}
 end
 local function save_job(x)
   redis.call('HSET', K_JOBS, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
              x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group,
-             x.notes ~= 0 and x.notes or nil}))
+             (x.notes ~= 0 or x.batch) and x.notes or nil, x.batch or nil}))
 end
 local function ready_member(x)
   return string.format('%08x%014x', 2147483647 - x.priority, x.order + 2251799813685248) ..
@@ -547,6 +608,8 @@ local function add_history(x, err, now)
   h[#h + 1] = {x.attempt, err, now}
   redis.call('HSET', K_HISTORY, pad(x.id), cmsgpack.pack(h))
 end
+-- core::Queue::Bury: dead, then its batch learns it (flow.batch_job_moved), then the jobs
+-- waiting on it (flow.settled); both are defined below, as they push jobs in turn.
 local function bury(x, now, err)
   if K_FEED then
     tell({'t', RULES.job_dead, 'at', digits(now), 'q', string.match(K_META, '{q:(.*)}:m$'), 'j',
@@ -555,6 +618,8 @@ local function bury(x, now, err)
   x.st, x.failed_at = 'x', now
   redis.call('ZADD', K_DEAD, now, pad(x.id))
   save_job(x)
+  if x.batch then flow.batch_job_moved(x.batch, 'dead') end
+  flow.settled(x.id, 'dead', false)
 end
 -- A delivery that ended without an ack: lease ran out, worker died or was released.
 local function fail(x, err, now, expired)
@@ -565,12 +630,13 @@ local function fail(x, err, now, expired)
   make_ready(x, true)
 end
 -- Removes what a job keeps under its id beside its record: its payload, and what `flags` (NOTE
--- flags) say it has of history, progress and log.
+-- flags) say it has of history, progress, log and dependencies.
 local function drop_job_data(id, flags)
   redis.call('HDEL', K_PAYLOADS, id)
   if has(flags, NOTE_HISTORY) then redis.call('HDEL', K_HISTORY, id) end
   if has(flags, NOTE_PROGRESS) then redis.call('HDEL', K_PROGRESS, id) end
   if has(flags, NOTE_LOG) then redis.call('HDEL', K_JOB_LOGS, id) end
+  if has(flags, flow.NOTE_DEPS) then redis.call('HDEL', flow.K_DEPS, id) end
 end
 
 -- ---- finished jobs (core::Queue::Finish, ForgetFinished): acked and cancelled jobs kept for
@@ -661,10 +727,11 @@ local function finish(x, state, result)
   local q = queue
   if q.kc <= 0 then return drop_job_data(id, x.notes + NOTE_HISTORY) end
   -- Each delivery before an ack's, and each before a cancel, failed (a snooze or a give-back
-  -- takes its attempt back): a job has a history exactly when this says so. Read the flag,
-  -- not the hash, so that most acks do not touch it.
+  -- takes its attempt back), and a dead job has the failure that buried it (a dependency's
+  -- has attempt 0): a job has a history exactly when this says so. Read the state, not the
+  -- hash, so that most acks do not touch it.
   local flags = x.notes
-  if x.attempt > (state == 'acked' and 1 or 0) then
+  if x.attempt > (state == 'acked' and 1 or 0) or x.st == 'x' then
     flags = flags + NOTE_HISTORY
   else
     redis.call('HDEL', K_HISTORY, id)
@@ -734,6 +801,7 @@ local function advance(now)
   queue.now = target
   forget_old_acks(queue.now)
   forget_finished(queue.now)
+  flow.forget_settled_batches(queue.now)
 end
 -- Whether ready jobs may be held back at all: settings, a grouped job, or a hold on the queue.
 -- Without any (most queues), every ready job is ungrouped and a fetch takes ready's first, as
@@ -758,6 +826,11 @@ local function next_deadline()
   if queue.sched < n then n = queue.sched end  -- a schedule to fire (RedisBackend::FireDue)
   local f = finished_due()  -- finished records to trim, though nobody calls
   if f < n then n = f end
+  if queue.bsmin ~= NEVER then  -- settled batches to forget, as finished records
+    local b = queue.bsmin + queue.ka
+    b = b <= queue.now and queue.now or b + FINISHED_SWEEP_SLACK_MS
+    if b < n then n = b end
+  end
   if not plain() and polled() then
     local at = next_allowed_at(queue.now)
     if at > queue.now and at < n then n = at end
@@ -826,7 +899,10 @@ local function ack(id, delivery, result)
     end
   end
   queue.acked = queue.acked + 1
-  finish(x, 'acked', result ~= '' and result or nil)
+  result = result ~= '' and result or nil
+  finish(x, 'acked', result)
+  if x.batch then flow.batch_job_moved(x.batch, 'acked') end
+  flow.settled(id, 'acked', result or false)
   return OK
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
@@ -924,6 +1000,91 @@ local function nack(x, delay, err, jitter)
   if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
 end
 
+-- ---- dependencies (core::Queue's depends_on: DependencyNow, StopWaiting, Settled) -----------
+-- DEPS, the msgpack array of a job pushed with depends_on: ignore (1: it goes on when one
+-- fails), unresolved (how many are still pending), then per dependency as named (repeats
+-- once) id (its decimal text, as the backend sent it), state (pending, acked, dead, cancelled,
+-- missing: core::ToString's names) and result (false: none). Kept under the job's id, with
+-- NOTE_DEPS in its notes, for as long as its payload. A waiting job is listed in dependents
+-- under each dependency still pending, and nowhere else: so a settle reads exactly the jobs
+-- waiting on it, in id order, and a queue where nobody waits (`waiting` 0) reads nothing.
+function flow.load_deps(id)
+  local t = cmsgpack.unpack(redis.call('HGET', flow.K_DEPS, pad(id)))
+  return t
+end
+function flow.save_deps(id, t) redis.call('HSET', flow.K_DEPS, pad(id), cmsgpack.pack(t)) end
+function flow.dependent_member(dep, id) return pad(dep) .. pad(id) end
+-- Removes waiting job `id` from dependents under each of its dependencies still pending.
+function flow.unlist_dependent(id, d)
+  for k = 3, #d, 3 do
+    if d[k + 1] == 'pending' then
+      redis.call('ZREM', flow.K_DEPENDENTS, flow.dependent_member(tonumber(d[k]), id))
+    end
+  end
+end
+-- What job `dep` (older than the job asking) is now: its state, and an acked one's result.
+function flow.dependency_now(dep)
+  local key = pad(dep)
+  local v = redis.call('HGET', K_JOBS, key)
+  if v then return cmsgpack.unpack(v)[1] == 'x' and 'dead' or 'pending', false end
+  v = redis.call('HGET', K_FINISHED, key)
+  local f = v and cmsgpack.unpack(v)
+  if f and finished_kept(f[3], f[2], queue.now) then
+    if f[1] == 'acked' then return 'acked', f[9] or false end
+    return 'cancelled', false
+  end
+  -- Acked, and still remembered as such (an hour) though no longer kept: its result is gone.
+  local until_ms = redis.call('ZSCORE', K_ACKED_EXPIRY, key)
+  if until_ms and tonumber(until_ms) > queue.now then return 'acked', false end
+  return 'missing', false
+end
+-- Job x waited for its dependencies and may go on: ready, or delayed until its due time.
+function flow.stop_waiting(x)
+  queue.waiting = queue.waiting - 1
+  if x.due > queue.now then make_delayed(x, x.due) else make_ready(x, false) end
+end
+-- Job `id` settled as `state` (acked with `result`, false for none; dead; cancelled): the jobs
+-- waiting on it learn it, in id order, and stop waiting or fail in turn. Settles are taken in
+-- the order they happened, each after those before it (a worklist: a failed dependent's own
+-- dependents are told after the settles already queued), as the core takes them.
+flow.settling = {}
+function flow.settled(id, state, result)
+  if queue.waiting == 0 then return end  -- the common case: nobody waits on anything
+  flow.settling[#flow.settling + 1] = {id, state, result}
+  if #flow.settling > 1 then return end  -- the loop below is running: it will come to it
+  local k = 1
+  while k <= #flow.settling do
+    local dep, st, res = flow.settling[k][1], flow.settling[k][2], flow.settling[k][3]
+    k = k + 1
+    local lo, hi = '[' .. pad(dep), '(' .. pad(dep) .. ':'
+    local members = redis.call('ZRANGEBYLEX', flow.K_DEPENDENTS, lo, hi)
+    if #members > 0 then redis.call('ZREMRANGEBYLEX', flow.K_DEPENDENTS, lo, hi) end
+    local name = digits(dep)
+    for _, m in ipairs(members) do
+      local x = load_job(tonumber(string.sub(m, 17)))
+      if x and x.st == 'w' then
+        local d = flow.load_deps(x.id)
+        for j = 3, #d, 3 do
+          if d[j] == name and d[j + 1] == 'pending' then d[j + 1], d[j + 2] = st, res end
+        end
+        d[2] = d[2] - 1
+        if st ~= 'acked' and d[1] == 0 then
+          queue.waiting = queue.waiting - 1
+          flow.unlist_dependent(x.id, d)
+          flow.save_deps(x.id, d)
+          local err = 'dependency ' .. name .. ' is ' .. st
+          add_history(x, err, queue.now)
+          bury(x, queue.now, err)  -- its own dependents are told next
+        else
+          flow.save_deps(x.id, d)
+          if d[2] == 0 then flow.stop_waiting(x) end
+        end
+      end
+    end
+  end
+  flow.settling = {}
+end
+
 -- ---- operations -----------------------------------------------------------------------------
 -- One function per call of the backend (RedisBackend, store/backend.h), named as the
 -- core::Queue operation it mirrors. Each is given the time of the call; its arguments are
@@ -950,14 +1111,20 @@ local function mark_poll(wait)
   end
 end
 
--- One job of a push: answers its id and 1, or, a dedupe key's job already there, that id and 0.
-local function push_one(payload, delay, priority, dedupe, max_attempts, group)
+-- One job of a push (core::Queue::PushJob): answers its id and 1, or, a dedupe key's job
+-- already there, that id and 0. `batch` ('' or nil: none) is joined when it is open (the
+-- caller checked a client's push; a callback's may name any); `deps` ('' or nil: none) is
+-- depends_on as the backend sends it: the ignore flag (0/1), then the ids, each after a
+-- space. A dependency the new job cannot wait on (its own id or a later one: no cycle can
+-- form) is missing.
+local function push_one(payload, delay, priority, dedupe, max_attempts, group, batch, deps)
   dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
   local hit = dedupe and redis.call('HGET', K_DEDUPE, dedupe)
   if hit then return tonumber(hit), 0 end
   local x = {id = queue.next_id, st = 'r', due = 0, order = 0, priority = priority,
              max_attempts = max_attempts, attempt = 0, delivery = 0, worker = false,
-             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false, notes = 0}
+             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false, notes = 0,
+             batch = false}
   queue.next_id = queue.next_id + 1
   if x.group then
     local G = load_group(x.group)
@@ -965,26 +1132,221 @@ local function push_one(payload, delay, priority, dedupe, max_attempts, group)
   end
   redis.call('HSET', K_PAYLOADS, pad(x.id), payload)
   if dedupe then redis.call('HSET', K_DEDUPE, dedupe, digits(x.id)) end
-  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
   queue.pushed = queue.pushed + 1
+  if batch and batch ~= '' then
+    local b = flow.load_batch(batch)
+    if b and b.sealed == 0 then
+      x.batch = batch
+      b.pending, b.changed = b.pending + 1, true
+    end
+  end
+  if deps and deps ~= '' then
+    local d, seen, flag, failed, failed_state = {0, 0}, {}, true, nil, nil
+    for word in string.gmatch(deps, '%d+') do
+      if flag then
+        d[1], flag = tonumber(word), false
+      elseif not seen[word] then
+        seen[word] = true
+        local st, res = 'missing', false
+        if #word <= 16 and tonumber(word) < x.id then
+          st, res = flow.dependency_now(tonumber(word))
+        end
+        d[#d + 1], d[#d + 2], d[#d + 3] = word, st, res
+        if st == 'pending' then
+          d[2] = d[2] + 1
+        elseif st ~= 'acked' and not failed then
+          failed, failed_state = word, st
+        end
+      end
+    end
+    x.notes = flow.NOTE_DEPS
+    flow.save_deps(x.id, d)
+    if failed and d[1] == 0 then
+      local err = 'dependency ' .. failed .. ' is ' .. failed_state
+      add_history(x, err, queue.now)
+      bury(x, queue.now, err)
+      return x.id, 1
+    end
+    if d[2] > 0 then
+      x.st, x.due = 'w', queue.now + delay
+      queue.waiting = queue.waiting + 1
+      for k = 3, #d, 3 do
+        if d[k + 1] == 'pending' then
+          redis.call('ZADD', flow.K_DEPENDENTS, 0, flow.dependent_member(tonumber(d[k]), x.id))
+        end
+      end
+      save_job(x)
+      return x.id, 1
+    end
+  end
+  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
   return x.id, 1
 end
+-- The eight arguments of one job of a push (op_push), from `at` in `args`: its id and whether
+-- it was made, as push_one answers.
+function flow.push_args(args, at)
+  return push_one(args[at], tonumber(args[at + 1]), tonumber(args[at + 2]), args[at + 3],
+                  tonumber(args[at + 4]), args[at + 5], args[at + 6], args[at + 7])
+end
+-- Why a push that names batches is refused whole (nil: it is not), before anything is pushed:
+-- a batch not known ('unknown_batch'), or sealed ('batch_sealed'). As the core's CanJoin, it
+-- looks at the batches as of the queue's last call.
+function flow.batch_refusal(n)
+  for i = 0, n - 1 do
+    local name = ARGV[4 + i * 8 + 6]
+    if name ~= '' then
+      local b = flow.load_batch(name)
+      if not b then return 'unknown_batch' end
+      if b.sealed == 1 then return 'batch_sealed' end
+    end
+  end
+  return nil
+end
 -- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts,
--- group ('' none))
+-- group ('' none), batch ('' none), depends_on ('' none, else the ignore flag 0/1 and the ids,
+-- each after a space)). A push naming a batch not known, or sealed, is refused whole, with
+-- nothing read or written but the batches.
 local function op_push(now)
-  if not load_queue() then create_queue(now) end
+  local n = tonumber(ARGV[3])
+  local loaded = load_queue()
+  if loaded then
+    local refusal = flow.batch_refusal(n)
+    if refusal then return {refusal, NOTHING_TO_REGISTER} end
+  else
+    for i = 0, n - 1 do
+      if ARGV[4 + i * 8 + 6] ~= '' then return {'unknown_batch', NOTHING_TO_REGISTER} end
+    end
+    create_queue(now)
+  end
   advance(now)
   local first_push = queue.listed == 0
   queue.listed = 1
   local results = {}
-  for i = 0, tonumber(ARGV[3]) - 1 do
-    local at = 4 + i * 6
-    local id, created = push_one(ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
-                                 ARGV[at + 3], tonumber(ARGV[at + 4]), ARGV[at + 5])
+  for i = 0, n - 1 do
+    local id, created = flow.push_args(ARGV, 4 + i * 8)
     results[#results + 1] = id
     results[#results + 1] = created
   end
   return answer_counted(first_push, results)
+end
+
+-- ---- batches (core::Queue::CreateBatch, SealBatch, GetBatch, BatchJobMoved) -----------------
+-- What the backend reads of a batch: {id, sealed, settled, pending, acked, dead, cancelled,
+-- created, settled_at, on_success job, on_complete job, on_dead job}.
+function flow.batch_view(id, b)
+  return {id, b.sealed, b.settled, b.pending, b.acked, b.dead, b.cancelled, b.created,
+          b.settled_at, b.success_job, b.complete_job, b.dead_job}
+end
+-- A callback job pushed now: its id.
+function flow.push_callback(spec) return (flow.push_args(spec, 1)) end
+-- Sealed with none pending: settled, on_complete pushed, then on_success if none died or was
+-- cancelled.
+function flow.settle_batch_if_done(id, b)
+  if b.settled == 1 or b.sealed == 0 or b.pending > 0 then return end
+  b.settled, b.settled_at, b.changed = 1, queue.now, true
+  queue.bopen = queue.bopen - 1
+  redis.call('ZADD', flow.K_BATCHES_SETTLED, queue.now, id)
+  if queue.now < queue.bsmin then queue.bsmin = queue.now end
+  if b.on_complete then b.complete_job = flow.push_callback(b.on_complete) end
+  if b.on_success and b.dead == 0 and b.cancelled == 0 then
+    b.success_job = flow.push_callback(b.on_success)
+  end
+end
+-- A job of batch `id` settled as `state` (acked, dead, cancelled) or, with 'ready', came back
+-- from the dead. A batch no longer kept learns nothing (a requeued job of it, acked later).
+function flow.batch_job_moved(id, state)
+  local b = flow.load_batch(id)
+  if not b then return end
+  b.changed = true
+  if state == 'ready' then
+    b.dead, b.pending = b.dead - 1, b.pending + 1
+    return
+  end
+  b.pending = b.pending - 1
+  if state == 'acked' then
+    b.acked = b.acked + 1
+  elseif state == 'cancelled' then
+    b.cancelled = b.cancelled + 1
+  else
+    b.dead = b.dead + 1
+    if b.on_dead and b.dead_job == 0 then b.dead_job = flow.push_callback(b.on_dead) end
+  end
+  flow.settle_batch_if_done(id, b)
+end
+-- Drops the settled batches kept past keep_acked's age, at most 256 a call (load_batch reads
+-- the rest as gone; the sweeper comes back for them).
+function flow.forget_settled_batches(now)
+  local q = queue
+  if q.bsmin == NEVER or q.bsmin + q.ka > now then return end
+  local old = redis.call('ZRANGEBYSCORE', flow.K_BATCHES_SETTLED, '-inf', digits(now - q.ka),
+                         'LIMIT', 0, 256)
+  for _, id in ipairs(old) do
+    redis.call('HDEL', flow.K_BATCHES, id)
+    flow.batches[id] = false
+  end
+  if #old > 0 then redis.call('ZREM', flow.K_BATCHES_SETTLED, unpack(old)) end
+  q.bsmin = (first_score(flow.K_BATCHES_SETTLED))
+end
+-- ARGV 3 id, then on_success, on_complete, on_dead each as '0' (none) or '1' and a job's eight
+-- push arguments (op_push). Creates the queue (the backend checked --max-queues first) and
+-- lists it. Refused: 'batch_exists' when the id is taken (open, or settled and kept; as of the
+-- queue's last call, as the core's CanJoin), 'too_many_batches' past RULES.max_open_batches.
+function flow.op_create_batch(now)
+  local id = ARGV[3]
+  if load_queue() then
+    if flow.load_batch(id) then return {'batch_exists', NOTHING_TO_REGISTER} end
+  else
+    create_queue(now)
+  end
+  advance(now)
+  local first = queue.listed == 0
+  queue.listed = 1
+  if queue.bopen >= RULES.max_open_batches then
+    local a = answer_counted(first, false)
+    a[1] = 'too_many_batches'
+    return a
+  end
+  local specs, at = {}, 4
+  for k = 1, 3 do
+    if ARGV[at] == '1' then
+      specs[k] = {unpack(ARGV, at + 1, at + 8)}
+      at = at + 9
+    else
+      specs[k] = false
+      at = at + 1
+    end
+  end
+  -- A record past its keep (not yet removed) is replaced: out of settled batches first.
+  redis.call('ZREM', flow.K_BATCHES_SETTLED, id)
+  local b = {sealed = 0, settled = 0, pending = 0, acked = 0, dead = 0, cancelled = 0,
+             created = queue.now, settled_at = 0, success_job = 0, complete_job = 0,
+             dead_job = 0, on_success = specs[1], on_complete = specs[2], on_dead = specs[3],
+             changed = true}
+  flow.batches[id] = b
+  queue.bopen = queue.bopen + 1
+  return answer_counted(first, flow.batch_view(id, b))
+end
+-- ARGV 3 id. No job joins it after; it settles now if none is pending. Answers its view, or
+-- false when there is no such batch.
+function flow.op_seal_batch(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = ARGV[3]
+  local b = flow.load_batch(id)
+  if not b then return answer(false, false) end
+  if b.sealed == 0 then
+    b.sealed, b.changed = 1, true
+    flow.settle_batch_if_done(id, b)
+  end
+  return answer(false, flow.batch_view(id, b))
+end
+-- ARGV 3 id. Answers its view, or false when there is no such batch.
+function flow.op_get_batch(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = ARGV[3]
+  local b = flow.load_batch(id)
+  return answer(false, b and flow.batch_view(id, b) or false)
 end
 -- Acks, then (with reclaim) takes back the worker's own jobs, then leases ready jobs: up to
 -- `max` in all. ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id,
@@ -1144,15 +1506,15 @@ local function op_release_worker(now)
 end
 
 -- {ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused,
--- counted}
+-- counted, waiting}
 local function op_stats(now)
-  if not load_queue() then return no_queue({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) end
+  if not load_queue() then return no_queue({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) end
   advance(now)
   local q = queue
   return answer(false, {redis.call('ZCARD', K_READY) + q.gready, redis.call('ZCARD', K_DELAYED),
                         redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD), q.pushed,
                         q.acked, q.nacked, q.expired, q.cancelled, redis.call('HLEN', K_WORKERS),
-                        q.paused, counted() and 1 or 0})
+                        q.paused, counted() and 1 or 0, q.waiting})
 end
 -- ARGV 3: worker, or '' for all. Answers {id, worker, attempt, lease expiry} by expiry, then id.
 local function op_inflight(now)
@@ -1208,6 +1570,7 @@ local function op_requeue_dead(now)
       redis.call('HDEL', K_HISTORY, pad(x.id))
       x.attempt = 0
       make_ready(x, false)
+      if x.batch then flow.batch_job_moved(x.batch, 'ready') end
       count = count + 1
     end
   end
@@ -1222,14 +1585,19 @@ local function op_cancel(now)
   if x.st == 'i' then return answer(false, 2) end
   if x.st == 'r' then line_forget(x)
   elseif x.st == 'd' then redis.call('ZREM', K_DELAYED, pad(x.id))
+  elseif x.st == 'w' then
+    queue.waiting = queue.waiting - 1
+    flow.unlist_dependent(x.id, flow.load_deps(x.id))
   else redis.call('ZREM', K_DEAD, pad(x.id)) end
   queue.cancelled = queue.cancelled + 1
   finish(x, 'cancelled', nil)
+  if x.batch then flow.batch_job_moved(x.batch, 'cancelled') end
+  flow.settled(x.id, 'cancelled', false)
   return answer(false, 0)
 end
 -- ---- job state: a job looked up, its progress and its log (core::Queue::Lookup, SetProgress,
 --      AppendLog) -----------------------------------------------------------------------------
-local STATE_NAMES = {r = 'ready', d = 'delayed', i = 'inflight', x = 'dead'}
+local STATE_NAMES = {r = 'ready', d = 'delayed', i = 'inflight', x = 'dead', w = 'waiting_deps'}
 local function unpacked(hash, id)
   local v = redis.call('HGET', hash, id)
   return v and cmsgpack.unpack(v) or false
@@ -1241,12 +1609,21 @@ local function job_data(id, flags)
          has(flags, NOTE_PROGRESS) and redis.call('HGET', K_PROGRESS, id),
          has(flags, NOTE_LOG) and unpacked(K_JOB_LOGS, id)
 end
+-- A job's dependencies as GetJob shows them: the ids as named ({} when none), and how many are
+-- still pending.
+function flow.depends_on(key, flags)
+  if not has(flags, flow.NOTE_DEPS) then return {}, 0 end
+  local d = unpacked(flow.K_DEPS, key)
+  local ids = {}
+  for k = 3, #d, 3 do ids[#ids + 1] = d[k] end
+  return ids, d[2]
+end
 -- ARGV 3: id. Answers false when the queue knows no such job (never pushed, or finished and no
 -- longer kept), else {state, payload, priority, group ('' none), attempts, max_attempts, due,
 -- finished, history ({attempt, error, at}...), progress, result, log ({dropped, at, line, at,
--- line...})}, false for each of the last three when there is none. due: a delayed job's ready
--- time, an in-flight one's lease expiry, else 0; finished: when it went dead, was acked or
--- cancelled, else 0.
+-- line...}), depends_on (ids' texts), waiting_on}, false for progress, result and log when
+-- there is none. due: a delayed job's ready time, an in-flight one's lease expiry, else 0;
+-- finished: when it went dead, was acked or cancelled, else 0.
 local function op_get_job(now)
   if not load_queue() then return no_queue(false) end
   advance(now)
@@ -1257,16 +1634,38 @@ local function op_get_job(now)
     local st = x.st
     -- A live job's history is read whatever its flags (a read, not worth the invariant).
     local history, progress, log = job_data(key, x.notes + NOTE_HISTORY)
+    local deps, waiting_on = flow.depends_on(key, x.notes)
     return answer(false, {STATE_NAMES[st], redis.call('HGET', K_PAYLOADS, key), x.priority,
                           x.group or '', x.attempt, x.max_attempts,
                           (st == 'd' or st == 'i') and x.due or 0, st == 'x' and x.failed_at or 0,
-                          history, progress, false, log})
+                          history, progress, false, log, deps, waiting_on})
   end
   local f = unpacked(K_FINISHED, key)
   if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
   local history, progress, log = job_data(key, f[8])
+  local deps, waiting_on = flow.depends_on(key, f[8])
   return answer(false, {f[1], redis.call('HGET', K_PAYLOADS, key), f[4], f[5] or '', f[6], f[7],
-                        0, f[2], history, progress, f[9] or false, log})
+                        0, f[2], history, progress, f[9] or false, log, deps, waiting_on})
+end
+-- ARGV 3: id. What became of the job's dependencies (core::Queue::Dependencies), from its own
+-- record, live or finished: {id, state, result (false: none)...} flat, in the order named ({}
+-- when it named none); false when the queue knows no such job.
+function flow.op_get_dependencies(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local key = pad(tonumber(ARGV[3]))
+  local flags
+  local x = load_job(tonumber(ARGV[3]))
+  if x then
+    flags = x.notes
+  else
+    local f = unpacked(K_FINISHED, key)
+    if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
+    flags = f[8]
+  end
+  if not has(flags, flow.NOTE_DEPS) then return answer(false, {}) end
+  local d = unpacked(flow.K_DEPS, key)
+  return answer(false, {unpack(d, 3)})
 end
 -- Progress and log come from the job's current delivery, ARGV 3 id, 4 delivery (an acked one
 -- is lost to them, as to a nack); a queue nobody pushed to has no lease to check (INVALID).
@@ -1426,11 +1825,12 @@ local function schedule_view(id, s, raw)
   return {id, raw, s.spec, s.created, s.updated, s.handled, s.runs, s.paused, s.last_run,
           s.last_job, s.next}
 end
--- Queue::Pending: the job is ready, delayed or in flight (not acked, cancelled or dead).
+-- Queue::Pending: the job is waiting, ready, delayed or in flight (not acked, cancelled or
+-- dead).
 local function pending(id)
   if not id then return false end
   local x = load_job(id)
-  return x ~= nil and (x.st == 'r' or x.st == 'd' or x.st == 'i')
+  return x ~= nil and x.st ~= 'x'
 end
 -- core::FiringRuns: the indexes of `due` that fire.
 local function firing_runs(overlap, due_count, previous_pending)
@@ -1559,7 +1959,9 @@ local OPS = {push = op_push, fetch = op_fetch, ack = op_ack, nack = op_nack, ext
              settings = op_get_settings, schedules = op_get_schedules,
              schedput = op_put_schedule, scheddelete = op_delete_schedule,
              schedfire = op_fire_schedule, advance = op_advance, hint = op_hint,
-             getjob = op_get_job, progress = op_set_progress, joblog = op_append_job_log}
+             getjob = op_get_job, progress = op_set_progress, joblog = op_append_job_log,
+             jobdeps = flow.op_get_dependencies, batchcreate = flow.op_create_batch,
+             batchseal = flow.op_seal_batch, batch = flow.op_get_batch}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -1574,8 +1976,13 @@ local function run(keys, argv)
                                                       KEYS[21]
   K_SCHEDULES, K_SCHEDULE_TIMES = KEYS[22], KEYS[23]
   K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS = KEYS[24], KEYS[25], KEYS[26], KEYS[27]
-  K_FEED, K_FEED_HORIZON, told = KEYS[28], KEYS[29], {}
+  flow.K_DEPS, flow.K_DEPENDENTS = KEYS[28], KEYS[29]
+  flow.K_BATCHES, flow.K_BATCHES_SETTLED = KEYS[30], KEYS[31]
+  K_FEED, K_FEED_HORIZON, told = KEYS[32], KEYS[33], {}
   queue = {}
-  if next(groups) ~= nil then groups = {} end  -- left by a call that wrote nothing back
+  -- Left by a call that wrote nothing back (a refusal), or stopped by an error.
+  if next(groups) ~= nil then groups = {} end
+  if next(flow.batches) ~= nil then flow.batches = {} end
+  if #flow.settling > 0 then flow.settling = {} end
   return dispatch(OPS, 'queue')
 end
