@@ -280,6 +280,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     std::vector<Harness*> both{&memory, &redis};
     std::vector<std::string> leases;  // handed out so far (some stale by now)
     std::map<std::string, std::vector<std::string>> leases_of;  // the same, by queue
+    // Each queue's newest job id so far: dependencies and lookups name ids around it.
+    std::map<std::string, int> newest;
+    auto recent_id = [&](const std::string& q) {
+      return static_cast<core::JobId>(1 + pick(newest[q] + 3));
+    };
     int i_now = -1;
     std::string r_now, q_now, w_now;  // this op's names, for the trace
     const bool trace = std::getenv("ANTEROOM_REDIS_DIFF_TRACE") != nullptr;
@@ -335,7 +340,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(43);
+      int op = pick(44);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -435,14 +440,17 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             j.group = groups[pick(6)];
             // Dependencies on recent jobs (some not yet pushed, some repeated), and batches.
             if (pick(3) == 0) {
-              for (int k = pick(3); k >= 0; --k) j.depends_on.push_back(1 + pick(40));
+              for (int k = pick(3); k >= 0; --k) j.depends_on.push_back(recent_id(q));
               j.ignore_failed_dependencies = pick(3) == 0;
             }
             if (pick(4) == 0) j.batch = "b" + std::to_string(pick(3));
           }
-          (void)same("push", [&](Backend& b) {
+          auto pushed = same("push", [&](Backend& b) {
             return Wait<std::vector<core::PushResult>>([&](auto done) { b.Push(q, jobs, done); });
           });
+          if (pushed.ok()) {
+            for (const auto& p : *pushed) newest[q] = std::max(newest[q], static_cast<int>(p.id));
+          }
           break;
         }
         case 10:
@@ -847,17 +855,18 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           }
           break;
         }
-        case 41: {
+        case 41:
+        case 43: {
           // Batches: made with callbacks (which may wait on jobs, or die at once), sealed, read.
           std::string id = "b" + std::to_string(pick(3));
-          int what = pick(4);
+          int what = pick(3);
           if (what == 0) {
             core::BatchSpec spec;
             auto callback = [&](const char* name) {
               core::JobSpec j;
               j.payload = name;
               j.priority = pick(2);
-              if (pick(4) == 0) j.depends_on.push_back(1 + pick(40));
+              if (pick(4) == 0) j.depends_on.push_back(recent_id(q));
               return j;
             };
             if (pick(2)) spec.on_success = callback("success");
@@ -879,7 +888,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         }
         case 42: {
           // A job's dependencies, and its view (waiting_deps, what it waits on, its failures).
-          core::JobId id = static_cast<core::JobId>(1 + pick(40));
+          core::JobId id = recent_id(q);
           (void)same("dependencies", [&](Backend& b) {
             return Wait<std::vector<core::DependencyView>>(
                 [&](auto done) { b.GetJobDependencies(q, id, done); });
