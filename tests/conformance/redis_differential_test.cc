@@ -14,7 +14,9 @@
 // and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
 // without ids and codes. Schedules of repeatable jobs go in too: put, paused, resumed, deleted
 // and listed, and fired by either backend's timer between the steps, their jobs then fetched
-// as any other.
+// as any other. Job state goes in too: results at acks (and at a fetch's acks), progress and
+// log lines from current, lost and forged leases, keep_acked settings that trim finished jobs
+// by count and by age, and lookups of jobs in every state.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -179,11 +181,23 @@ std::string Show(const std::optional<core::RateLimit>& r) {
 }
 std::string Show(const core::QueueSettings& s) {
   const core::QueueLimits& l = s.limits;
-  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={}",
+  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={} keep={}/{}ms",
                      l.fairness == core::Fairness::kFifo ? "fifo" : "round_robin",
                      Show(l.per_group.rate), l.per_group.concurrency, Show(l.queue.rate),
-                     l.queue.concurrency);
+                     l.queue.concurrency, s.keep_acked.count, s.keep_acked.age_ms);
 }
+// A job looked up, every field.
+std::string Show(const core::JobView& v) {
+  std::string s = fmt::format("[{} {} '{}' p{} g'{}' a{}/{} due={} finished={} history=", v.id,
+                              core::ToString(v.state), v.payload, v.priority, v.group, v.attempts,
+                              v.max_attempts, v.due_ms, v.finished_ms);
+  for (const auto& f : v.history) s += fmt::format("({} '{}' {})", f.attempt, f.error, f.at_ms);
+  s += fmt::format(" progress={} result={} log=", v.progress.value_or("none"),
+                   v.result.value_or("none"));
+  for (const auto& line : v.log) s += fmt::format("({} '{}')", line.at_ms, line.text);
+  return s + fmt::format(" dropped={}]", v.log_dropped);
+}
+std::string Show(core::LeaseOutcome o) { return core::ToString(o); }
 // A schedule whole: what it pushes, its timing and its state.
 std::string Show(const core::Schedule& x) {
   const core::ScheduleSpec& p = x.spec;
@@ -310,7 +324,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(41);
+      int op = pick(44);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -418,8 +432,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 11: {
           core::FetchRequest f{
               w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, {}, false, {}};
-          if (!leases.empty() && pick(2))
+          if (!leases.empty() && pick(2)) {
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (pick(2))
+              f.ack_results.push_back(pick(3) ? "[" + std::to_string(pick(9)) + "]" : "");
+          }
           f.reclaim = pick(6) == 0;  // a worker starting again under its name
           auto a = same(f.reclaim ? "fetch reclaim" : "fetch", [&](Backend& b) {
             return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
@@ -439,9 +456,16 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
           if (pick(5) == 0) some.push_back("1.1.forged");
           if (op == 12) {
+            // Results for some acks, none for others ("" and no list alike).
+            std::vector<std::string> results;
+            if (pick(2)) {
+              for (size_t k = 0; k < some.size(); ++k) {
+                results.push_back(pick(4) ? R"({"r":)" + std::to_string(pick(99)) + "}" : "");
+              }
+            }
             (void)same("ack", [&](Backend& b) {
               return Wait<std::vector<core::LeaseOutcome>>(
-                  [&](auto done) { b.Ack(q, some, done); });
+                  [&](auto done) { b.Ack(q, some, results, done); });
             });
           } else if (op == 13) {
             int64_t delay = pick(2) ? 0 : 700;
@@ -656,6 +680,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             break;
           }
           core::QueueSettings set;
+          // Keep few finished jobs, for little time, often: count and age both trim them.
+          if (pick(2)) set.keep_acked = {.count = pick(5), .age_ms = 100 * (1 + pick(40))};
           if (pick(5) != 0) {
             core::QueueLimits& l = set.limits;
             l.fairness = pick(2) ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
@@ -704,6 +730,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
                 {}};
             if (!leases.empty() && pick(2))
               f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (!f.ack.empty() && pick(2)) f.ack_results.push_back(std::to_string(pick(9)));
             auto a = same("fetch", [&](Backend& b) {
               return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
             });
@@ -827,6 +854,42 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
               return Wait<std::vector<core::Schedule>>([&](auto done) { b.ListSchedules(done); });
             });
           }
+          break;
+        }
+        case 41: {
+          // A job wherever it is: pending, finished and kept, or unknown (never pushed, gone).
+          core::JobId id = static_cast<core::JobId>(1 + pick(30));
+          (void)same("getjob", [&](Backend& b) {
+            return Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); });
+          });
+          break;
+        }
+        case 42:
+        case 43: {
+          // Progress or log lines from one of the queue's latest deliveries (often still
+          // current, some lost, some forged): lines cut at a character (a long one), and enough
+          // of them that a log drops its oldest.
+          const std::vector<std::string>& mine = leases_of[q];
+          std::string lease = "1.1.forged";
+          if (!mine.empty() && pick(8) != 0) {
+            lease = mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
+          if (op == 42) {
+            std::string progress = R"({"done":)" + std::to_string(pick(100)) + "}";
+            (void)same("progress", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.SetProgress(q, lease, progress, done); });
+            });
+            break;
+          }
+          std::vector<std::string> lines;
+          int n = pick(5) == 0 ? 40 + pick(40) : 1 + pick(3);
+          for (int k = 0; k < n; ++k) lines.push_back("l" + std::to_string(pick(1000)));
+          if (pick(6) == 0) lines.push_back(std::string(1000 + pick(50), 'x') + "\u00e9\u00e9");
+          (void)same("joblog", [&](Backend& b) {
+            return Wait<core::LeaseOutcome>(
+                [&](auto done) { b.AppendJobLog(q, lease, lines, done); });
+          });
           break;
         }
         default: {
