@@ -454,6 +454,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 14: {
           if (leases.empty()) break;
           std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
+          // An ack mostly of one of the queue's latest deliveries, so that many are genuine.
+          const std::vector<std::string>& mine = leases_of[q];
+          if (op == 12 && !mine.empty() && pick(3) != 0) {
+            some[0] = mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
           if (pick(5) == 0) some.push_back("1.1.forged");
           if (op == 12) {
             // Results for some acks, none for others ("" and no list alike).
@@ -857,10 +862,15 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           break;
         }
         case 41: {
-          // A job wherever it is: pending, finished and kept, or unknown (never pushed, gone).
-          core::JobId id = static_cast<core::JobId>(1 + pick(30));
-          (void)same("getjob", [&](Backend& b) {
-            return Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); });
+          // Every job wherever it is: pending, finished and kept, or unknown (never pushed, or
+          // gone by keep_acked's count or age).
+          (void)same("getjobs", [&](Backend& b) {
+            std::vector<std::string> out;
+            for (core::JobId id = 1; id <= 30; ++id) {
+              out.push_back(
+                  Describe(Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); })));
+            }
+            return OpResult<std::vector<std::string>>(std::move(out));
           });
           break;
         }
@@ -872,7 +882,10 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           const std::vector<std::string>& mine = leases_of[q];
           std::string lease = "1.1.forged";
           if (!mine.empty() && pick(8) != 0) {
-            lease = mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+            lease =
+                pick(2)
+                    ? mine.back()
+                    : mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
           }
           if (op == 42) {
             std::string progress = R"({"done":)" + std::to_string(pick(100)) + "}";
@@ -883,13 +896,16 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             break;
           }
           std::vector<std::string> lines;
-          int n = pick(5) == 0 ? 40 + pick(40) : 1 + pick(3);
+          int n = pick(3) == 0 ? 60 + pick(41) : 1 + pick(3);
           for (int k = 0; k < n; ++k) lines.push_back("l" + std::to_string(pick(1000)));
-          if (pick(6) == 0) lines.push_back(std::string(1000 + pick(50), 'x') + "\u00e9\u00e9");
-          (void)same("joblog", [&](Backend& b) {
-            return Wait<core::LeaseOutcome>(
-                [&](auto done) { b.AppendJobLog(q, lease, lines, done); });
-          });
+          if (pick(3) == 0) lines.back() = std::string(1000 + pick(50), 'x') + "\u00e9\u00e9";
+          // Twice, sometimes: more lines than a log keeps.
+          for (int k = pick(3) == 0 ? 2 : 1; k > 0; --k) {
+            (void)same("joblog", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.AppendJobLog(q, lease, lines, done); });
+            });
+          }
           break;
         }
         default: {
