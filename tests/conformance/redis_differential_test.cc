@@ -14,9 +14,12 @@
 // and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
 // without ids and codes. Schedules of repeatable jobs go in too: put, paused, resumed, deleted
 // and listed, and fired by either backend's timer between the steps, their jobs then fetched
-// as any other. Dependencies and batches go in too: pushes that wait on older jobs (or on
-// ones not yet pushed), join batches or are refused for naming an unknown or sealed one;
-// batches made with callbacks, sealed and read; jobs' dependencies read.
+// as any other. Job state goes in too: results at acks (and at a fetch's acks), progress and
+// log lines from current, lost and forged leases, keep_acked settings that trim finished jobs
+// by count and by age, and lookups of jobs in every state. Dependencies and batches go in too:
+// pushes that wait on older jobs (or on ones not yet pushed), join batches or are refused for
+// naming an unknown or sealed one; batches made with callbacks, sealed and read; jobs'
+// dependencies read.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -128,15 +131,6 @@ std::string Show(const std::vector<core::DependencyView>& v) {
   }
   return s;
 }
-// What a job's view says of its dependencies and its failures.
-std::string Show(const core::JobView& v) {
-  std::string s =
-      fmt::format("{} a{} due={} finished={} waiting_on={} deps=", core::ToString(v.state),
-                  v.attempts, v.due_ms, v.finished_ms, v.waiting_on);
-  for (core::JobId d : v.depends_on) s += std::to_string(d) + ",";
-  for (const auto& h : v.history) s += fmt::format(" [a{} '{}' {}]", h.attempt, h.error, h.at_ms);
-  return s;
-}
 std::string Show(const std::vector<core::InflightJob>& v) {
   std::string s;
   for (const auto& j : v)
@@ -204,11 +198,25 @@ std::string Show(const std::optional<core::RateLimit>& r) {
 }
 std::string Show(const core::QueueSettings& s) {
   const core::QueueLimits& l = s.limits;
-  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={}",
+  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={} keep={}/{}ms",
                      l.fairness == core::Fairness::kFifo ? "fifo" : "round_robin",
                      Show(l.per_group.rate), l.per_group.concurrency, Show(l.queue.rate),
-                     l.queue.concurrency);
+                     l.queue.concurrency, s.keep_acked.count, s.keep_acked.age_ms);
 }
+// A job looked up, every field.
+std::string Show(const core::JobView& v) {
+  std::string s = fmt::format("[{} {} '{}' p{} g'{}' a{}/{} due={} finished={} history=", v.id,
+                              core::ToString(v.state), v.payload, v.priority, v.group, v.attempts,
+                              v.max_attempts, v.due_ms, v.finished_ms);
+  for (const auto& f : v.history) s += fmt::format("({} '{}' {})", f.attempt, f.error, f.at_ms);
+  s += fmt::format(" progress={} result={} log=", v.progress.value_or("none"),
+                   v.result.value_or("none"));
+  for (const auto& line : v.log) s += fmt::format("({} '{}')", line.at_ms, line.text);
+  s += fmt::format(" dropped={} waiting_on={} depends_on=", v.log_dropped, v.waiting_on);
+  for (core::JobId d : v.depends_on) s += std::to_string(d) + ",";
+  return s + "]";
+}
+std::string Show(core::LeaseOutcome o) { return core::ToString(o); }
 // A schedule whole: what it pushes, its timing and its state.
 std::string Show(const core::Schedule& x) {
   const core::ScheduleSpec& p = x.spec;
@@ -340,7 +348,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(44);
+      int op = pick(47);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -457,8 +465,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 11: {
           core::FetchRequest f{
               w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, {}, false, {}};
-          if (!leases.empty() && pick(2))
+          if (!leases.empty() && pick(2)) {
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (pick(2))
+              f.ack_results.push_back(pick(3) ? "[" + std::to_string(pick(9)) + "]" : "");
+          }
           f.reclaim = pick(6) == 0;  // a worker starting again under its name
           auto a = same(f.reclaim ? "fetch reclaim" : "fetch", [&](Backend& b) {
             return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
@@ -476,11 +487,23 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 14: {
           if (leases.empty()) break;
           std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
+          // An ack mostly of one of the queue's latest deliveries, so that many are genuine.
+          const std::vector<std::string>& mine = leases_of[q];
+          if (op == 12 && !mine.empty() && pick(3) != 0) {
+            some[0] = mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
           if (pick(5) == 0) some.push_back("1.1.forged");
           if (op == 12) {
+            // Results for some acks, none for others ("" and no list alike).
+            std::vector<std::string> results;
+            if (pick(2)) {
+              for (size_t k = 0; k < some.size(); ++k) {
+                results.push_back(pick(4) ? R"({"r":)" + std::to_string(pick(99)) + "}" : "");
+              }
+            }
             (void)same("ack", [&](Backend& b) {
               return Wait<std::vector<core::LeaseOutcome>>(
-                  [&](auto done) { b.Ack(q, some, done); });
+                  [&](auto done) { b.Ack(q, some, results, done); });
             });
           } else if (op == 13) {
             int64_t delay = pick(2) ? 0 : 700;
@@ -695,6 +718,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             break;
           }
           core::QueueSettings set;
+          // Keep few finished jobs, for little time, often: count and age both trim them.
+          if (pick(2)) set.keep_acked = {.count = pick(5), .age_ms = 100 * (1 + pick(40))};
           if (pick(5) != 0) {
             core::QueueLimits& l = set.limits;
             l.fairness = pick(2) ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
@@ -743,6 +768,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
                 {}};
             if (!leases.empty() && pick(2))
               f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (!f.ack.empty() && pick(2)) f.ack_results.push_back(std::to_string(pick(9)));
             auto a = same("fetch", [&](Backend& b) {
               return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
             });
@@ -855,8 +881,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           }
           break;
         }
-        case 41:
-        case 43: {
+        case 44:
+        case 46: {
           // Batches: made with callbacks (which may wait on jobs, or die at once), sealed, read.
           std::string id = "b" + std::to_string(pick(3));
           int what = pick(3);
@@ -886,15 +912,12 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           }
           break;
         }
-        case 42: {
-          // A job's dependencies, and its view (waiting_deps, what it waits on, its failures).
+        case 45: {
+          // A job's dependencies (its view, with what it waits on, is "getjobs"').
           core::JobId id = recent_id(q);
           (void)same("dependencies", [&](Backend& b) {
             return Wait<std::vector<core::DependencyView>>(
                 [&](auto done) { b.GetJobDependencies(q, id, done); });
-          });
-          (void)same("job", [&](Backend& b) {
-            return Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); });
           });
           break;
         }
@@ -907,6 +930,53 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           } else {
             (void)same("schedules", [&](Backend& b) {
               return Wait<std::vector<core::Schedule>>([&](auto done) { b.ListSchedules(done); });
+            });
+          }
+          break;
+        }
+        case 41: {
+          // Every job wherever it is: pending, finished and kept, or unknown (never pushed, or
+          // gone by keep_acked's count or age).
+          (void)same("getjobs", [&](Backend& b) {
+            std::vector<std::string> out;
+            for (core::JobId id = 1; id <= 30; ++id) {
+              out.push_back(
+                  Describe(Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); })));
+            }
+            return OpResult<std::vector<std::string>>(std::move(out));
+          });
+          break;
+        }
+        case 42:
+        case 43: {
+          // Progress or log lines from one of the queue's latest deliveries (often still
+          // current, some lost, some forged): lines cut at a character (a long one), and enough
+          // of them that a log drops its oldest.
+          const std::vector<std::string>& mine = leases_of[q];
+          std::string lease = "1.1.forged";
+          if (!mine.empty() && pick(8) != 0) {
+            lease =
+                pick(2)
+                    ? mine.back()
+                    : mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
+          if (op == 42) {
+            std::string progress = R"({"done":)" + std::to_string(pick(100)) + "}";
+            (void)same("progress", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.SetProgress(q, lease, progress, done); });
+            });
+            break;
+          }
+          std::vector<std::string> lines;
+          int n = pick(3) == 0 ? 60 + pick(41) : 1 + pick(3);
+          for (int k = 0; k < n; ++k) lines.push_back("l" + std::to_string(pick(1000)));
+          if (pick(3) == 0) lines.back() = std::string(1000 + pick(50), 'x') + "\u00e9\u00e9";
+          // Twice, sometimes: more lines than a log keeps.
+          for (int k = pick(3) == 0 ? 2 : 1; k > 0; --k) {
+            (void)same("joblog", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.AppendJobLog(q, lease, lines, done); });
             });
           }
           break;

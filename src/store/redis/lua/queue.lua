@@ -677,6 +677,7 @@ local function drop_finished_front()
   queue.fhead = queue.fhead + 1
   if not e then return end
   local id, _, flags = front_entry(e)
+  if not id then return end
   redis.call('HDEL', K_FINISHED, id)
   drop_job_data(id, flags)
 end
