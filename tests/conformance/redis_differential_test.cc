@@ -14,7 +14,12 @@
 // and "the k-th pass" is redeemed or revoked with that backend's own; answers are compared
 // without ids and codes. Schedules of repeatable jobs go in too: put, paused, resumed, deleted
 // and listed, and fired by either backend's timer between the steps, their jobs then fetched
-// as any other.
+// as any other. Job state goes in too: results at acks (and at a fetch's acks), progress and
+// log lines from current, lost and forged leases, keep_acked settings that trim finished jobs
+// by count and by age, and lookups of jobs in every state. Dependencies and batches go in too:
+// pushes that wait on older jobs (or on ones not yet pushed), join batches or are refused for
+// naming an unknown or sealed one; batches made with callbacks, sealed and read; jobs'
+// dependencies read.
 //
 // Seeded; the seed is printed on failure and can be replayed with ANTEROOM_REDIS_DIFF_SEED
 // (ANTEROOM_REDIS_DIFF_TRACE=1 prints every op and the embedded backend's answer).
@@ -107,10 +112,24 @@ std::string Show(const std::vector<core::LeaseOutcome>& v) {
 }
 std::string Show(const core::QueueStats& q) {
   return fmt::format(
-      "ready={} delayed={} inflight={} dead={} pushed={} acked={} nacked={} "
+      "waiting={} ready={} delayed={} inflight={} dead={} pushed={} acked={} nacked={} "
       "expired={} cancelled={} workers={} paused={}",
-      q.ready, q.delayed, q.inflight, q.dead, q.pushed, q.acked, q.nacked, q.expired, q.cancelled,
-      q.workers, q.paused);
+      q.waiting, q.ready, q.delayed, q.inflight, q.dead, q.pushed, q.acked, q.nacked, q.expired,
+      q.cancelled, q.workers, q.paused);
+}
+std::string Show(const core::BatchView& v) {
+  return fmt::format(
+      "[{} sealed={} settled={} pending={} acked={} dead={} cancelled={} created={} settled_at={} "
+      "success={} complete={} on_dead={}]",
+      v.id, v.sealed, v.settled, v.pending, v.acked, v.dead, v.cancelled, v.created_ms,
+      v.settled_ms, v.on_success_job, v.on_complete_job, v.on_dead_job);
+}
+std::string Show(const std::vector<core::DependencyView>& v) {
+  std::string s;
+  for (const auto& d : v) {
+    s += fmt::format("[{} {} {}] ", d.id, core::ToString(d.state), d.result.value_or("-"));
+  }
+  return s;
 }
 std::string Show(const std::vector<core::InflightJob>& v) {
   std::string s;
@@ -179,11 +198,25 @@ std::string Show(const std::optional<core::RateLimit>& r) {
 }
 std::string Show(const core::QueueSettings& s) {
   const core::QueueLimits& l = s.limits;
-  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={}",
+  return fmt::format("{} group: rate={} conc={} queue: rate={} conc={} keep={}/{}ms",
                      l.fairness == core::Fairness::kFifo ? "fifo" : "round_robin",
                      Show(l.per_group.rate), l.per_group.concurrency, Show(l.queue.rate),
-                     l.queue.concurrency);
+                     l.queue.concurrency, s.keep_acked.count, s.keep_acked.age_ms);
 }
+// A job looked up, every field.
+std::string Show(const core::JobView& v) {
+  std::string s = fmt::format("[{} {} '{}' p{} g'{}' a{}/{} due={} finished={} history=", v.id,
+                              core::ToString(v.state), v.payload, v.priority, v.group, v.attempts,
+                              v.max_attempts, v.due_ms, v.finished_ms);
+  for (const auto& f : v.history) s += fmt::format("({} '{}' {})", f.attempt, f.error, f.at_ms);
+  s += fmt::format(" progress={} result={} log=", v.progress.value_or("none"),
+                   v.result.value_or("none"));
+  for (const auto& line : v.log) s += fmt::format("({} '{}')", line.at_ms, line.text);
+  s += fmt::format(" dropped={} waiting_on={} depends_on=", v.log_dropped, v.waiting_on);
+  for (core::JobId d : v.depends_on) s += std::to_string(d) + ",";
+  return s + "]";
+}
+std::string Show(core::LeaseOutcome o) { return core::ToString(o); }
 // A schedule whole: what it pushes, its timing and its state.
 std::string Show(const core::Schedule& x) {
   const core::ScheduleSpec& p = x.spec;
@@ -255,6 +288,11 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     std::vector<Harness*> both{&memory, &redis};
     std::vector<std::string> leases;  // handed out so far (some stale by now)
     std::map<std::string, std::vector<std::string>> leases_of;  // the same, by queue
+    // Each queue's newest job id so far: dependencies and lookups name ids around it.
+    std::map<std::string, int> newest;
+    auto recent_id = [&](const std::string& q) {
+      return static_cast<core::JobId>(1 + pick(newest[q] + 3));
+    };
     int i_now = -1;
     std::string r_now, q_now, w_now;  // this op's names, for the trace
     const bool trace = std::getenv("ANTEROOM_REDIS_DIFF_TRACE") != nullptr;
@@ -310,7 +348,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
     }
     for (int i = 0; i < kOpsPerRun && !differed; ++i) {
       i_now = i;
-      int op = pick(41);
+      int op = pick(47);
       std::string r = room(), s = session(), q = queue(), w = worker();
       r_now = r, q_now = q, w_now = w;
       switch (op) {
@@ -408,18 +446,30 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             // A few groups, and often none: names that sort apart from their case and length.
             const char* groups[] = {"", "", "ga", "gB", "g", "g-c"};
             j.group = groups[pick(6)];
+            // Dependencies on recent jobs (some not yet pushed, some repeated), and batches.
+            if (pick(3) == 0) {
+              for (int k = pick(3); k >= 0; --k) j.depends_on.push_back(recent_id(q));
+              j.ignore_failed_dependencies = pick(3) == 0;
+            }
+            if (pick(4) == 0) j.batch = "b" + std::to_string(pick(3));
           }
-          (void)same("push", [&](Backend& b) {
+          auto pushed = same("push", [&](Backend& b) {
             return Wait<std::vector<core::PushResult>>([&](auto done) { b.Push(q, jobs, done); });
           });
+          if (pushed.ok()) {
+            for (const auto& p : *pushed) newest[q] = std::max(newest[q], static_cast<int>(p.id));
+          }
           break;
         }
         case 10:
         case 11: {
           core::FetchRequest f{
               w, static_cast<size_t>(1 + pick(3)), 500 + 100 * pick(30), 0, {}, {}, false, {}};
-          if (!leases.empty() && pick(2))
+          if (!leases.empty() && pick(2)) {
             f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (pick(2))
+              f.ack_results.push_back(pick(3) ? "[" + std::to_string(pick(9)) + "]" : "");
+          }
           f.reclaim = pick(6) == 0;  // a worker starting again under its name
           auto a = same(f.reclaim ? "fetch reclaim" : "fetch", [&](Backend& b) {
             return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
@@ -437,11 +487,23 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
         case 14: {
           if (leases.empty()) break;
           std::vector<std::string> some{leases[pick(static_cast<int>(leases.size()))]};
+          // An ack mostly of one of the queue's latest deliveries, so that many are genuine.
+          const std::vector<std::string>& mine = leases_of[q];
+          if (op == 12 && !mine.empty() && pick(3) != 0) {
+            some[0] = mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
           if (pick(5) == 0) some.push_back("1.1.forged");
           if (op == 12) {
+            // Results for some acks, none for others ("" and no list alike).
+            std::vector<std::string> results;
+            if (pick(2)) {
+              for (size_t k = 0; k < some.size(); ++k) {
+                results.push_back(pick(4) ? R"({"r":)" + std::to_string(pick(99)) + "}" : "");
+              }
+            }
             (void)same("ack", [&](Backend& b) {
               return Wait<std::vector<core::LeaseOutcome>>(
-                  [&](auto done) { b.Ack(q, some, done); });
+                  [&](auto done) { b.Ack(q, some, results, done); });
             });
           } else if (op == 13) {
             int64_t delay = pick(2) ? 0 : 700;
@@ -656,6 +718,8 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
             break;
           }
           core::QueueSettings set;
+          // Keep few finished jobs, for little time, often: count and age both trim them.
+          if (pick(2)) set.keep_acked = {.count = pick(5), .age_ms = 100 * (1 + pick(40))};
           if (pick(5) != 0) {
             core::QueueLimits& l = set.limits;
             l.fairness = pick(2) ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
@@ -704,6 +768,7 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
                 {}};
             if (!leases.empty() && pick(2))
               f.ack.push_back(leases[pick(static_cast<int>(leases.size()))]);
+            if (!f.ack.empty() && pick(2)) f.ack_results.push_back(std::to_string(pick(9)));
             auto a = same("fetch", [&](Backend& b) {
               return Wait<core::FetchAnswer>([&](auto done) { b.Fetch(q, f, done); });
             });
@@ -816,6 +881,46 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           }
           break;
         }
+        case 44:
+        case 46: {
+          // Batches: made with callbacks (which may wait on jobs, or die at once), sealed, read.
+          std::string id = "b" + std::to_string(pick(3));
+          int what = pick(3);
+          if (what == 0) {
+            core::BatchSpec spec;
+            auto callback = [&](const char* name) {
+              core::JobSpec j;
+              j.payload = name;
+              j.priority = pick(2);
+              if (pick(4) == 0) j.depends_on.push_back(recent_id(q));
+              return j;
+            };
+            if (pick(2)) spec.on_success = callback("success");
+            if (pick(2)) spec.on_complete = callback("complete");
+            if (pick(2)) spec.on_dead = callback("dead");
+            (void)same("create-batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.CreateBatch(q, id, spec, done); });
+            });
+          } else if (what == 1) {
+            (void)same("seal-batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.SealBatch(q, id, done); });
+            });
+          } else {
+            (void)same("batch", [&](Backend& b) {
+              return Wait<core::BatchView>([&](auto done) { b.GetBatch(q, id, done); });
+            });
+          }
+          break;
+        }
+        case 45: {
+          // A job's dependencies (its view, with what it waits on, is "getjobs"').
+          core::JobId id = recent_id(q);
+          (void)same("dependencies", [&](Backend& b) {
+            return Wait<std::vector<core::DependencyView>>(
+                [&](auto done) { b.GetJobDependencies(q, id, done); });
+          });
+          break;
+        }
         case 40: {
           std::string id = "s" + std::to_string(pick(4));
           if (pick(4) == 0) {
@@ -825,6 +930,53 @@ TEST_F(RedisDifferentialTest, RedisAnswersAsTheCoreDoes) {
           } else {
             (void)same("schedules", [&](Backend& b) {
               return Wait<std::vector<core::Schedule>>([&](auto done) { b.ListSchedules(done); });
+            });
+          }
+          break;
+        }
+        case 41: {
+          // Every job wherever it is: pending, finished and kept, or unknown (never pushed, or
+          // gone by keep_acked's count or age).
+          (void)same("getjobs", [&](Backend& b) {
+            std::vector<std::string> out;
+            for (core::JobId id = 1; id <= 30; ++id) {
+              out.push_back(
+                  Describe(Wait<core::JobView>([&](auto done) { b.GetJob(q, id, done); })));
+            }
+            return OpResult<std::vector<std::string>>(std::move(out));
+          });
+          break;
+        }
+        case 42:
+        case 43: {
+          // Progress or log lines from one of the queue's latest deliveries (often still
+          // current, some lost, some forged): lines cut at a character (a long one), and enough
+          // of them that a log drops its oldest.
+          const std::vector<std::string>& mine = leases_of[q];
+          std::string lease = "1.1.forged";
+          if (!mine.empty() && pick(8) != 0) {
+            lease =
+                pick(2)
+                    ? mine.back()
+                    : mine[mine.size() - 1 - pick(std::min<int>(3, static_cast<int>(mine.size())))];
+          }
+          if (op == 42) {
+            std::string progress = R"({"done":)" + std::to_string(pick(100)) + "}";
+            (void)same("progress", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.SetProgress(q, lease, progress, done); });
+            });
+            break;
+          }
+          std::vector<std::string> lines;
+          int n = pick(3) == 0 ? 60 + pick(41) : 1 + pick(3);
+          for (int k = 0; k < n; ++k) lines.push_back("l" + std::to_string(pick(1000)));
+          if (pick(3) == 0) lines.back() = std::string(1000 + pick(50), 'x') + "\u00e9\u00e9";
+          // Twice, sometimes: more lines than a log keeps.
+          for (int k = pick(3) == 0 ? 2 : 1; k > 0; --k) {
+            (void)same("joblog", [&](Backend& b) {
+              return Wait<core::LeaseOutcome>(
+                  [&](auto done) { b.AppendJobLog(q, lease, lines, done); });
             });
           }
           break;

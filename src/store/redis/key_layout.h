@@ -23,9 +23,10 @@ class KeyLayout {
   std::vector<std::string> Queue(const std::string& queue) const {
     std::string base = prefix_ + "{q:" + queue + "}:";
     std::vector<std::string> keys;
-    keys.reserve(23);
-    for (const char* k : {"m",  "j",  "p",    "h",   "r", "d",  "l",  "x",  "u",  "a", "ax", "w",
-                          "hb", "wj", "poll", "key", "g", "gr", "gf", "go", "gp", "s", "st"}) {
+    keys.reserve(31);
+    for (const char* k : {"m",  "j",  "p",  "h",    "r",   "d",  "l",  "x",  "u",  "a",  "ax",
+                          "w",  "hb", "wj", "poll", "key", "g",  "gr", "gf", "go", "gp", "s",
+                          "st", "f",  "fo", "jp",   "jl",  "dp", "dn", "b",  "bs"}) {
       keys.push_back(base + k);
     }
     return keys;
@@ -41,7 +42,7 @@ class KeyLayout {
   std::string WakeChannel() const { return prefix_ + "wake"; }
   // Lifecycle events of every room and queue (a stream), and the newest position trimmed from it
   // (prelude.lua's feed). Passed after the script's own keys (room.lua's KEYS 17 and 18,
-  // queue.lua's 24 and 25) on a single Redis; the stream's name is also the channel its writers
+  // queue.lua's 32 and 33) on a single Redis; the stream's name is also the channel its writers
   // publish on.
   std::string Feed() const { return prefix_ + "feed"; }
   std::string FeedHorizon() const { return prefix_ + "feed-horizon"; }

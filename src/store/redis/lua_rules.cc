@@ -41,13 +41,15 @@ std::string LuaRules() {
       "  flow_bucket_ms = {}, flow_buckets = {},\n"
       // queue.lua: the rules of core::Queue
       "  backoff_base_ms = {}, backoff_cap_ms = {}, backoff_max_shift = {},\n"
-      "  ack_memory_ms = {}, ack_memory_max = {}, kept_attempts = {}}}\n",
+      "  ack_memory_ms = {}, ack_memory_max = {}, kept_attempts = {},\n"
+      "  keep_count = {}, keep_age_ms = {}, kept_log_lines = {}}}\n",
       room.capacity, room.grace_ms, room.checkin_timeout_ms, room.idle_timeout_ms.value_or(-1),
       Room::kTokenUnits, Room::kTableFullRetryMs, Room::kPlacesRetryMinMs, Room::kKindDropout,
       Room::kKindOther, core::MinuteWindow::kSeconds, core::MinuteWindow::kWindowMs,
       core::FlowHistory::kBucketMs, core::FlowHistory::kBuckets, core::kBackoffBaseMs,
       core::kBackoffCapMs, core::kBackoffMaxShift, core::kAckMemoryMs, core::kAckMemoryMax,
-      core::kKeptAttempts);
+      core::kKeptAttempts, core::KeepFinished{}.count, core::KeepFinished{}.age_ms,
+      core::kKeptLogLines);
   // Launch day: the queueing methods by their names (the scripts store and answer names, which
   // the backend reads with core::ParseQueueingMethod), the event stages by their codes, and the
   // schedule's bound.
@@ -65,6 +67,8 @@ std::string LuaRules() {
   }
   rules += fmt::format("}}\nRULES.max_events = {}\nRULES.min_event_cto = {}\n",
                        core::kMaxEventsPerRoom, core::kMinEventCheckinTimeoutMs);
+  // A queue's batches (core::Queue::CreateBatch).
+  rules += fmt::format("RULES.max_open_batches = {}\n", core::kMaxOpenBatches);
   rules += fmt::format(
       "local MSG = {{capacity_required = [==[{}]==],\n"
       "  join_needs_challenge = {},\n  client_table_full = {},\n"

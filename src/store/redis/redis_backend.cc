@@ -283,6 +283,13 @@ OpResult<Reply> Checked(Reply r) {
   if (word == "conflict") return {OpStatus::kConflict, std::move(status.message)};
   if (word == "not_found") return {OpStatus::kNotFound, std::move(status.message)};
   if (word == "limit_reached") return {OpStatus::kLimitReached, std::move(status.message)};
+  // A queue's batches (queue.lua op_push, op_create_batch): the words alone, the texts here.
+  if (word == "unknown_batch") return {OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)};
+  if (word == "batch_sealed") return {OpStatus::kConflict, std::string(wire::kBatchSealed)};
+  if (word == "batch_exists") return {OpStatus::kConflict, std::string(wire::kBatchExists)};
+  if (word == "too_many_batches") {
+    return {OpStatus::kLimitReached, std::string(wire::kTooManyBatches)};
+  }
   return {OpStatus::kInternal, "redis: unexpected answer from a script"};
 }
 }  // namespace

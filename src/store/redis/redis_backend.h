@@ -337,9 +337,22 @@ class RedisBackend final : public Backend {
   // The outcome of each lease: the script's (`outcomes`, one per valid lease) or invalid.
   static std::vector<core::LeaseOutcome> MergeOutcomes(
       const std::vector<int>& slots, const std::vector<core::LeaseOutcome>& outcomes);
-  static std::vector<std::string> SettingsArgs(const core::QueueLimits& limits);
+  static std::vector<std::string> SettingsArgs(const core::QueueSettings& settings);
+  // A job's eight push arguments (queue.lua op_push), appended to `argv`: a push's jobs and a
+  // batch's callbacks alike.
+  static void JobArgs(const core::JobSpec& job, std::vector<std::string>& argv);
+  // A script that answers a batch's view (batchseal, batch) or false for none (kUnknownBatch).
+  void BatchOp(const char* op, std::string queue, std::string id, Completion<core::BatchView> done);
+  // `each`: empty, or one argument per lease, of which those of the valid leases go after
+  // `tail`.
   void LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
-               std::vector<std::string> tail, Completion<std::vector<core::LeaseOutcome>> done);
+               std::vector<std::string> tail, Completion<std::vector<core::LeaseOutcome>> done,
+               std::vector<std::string> each = {});
+  // A report of one lease's job (progress, joblog): its id and delivery, then `args`.
+  void ReportOp(const char* op, std::string queue, std::string lease, std::vector<std::string> args,
+                Completion<core::LeaseOutcome> done);
+  // The largest job id queue.lua can name (2^53 - 1, its NEVER).
+  static constexpr core::JobId kMaxScriptJobId = (core::JobId{1} << 53) - 1;
   // The jobs a fetch leased, each with its lease signed.
   static std::vector<core::Delivery> Deliveries(Shard& s, const std::string& queue,
                                                 std::vector<LeasedJob> jobs);

@@ -92,22 +92,42 @@ std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string
 
 // ---- operations ----------------------------------------------------------------------------
 
+void RedisBackend::JobArgs(const core::JobSpec& j, std::vector<std::string>& argv) {
+  argv.push_back(j.payload);
+  argv.push_back(std::to_string(j.delay_ms));
+  argv.push_back(std::to_string(j.priority));
+  argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
+  argv.push_back(std::to_string(j.max_attempts));
+  argv.push_back(j.group);
+  argv.push_back(j.batch);
+  // depends_on: the ignore flag, then each id in decimal (ids past what Lua's numbers hold
+  // exactly are longer than any job's, and the script finds them missing by their length).
+  std::string deps;
+  if (!j.depends_on.empty()) {
+    deps = j.ignore_failed_dependencies ? "1" : "0";
+    for (core::JobId id : j.depends_on) deps += " " + std::to_string(id);
+  }
+  argv.push_back(std::move(deps));
+}
+
 void RedisBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
                         Completion<std::vector<core::PushResult>> done) {
   Post([this, queue = std::move(queue), jobs = std::move(jobs), done = std::move(done)](Shard& s) {
     std::vector<std::string> argv{"push", std::to_string(jobs.size())};
-    argv.reserve(2 + jobs.size() * 6);
+    argv.reserve(2 + jobs.size() * 8);
+    bool batched = false;
     for (const core::JobSpec& j : jobs) {
-      argv.push_back(j.payload);
-      argv.push_back(std::to_string(j.delay_ms));
-      argv.push_back(std::to_string(j.priority));
-      argv.push_back(j.dedupe_key ? "=" + *j.dedupe_key : "");
-      argv.push_back(std::to_string(j.max_attempts));
-      argv.push_back(j.group);
+      JobArgs(j, argv);
+      batched = batched || !j.batch.empty();
     }
     WithinCap(s, 'q', queue,
-              [this, &s, queue, argv = std::move(argv),
+              [this, &s, queue, batched, argv = std::move(argv),
                done](std::optional<std::string> refusal) mutable {
+                // A queue that cannot be made has no batch: the batch is what is refused first,
+                // as the embedded backend refuses it.
+                if (refusal && batched) {
+                  return done({OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)});
+                }
                 if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
                 QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
                   if (!r.ok()) return done(Fail<std::vector<core::PushResult>>(r));
@@ -125,6 +145,16 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
     std::vector<int> slots;
     std::vector<std::string> acks = LeaseArgs(s, queue, request.ack, slots, false);
     size_t valid = acks.size() / 2;
+    // Each valid ack as (id, delivery, result).
+    std::vector<std::string> ack_args;
+    ack_args.reserve(valid * 3);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (slots[k] < 0) continue;
+      size_t at = static_cast<size_t>(slots[k]) * 2;
+      ack_args.push_back(std::move(acks[at]));
+      ack_args.push_back(std::move(acks[at + 1]));
+      ack_args.push_back(k < request.ack_results.size() ? request.ack_results[k] : "");
+    }
     // A client already gone: its acks only (that work was done), no job, no wait.
     bool gone = request.hangup && request.hangup->happened();
     std::vector<std::string> argv{"fetch",
@@ -133,7 +163,8 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                                   std::to_string(request.lease_ms),
                                   gone ? "0" : std::to_string(request.wait_ms),
                                   std::to_string(valid)};
-    argv.insert(argv.end(), acks.begin(), acks.end());
+    argv.insert(argv.end(), std::make_move_iterator(ack_args.begin()),
+                std::make_move_iterator(ack_args.end()));
     if (request.reclaim && !gone) argv.push_back("1");
     QueueScript(s, queue, std::move(argv),
                 [this, &s, queue, request = std::move(request), slots = std::move(slots), valid,
@@ -196,15 +227,20 @@ void RedisBackend::GiveBack(Shard& s, const std::string& queue,
 }
 
 void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::string> leases,
-                           std::vector<std::string> tail, Completion<Outcomes> done) {
+                           std::vector<std::string> tail, Completion<Outcomes> done,
+                           std::vector<std::string> each) {
   Post([this, op, queue = std::move(queue), leases = std::move(leases), tail = std::move(tail),
-        done = std::move(done)](Shard& s) {
+        each = std::move(each), done = std::move(done)](Shard& s) {
     std::vector<int> slots;
     std::vector<std::string> args = LeaseArgs(s, queue, leases, slots, true);
     size_t valid = args.size() / 3;
     std::vector<std::string> argv{op, std::to_string(valid)};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), tail.begin(), tail.end());
+    // `each` of the valid leases only, in their order (the script numbers those alone).
+    for (size_t k = 0; k < each.size() && k < slots.size(); ++k) {
+      if (slots[k] >= 0) argv.push_back(each[k]);
+    }
     QueueScript(s, queue, std::move(argv),
                 [slots = std::move(slots), valid, done](OpResult<Reply> r) {
                   if (!r.ok()) return done(Fail<Outcomes>(r));
@@ -213,36 +249,124 @@ void RedisBackend::LeaseOp(const char* op, std::string queue, std::vector<std::s
   });
 }
 
+// Each lease's result goes after the leases (queue.lua op_ack); none when no lease has one.
 void RedisBackend::Ack(std::string queue, std::vector<std::string> leases,
-                       std::vector<std::string> /*results*/, Completion<Outcomes> done) {
-  LeaseOp("ack", std::move(queue), std::move(leases), {}, std::move(done));
+                       std::vector<std::string> results, Completion<Outcomes> done) {
+  bool any = std::any_of(results.begin(), results.end(), [](auto& r) { return !r.empty(); });
+  if (any) results.resize(leases.size());
+  LeaseOp("ack", std::move(queue), std::move(leases), {}, std::move(done),
+          any ? std::move(results) : std::vector<std::string>{});
 }
 
-// Placeholders until queue.lua keeps finished jobs (the job-state conformance suite fails here).
-void RedisBackend::CreateBatch(std::string, std::string, core::BatchSpec,
+// Creates the queue within --max-queues and counts its name, as a first push does. The
+// callbacks are kept as push arguments, pushed by the script when the batch calls for them.
+void RedisBackend::CreateBatch(std::string queue, std::string id, core::BatchSpec spec,
                                Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+  Post([this, queue = std::move(queue), id = std::move(id), spec = std::move(spec),
+        done = std::move(done)](Shard& s) {
+    std::vector<std::string> argv{"batchcreate", id};
+    for (const std::optional<core::JobSpec>* callback :
+         {&spec.on_success, &spec.on_complete, &spec.on_dead}) {
+      argv.push_back(*callback ? "1" : "0");
+      if (*callback) JobArgs(**callback, argv);
+    }
+    WithinCap(s, 'q', queue,
+              [this, &s, queue, argv = std::move(argv),
+               done](std::optional<std::string> refusal) mutable {
+                if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
+                QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
+                  if (!r.ok()) return done(Fail<core::BatchView>(r));
+                  std::optional<core::BatchView> view = ParseBatchView(*r);
+                  if (!view) return done({OpStatus::kInternal, "redis: a batch not made"});
+                  Created(s, 'q', queue, [done, view = std::move(*view)] { done(view); });
+                });
+              });
+  });
 }
-void RedisBackend::SealBatch(std::string, std::string, Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+
+void RedisBackend::BatchOp(const char* op, std::string queue, std::string id,
+                           Completion<core::BatchView> done) {
+  Post([this, op, queue = std::move(queue), id = std::move(id), done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {op, id}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::BatchView>(r));
+      std::optional<core::BatchView> view = ParseBatchView(*r);
+      if (!view) return done({OpStatus::kUnknownBatch, std::string(wire::kUnknownBatch)});
+      done(std::move(*view));
+    });
+  });
 }
-void RedisBackend::GetBatch(std::string, std::string, Completion<core::BatchView> done) {
-  done(OpResult<core::BatchView>(OpStatus::kInternal, "not kept on Redis yet"));
+
+void RedisBackend::SealBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  BatchOp("batchseal", std::move(queue), std::move(id), std::move(done));
 }
-void RedisBackend::GetJobDependencies(std::string, core::JobId,
+
+void RedisBackend::GetBatch(std::string queue, std::string id, Completion<core::BatchView> done) {
+  BatchOp("batch", std::move(queue), std::move(id), std::move(done));
+}
+
+void RedisBackend::GetJobDependencies(std::string queue, core::JobId id,
                                       Completion<std::vector<core::DependencyView>> done) {
-  done(OpResult<std::vector<core::DependencyView>>(OpStatus::kInternal, "not kept on Redis yet"));
+  using Deps = std::vector<core::DependencyView>;
+  if (id > kMaxScriptJobId) return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+  Post([this, queue = std::move(queue), id, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"jobdeps", std::to_string(id)}, [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<Deps>(r));
+      std::optional<Deps> deps = ParseDependencies(*r);
+      if (!deps) return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+      done(std::move(*deps));
+    });
+  });
 }
-void RedisBackend::GetJob(std::string, core::JobId, Completion<core::JobView> done) {
-  done(OpResult<core::JobView>(OpStatus::kInternal, "not kept on Redis yet"));
+
+void RedisBackend::GetJob(std::string queue, core::JobId id, Completion<core::JobView> done) {
+  // Ids are numbers below 2^53 in Lua (as the embedded backend's never come near): a larger one
+  // names no job.
+  if (id > kMaxScriptJobId) {
+    return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+  }
+  Post([this, queue = std::move(queue), id, done = std::move(done)](Shard& s) {
+    QueueScript(s, queue, {"getjob", std::to_string(id)}, [id, done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::JobView>(r));
+      std::optional<core::JobView> view = ParseJobView(id, *r);
+      if (!view) return done({OpStatus::kUnknownJob, std::string(wire::kNoSuchJob)});
+      done(std::move(*view));
+    });
+  });
 }
-void RedisBackend::SetProgress(std::string, std::string, std::string,
+
+// Progress and log lines name their lease, checked here as an ack's is (a forged or malformed
+// one is kInvalidLease before Redis is asked); the script checks that it is the current
+// delivery.
+void RedisBackend::ReportOp(const char* op, std::string queue, std::string lease,
+                            std::vector<std::string> args, Completion<core::LeaseOutcome> done) {
+  Post([this, op, queue = std::move(queue), lease = std::move(lease), args = std::move(args),
+        done = std::move(done)](Shard& s) mutable {
+    core::JobId id;
+    uint64_t delivery;
+    if (!ParseLease(s, queue, lease, id, delivery)) return done(core::LeaseOutcome::kInvalidLease);
+    std::vector<std::string> argv{op, std::to_string(id), std::to_string(delivery)};
+    argv.insert(argv.end(), std::make_move_iterator(args.begin()),
+                std::make_move_iterator(args.end()));
+    QueueScript(s, queue, std::move(argv), [done](OpResult<Reply> r) {
+      if (!r.ok()) return done(Fail<core::LeaseOutcome>(r));
+      done(ParseLeaseOutcome(*r));
+    });
+  });
+}
+
+void RedisBackend::SetProgress(std::string queue, std::string lease, std::string progress,
                                Completion<core::LeaseOutcome> done) {
-  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not kept on Redis yet"));
+  ReportOp("progress", std::move(queue), std::move(lease), {std::move(progress)}, std::move(done));
 }
-void RedisBackend::AppendJobLog(std::string, std::string, std::vector<std::string>,
+
+// Each line is cut here (core::BoundedLogLine), so the script only appends and trims.
+void RedisBackend::AppendJobLog(std::string queue, std::string lease,
+                                std::vector<std::string> lines,
                                 Completion<core::LeaseOutcome> done) {
-  done(OpResult<core::LeaseOutcome>(OpStatus::kInternal, "not kept on Redis yet"));
+  for (std::string& line : lines) {
+    if (line.size() > core::kMaxLogLineBytes) line = core::BoundedLogLine(line);
+  }
+  ReportOp("joblog", std::move(queue), std::move(lease), std::move(lines), std::move(done));
 }
 
 void RedisBackend::Nack(std::string queue, std::vector<std::string> leases,
@@ -423,7 +547,7 @@ void RedisBackend::SetQueueSettings(std::string queue, core::QueueSettings setti
   }
   Post([this, queue = std::move(queue), settings, done = std::move(done)](Shard& s) {
     WithinCap(s, 'q', queue,
-              [this, &s, queue, argv = SettingsArgs(settings.limits),
+              [this, &s, queue, argv = SettingsArgs(settings),
                done](std::optional<std::string> refusal) mutable {
                 if (refusal) return done({OpStatus::kLimitReached, std::move(*refusal)});
                 QueueScript(s, queue, std::move(argv), [this, &s, queue, done](OpResult<Reply> r) {
@@ -438,13 +562,15 @@ void RedisBackend::GetQueueSettings(std::string queue, Completion<core::QueueSet
   Post([this, queue = std::move(queue), done = std::move(done)](Shard& s) {
     QueueScript(s, queue, {"settings"}, [done](OpResult<Reply> r) {
       if (!r.ok()) return done(Fail<core::QueueSettings>(r));
-      done(core::QueueSettings{ParseQueueLimits(*r), {}});  // keep_acked: not kept yet
+      done(ParseQueueSettings(*r));
     });
   });
 }
 
-// queue.lua's nine numbers of a queue's settings (op_set_settings).
-std::vector<std::string> RedisBackend::SettingsArgs(const core::QueueLimits& limits) {
+// queue.lua's eleven numbers of a queue's settings (op_set_settings): the limits, then
+// keep_acked.
+std::vector<std::string> RedisBackend::SettingsArgs(const core::QueueSettings& settings) {
+  const core::QueueLimits& limits = settings.limits;
   std::vector<std::string> argv{"setsettings",
                                 limits.fairness == core::Fairness::kRoundRobin ? "1" : "0"};
   for (const core::JobLimits* l : {&limits.per_group, &limits.queue}) {
@@ -453,6 +579,8 @@ std::vector<std::string> RedisBackend::SettingsArgs(const core::QueueLimits& lim
     argv.push_back(std::to_string(l->rate ? l->rate->burst : 0));
     argv.push_back(std::to_string(l->concurrency));
   }
+  argv.push_back(std::to_string(settings.keep_acked.count));
+  argv.push_back(std::to_string(settings.keep_acked.age_ms));
   return argv;
 }
 

@@ -443,9 +443,12 @@ FetchReply ParseFetch(const Reply& answer, size_t acks) {
   return r;
 }
 
-core::QueueLimits ParseQueueLimits(const Reply& answer) {
+// {fairness, per group: rate limit, period, burst, concurrency, queue-wide: the same four,
+// keep_acked's count, age_ms}
+core::QueueSettings ParseQueueSettings(const Reply& answer) {
   const Reply& a = QueuePayload(answer);
-  core::QueueLimits limits;
+  core::QueueSettings settings;
+  core::QueueLimits& limits = settings.limits;
   limits.fairness = a.at(0).AsInt() == 1 ? core::Fairness::kRoundRobin : core::Fairness::kFifo;
   size_t at = 1;
   for (core::JobLimits* l : {&limits.per_group, &limits.queue}) {
@@ -456,11 +459,125 @@ core::QueueLimits ParseQueueLimits(const Reply& answer) {
     l->concurrency = a.at(at + 3).AsInt();
     at += 4;
   }
-  return limits;
+  if (a.elements.size() > 10) {
+    settings.keep_acked.count = a.at(9).AsInt();
+    settings.keep_acked.age_ms = a.at(10).AsInt();
+  }
+  return settings;
 }
 
 std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases) {
   return Outcomes(QueuePayload(answer), leases);
+}
+
+core::LeaseOutcome ParseLeaseOutcome(const Reply& answer) {
+  return ToLeaseOutcome(QueuePayload(answer).AsInt());
+}
+
+namespace {
+// queue.lua's state names, as core::ToString(JobState) spells them; nullopt for another.
+std::optional<core::JobState> JobStateOf(std::string_view name) {
+  for (core::JobState s :
+       {core::JobState::kWaitingDeps, core::JobState::kDelayed, core::JobState::kReady,
+        core::JobState::kInflight, core::JobState::kAcked, core::JobState::kDead,
+        core::JobState::kCancelled}) {
+    if (name == core::ToString(s)) return s;
+  }
+  return std::nullopt;
+}
+std::optional<std::string> OptString(const Reply& v) {
+  if (v.type != Reply::Type::kString) return std::nullopt;
+  return v.str;
+}
+// A job id the script keeps as the decimal text it was sent (a dependency's: any uint64); 0
+// for one that does not read as one.
+core::JobId JobIdOf(const Reply& v) {
+  if (v.type == Reply::Type::kInteger) return static_cast<core::JobId>(v.integer);
+  core::JobId id = 0;
+  std::from_chars(v.str.data(), v.str.data() + v.str.size(), id);
+  return id;
+}
+// queue.lua's dependency states, as core::ToString(DependencyState) spells them; missing for
+// another.
+core::DependencyState DependencyStateOf(std::string_view name) {
+  for (core::DependencyState s :
+       {core::DependencyState::kPending, core::DependencyState::kAcked,
+        core::DependencyState::kDead, core::DependencyState::kCancelled}) {
+    if (name == core::ToString(s)) return s;
+  }
+  return core::DependencyState::kMissing;
+}
+}  // namespace
+
+// false, or {state, payload, priority, group, attempts, max_attempts, due, finished, {{attempt,
+// error, at}...}, progress (nil: none), result (nil: none), {dropped, at, line, at, line...}
+// (nil: none), {dependency id (decimal text)...}, waiting_on}
+std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  if (a.type != Reply::Type::kArray) return std::nullopt;
+  std::optional<core::JobState> state = JobStateOf(a.at(0).str);
+  if (!state) return std::nullopt;
+  core::JobView v;
+  v.id = id;
+  v.state = *state;
+  v.payload = a.at(1).str;
+  v.priority = static_cast<int32_t>(a.at(2).AsInt());
+  v.group = a.at(3).str;
+  v.attempts = static_cast<int32_t>(a.at(4).AsInt());
+  v.max_attempts = static_cast<int32_t>(a.at(5).AsInt());
+  v.due_ms = a.at(6).AsInt();
+  v.finished_ms = a.at(7).AsInt();
+  for (const Reply& h : a.at(8).elements) {
+    v.history.push_back({static_cast<int32_t>(h.at(0).AsInt()), h.at(1).str, h.at(2).AsInt()});
+  }
+  v.progress = OptString(a.at(9));
+  v.result = OptString(a.at(10));
+  const Reply& log = a.at(11);
+  if (log.type == Reply::Type::kArray && !log.elements.empty()) {
+    v.log_dropped = log.at(0).AsInt();
+    v.log.reserve(log.elements.size() / 2);
+    for (size_t k = 1; k + 1 < log.elements.size(); k += 2) {
+      v.log.push_back({log.elements[k].AsInt(), log.elements[k + 1].str});
+    }
+  }
+  for (const Reply& d : a.at(12).elements) v.depends_on.push_back(JobIdOf(d));
+  v.waiting_on = static_cast<int32_t>(a.at(13).AsInt());
+  return v;
+}
+
+// false, or {id (decimal text), state, result (nil: none), ...} flat
+std::optional<std::vector<core::DependencyView>> ParseDependencies(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  if (a.type != Reply::Type::kArray) return std::nullopt;
+  std::vector<core::DependencyView> out;
+  out.reserve(a.elements.size() / 3);
+  for (size_t k = 0; k + 2 < a.elements.size(); k += 3) {
+    out.push_back({JobIdOf(a.elements[k]), DependencyStateOf(a.elements[k + 1].str),
+                   OptString(a.elements[k + 2])});
+  }
+  return out;
+}
+
+// false, or {id, sealed, settled, pending, acked, dead, cancelled, created, settled_at,
+// on_success job, on_complete job, on_dead job}
+std::optional<core::BatchView> ParseBatchView(const Reply& answer) {
+  const Reply& a = QueuePayload(answer);
+  if (a.type != Reply::Type::kArray) return std::nullopt;
+  auto job = [&](size_t k) {
+    return static_cast<core::JobId>(std::max<int64_t>(0, a.at(k).AsInt()));
+  };
+  return core::BatchView{.id = a.at(0).str,
+                         .sealed = a.at(1).AsInt() == 1,
+                         .settled = a.at(2).AsInt() == 1,
+                         .pending = a.at(3).AsInt(),
+                         .acked = a.at(4).AsInt(),
+                         .dead = a.at(5).AsInt(),
+                         .cancelled = a.at(6).AsInt(),
+                         .created_ms = a.at(7).AsInt(),
+                         .settled_ms = a.at(8).AsInt(),
+                         .on_success_job = job(9),
+                         .on_complete_job = job(10),
+                         .on_dead_job = job(11)};
 }
 
 size_t ParseJobCount(const Reply& answer) {
@@ -468,7 +585,7 @@ size_t ParseJobCount(const Reply& answer) {
 }
 
 // {ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused,
-// counted}
+// counted, waiting}
 StatsReply ParseStats(const Reply& answer) {
   const Reply& a = QueuePayload(answer);
   StatsReply r;
@@ -485,6 +602,7 @@ StatsReply ParseStats(const Reply& answer) {
   s.workers = a.at(9).AsInt();
   s.paused = a.at(10).AsInt() != 0;
   r.counted = a.at(11).AsInt() == 1;
+  s.waiting = a.at(12).AsInt();
   return r;
 }
 

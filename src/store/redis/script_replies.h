@@ -28,7 +28,8 @@ namespace anteroom::store::redis {
 // ms, message}, {'challenge_required', register, message}, {'unknown_room'}; and the
 // schedule's and the passes', after the room was brought to now: {'invalid' | 'conflict' |
 // 'not_found' | 'limit_reached', register, message} (kInvalidArgument, kConflict, kNotFound,
-// kLimitReached).
+// kLimitReached); a queue's batches', {'unknown_batch' | 'batch_sealed' | 'batch_exists' |
+// 'too_many_batches', register...}, whose texts are the backend's.
 struct ScriptStatus {
   std::string word;  // "ok", or the refusal's code
   std::string message;
@@ -136,11 +137,23 @@ struct FetchReply {
   int64_t retry_in_ms = 0;
 };
 FetchReply ParseFetch(const Reply& answer, size_t acks);
-// A queue's settings: queue.lua's nine numbers (op_get_settings).
-core::QueueLimits ParseQueueLimits(const Reply& answer);
+// A queue's settings: queue.lua's eleven numbers (op_get_settings).
+core::QueueSettings ParseQueueSettings(const Reply& answer);
 
 // ack, nack, extend: the outcome of each of the `leases` sent.
 std::vector<core::LeaseOutcome> ParseLeaseOutcomes(const Reply& answer, size_t leases);
+// progress, joblog: the outcome of the one lease sent.
+core::LeaseOutcome ParseLeaseOutcome(const Reply& answer);
+
+// getjob: job `id` as the queue shows it; nullopt when it knows no such job.
+std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer);
+
+// jobdeps: what became of the job's dependencies, in the order it named them; nullopt when
+// the queue knows no such job.
+std::optional<std::vector<core::DependencyView>> ParseDependencies(const Reply& answer);
+
+// batchcreate, batchseal, batch: the batch's view; nullopt when there is no such batch.
+std::optional<core::BatchView> ParseBatchView(const Reply& answer);
 
 // release, requeue: how many jobs it moved.
 size_t ParseJobCount(const Reply& answer);

@@ -15,18 +15,35 @@
 --       then the group)  20 rotation (list of group names: round robin's turns)  21 parked
 --       (zset: group -> when its rate or hold lets it go)  22 schedules (hash: id -> msgpack
 --       record, SCHEDULE below)  23 schedule times (zset: id -> next nominal time, the schedules
---       not paused that have one)
+--       not paused that have one)  24 finished (hash: id -> msgpack record, FINISHED below)
+--       25 finished order (list of 'ID:AT:FLAGS', oldest first)  26 progress (hash: id -> the
+--       progress's JSON text)  27 job logs (hash: id -> msgpack {dropped, at, line, at, line...})
+--       28 dependencies (hash: id -> msgpack DEPS below, for a job pushed with depends_on)
+--       29 dependents (zset, all scores 0, lex: padded dependency id then padded id of a job
+--       waiting on it)  30 batches (hash: id -> msgpack BATCH below)  31 settled batches (zset:
+--       id -> settled at)
+--       A job's payload, history, progress, log and dependencies stay under its id from its
+--       push until its finished record goes (or until it finishes, when the queue keeps none).
 -- ARGV: 1 op  2 now ms ('' = Redis TIME)  3.. the op's arguments
 -- Ids are zero-padded in members and fields, so lexical order is numeric order.
--- Invariants: pushed = acked + ready + delayed + inflight + dead + cancelled; a job is in
--- exactly one of ready, delayed, leases, dead; a lease names one delivery.
+-- Invariants: pushed = acked + waiting + ready + delayed + inflight + dead + cancelled; a job
+-- is in exactly one of ready, delayed, leases, dead, or waits for its dependencies (state w,
+-- listed in dependents under each one still pending, and counted in `waiting`); a lease names
+-- one delivery.
 
 local ACK_MEMORY_MS, ACK_MEMORY_MAX = RULES.ack_memory_ms, RULES.ack_memory_max
+-- What a queue keeps of its finished jobs until its settings say otherwise (core::KeepFinished).
+local KEEP_COUNT, KEEP_AGE_MS = RULES.keep_count, RULES.keep_age_ms
 -- Set by run() for each call, beside KEYS and ARGV (prelude.lua): the keys, named as KEYS
 -- above lists them.
 local K_META, K_JOBS, K_PAYLOADS, K_HISTORY, K_READY, K_DELAYED, K_LEASES, K_DEAD, K_DEDUPE
 local K_ACKED, K_ACKED_EXPIRY, K_WORKERS, K_HEARTBEATS, K_WORKER_JOBS, K_POLL, K_QUEUE_KEY
 local K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED, K_SCHEDULES, K_SCHEDULE_TIMES
+local K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS
+-- Dependencies and batches: their keys (K_DEPS, K_DEPENDENTS, K_BATCHES, K_BATCHES_SETTLED),
+-- state and functions, in one table. Lua allows a function (this file's main chunk) 200 local
+-- variables, and the chunk is close to them: what is added goes in tables.
+local flow = {}
 
 local function pad(id) return string.format('%016d', id) end
 
@@ -40,7 +57,11 @@ local queue = {}
 -- its fields is at its default (most queues: one byte more to read and write), else the array
 -- lim qtat_ms qtat_rem qheld gready gact, then sched: the earliest time in schedule times (absent:
 -- NEVER, none), kept exact by every operation on a schedule, so that the sweeper comes then and
--- no other call reads the set.
+-- no other call reads the set; then FINISHED's state (absent: the default keep_acked, none
+-- kept), the array kc ka fseq fhead fmin ffloor tfloor (see finished jobs below); then FLOW
+-- (absent while all three are at their defaults) the array waiting bopen bsmin: the jobs
+-- waiting for their dependencies, the batches not yet settled, and no later than the earliest
+-- time in settled batches (NEVER: none; a lower bound, as `due`).
 -- lim: the queue's settings (core::QueueLimits), false for the defaults: {fairness (0 fifo, 1
 -- round robin), per group: rate limit, period, burst (0 0 0: no rate), concurrency (0: none),
 -- queue-wide: the same four}. qtat_ms, qtat_rem: the queue-wide rate's TAT (core::Gcra); qheld:
@@ -56,19 +77,28 @@ local function load_queue()
        paused = t[6], pushed = t[7], acked = t[8], nacked = t[9], expired = t[10],
        cancelled = t[11], hint = t[12], listed = t[13], axmin = t[14], due = t[15],
        lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0, gact = 0,
-       sched = t[17] or NEVER}
+       sched = t[17] or NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
+       fmin = NEVER, ffloor = 0, tfloor = -1, waiting = 0, bopen = 0, bsmin = NEVER}
   local l = t[16]
   if l then
     queue.lim, queue.qtat_ms, queue.qtat_rem, queue.qheld, queue.gready, queue.gact =
         l[1], l[2], l[3], l[4], l[5], l[6]
   end
+  local f = t[18]
+  if f then
+    queue.kc, queue.ka, queue.fseq, queue.fhead, queue.fmin, queue.ffloor, queue.tfloor =
+        f[1], f[2], f[3], f[4], f[5], f[6], f[7]
+  end
+  local w = t[19]
+  if w then queue.waiting, queue.bopen, queue.bsmin = w[1], w[2], w[3] end
   return true
 end
 local function create_queue(now)
   queue = {now = now, next_id = 1, next_delivery = 1, next_order = 1, head_order = 0, paused = 0,
        pushed = 0, acked = 0, nacked = 0, expired = 0, cancelled = 0, hint = NEVER, listed = 0,
        axmin = NEVER, due = NEVER, lim = false, qtat_ms = 0, qtat_rem = 0, qheld = 0, gready = 0,
-       gact = 0, sched = NEVER}
+       gact = 0, sched = NEVER, kc = KEEP_COUNT, ka = KEEP_AGE_MS, fseq = 0, fhead = 1,
+       fmin = NEVER, ffloor = 0, tfloor = -1, waiting = 0, bopen = 0, bsmin = NEVER}
 end
 
 -- ---- limits: the settings, and GCRA (core/rate_limit.cc, integer arithmetic in doubles) -----
@@ -156,32 +186,86 @@ local function save_groups()
   groups = {}
 end
 
+-- ---- batches (core::Queue's batches_): one record per batch --------------------------------
+-- BATCH, the msgpack array's order: sealed (0/1), settled (0/1), pending, acked, dead,
+-- cancelled, created, settled_at (0 while open), the callback jobs pushed so far (0: none):
+-- on_success, on_complete, on_dead; then the callbacks (false: none), each the push arguments
+-- of one job (op_push's eight). Records are read once per call (`batches` caches them, false
+-- for none) and the changed ones written back with the queue's state, so that a push made
+-- while a batch settles sees the batch as it is then. A settled batch is kept until its
+-- settled_at plus keep_acked's age (core::Queue::ForgetSettledBatches): settled batches lists
+-- them by that time, and a record past it reads as none whether or not it is removed yet.
+flow.batches = {}
+function flow.load_batch(id)
+  local b = flow.batches[id]
+  if b == nil then
+    local v = redis.call('HGET', flow.K_BATCHES, id)
+    b = false
+    if v then
+      local t = cmsgpack.unpack(v)
+      b = {sealed = t[1], settled = t[2], pending = t[3], acked = t[4], dead = t[5],
+           cancelled = t[6], created = t[7], settled_at = t[8], success_job = t[9],
+           complete_job = t[10], dead_job = t[11], on_success = t[12], on_complete = t[13],
+           on_dead = t[14], changed = false}
+    end
+    flow.batches[id] = b
+  end
+  if not b or (b.settled == 1 and b.settled_at + queue.ka <= queue.now) then return nil end
+  return b
+end
+function flow.save_batches()
+  for id, b in pairs(flow.batches) do
+    if b and b.changed then
+      redis.call('HSET', flow.K_BATCHES, id, cmsgpack.pack({b.sealed, b.settled, b.pending, b.acked,
+                 b.dead, b.cancelled, b.created, b.settled_at, b.success_job, b.complete_job,
+                 b.dead_job, b.on_success, b.on_complete, b.on_dead}))
+    end
+  end
+  flow.batches = {}
+end
+
 local function save_queue()
   local q = queue
+  local sched, fin, waits = q.sched ~= NEVER and q.sched or nil, nil, nil
+  if q.waiting ~= 0 or q.bopen ~= 0 or q.bsmin ~= NEVER then
+    waits = {q.waiting, q.bopen, q.bsmin}
+    fin = false  -- no hole before it (set below when there is one)
+  end
+  if q.kc ~= KEEP_COUNT or q.ka ~= KEEP_AGE_MS or q.fhead <= q.fseq then
+    fin = {q.kc, q.ka, q.fseq, q.fhead, q.fmin, q.ffloor, q.tfloor}
+  end
+  if fin ~= nil then sched = sched or false end  -- no hole before it: an array still
   redis.call('SET', K_META, cmsgpack.pack({q.now, q.next_id, q.next_delivery, q.next_order,
              q.head_order, q.paused, q.pushed, q.acked, q.nacked, q.expired, q.cancelled, q.hint,
              q.listed, q.axmin, q.due,
              (q.lim or q.qtat_ms ~= 0 or q.qtat_rem ~= 0 or q.qheld ~= 0 or q.gready ~= 0 or
               q.gact ~= 0) and {q.lim, q.qtat_ms, q.qtat_rem, q.qheld, q.gready, q.gact},
-             q.sched ~= NEVER and q.sched or nil}))
+             sched, fin, waits}))
   if next(groups) ~= nil then save_groups() end
+  if next(flow.batches) ~= nil then flow.save_batches() end
   flush_told()
 end
 
 -- ---- jobs: {id, state, due, order, priority, max_attempts, attempt, delivery, worker,
---      failed_at, dedupe, group}; state r(eady) d(elayed) i(nflight) x (dead); group false when
---      none ---------------------------------------------------------------------------------------
+--      failed_at, dedupe, group, notes, batch}; state r(eady) d(elayed) i(nflight) x (dead)
+--      w (waiting for its dependencies: due is when it may run, its push's time plus its
+--      delay); group false when none; notes: NOTE flags of what the job has in progress, job
+--      logs and dependencies (absent: 0); batch: the batch it joined (absent: none) ----------
+local NOTE_PROGRESS, NOTE_LOG, NOTE_HISTORY = 1, 2, 4
+flow.NOTE_DEPS = 8
+local function has(flags, note) return math.floor(flags / note) % 2 == 1 end
 local function load_job(id)
   local v = redis.call('HGET', K_JOBS, pad(id))
   if not v then return nil end
   local t = cmsgpack.unpack(v)
   return {id = id, st = t[1], due = t[2], order = t[3], priority = t[4], max_attempts = t[5],
           attempt = t[6], delivery = t[7], worker = t[8], failed_at = t[9], dedupe = t[10],
-          group = t[11] or false}
+          group = t[11] or false, notes = t[12] or 0, batch = t[13] or false}
 end
 local function save_job(x)
   redis.call('HSET', K_JOBS, pad(x.id), cmsgpack.pack({x.st, x.due, x.order, x.priority,
-             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group}))
+             x.max_attempts, x.attempt, x.delivery, x.worker, x.failed_at, x.dedupe, x.group,
+             (x.notes ~= 0 or x.batch) and x.notes or nil, x.batch or nil}))
 end
 local function ready_member(x)
   return string.format('%08x%014x', 2147483647 - x.priority, x.order + 2251799813685248) ..
@@ -524,6 +608,8 @@ local function add_history(x, err, now)
   h[#h + 1] = {x.attempt, err, now}
   redis.call('HSET', K_HISTORY, pad(x.id), cmsgpack.pack(h))
 end
+-- core::Queue::Bury: dead, then its batch learns it (flow.batch_job_moved), then the jobs
+-- waiting on it (flow.settled); both are defined below, as they push jobs in turn.
 local function bury(x, now, err)
   if K_FEED then
     tell({'t', RULES.job_dead, 'at', digits(now), 'q', string.match(K_META, '{q:(.*)}:m$'), 'j',
@@ -532,6 +618,8 @@ local function bury(x, now, err)
   x.st, x.failed_at = 'x', now
   redis.call('ZADD', K_DEAD, now, pad(x.id))
   save_job(x)
+  if x.batch then flow.batch_job_moved(x.batch, 'dead') end
+  flow.settled(x.id, 'dead', false)
 end
 -- A delivery that ended without an ack: lease ran out, worker died or was released.
 local function fail(x, err, now, expired)
@@ -541,7 +629,95 @@ local function fail(x, err, now, expired)
   if x.attempt >= x.max_attempts then return bury(x, now, err) end
   make_ready(x, true)
 end
-local function free_job(x)
+-- Removes what a job keeps under its id beside its record: its payload, and what `flags` (NOTE
+-- flags) say it has of history, progress, log and dependencies.
+local function drop_job_data(id, flags)
+  redis.call('HDEL', K_PAYLOADS, id)
+  if has(flags, NOTE_HISTORY) then redis.call('HDEL', K_HISTORY, id) end
+  if has(flags, NOTE_PROGRESS) then redis.call('HDEL', K_PROGRESS, id) end
+  if has(flags, NOTE_LOG) then redis.call('HDEL', K_JOB_LOGS, id) end
+  if has(flags, flow.NOTE_DEPS) then redis.call('HDEL', flow.K_DEPS, id) end
+end
+
+-- ---- finished jobs (core::Queue::Finish, ForgetFinished): acked and cancelled jobs kept for
+--      lookup -----------------------------------------------------------------------------------
+-- FINISHED, the record's array: state ('acked', 'cancelled'), at (finished at), seq, priority,
+-- group (false: none), attempts, max_attempts, flags (NOTE flags: what it keeps under its id in
+-- history, progress and job logs; its payload is always kept), result (absent: none). Records
+-- are numbered in the order they finish (seq, from 1), and finished order lists them so, with
+-- each one's time and flags: both seq and at grow along it (queue.now never goes back), so
+-- the records a queue no longer keeps are always the list's front.
+-- The queue's state: kc, ka its keep_acked (count, age_ms); fseq the last record's seq, fhead
+-- the front's (fhead > fseq: none kept); fmin no later than the front's time (as `due`: a
+-- lower bound, made exact when reached); ffloor, tfloor: a record whose seq is below ffloor, or
+-- that finished at or before tfloor, is no longer kept whatever the settings say now (settings
+-- changed after it was gone by the old ones: the core trims by the old settings before it
+-- applies new ones). A record is kept (shown) exactly while finished_kept() says so, whether or
+-- not it was trimmed yet: trimming is bounded per call (FINISHED_TRIM_MAX), and the sweeper
+-- comes back for the rest.
+local FINISHED_TRIM_MAX = 256
+-- The sweeper trims an idle queue's expired records this long after the first expires, so that
+-- records finished over a while go in a few sweeps rather than one sweep each.
+local FINISHED_SWEEP_SLACK_MS = 60000
+local function finished_kept(seq, at, now)
+  local q = queue
+  return seq >= q.fhead and seq >= q.ffloor and seq > q.fseq - q.kc and at > q.tfloor and
+         at + q.ka > now
+end
+-- Whether the front record goes by its seq alone (the count or ffloor).
+local function front_over()
+  return queue.fhead < queue.ffloor or queue.fhead <= queue.fseq - queue.kc
+end
+local function front_entry(e)
+  local id, at, flags = string.match(e, '^(%d+):(%-?%d+):(%d+)$')
+  return id, tonumber(at), tonumber(flags)
+end
+local function drop_finished_front()
+  local e = redis.call('LPOP', K_FINISHED_ORDER)
+  queue.fhead = queue.fhead + 1
+  if not e then return end
+  local id, _, flags = front_entry(e)
+  if not id then return end
+  redis.call('HDEL', K_FINISHED, id)
+  drop_job_data(id, flags)
+end
+-- Trims the records no longer kept at `now`, at most FINISHED_TRIM_MAX.
+local function forget_finished(now)
+  local q, n = queue, 0
+  while q.fhead <= q.fseq and n < FINISHED_TRIM_MAX do
+    if not front_over() then
+      if q.fmin > q.tfloor and q.fmin + q.ka > now then break end  -- (fmin: maybe early)
+      local _, at = front_entry(redis.call('LINDEX', K_FINISHED_ORDER, 0) or '')
+      q.fmin = at or NEVER
+      if at and at > q.tfloor and at + q.ka > now then break end
+    end
+    drop_finished_front()
+    n = n + 1
+  end
+  if q.fhead > q.fseq then  -- none kept: the numbering and floors start again
+    q.fseq, q.fhead, q.fmin, q.ffloor, q.tfloor = 0, 1, NEVER, 0, -1
+  end
+end
+-- When the sweeper should trim next (NEVER: nothing kept; now: a trim was cut short).
+local function finished_due()
+  local q = queue
+  if q.fhead > q.fseq then return NEVER end
+  if front_over() or q.fmin <= q.tfloor then return q.now end
+  return q.fmin + q.ka + FINISHED_SWEEP_SLACK_MS
+end
+-- New keep_acked settings, after the old ones had their say at queue.now.
+local function keep_finished(count, age_ms)
+  local q = queue
+  q.ffloor = math.max(q.ffloor, q.fseq - q.kc + 1)
+  q.tfloor = math.max(q.tfloor, q.now - q.ka)
+  q.kc, q.ka = count, age_ms
+  forget_finished(q.now)
+end
+
+-- Job x is done (acked or cancelled, `state`), with `result` (nil: none): it leaves the live
+-- jobs and, while the queue keeps any, becomes a finished record, its payload, history,
+-- progress and log staying where they are until the record goes.
+local function finish(x, state, result)
   if x.dedupe then redis.call('HDEL', K_DEDUPE, x.dedupe) end
   if x.group then
     local G = load_group(x.group)
@@ -549,8 +725,24 @@ local function free_job(x)
   end
   local id = pad(x.id)
   redis.call('HDEL', K_JOBS, id)
-  redis.call('HDEL', K_PAYLOADS, id)
-  redis.call('HDEL', K_HISTORY, id)
+  local q = queue
+  if q.kc <= 0 then return drop_job_data(id, x.notes + NOTE_HISTORY) end
+  -- Each delivery before an ack's, and each before a cancel, failed (a snooze or a give-back
+  -- takes its attempt back), and a dead job has the failure that buried it (a dependency's
+  -- has attempt 0): a job has a history exactly when this says so. Read the state, not the
+  -- hash, so that most acks do not touch it.
+  local flags = x.notes
+  if x.attempt > (state == 'acked' and 1 or 0) or x.st == 'x' then
+    flags = flags + NOTE_HISTORY
+  else
+    redis.call('HDEL', K_HISTORY, id)
+  end
+  q.fseq = q.fseq + 1
+  redis.call('HSET', K_FINISHED, id, cmsgpack.pack({state, q.now, q.fseq, x.priority, x.group,
+             x.attempt, x.max_attempts, flags, result}))
+  local entry = id .. ':' .. digits(q.now) .. ':' .. flags
+  if redis.call('RPUSH', K_FINISHED_ORDER, entry) == 1 then q.fhead, q.fmin = q.fseq, q.now end
+  forget_finished(q.now)
 end
 local function jobs_of(ids)
   local out = {}
@@ -609,6 +801,8 @@ local function advance(now)
   end
   queue.now = target
   forget_old_acks(queue.now)
+  forget_finished(queue.now)
+  flow.forget_settled_batches(queue.now)
 end
 -- Whether ready jobs may be held back at all: settings, a grouped job, or a hold on the queue.
 -- Without any (most queues), every ready job is ungrouped and a fetch takes ready's first, as
@@ -631,6 +825,13 @@ local function next_deadline()
     n = math.min((first_score(K_DELAYED)), (first_score(K_LEASES)), (first_score(K_HEARTBEATS)))
   end
   if queue.sched < n then n = queue.sched end  -- a schedule to fire (RedisBackend::FireDue)
+  local f = finished_due()  -- finished records to trim, though nobody calls
+  if f < n then n = f end
+  if queue.bsmin ~= NEVER then  -- settled batches to forget, as finished records
+    local b = queue.bsmin + queue.ka
+    b = b <= queue.now and queue.now or b + FINISHED_SWEEP_SLACK_MS
+    if b < n then n = b end
+  end
   if not plain() and polled() then
     local at = next_allowed_at(queue.now)
     if at > queue.now and at < n then n = at end
@@ -681,7 +882,9 @@ local function current(id, delivery)
   if a and tonumber(a) == delivery then return OK, nil, true end
   return LOST, nil, false
 end
-local function ack(id, delivery)
+-- `result`: the JSON text the worker gave ('' or nil: none), kept with the finished job; a
+-- repeated ack changes nothing, its result included.
+local function ack(id, delivery, result)
   local outcome, x = current(id, delivery)
   if not x then return outcome end
   end_lease(x)
@@ -697,7 +900,10 @@ local function ack(id, delivery)
     end
   end
   queue.acked = queue.acked + 1
-  free_job(x)
+  result = result ~= '' and result or nil
+  finish(x, 'acked', result)
+  if x.batch then flow.batch_job_moved(x.batch, 'acked') end
+  flow.settled(id, 'acked', result or false)
   return OK
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
@@ -795,6 +1001,91 @@ local function nack(x, delay, err, jitter)
   if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
 end
 
+-- ---- dependencies (core::Queue's depends_on: DependencyNow, StopWaiting, Settled) -----------
+-- DEPS, the msgpack array of a job pushed with depends_on: ignore (1: it goes on when one
+-- fails), unresolved (how many are still pending), then per dependency as named (repeats
+-- once) id (its decimal text, as the backend sent it), state (pending, acked, dead, cancelled,
+-- missing: core::ToString's names) and result (false: none). Kept under the job's id, with
+-- NOTE_DEPS in its notes, for as long as its payload. A waiting job is listed in dependents
+-- under each dependency still pending, and nowhere else: so a settle reads exactly the jobs
+-- waiting on it, in id order, and a queue where nobody waits (`waiting` 0) reads nothing.
+function flow.load_deps(id)
+  local t = cmsgpack.unpack(redis.call('HGET', flow.K_DEPS, pad(id)))
+  return t
+end
+function flow.save_deps(id, t) redis.call('HSET', flow.K_DEPS, pad(id), cmsgpack.pack(t)) end
+function flow.dependent_member(dep, id) return pad(dep) .. pad(id) end
+-- Removes waiting job `id` from dependents under each of its dependencies still pending.
+function flow.unlist_dependent(id, d)
+  for k = 3, #d, 3 do
+    if d[k + 1] == 'pending' then
+      redis.call('ZREM', flow.K_DEPENDENTS, flow.dependent_member(tonumber(d[k]), id))
+    end
+  end
+end
+-- What job `dep` (older than the job asking) is now: its state, and an acked one's result.
+function flow.dependency_now(dep)
+  local key = pad(dep)
+  local v = redis.call('HGET', K_JOBS, key)
+  if v then return cmsgpack.unpack(v)[1] == 'x' and 'dead' or 'pending', false end
+  v = redis.call('HGET', K_FINISHED, key)
+  local f = v and cmsgpack.unpack(v)
+  if f and finished_kept(f[3], f[2], queue.now) then
+    if f[1] == 'acked' then return 'acked', f[9] or false end
+    return 'cancelled', false
+  end
+  -- Acked, and still remembered as such (an hour) though no longer kept: its result is gone.
+  local until_ms = redis.call('ZSCORE', K_ACKED_EXPIRY, key)
+  if until_ms and tonumber(until_ms) > queue.now then return 'acked', false end
+  return 'missing', false
+end
+-- Job x waited for its dependencies and may go on: ready, or delayed until its due time.
+function flow.stop_waiting(x)
+  queue.waiting = queue.waiting - 1
+  if x.due > queue.now then make_delayed(x, x.due) else make_ready(x, false) end
+end
+-- Job `id` settled as `state` (acked with `result`, false for none; dead; cancelled): the jobs
+-- waiting on it learn it, in id order, and stop waiting or fail in turn. Settles are taken in
+-- the order they happened, each after those before it (a worklist: a failed dependent's own
+-- dependents are told after the settles already queued), as the core takes them.
+flow.settling = {}
+function flow.settled(id, state, result)
+  if queue.waiting == 0 then return end  -- the common case: nobody waits on anything
+  flow.settling[#flow.settling + 1] = {id, state, result}
+  if #flow.settling > 1 then return end  -- the loop below is running: it will come to it
+  local k = 1
+  while k <= #flow.settling do
+    local dep, st, res = flow.settling[k][1], flow.settling[k][2], flow.settling[k][3]
+    k = k + 1
+    local lo, hi = '[' .. pad(dep), '(' .. pad(dep) .. ':'
+    local members = redis.call('ZRANGEBYLEX', flow.K_DEPENDENTS, lo, hi)
+    if #members > 0 then redis.call('ZREMRANGEBYLEX', flow.K_DEPENDENTS, lo, hi) end
+    local name = digits(dep)
+    for _, m in ipairs(members) do
+      local x = load_job(tonumber(string.sub(m, 17)))
+      if x and x.st == 'w' then
+        local d = flow.load_deps(x.id)
+        for j = 3, #d, 3 do
+          if d[j] == name and d[j + 1] == 'pending' then d[j + 1], d[j + 2] = st, res end
+        end
+        d[2] = d[2] - 1
+        if st ~= 'acked' and d[1] == 0 then
+          queue.waiting = queue.waiting - 1
+          flow.unlist_dependent(x.id, d)
+          flow.save_deps(x.id, d)
+          local err = 'dependency ' .. name .. ' is ' .. st
+          add_history(x, err, queue.now)
+          bury(x, queue.now, err)  -- its own dependents are told next
+        else
+          flow.save_deps(x.id, d)
+          if d[2] == 0 then flow.stop_waiting(x) end
+        end
+      end
+    end
+  end
+  flow.settling = {}
+end
+
 -- ---- operations -----------------------------------------------------------------------------
 -- One function per call of the backend (RedisBackend, store/backend.h), named as the
 -- core::Queue operation it mirrors. Each is given the time of the call; its arguments are
@@ -821,14 +1112,20 @@ local function mark_poll(wait)
   end
 end
 
--- One job of a push: answers its id and 1, or, a dedupe key's job already there, that id and 0.
-local function push_one(payload, delay, priority, dedupe, max_attempts, group)
+-- One job of a push (core::Queue::PushJob): answers its id and 1, or, a dedupe key's job
+-- already there, that id and 0. `batch` ('' or nil: none) is joined when it is open (the
+-- caller checked a client's push; a callback's may name any); `deps` ('' or nil: none) is
+-- depends_on as the backend sends it: the ignore flag (0/1), then the ids, each after a
+-- space. A dependency the new job cannot wait on (its own id or a later one: no cycle can
+-- form) is missing.
+local function push_one(payload, delay, priority, dedupe, max_attempts, group, batch, deps)
   dedupe = dedupe ~= '' and string.sub(dedupe, 2) or false
   local hit = dedupe and redis.call('HGET', K_DEDUPE, dedupe)
   if hit then return tonumber(hit), 0 end
   local x = {id = queue.next_id, st = 'r', due = 0, order = 0, priority = priority,
              max_attempts = max_attempts, attempt = 0, delivery = 0, worker = false,
-             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false}
+             failed_at = 0, dedupe = dedupe, group = group ~= '' and group or false, notes = 0,
+             batch = false}
   queue.next_id = queue.next_id + 1
   if x.group then
     local G = load_group(x.group)
@@ -836,30 +1133,226 @@ local function push_one(payload, delay, priority, dedupe, max_attempts, group)
   end
   redis.call('HSET', K_PAYLOADS, pad(x.id), payload)
   if dedupe then redis.call('HSET', K_DEDUPE, dedupe, digits(x.id)) end
-  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
   queue.pushed = queue.pushed + 1
+  if batch and batch ~= '' then
+    local b = flow.load_batch(batch)
+    if b and b.sealed == 0 then
+      x.batch = batch
+      b.pending, b.changed = b.pending + 1, true
+    end
+  end
+  if deps and deps ~= '' then
+    local d, seen, flag, failed, failed_state = {0, 0}, {}, true, nil, nil
+    for word in string.gmatch(deps, '%d+') do
+      if flag then
+        d[1], flag = tonumber(word), false
+      elseif not seen[word] then
+        seen[word] = true
+        local st, res = 'missing', false
+        if #word <= 16 and tonumber(word) < x.id then
+          st, res = flow.dependency_now(tonumber(word))
+        end
+        d[#d + 1], d[#d + 2], d[#d + 3] = word, st, res
+        if st == 'pending' then
+          d[2] = d[2] + 1
+        elseif st ~= 'acked' and not failed then
+          failed, failed_state = word, st
+        end
+      end
+    end
+    x.notes = flow.NOTE_DEPS
+    flow.save_deps(x.id, d)
+    if failed and d[1] == 0 then
+      local err = 'dependency ' .. failed .. ' is ' .. failed_state
+      add_history(x, err, queue.now)
+      bury(x, queue.now, err)
+      return x.id, 1
+    end
+    if d[2] > 0 then
+      x.st, x.due = 'w', queue.now + delay
+      queue.waiting = queue.waiting + 1
+      for k = 3, #d, 3 do
+        if d[k + 1] == 'pending' then
+          redis.call('ZADD', flow.K_DEPENDENTS, 0, flow.dependent_member(tonumber(d[k]), x.id))
+        end
+      end
+      save_job(x)
+      return x.id, 1
+    end
+  end
+  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
   return x.id, 1
 end
+-- The eight arguments of one job of a push (op_push), from `at` in `args`: its id and whether
+-- it was made, as push_one answers.
+function flow.push_args(args, at)
+  return push_one(args[at], tonumber(args[at + 1]), tonumber(args[at + 2]), args[at + 3],
+                  tonumber(args[at + 4]), args[at + 5], args[at + 6], args[at + 7])
+end
+-- Why a push that names batches is refused whole (nil: it is not), before anything is pushed:
+-- a batch not known ('unknown_batch'), or sealed ('batch_sealed'). As the core's CanJoin, it
+-- looks at the batches as of the queue's last call.
+function flow.batch_refusal(n)
+  for i = 0, n - 1 do
+    local name = ARGV[4 + i * 8 + 6]
+    if name ~= '' then
+      local b = flow.load_batch(name)
+      if not b then return 'unknown_batch' end
+      if b.sealed == 1 then return 'batch_sealed' end
+    end
+  end
+  return nil
+end
 -- ARGV 3: n, then n x (payload, delay_ms, priority, dedupe ('' none, '=KEY'), max_attempts,
--- group ('' none))
+-- group ('' none), batch ('' none), depends_on ('' none, else the ignore flag 0/1 and the ids,
+-- each after a space)). A push naming a batch not known, or sealed, is refused whole, with
+-- nothing read or written but the batches.
 local function op_push(now)
-  if not load_queue() then create_queue(now) end
+  local n = tonumber(ARGV[3])
+  local loaded = load_queue()
+  if loaded then
+    local refusal = flow.batch_refusal(n)
+    if refusal then return {refusal, NOTHING_TO_REGISTER} end
+  else
+    for i = 0, n - 1 do
+      if ARGV[4 + i * 8 + 6] ~= '' then return {'unknown_batch', NOTHING_TO_REGISTER} end
+    end
+    create_queue(now)
+  end
   advance(now)
   local first_push = queue.listed == 0
   queue.listed = 1
   local results = {}
-  for i = 0, tonumber(ARGV[3]) - 1 do
-    local at = 4 + i * 6
-    local id, created = push_one(ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
-                                 ARGV[at + 3], tonumber(ARGV[at + 4]), ARGV[at + 5])
+  for i = 0, n - 1 do
+    local id, created = flow.push_args(ARGV, 4 + i * 8)
     results[#results + 1] = id
     results[#results + 1] = created
   end
   return answer_counted(first_push, results)
 end
+
+-- ---- batches (core::Queue::CreateBatch, SealBatch, GetBatch, BatchJobMoved) -----------------
+-- What the backend reads of a batch: {id, sealed, settled, pending, acked, dead, cancelled,
+-- created, settled_at, on_success job, on_complete job, on_dead job}.
+function flow.batch_view(id, b)
+  return {id, b.sealed, b.settled, b.pending, b.acked, b.dead, b.cancelled, b.created,
+          b.settled_at, b.success_job, b.complete_job, b.dead_job}
+end
+-- A callback job pushed now: its id.
+function flow.push_callback(spec) return (flow.push_args(spec, 1)) end
+-- Sealed with none pending: settled, on_complete pushed, then on_success if none died or was
+-- cancelled.
+function flow.settle_batch_if_done(id, b)
+  if b.settled == 1 or b.sealed == 0 or b.pending > 0 then return end
+  b.settled, b.settled_at, b.changed = 1, queue.now, true
+  queue.bopen = queue.bopen - 1
+  redis.call('ZADD', flow.K_BATCHES_SETTLED, queue.now, id)
+  if queue.now < queue.bsmin then queue.bsmin = queue.now end
+  if b.on_complete then b.complete_job = flow.push_callback(b.on_complete) end
+  if b.on_success and b.dead == 0 and b.cancelled == 0 then
+    b.success_job = flow.push_callback(b.on_success)
+  end
+end
+-- A job of batch `id` settled as `state` (acked, dead, cancelled) or, with 'ready', came back
+-- from the dead. A batch no longer kept learns nothing (a requeued job of it, acked later).
+function flow.batch_job_moved(id, state)
+  local b = flow.load_batch(id)
+  if not b then return end
+  b.changed = true
+  if state == 'ready' then
+    b.dead, b.pending = b.dead - 1, b.pending + 1
+    return
+  end
+  b.pending = b.pending - 1
+  if state == 'acked' then
+    b.acked = b.acked + 1
+  elseif state == 'cancelled' then
+    b.cancelled = b.cancelled + 1
+  else
+    b.dead = b.dead + 1
+    if b.on_dead and b.dead_job == 0 then b.dead_job = flow.push_callback(b.on_dead) end
+  end
+  flow.settle_batch_if_done(id, b)
+end
+-- Drops the settled batches kept past keep_acked's age, at most 256 a call (load_batch reads
+-- the rest as gone; the sweeper comes back for them).
+function flow.forget_settled_batches(now)
+  local q = queue
+  if q.bsmin == NEVER or q.bsmin + q.ka > now then return end
+  local old = redis.call('ZRANGEBYSCORE', flow.K_BATCHES_SETTLED, '-inf', digits(now - q.ka),
+                         'LIMIT', 0, 256)
+  for _, id in ipairs(old) do
+    redis.call('HDEL', flow.K_BATCHES, id)
+    flow.batches[id] = false
+  end
+  if #old > 0 then redis.call('ZREM', flow.K_BATCHES_SETTLED, unpack(old)) end
+  q.bsmin = (first_score(flow.K_BATCHES_SETTLED))
+end
+-- ARGV 3 id, then on_success, on_complete, on_dead each as '0' (none) or '1' and a job's eight
+-- push arguments (op_push). Creates the queue (the backend checked --max-queues first) and
+-- lists it. Refused: 'batch_exists' when the id is taken (open, or settled and kept; as of the
+-- queue's last call, as the core's CanJoin), 'too_many_batches' past RULES.max_open_batches.
+function flow.op_create_batch(now)
+  local id = ARGV[3]
+  if load_queue() then
+    if flow.load_batch(id) then return {'batch_exists', NOTHING_TO_REGISTER} end
+  else
+    create_queue(now)
+  end
+  advance(now)
+  local first = queue.listed == 0
+  queue.listed = 1
+  if queue.bopen >= RULES.max_open_batches then
+    local a = answer_counted(first, false)
+    a[1] = 'too_many_batches'
+    return a
+  end
+  local specs, at = {}, 4
+  for k = 1, 3 do
+    if ARGV[at] == '1' then
+      specs[k] = {unpack(ARGV, at + 1, at + 8)}
+      at = at + 9
+    else
+      specs[k] = false
+      at = at + 1
+    end
+  end
+  -- A record past its keep (not yet removed) is replaced: out of settled batches first.
+  redis.call('ZREM', flow.K_BATCHES_SETTLED, id)
+  local b = {sealed = 0, settled = 0, pending = 0, acked = 0, dead = 0, cancelled = 0,
+             created = queue.now, settled_at = 0, success_job = 0, complete_job = 0,
+             dead_job = 0, on_success = specs[1], on_complete = specs[2], on_dead = specs[3],
+             changed = true}
+  flow.batches[id] = b
+  queue.bopen = queue.bopen + 1
+  return answer_counted(first, flow.batch_view(id, b))
+end
+-- ARGV 3 id. No job joins it after; it settles now if none is pending. Answers its view, or
+-- false when there is no such batch.
+function flow.op_seal_batch(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = ARGV[3]
+  local b = flow.load_batch(id)
+  if not b then return answer(false, false) end
+  if b.sealed == 0 then
+    b.sealed, b.changed = 1, true
+    flow.settle_batch_if_done(id, b)
+  end
+  return answer(false, flow.batch_view(id, b))
+end
+-- ARGV 3 id. Answers its view, or false when there is no such batch.
+function flow.op_get_batch(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = ARGV[3]
+  local b = flow.load_batch(id)
+  return answer(false, b and flow.batch_view(id, b) or false)
+end
 -- Acks, then (with reclaim) takes back the worker's own jobs, then leases ready jobs: up to
 -- `max` in all. ARGV 3 worker, 4 max, 5 lease_ms, 6 wait_ms, 7 n acks, then n x (id,
--- delivery), then reclaim ('1', or absent). Answers {acked, jobs, how many jobs were reclaimed}.
+-- delivery, result ('' none)), then reclaim ('1', or absent). Answers {acked, jobs, how many
+-- jobs were reclaimed}.
 local function op_fetch(now)
   local n, wait, acked = tonumber(ARGV[7]), tonumber(ARGV[6]), {}
   if not load_queue() then
@@ -869,11 +1362,12 @@ local function op_fetch(now)
   end
   advance(now)
   for i = 0, n - 1 do
-    acked[#acked + 1] = ack(tonumber(ARGV[8 + i * 2]), tonumber(ARGV[9 + i * 2]))
+    local at = 8 + i * 3
+    acked[#acked + 1] = ack(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2])
   end
   local worker, max, lease_ms = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local jobs = {}
-  if ARGV[8 + n * 2] == '1' then jobs = reclaim(worker, max, lease_ms) end
+  if ARGV[8 + n * 3] == '1' then jobs = reclaim(worker, max, lease_ms) end
   local reclaimed = #jobs
   for _, j in ipairs(lease_ready(worker, max - reclaimed, lease_ms)) do jobs[#jobs + 1] = j end
   local retry = 0
@@ -889,7 +1383,8 @@ local function op_fetch(now)
 end
 
 -- ack, nack, extend: ARGV 3 n, then n x (id, delivery, jitter), then the operation's own
--- arguments (tail_arg). `each(id, delivery, jitter)` answers the outcome of one lease.
+-- arguments (tail_arg). `each(id, delivery, jitter, k)` answers the outcome of the k-th lease
+-- (from 1).
 local function each_lease(now, each)
   local n, out = tonumber(ARGV[3]), {}
   if not load_queue() then
@@ -899,7 +1394,8 @@ local function each_lease(now, each)
   advance(now)
   for i = 0, n - 1 do
     local at = 4 + i * 3
-    out[#out + 1] = each(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]))
+    out[#out + 1] = each(tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
+                         i + 1)
   end
   return answer(false, out)
 end
@@ -912,7 +1408,10 @@ local function current_unacked(id, delivery)
   if acked_before then outcome = LOST end
   return outcome, x
 end
-local function op_ack(now) return each_lease(now, ack) end
+-- ARGV after the leases: each one's result ('' none), or nothing (none has one).
+local function op_ack(now)
+  return each_lease(now, function(id, delivery, _, k) return ack(id, delivery, tail_arg(k)) end)
+end
 -- ARGV after the leases: the delay ('' = the backoff), the error.
 local function op_nack(now)
   local delay, err = tail_arg(1), tail_arg(2)
@@ -1008,15 +1507,15 @@ local function op_release_worker(now)
 end
 
 -- {ready, delayed, inflight, dead, pushed, acked, nacked, expired, cancelled, workers, paused,
--- counted}
+-- counted, waiting}
 local function op_stats(now)
-  if not load_queue() then return no_queue({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) end
+  if not load_queue() then return no_queue({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) end
   advance(now)
   local q = queue
   return answer(false, {redis.call('ZCARD', K_READY) + q.gready, redis.call('ZCARD', K_DELAYED),
                         redis.call('ZCARD', K_LEASES), redis.call('ZCARD', K_DEAD), q.pushed,
                         q.acked, q.nacked, q.expired, q.cancelled, redis.call('HLEN', K_WORKERS),
-                        q.paused, counted() and 1 or 0})
+                        q.paused, counted() and 1 or 0, q.waiting})
 end
 -- ARGV 3: worker, or '' for all. Answers {id, worker, attempt, lease expiry} by expiry, then id.
 local function op_inflight(now)
@@ -1072,6 +1571,7 @@ local function op_requeue_dead(now)
       redis.call('HDEL', K_HISTORY, pad(x.id))
       x.attempt = 0
       make_ready(x, false)
+      if x.batch then flow.batch_job_moved(x.batch, 'ready') end
       count = count + 1
     end
   end
@@ -1086,11 +1586,135 @@ local function op_cancel(now)
   if x.st == 'i' then return answer(false, 2) end
   if x.st == 'r' then line_forget(x)
   elseif x.st == 'd' then redis.call('ZREM', K_DELAYED, pad(x.id))
+  elseif x.st == 'w' then
+    queue.waiting = queue.waiting - 1
+    flow.unlist_dependent(x.id, flow.load_deps(x.id))
   else redis.call('ZREM', K_DEAD, pad(x.id)) end
   queue.cancelled = queue.cancelled + 1
-  free_job(x)
+  finish(x, 'cancelled', nil)
+  if x.batch then flow.batch_job_moved(x.batch, 'cancelled') end
+  flow.settled(x.id, 'cancelled', false)
   return answer(false, 0)
 end
+-- ---- job state: a job looked up, its progress and its log (core::Queue::Lookup, SetProgress,
+--      AppendLog) -----------------------------------------------------------------------------
+local STATE_NAMES = {r = 'ready', d = 'delayed', i = 'inflight', x = 'dead', w = 'waiting_deps'}
+local function unpacked(hash, id)
+  local v = redis.call('HGET', hash, id)
+  return v and cmsgpack.unpack(v) or false
+end
+-- What a job keeps under its id that `flags` says it has: history ({} when none), progress and
+-- log (false when none).
+local function job_data(id, flags)
+  return has(flags, NOTE_HISTORY) and unpacked(K_HISTORY, id) or {},
+         has(flags, NOTE_PROGRESS) and redis.call('HGET', K_PROGRESS, id),
+         has(flags, NOTE_LOG) and unpacked(K_JOB_LOGS, id)
+end
+-- A job's dependencies as GetJob shows them: the ids as named ({} when none), and how many are
+-- still pending.
+function flow.depends_on(key, flags)
+  if not has(flags, flow.NOTE_DEPS) then return {}, 0 end
+  local d = unpacked(flow.K_DEPS, key)
+  local ids = {}
+  for k = 3, #d, 3 do ids[#ids + 1] = d[k] end
+  return ids, d[2]
+end
+-- ARGV 3: id. Answers false when the queue knows no such job (never pushed, or finished and no
+-- longer kept), else {state, payload, priority, group ('' none), attempts, max_attempts, due,
+-- finished, history ({attempt, error, at}...), progress, result, log ({dropped, at, line, at,
+-- line...}), depends_on (ids' texts), waiting_on}, false for progress, result and log when
+-- there is none. due: a delayed job's ready time, an in-flight one's lease expiry, else 0;
+-- finished: when it went dead, was acked or cancelled, else 0.
+local function op_get_job(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local id = tonumber(ARGV[3])
+  local key = pad(id)
+  local x = load_job(id)
+  if x then
+    local st = x.st
+    -- A live job's history is read whatever its flags (a read, not worth the invariant).
+    local history, progress, log = job_data(key, x.notes + NOTE_HISTORY)
+    local deps, waiting_on = flow.depends_on(key, x.notes)
+    return answer(false, {STATE_NAMES[st], redis.call('HGET', K_PAYLOADS, key), x.priority,
+                          x.group or '', x.attempt, x.max_attempts,
+                          (st == 'd' or st == 'i') and x.due or 0, st == 'x' and x.failed_at or 0,
+                          history, progress, false, log, deps, waiting_on})
+  end
+  local f = unpacked(K_FINISHED, key)
+  if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
+  local history, progress, log = job_data(key, f[8])
+  local deps, waiting_on = flow.depends_on(key, f[8])
+  return answer(false, {f[1], redis.call('HGET', K_PAYLOADS, key), f[4], f[5] or '', f[6], f[7],
+                        0, f[2], history, progress, f[9] or false, log, deps, waiting_on})
+end
+-- ARGV 3: id. What became of the job's dependencies (core::Queue::Dependencies), from its own
+-- record, live or finished: {id, state, result (false: none)...} flat, in the order named ({}
+-- when it named none); false when the queue knows no such job.
+function flow.op_get_dependencies(now)
+  if not load_queue() then return no_queue(false) end
+  advance(now)
+  local key = pad(tonumber(ARGV[3]))
+  local flags
+  local x = load_job(tonumber(ARGV[3]))
+  if x then
+    flags = x.notes
+  else
+    local f = unpacked(K_FINISHED, key)
+    if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
+    flags = f[8]
+  end
+  if not has(flags, flow.NOTE_DEPS) then return answer(false, {}) end
+  local d = unpacked(flow.K_DEPS, key)
+  return answer(false, {unpack(d, 3)})
+end
+-- Progress and log come from the job's current delivery, ARGV 3 id, 4 delivery (an acked one
+-- is lost to them, as to a nack); a queue nobody pushed to has no lease to check (INVALID).
+-- ARGV 5: the progress's JSON text, replacing the last. Answers OK, LOST or INVALID.
+local function op_set_progress(now)
+  if not load_queue() then return no_queue(INVALID) end
+  advance(now)
+  local outcome, x = current_unacked(tonumber(ARGV[3]), tonumber(ARGV[4]))
+  if x then
+    redis.call('HSET', K_PROGRESS, pad(x.id), ARGV[5])
+    if not has(x.notes, NOTE_PROGRESS) then
+      x.notes = x.notes + NOTE_PROGRESS
+      save_job(x)
+    end
+  end
+  return answer(false, outcome)
+end
+-- ARGV 5..: the lines, each cut by the backend (core::BoundedLogLine), appended at queue.now;
+-- the last KEPT_LOG_LINES are kept and the rest counted as dropped. Answers OK, LOST or
+-- INVALID.
+local KEPT_LOG_LINES = RULES.kept_log_lines
+local function op_append_job_log(now)
+  if not load_queue() then return no_queue(INVALID) end
+  advance(now)
+  local outcome, x = current_unacked(tonumber(ARGV[3]), tonumber(ARGV[4]))
+  if x then
+    local key = pad(x.id)
+    local old = has(x.notes, NOTE_LOG) and unpacked(K_JOB_LOGS, key) or {0}
+    local kept, added = (#old - 1) / 2, #ARGV - 4
+    local drop = math.max(0, kept + added - KEPT_LOG_LINES)
+    local log = {old[1] + drop}
+    for k = drop + 1, kept do  -- the old lines still kept
+      log[#log + 1] = old[2 * k]
+      log[#log + 1] = old[2 * k + 1]
+    end
+    for k = math.max(1, drop - kept + 1), added do
+      log[#log + 1] = queue.now
+      log[#log + 1] = ARGV[4 + k]
+    end
+    redis.call('HSET', K_JOB_LOGS, key, cmsgpack.pack(log))
+    if not has(x.notes, NOTE_LOG) then
+      x.notes = x.notes + NOTE_LOG
+      save_job(x)
+    end
+  end
+  return answer(false, outcome)
+end
+
 -- ARGV 3: 1 or 0.
 local function op_set_paused(now)
   local paused = tonumber(ARGV[3])
@@ -1129,18 +1753,19 @@ local function op_set_queue_key(now)
   return answer_counted(first, 0)
 end
 
--- The queue's settings (core::QueueLimits), as nine numbers: fairness (0 fifo, 1 round robin),
+-- The queue's limits (core::QueueLimits), as nine numbers: fairness (0 fifo, 1 round robin),
 -- then per group and queue-wide each: rate limit, period_ms, burst (0 0 0: no rate),
 -- concurrency (0: none).
-local DEFAULT_SETTINGS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
--- ARGV 3..11: the settings. Setting any (the defaults too) creates the queue (the backend
--- checked --max-queues first) and lists it, as a first push does; settings equal to those in
--- force change nothing else. Answers 0.
+local DEFAULT_LIMITS = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+-- ARGV 3..11: the limits, 12 keep_acked's count, 13 its age_ms (core::QueueSettings). Setting
+-- any (the defaults too) creates the queue (the backend checked --max-queues first) and lists
+-- it, as a first push does, so that a queue with settings is never forgotten as empty; settings
+-- equal to those in force change nothing else. Answers 0.
 local function op_set_settings(now)
   local lim, defaults, same = {}, true, true
   if not load_queue() then create_queue(now) end
   advance(now)
-  local old = queue.lim or DEFAULT_SETTINGS
+  local old = queue.lim or DEFAULT_LIMITS
   for i = 1, 9 do
     lim[i] = tonumber(ARGV[2 + i])
     if lim[i] ~= 0 then defaults = false end
@@ -1149,12 +1774,19 @@ local function op_set_settings(now)
   local first = queue.listed == 0
   queue.listed = 1
   if not same then configure(not defaults and lim, queue.now) end
+  local count, age_ms = tonumber(ARGV[12]) or queue.kc, tonumber(ARGV[13]) or queue.ka
+  if count ~= queue.kc or age_ms ~= queue.ka then keep_finished(count, age_ms) end
   return answer_counted(first, 0)
 end
--- Answers the settings, without changing anything.
+-- Answers the settings, as op_set_settings takes them (eleven numbers), without changing
+-- anything.
 local function op_get_settings()
-  if not load_queue() then return no_queue(DEFAULT_SETTINGS) end
-  return {'ok', NOTHING_TO_REGISTER, 0, queue.lim or DEFAULT_SETTINGS}
+  local loaded = load_queue()
+  local out = {unpack(loaded and queue.lim or DEFAULT_LIMITS)}
+  out[10], out[11] = KEEP_COUNT, KEEP_AGE_MS
+  if not loaded then return no_queue(out) end
+  out[10], out[11] = queue.kc, queue.ka
+  return {'ok', NOTHING_TO_REGISTER, 0, out}
 end
 
 -- ---- schedules of repeatable jobs (core/job_schedule.h) --------------------------------------
@@ -1194,11 +1826,12 @@ local function schedule_view(id, s, raw)
   return {id, raw, s.spec, s.created, s.updated, s.handled, s.runs, s.paused, s.last_run,
           s.last_job, s.next}
 end
--- Queue::Pending: the job is ready, delayed or in flight (not acked, cancelled or dead).
+-- Queue::Pending: the job is waiting, ready, delayed or in flight (not acked, cancelled or
+-- dead).
 local function pending(id)
   if not id then return false end
   local x = load_job(id)
-  return x ~= nil and (x.st == 'r' or x.st == 'd' or x.st == 'i')
+  return x ~= nil and x.st ~= 'x'
 end
 -- core::FiringRuns: the indexes of `due` that fire.
 local function firing_runs(overlap, due_count, previous_pending)
@@ -1326,7 +1959,10 @@ local OPS = {push = op_push, fetch = op_fetch, ack = op_ack, nack = op_nack, ext
              setkey = op_set_queue_key, snooze = op_snooze, setsettings = op_set_settings,
              settings = op_get_settings, schedules = op_get_schedules,
              schedput = op_put_schedule, scheddelete = op_delete_schedule,
-             schedfire = op_fire_schedule, advance = op_advance, hint = op_hint}
+             schedfire = op_fire_schedule, advance = op_advance, hint = op_hint,
+             getjob = op_get_job, progress = op_set_progress, joblog = op_append_job_log,
+             jobdeps = flow.op_get_dependencies, batchcreate = flow.op_create_batch,
+             batchseal = flow.op_seal_batch, batch = flow.op_get_batch}
 
 -- The entry point, called with the keys and arguments of one call: by FCALL, as a function of
 -- the library this file becomes (Redis 7), or by the EVAL script it also becomes (Redis 6).
@@ -1340,8 +1976,14 @@ local function run(keys, argv)
   K_GROUPS, K_GREADY, K_GFIFO, K_ROTATION, K_PARKED = KEYS[17], KEYS[18], KEYS[19], KEYS[20],
                                                       KEYS[21]
   K_SCHEDULES, K_SCHEDULE_TIMES = KEYS[22], KEYS[23]
-  K_FEED, K_FEED_HORIZON, told = KEYS[24], KEYS[25], {}
+  K_FINISHED, K_FINISHED_ORDER, K_PROGRESS, K_JOB_LOGS = KEYS[24], KEYS[25], KEYS[26], KEYS[27]
+  flow.K_DEPS, flow.K_DEPENDENTS = KEYS[28], KEYS[29]
+  flow.K_BATCHES, flow.K_BATCHES_SETTLED = KEYS[30], KEYS[31]
+  K_FEED, K_FEED_HORIZON, told = KEYS[32], KEYS[33], {}
   queue = {}
-  if next(groups) ~= nil then groups = {} end  -- left by a call that wrote nothing back
+  -- Left by a call that wrote nothing back (a refusal), or stopped by an error.
+  if next(groups) ~= nil then groups = {} end
+  if next(flow.batches) ~= nil then flow.batches = {} end
+  if #flow.settling > 0 then flow.settling = {} end
   return dispatch(OPS, 'queue')
 end
