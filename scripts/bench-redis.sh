@@ -248,9 +248,9 @@ PY
 # The two forms anteroom sends a script in (Script in src/store/redis/cluster_client.h): an EVAL
 # script (Redis 6, by EVALSHA) and a function library (Redis 7, FUNCTION LOAD once, then FCALL).
 eval_form() {  # eval_form FILE: the EVAL script, on stdout
-  echo 'local eval_keys, eval_argv = KEYS, ARGV'
+  echo 'local eval_call = {KEYS, ARGV}'
   cat "$1"
-  echo 'return run(eval_keys, eval_argv)'
+  echo 'return run(eval_call[1], eval_call[2])'
 }
 load_library() {  # load_library NAME FILE: FUNCTION LOAD REPLACE of FILE as function NAME
   { echo "#!lua name=$1"; cat "$2"; echo "redis.register_function('$1', run)"; } |

@@ -1801,154 +1801,161 @@ end
 -- (runs_done), paused (0/1), last_run, last_job, next (false: none), as core::ScheduleState.
 -- Invariant: schedule times holds exactly the schedules not paused whose next is set, at next,
 -- and queue.sched is its lowest score.
-local function load_schedule(id)
-  local raw = redis.call('HGET', K_SCHEDULES, id)
-  if not raw then return nil end
-  local t = cmsgpack.unpack(raw)
-  return {spec = t[1], created = t[2], updated = t[3], handled = t[4], runs = t[5], paused = t[6],
-          last_run = t[7], last_job = t[8], next = t[9]}, raw
-end
--- Writes s; answers its bytes.
-local function save_schedule(id, s)
-  local raw = cmsgpack.pack({s.spec, s.created, s.updated, s.handled, s.runs, s.paused,
-                             s.last_run, s.last_job, s.next})
-  redis.call('HSET', K_SCHEDULES, id, raw)
-  if s.paused == 0 and s.next then
-    redis.call('ZADD', K_SCHEDULE_TIMES, digits(s.next), id)
-  else
-    redis.call('ZREM', K_SCHEDULE_TIMES, id)
+-- The schedules' operations, and inside their block what only they use: the block's own
+-- names are gone at its end, as Lua allows a function (this file's main chunk) 200 local
+-- variables at a time.
+local op_get_schedules, op_put_schedule, op_delete_schedule, op_fire_schedule, op_advance
+local op_hint
+do
+  local function load_schedule(id)
+    local raw = redis.call('HGET', K_SCHEDULES, id)
+    if not raw then return nil end
+    local t = cmsgpack.unpack(raw)
+    return {spec = t[1], created = t[2], updated = t[3], handled = t[4], runs = t[5], paused = t[6],
+            last_run = t[7], last_job = t[8], next = t[9]}, raw
   end
-  queue.sched = (first_score(K_SCHEDULE_TIMES))
-  return raw
-end
--- What the backend reads of a schedule: {id, its bytes, then SCHEDULE's fields}.
-local function schedule_view(id, s, raw)
-  return {id, raw, s.spec, s.created, s.updated, s.handled, s.runs, s.paused, s.last_run,
-          s.last_job, s.next}
-end
--- Queue::Pending: the job is waiting, ready, delayed or in flight (not acked, cancelled or
--- dead).
-local function pending(id)
-  if not id then return false end
-  local x = load_job(id)
-  return x ~= nil and x.st ~= 'x'
-end
--- core::FiringRuns: the indexes of `due` that fire.
-local function firing_runs(overlap, due_count, previous_pending)
-  local runs = {}
-  if overlap == 'allow' then
-    for i = 1, due_count do runs[i] = i end
-  elseif due_count > 0 and not previous_pending then
-    runs[1] = due_count
-  end
-  return runs
-end
--- core::Fired: the state once `pushed` runs were pushed, the latest at `last_run` as job
--- `last_job`. `plan` holds handled (after the firing), next_if_runs_left (false: none),
--- max_runs (false: none).
-local function fired(s, plan, pushed, last_run, last_job, now)
-  s.updated = math.max(s.updated, now)
-  s.handled = plan.handled
-  s.runs = s.runs + pushed
-  if pushed > 0 then s.last_run, s.last_job = last_run, last_job end
-  local runs_left = not plan.max_runs or s.runs < plan.max_runs
-  s.next = runs_left and plan.next_if_runs_left or false
-end
-local function opt_arg(v) return v ~= '' and tonumber(v) or false end
-
--- ARGV 3..: ids. Answers {now, each schedule's view or false}, reading nothing else.
-local function op_get_schedules(now)
-  local out = {}
-  for i = 3, #ARGV do
-    local s, raw = load_schedule(ARGV[i])
-    out[#out + 1] = s and schedule_view(ARGV[i], s, raw) or false
-  end
-  return {'ok', NOTHING_TO_REGISTER, 0, {now, out}}
-end
--- A schedule put or paused (core::Placed, core::SetPaused: computed by the backend from the
--- record it read). ARGV 3 id, 4 the record read ('': none), 5 spec, 6 created, 7 updated,
--- 8 handled, 9 runs, 10 paused, 11 last_run, 12 last_job, 13 next ('' none, for the three).
--- Answers 1 when written, 0 when the record is no longer the one read (nothing changed).
--- Puts the queue in the registry at its earliest schedule, and lists it (created within
--- --max-queues by the backend), as setting its settings does.
-local function op_put_schedule(now)
-  local id = ARGV[3]
-  if (redis.call('HGET', K_SCHEDULES, id) or '') ~= ARGV[4] then return no_queue(0) end
-  if not load_queue() then create_queue(now) end
-  advance(now)
-  local first = queue.listed == 0
-  queue.listed = 1
-  save_schedule(id, {spec = ARGV[5], created = tonumber(ARGV[6]), updated = tonumber(ARGV[7]),
-                     handled = tonumber(ARGV[8]), runs = tonumber(ARGV[9]),
-                     paused = tonumber(ARGV[10]), last_run = opt_arg(ARGV[11]),
-                     last_job = opt_arg(ARGV[12]), next = opt_arg(ARGV[13])})
-  return answer_counted(first, 1)
-end
--- ARGV 3 id. Answers the schedule's view as it was, or false when there is none.
-local function op_delete_schedule(now)
-  local id = ARGV[3]
-  local s, raw = load_schedule(id)
-  if not s then return no_queue(false) end
-  redis.call('HDEL', K_SCHEDULES, id)
-  redis.call('ZREM', K_SCHEDULE_TIMES, id)
-  if not load_queue() then return no_queue(schedule_view(id, s, raw)) end
-  advance(now)
-  queue.sched = (first_score(K_SCHEDULE_TIMES))
-  return answer(false, schedule_view(id, s, raw))
-end
--- A due schedule's firing, as core::PlanFire planned it from the record named: the runs that
--- fire (core::FiringRuns: the previous run's job looked at now, in this call) are pushed as
--- op_push pushes jobs, then the state moves on (core::Fired). ARGV 3 id, 4 the record read,
--- 5 the time planned at, 6 handled after, 7 next_if_runs_left, 8 max_runs ('' none, both),
--- 9 overlap ('allow', 'skip'), 10 payload, 11 priority, 12 max_attempts, 13 group, 14 n, then
--- n x (nominal ms, delay ms, dedupe key): the due runs, oldest first. Answers {fired (0: the
--- record changed, nothing done), the jobs pushed}, and the next deadline (as advance does).
-local function op_fire_schedule(now)
-  local id = ARGV[3]
-  local s, raw = load_schedule(id)
-  local queued = load_queue()
-  if not s or raw ~= ARGV[4] or s.paused ~= 0 or not queued then
-    if not queued then return {'ok', NEVER, 0, {0, {}}} end
-    advance(now)
-    return answer(true, {0, {}})
-  end
-  advance(now)
-  queue.listed = 1
-  local n = tonumber(ARGV[14])
-  local ids = {}
-  local last_run, last_job = false, false
-  for _, k in ipairs(firing_runs(ARGV[9], n, pending(s.last_job))) do
-    local at = 15 + (k - 1) * 3
-    local job_id = push_one(ARGV[10], tonumber(ARGV[at + 1]), tonumber(ARGV[11]),
-                            '=' .. ARGV[at + 2], tonumber(ARGV[12]), ARGV[13])
-    ids[#ids + 1] = job_id
-    last_run, last_job = tonumber(ARGV[at]), job_id
-  end
-  fired(s, {handled = tonumber(ARGV[6]), next_if_runs_left = opt_arg(ARGV[7]),
-            max_runs = opt_arg(ARGV[8])}, #ids, last_run, last_job, tonumber(ARGV[5]))
-  save_schedule(id, s)
-  return answer(true, {1, ids})
-end
-
--- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and
--- {now, the views of up to 64 schedules due by now} for the backend to fire.
-local function op_advance(now)
-  if not load_queue() then return {'ok', NEVER, 0, {now, {}}} end
-  advance(now)
-  local due = {}
-  if queue.sched <= now then
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_SCHEDULE_TIMES, '-inf', digits(now),
-                                   'LIMIT', 0, 64)) do
-      local s, raw = load_schedule(id)
-      due[#due + 1] = schedule_view(id, s, raw)
+  -- Writes s; answers its bytes.
+  local function save_schedule(id, s)
+    local raw = cmsgpack.pack({s.spec, s.created, s.updated, s.handled, s.runs, s.paused,
+                               s.last_run, s.last_job, s.next})
+    redis.call('HSET', K_SCHEDULES, id, raw)
+    if s.paused == 0 and s.next then
+      redis.call('ZADD', K_SCHEDULE_TIMES, digits(s.next), id)
+    else
+      redis.call('ZREM', K_SCHEDULE_TIMES, id)
     end
+    queue.sched = (first_score(K_SCHEDULE_TIMES))
+    return raw
   end
-  return answer(true, {now, due})
-end
--- The sweeper, after recording the next deadline: the one last reported.
-local function op_hint()
-  if not load_queue() then return {'ok', NEVER, 0, 0} end
-  return {'ok', queue.hint, 0, 0}
+  -- What the backend reads of a schedule: {id, its bytes, then SCHEDULE's fields}.
+  local function schedule_view(id, s, raw)
+    return {id, raw, s.spec, s.created, s.updated, s.handled, s.runs, s.paused, s.last_run,
+            s.last_job, s.next}
+  end
+  -- Queue::Pending: the job is waiting, ready, delayed or in flight (not acked, cancelled or
+  -- dead).
+  local function pending(id)
+    if not id then return false end
+    local x = load_job(id)
+    return x ~= nil and x.st ~= 'x'
+  end
+  -- core::FiringRuns: the indexes of `due` that fire.
+  local function firing_runs(overlap, due_count, previous_pending)
+    local runs = {}
+    if overlap == 'allow' then
+      for i = 1, due_count do runs[i] = i end
+    elseif due_count > 0 and not previous_pending then
+      runs[1] = due_count
+    end
+    return runs
+  end
+  -- core::Fired: the state once `pushed` runs were pushed, the latest at `last_run` as job
+  -- `last_job`. `plan` holds handled (after the firing), next_if_runs_left (false: none),
+  -- max_runs (false: none).
+  local function fired(s, plan, pushed, last_run, last_job, now)
+    s.updated = math.max(s.updated, now)
+    s.handled = plan.handled
+    s.runs = s.runs + pushed
+    if pushed > 0 then s.last_run, s.last_job = last_run, last_job end
+    local runs_left = not plan.max_runs or s.runs < plan.max_runs
+    s.next = runs_left and plan.next_if_runs_left or false
+  end
+  local function opt_arg(v) return v ~= '' and tonumber(v) or false end
+
+  -- ARGV 3..: ids. Answers {now, each schedule's view or false}, reading nothing else.
+  function op_get_schedules(now)
+    local out = {}
+    for i = 3, #ARGV do
+      local s, raw = load_schedule(ARGV[i])
+      out[#out + 1] = s and schedule_view(ARGV[i], s, raw) or false
+    end
+    return {'ok', NOTHING_TO_REGISTER, 0, {now, out}}
+  end
+  -- A schedule put or paused (core::Placed, core::SetPaused: computed by the backend from the
+  -- record it read). ARGV 3 id, 4 the record read ('': none), 5 spec, 6 created, 7 updated,
+  -- 8 handled, 9 runs, 10 paused, 11 last_run, 12 last_job, 13 next ('' none, for the three).
+  -- Answers 1 when written, 0 when the record is no longer the one read (nothing changed).
+  -- Puts the queue in the registry at its earliest schedule, and lists it (created within
+  -- --max-queues by the backend), as setting its settings does.
+  function op_put_schedule(now)
+    local id = ARGV[3]
+    if (redis.call('HGET', K_SCHEDULES, id) or '') ~= ARGV[4] then return no_queue(0) end
+    if not load_queue() then create_queue(now) end
+    advance(now)
+    local first = queue.listed == 0
+    queue.listed = 1
+    save_schedule(id, {spec = ARGV[5], created = tonumber(ARGV[6]), updated = tonumber(ARGV[7]),
+                       handled = tonumber(ARGV[8]), runs = tonumber(ARGV[9]),
+                       paused = tonumber(ARGV[10]), last_run = opt_arg(ARGV[11]),
+                       last_job = opt_arg(ARGV[12]), next = opt_arg(ARGV[13])})
+    return answer_counted(first, 1)
+  end
+  -- ARGV 3 id. Answers the schedule's view as it was, or false when there is none.
+  function op_delete_schedule(now)
+    local id = ARGV[3]
+    local s, raw = load_schedule(id)
+    if not s then return no_queue(false) end
+    redis.call('HDEL', K_SCHEDULES, id)
+    redis.call('ZREM', K_SCHEDULE_TIMES, id)
+    if not load_queue() then return no_queue(schedule_view(id, s, raw)) end
+    advance(now)
+    queue.sched = (first_score(K_SCHEDULE_TIMES))
+    return answer(false, schedule_view(id, s, raw))
+  end
+  -- A due schedule's firing, as core::PlanFire planned it from the record named: the runs that
+  -- fire (core::FiringRuns: the previous run's job looked at now, in this call) are pushed as
+  -- op_push pushes jobs, then the state moves on (core::Fired). ARGV 3 id, 4 the record read,
+  -- 5 the time planned at, 6 handled after, 7 next_if_runs_left, 8 max_runs ('' none, both),
+  -- 9 overlap ('allow', 'skip'), 10 payload, 11 priority, 12 max_attempts, 13 group, 14 n, then
+  -- n x (nominal ms, delay ms, dedupe key): the due runs, oldest first. Answers {fired (0: the
+  -- record changed, nothing done), the jobs pushed}, and the next deadline (as advance does).
+  function op_fire_schedule(now)
+    local id = ARGV[3]
+    local s, raw = load_schedule(id)
+    local queued = load_queue()
+    if not s or raw ~= ARGV[4] or s.paused ~= 0 or not queued then
+      if not queued then return {'ok', NEVER, 0, {0, {}}} end
+      advance(now)
+      return answer(true, {0, {}})
+    end
+    advance(now)
+    queue.listed = 1
+    local n = tonumber(ARGV[14])
+    local ids = {}
+    local last_run, last_job = false, false
+    for _, k in ipairs(firing_runs(ARGV[9], n, pending(s.last_job))) do
+      local at = 15 + (k - 1) * 3
+      local job_id = push_one(ARGV[10], tonumber(ARGV[at + 1]), tonumber(ARGV[11]),
+                              '=' .. ARGV[at + 2], tonumber(ARGV[12]), ARGV[13])
+      ids[#ids + 1] = job_id
+      last_run, last_job = tonumber(ARGV[at]), job_id
+    end
+    fired(s, {handled = tonumber(ARGV[6]), next_if_runs_left = opt_arg(ARGV[7]),
+              max_runs = opt_arg(ARGV[8])}, #ids, last_run, last_job, tonumber(ARGV[5]))
+    save_schedule(id, s)
+    return answer(true, {1, ids})
+  end
+
+  -- The sweeper (RedisBackend::SweepOne): answers the next deadline (and records it), and
+  -- {now, the views of up to 64 schedules due by now} for the backend to fire.
+  function op_advance(now)
+    if not load_queue() then return {'ok', NEVER, 0, {now, {}}} end
+    advance(now)
+    local due = {}
+    if queue.sched <= now then
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_SCHEDULE_TIMES, '-inf', digits(now),
+                                     'LIMIT', 0, 64)) do
+        local s, raw = load_schedule(id)
+        due[#due + 1] = schedule_view(id, s, raw)
+      end
+    end
+    return answer(true, {now, due})
+  end
+  -- The sweeper, after recording the next deadline: the one last reported.
+  function op_hint()
+    if not load_queue() then return {'ok', NEVER, 0, 0} end
+    return {'ok', queue.hint, 0, 0}
+  end
 end
 
 -- ARGV[1] names the operation.
