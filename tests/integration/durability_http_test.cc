@@ -180,8 +180,8 @@ int64_t Stat(const json::value& stats, std::string_view key) {
 }
 
 ::testing::AssertionResult CountersAddUp(const json::value& s) {
-  int64_t rhs = Stat(s, "acked") + Stat(s, "ready") + Stat(s, "delayed") + Stat(s, "inflight") +
-                Stat(s, "dead") + Stat(s, "cancelled");
+  int64_t rhs = Stat(s, "acked") + Stat(s, "waiting_deps") + Stat(s, "ready") + Stat(s, "delayed") +
+                Stat(s, "inflight") + Stat(s, "dead") + Stat(s, "cancelled");
   if (Stat(s, "pushed") >= 0 && Stat(s, "pushed") == rhs) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "pushed != acked + ready + delayed + inflight + dead + cancelled: " << Text(s);

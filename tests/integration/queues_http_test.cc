@@ -64,9 +64,9 @@ bool IsDecimalId(const json::value& v) {
          s[0] != '0';
 }
 
-const std::set<std::string> kStatsKeys = {"queue",   "ready",     "delayed", "inflight",
-                                          "dead",    "pushed",    "acked",   "nacked",
-                                          "expired", "cancelled", "workers", "paused"};
+const std::set<std::string> kStatsKeys = {
+    "queue", "waiting_deps", "ready",   "delayed",   "inflight", "dead",  "pushed",
+    "acked", "nacked",       "expired", "cancelled", "workers",  "paused"};
 
 // One stats object: exactly the documented fields (docs/api.md), with their types.
 ::testing::AssertionResult IsStats(const json::value& v, std::string_view queue) {
@@ -86,11 +86,12 @@ const std::set<std::string> kStatsKeys = {"queue",   "ready",     "delayed", "in
   if (!BoolField(v, "paused")) {
     return ::testing::AssertionFailure() << "paused is not a bool: " << json::serialize(v);
   }
-  int64_t rhs = *IntField(v, "acked") + *IntField(v, "ready") + *IntField(v, "delayed") +
-                *IntField(v, "inflight") + *IntField(v, "dead") + *IntField(v, "cancelled");
+  int64_t rhs = *IntField(v, "acked") + *IntField(v, "waiting_deps") + *IntField(v, "ready") +
+                *IntField(v, "delayed") + *IntField(v, "inflight") + *IntField(v, "dead") +
+                *IntField(v, "cancelled");
   if (*IntField(v, "pushed") != rhs) {
     return ::testing::AssertionFailure()
-           << "pushed != acked + ready + delayed + inflight + dead + cancelled: "
+           << "pushed != acked + waiting_deps + ready + delayed + inflight + dead + cancelled: "
            << json::serialize(v);
   }
   return ::testing::AssertionSuccess();
@@ -418,9 +419,11 @@ TEST_F(QueuesHttpTest, AQueueNobodyPushedToAnswersEmptyNot404) {
   json::array jobs = MustFetch("fresh", "w", 10);
   EXPECT_TRUE(jobs.empty());
   json::value s = Stats("fresh");
-  EXPECT_EQ(s, json::parse(R"({"queue":"fresh","ready":0,"delayed":0,"inflight":0,"dead":0,)"
-                           R"("pushed":0,"acked":0,"nacked":0,"expired":0,"cancelled":0,)"
-                           R"("workers":0,"paused":false})"));
+  EXPECT_EQ(s,
+            json::parse(
+                R"({"queue":"fresh","waiting_deps":0,"ready":0,"delayed":0,"inflight":0,"dead":0,)"
+                R"("pushed":0,"acked":0,"nacked":0,"expired":0,"cancelled":0,)"
+                R"("workers":0,"paused":false})"));
   HttpResult inflight = Get(Path("fresh", "/inflight"));
   EXPECT_EQ(inflight.status, 200) << inflight.body;
   EXPECT_EQ(inflight.json, json::parse(R"({"jobs":[]})"));
@@ -579,9 +582,10 @@ TEST_F(QueuesHttpTest, StatsCountEveryState) {
   HttpResult hb = Post(Path("q", "/workers/idle/heartbeat"), R"({"ttl_ms":60000})");
   ASSERT_EQ(hb.status, 200) << hb.body;
   json::value s = Stats("q");
-  EXPECT_EQ(s, json::parse(R"({"queue":"q","ready":2,"delayed":1,"inflight":1,"dead":1,)"
-                           R"("pushed":7,"acked":1,"nacked":1,"expired":0,"cancelled":1,)"
-                           R"("workers":2,"paused":false})"))
+  EXPECT_EQ(
+      s, json::parse(R"({"queue":"q","waiting_deps":0,"ready":2,"delayed":1,"inflight":1,"dead":1,)"
+                     R"("pushed":7,"acked":1,"nacked":1,"expired":0,"cancelled":1,)"
+                     R"("workers":2,"paused":false})"))
       << json::serialize(s);
 }
 
@@ -999,7 +1003,8 @@ TEST_F(QueueBadInputTest, GroupsAndSnoozesOutOfShapeAreRefused) {
 TEST_F(QueuesHttpTest, SettingsAreSetReadAndReplacedWhole) {
   HttpResult fresh = Get(Path("q", "/settings"));
   ASSERT_EQ(fresh.status, 200) << fresh.body;
-  EXPECT_EQ(fresh.json, json::parse(R"({"fairness":"fifo","limits":[],"queue":"q"})"));
+  EXPECT_EQ(fresh.json, json::parse(R"({"fairness":"fifo","limits":[],"queue":"q",)"
+                                    R"("keep_acked":{"count":1000,"age_ms":86400000}})"));
   HttpResult put =
       client().Request("PUT", Path("q", "/settings"),
                        R"({"fairness":"round_robin","limits":[{"key":null,"concurrency":4},)"
@@ -1008,7 +1013,7 @@ TEST_F(QueuesHttpTest, SettingsAreSetReadAndReplacedWhole) {
   json::value want = json::parse(
       R"({"queue":"q","fairness":"round_robin","limits":[)"
       R"({"key":"group","rate":{"limit":10,"period_ms":1000,"burst":10},"concurrency":2},)"
-      R"({"key":null,"concurrency":4}]})");
+      R"({"key":null,"concurrency":4}],"keep_acked":{"count":1000,"age_ms":86400000}})");
   EXPECT_EQ(put.json, want) << "burst defaults to the limit";
   EXPECT_EQ(Get(Path("q", "/settings")).json, want);
   // Replaced whole: what the body leaves out goes back to its default.

@@ -519,7 +519,8 @@ int64_t Stat(const json::value& stats, std::string_view key) {
 // pushed = acked + ready + delayed + inflight + dead + cancelled.
 ::testing::AssertionResult CountersAddUp(const json::value& stats) {
   int64_t sum = 0;
-  for (const char* key : {"acked", "ready", "delayed", "inflight", "dead", "cancelled"}) {
+  for (const char* key :
+       {"acked", "waiting_deps", "ready", "delayed", "inflight", "dead", "cancelled"}) {
     int64_t v = Stat(stats, key);
     if (v < 0) return ::testing::AssertionFailure() << "no " << key << ": " << stats;
     sum += v;
