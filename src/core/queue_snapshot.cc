@@ -412,8 +412,8 @@ bool Queue::Restore(ByteReader& in) {
       f.extra->history = std::move(history);
     }
     LoadNotes(in, f.extra);
-    if ((f.state != JobState::kAcked && f.state != JobState::kCancelled) ||
-        !q.finished_seq_.emplace(f.id, q.finished_front_ + k).second) {
+    if ((f.state != JobState::kAcked && f.state != JobState::kCancelled) || f.at < 0 ||
+        f.at > kLatestTimeMs || !q.finished_seq_.emplace(f.id, q.finished_front_ + k).second) {
       in.Fail();
     }
     q.finished_.push_back(std::move(f));
@@ -433,6 +433,13 @@ bool Queue::Restore(ByteReader& in) {
       *n = in.Get<int64_t>();
     }
     for (JobId* j : {&v.on_success_job, &v.on_complete_job, &v.on_dead_job}) *j = in.Get<JobId>();
+    // Times are added to (a batch goes at settled + age): out of range is damage, not a time.
+    for (int64_t n : {v.pending, v.acked, v.dead, v.cancelled}) {
+      if (n < 0) in.Fail();
+    }
+    for (int64_t t : {v.created_ms, v.settled_ms}) {
+      if (t < 0 || t > kLatestTimeMs) in.Fail();
+    }
     if (v.settled) {
       q.settled_batches_.emplace_back(v.settled_ms, id);
     } else {
