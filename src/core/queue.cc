@@ -977,10 +977,15 @@ CancelOutcome Queue::Cancel(JobId id, int64_t now_ms) {
       break;
   }
   ++cancelled_;
+  bool was_dead = job.state == State::kDead;
   std::string batch = job.extra ? job.extra->batch : std::string();
   Finish(i, JobState::kCancelled, {});
   FreeJob(i);
-  if (!batch.empty()) BatchJobMoved(batch, JobState::kCancelled);
+  if (!batch.empty()) {
+    // A dead job's batch counted it pending no more: it leaves dead, then is cancelled.
+    if (was_dead) BatchJobMoved(batch, JobState::kReady);
+    BatchJobMoved(batch, JobState::kCancelled);
+  }
   Settled(id, DependencyState::kCancelled, {});
   return CancelOutcome::kCancelled;
 }

@@ -434,9 +434,6 @@ bool Queue::Restore(ByteReader& in) {
     }
     for (JobId* j : {&v.on_success_job, &v.on_complete_job, &v.on_dead_job}) *j = in.Get<JobId>();
     // Times are added to (a batch goes at settled + age): out of range is damage, not a time.
-    for (int64_t n : {v.pending, v.acked, v.dead, v.cancelled}) {
-      if (n < 0) in.Fail();
-    }
     for (int64_t t : {v.created_ms, v.settled_ms}) {
       if (t < 0 || t > kLatestTimeMs) in.Fail();
     }

@@ -1592,7 +1592,11 @@ local function op_cancel(now)
   else redis.call('ZREM', K_DEAD, pad(x.id)) end
   queue.cancelled = queue.cancelled + 1
   finish(x, 'cancelled', nil)
-  if x.batch then flow.batch_job_moved(x.batch, 'cancelled') end
+  if x.batch then
+    -- A dead job's batch counted it pending no more: it leaves dead, then is cancelled.
+    if x.st == 'x' then flow.batch_job_moved(x.batch, 'ready') end
+    flow.batch_job_moved(x.batch, 'cancelled')
+  end
   flow.settled(x.id, 'cancelled', false)
   return answer(false, 0)
 end
