@@ -635,17 +635,22 @@ std::optional<BatchView> Queue::GetBatch(std::string_view id, int64_t now_ms) {
   return it->second.view;
 }
 
-BatchOutcome Queue::CanJoin(std::string_view id) const {
+BatchOutcome Queue::CanJoin(std::string_view id, int64_t now_ms) const {
   auto it = batches_.find(id);
-  if (it == batches_.end()) return BatchOutcome::kUnknown;
+  if (it == batches_.end() || BatchForgettable(it->second.view, std::max(now_ms, now_))) {
+    return BatchOutcome::kUnknown;
+  }
   return it->second.view.sealed ? BatchOutcome::kSealed : BatchOutcome::kOk;
 }
 
 void Queue::BatchJobMoved(const std::string& batch, JobState state) {
   auto it = batches_.find(batch);
-  if (it == batches_.end()) return;  // settled and forgotten: a requeued job of it, acked later
+  // A batch is kept while any job of it is left (ForgetSettledBatches), so it is always found;
+  // a snapshot made by an older build may still name one forgotten.
+  if (it == batches_.end()) return;
   Batch& b = it->second;
   BatchView& v = b.view;
+  bool was_settled = v.settled;  // and this job was requeued from the dead since
   switch (state) {
     case JobState::kAcked:
       --v.pending;
@@ -666,6 +671,12 @@ void Queue::BatchJobMoved(const std::string& batch, JobState state) {
       return;
     default:
       return;
+  }
+  if (was_settled) {
+    // Past its age with nothing left, it goes now (ForgetSettledBatches let it stay for this
+    // job).
+    if (BatchForgettable(v, now_)) batches_.erase(it);
+    return;
   }
   SettleBatchIfDone(b);
 }
@@ -689,9 +700,14 @@ JobId Queue::PushCallback(const JobSpec& spec) {
   return results.empty() ? 0 : results[0].id;
 }
 
+bool Queue::BatchForgettable(const BatchView& v, int64_t now) const {
+  return v.settled && v.settled_ms + keep_.age_ms <= now && v.pending == 0 && v.dead == 0;
+}
+
 void Queue::ForgetSettledBatches(int64_t now) {
   while (!settled_batches_.empty() && settled_batches_.front().first + keep_.age_ms <= now) {
-    batches_.erase(settled_batches_.front().second);
+    auto it = batches_.find(settled_batches_.front().second);
+    if (it != batches_.end() && BatchForgettable(it->second.view, now)) batches_.erase(it);
     settled_batches_.pop_front();
   }
 }

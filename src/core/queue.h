@@ -107,14 +107,16 @@ class Queue {
   // Job `id` wherever it is; nullopt when unknown (never pushed, or finished and past what the
   // queue keeps).
   std::optional<JobView> Lookup(JobId id, int64_t now_ms);
-  // Batches (BatchSpec). Create: kExists when `id` is taken (open or kept settled), kTooMany
-  // past kMaxOpenBatches. Seal: no job joins after; kUnknown when there is no such batch.
+  // Batches (BatchSpec). Create: kExists when `id` is taken (open, or settled and kept: for
+  // keep_'s age, and for as long as any job of it is dead, so that a job never counts in a
+  // later batch of the same name), kTooMany past kMaxOpenBatches. Seal: no job joins after; kUnknown when there is no such batch.
   BatchOutcome CreateBatch(std::string_view id, BatchSpec spec, int64_t now_ms);
   BatchOutcome SealBatch(std::string_view id, int64_t now_ms);
   std::optional<BatchView> GetBatch(std::string_view id, int64_t now_ms);
-  // Whether jobs may join batch `id` now (it exists and is not sealed): what Push takes for
-  // granted, so the caller checks every job of a push first.
-  BatchOutcome CanJoin(std::string_view id) const;
+  // Whether jobs may join batch `id` at `now_ms` (it exists, and is not sealed): what Push
+  // takes for granted, so the caller checks every job of a push first. kUnknown also for a
+  // batch that the next call forgets (its age is past): CreateBatch may take the id.
+  BatchOutcome CanJoin(std::string_view id, int64_t now_ms) const;
   // What became of job `id`'s dependencies, in the order it named them (with their results);
   // nullopt when the job is unknown.
   std::optional<std::vector<DependencyView>> Dependencies(JobId id, int64_t now_ms);
@@ -299,8 +301,11 @@ class Queue {
   void SettleBatchIfDone(Batch& b);
   // A callback job of a batch, pushed now: answers its id.
   JobId PushCallback(const JobSpec& spec);
-  // Drops settled batches kept past keep_'s age.
+  // Drops settled batches kept past keep_'s age, but not one with a job still dead (or
+  // requeued from the dead): that one goes when its last job does (BatchJobMoved).
   void ForgetSettledBatches(int64_t now);
+  // Whether settled batch `v` may be forgotten at `now`: past its age, none of its jobs left.
+  bool BatchForgettable(const BatchView& v, int64_t now) const;
   JobView ViewOf(const Job& job) const;
   static void ViewExtra(const JobExtra* extra, JobView& view);
   // A job's progress and log, as snapshots hold them (queue_snapshot.cc).

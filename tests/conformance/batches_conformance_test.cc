@@ -185,6 +185,59 @@ TEST_P(BatchesConformanceTest, ASettledBatchIsKeptForTheQueuesAge) {
   EXPECT_TRUE(Create("old", {}).ok());  // the id may be used again
 }
 
+// A settled batch with a dead job is kept past its age for as long as the job is left: its id
+// cannot be taken by a new batch in which the old job, requeued, would then count.
+TEST_P(BatchesConformanceTest, ABatchWithADeadJobIsKeptUntilTheJobGoes) {
+  core::QueueSettings settings;
+  settings.keep_acked = {.count = 10, .age_ms = 5'000};
+  ASSERT_TRUE(Await<Done>([&](auto done) { b().SetQueueSettings("q", settings, done); }).ok());
+  for (const char* way : {"requeued", "cancelled"}) {
+    SCOPED_TRACE(way);
+    auto made = Create("d", {});
+    ASSERT_TRUE(made.ok()) << made.message();
+    ASSERT_TRUE(Push({In("d", "ok"), In("d", "bad", /*max_attempts=*/1)}).ok());
+    ASSERT_TRUE(Seal("d").ok());
+    std::vector<Delivery> jobs = Fetch();
+    ASSERT_EQ(jobs.size(), 2u);
+    Ack(jobs[0]);
+    Nack(jobs[1]);  // dead: the batch settles
+    ASSERT_TRUE(Get("d").settled);
+    AdvanceTime(60'000);  // far past its age
+    BatchView kept = Get("d");
+    EXPECT_EQ(kept.dead, 1);
+    EXPECT_EQ(kept.acked, 1);
+    EXPECT_EQ(Create("d", {}).status(), OpStatus::kConflict);
+    if (std::string(way) == "requeued") {
+      auto requeued =
+          Await<size_t>([&](auto done) { b().RequeueDead("q", std::nullopt, done); });
+      ASSERT_TRUE(requeued.ok());
+      ASSERT_EQ(*requeued, 1u);
+      BatchView back = Get("d");  // kept: the job is pending again
+      EXPECT_EQ(back.pending, 1);
+      EXPECT_EQ(back.dead, 0);
+      std::vector<Delivery> again = Fetch();
+      ASSERT_EQ(again.size(), 1u);
+      EXPECT_EQ(again[0].payload, "bad");
+      Ack(again[0]);
+    } else {
+      auto cancelled =
+          Await<core::CancelOutcome>([&](auto done) { b().Cancel("q", jobs[1].id, done); });
+      ASSERT_TRUE(cancelled.ok());
+      EXPECT_EQ(*cancelled, core::CancelOutcome::kCancelled);
+    }
+    // Its last job gone and its age long past: forgotten, and the id free again.
+    auto gone = Await<BatchView>([&](auto done) { b().GetBatch("q", "d", done); });
+    EXPECT_EQ(gone.status(), OpStatus::kUnknownBatch);
+    auto fresh = Create("d", {});
+    ASSERT_TRUE(fresh.ok()) << fresh.message();
+    EXPECT_EQ(fresh->pending, 0);
+    EXPECT_EQ(fresh->dead, 0);
+    EXPECT_EQ(fresh->acked, 0);
+    ASSERT_TRUE(Seal("d").ok());  // settles empty; goes after its age
+    AdvanceTime(5'000);
+  }
+}
+
 TEST_P(BatchesConformanceTest, AnOpenBatchSettlesAfterARestart) {
   ASSERT_TRUE(Create("r", AllCallbacks()).ok());
   ASSERT_TRUE(Push({In("r", "1"), In("r", "2")}).ok());

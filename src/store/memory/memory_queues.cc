@@ -85,7 +85,7 @@ void MemoryBackend::Push(std::string queue, std::vector<core::JobSpec> jobs,
       queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
         for (const core::JobSpec& job : jobs) {  // all or nothing: checked before any is pushed
           if (job.batch.empty()) continue;
-          switch (q->queue.CanJoin(job.batch)) {
+          switch (q->queue.CanJoin(job.batch, now)) {
             case core::BatchOutcome::kOk:
               continue;
             case core::BatchOutcome::kSealed:
@@ -265,7 +265,7 @@ void MemoryBackend::CreateBatch(std::string queue, std::string id, core::BatchSp
   using View = core::BatchView;
   OnQueue<View>(
       queue, Access::kChange, true, std::move(done), [&](QueueSlot* q, int64_t now, auto&) {
-        if (q->queue.CanJoin(id) != core::BatchOutcome::kUnknown) {
+        if (q->queue.CanJoin(id, now) != core::BatchOutcome::kUnknown) {
           return Answered<View>(
               OpResult<View>(OpStatus::kConflict, std::string(wire::kBatchExists)));
         }

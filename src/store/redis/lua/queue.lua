@@ -193,10 +193,11 @@ end
 -- of one job (op_push's eight). Records are read once per call (`batches` caches them, false
 -- for none) and the changed ones written back with the queue's state, so that a push made
 -- while a batch settles sees the batch as it is then. A settled batch is kept until its
--- settled_at plus keep_acked's age (core::Queue::ForgetSettledBatches): settled batches lists
--- them by that time, and a record past it reads as none whether or not it is removed yet.
+-- settled_at plus keep_acked's age, and past it for as long as a job of it is dead or pending
+-- (core::Queue::ForgetSettledBatches, BatchForgettable): settled batches lists them by that
+-- time, and a forgettable record reads as none whether or not it is removed yet.
 flow.batches = {}
-function flow.load_batch(id)
+function flow.load_batch(id, now)
   local b = flow.batches[id]
   if b == nil then
     local v = redis.call('HGET', flow.K_BATCHES, id)
@@ -210,8 +211,14 @@ function flow.load_batch(id)
     end
     flow.batches[id] = b
   end
-  if not b or (b.settled == 1 and b.settled_at + queue.ka <= queue.now) then return nil end
+  if not b or flow.batch_forgettable(b, now) then return nil end
   return b
+end
+-- Settled, past its age (at `now`, a call's time before the queue advances to it; nil: the
+-- queue's time), none of its jobs left (core::Queue::BatchForgettable).
+function flow.batch_forgettable(b, now)
+  now = now and math.max(now, queue.now) or queue.now
+  return b.settled == 1 and b.settled_at + queue.ka <= now and b.pending == 0 and b.dead == 0
 end
 function flow.save_batches()
   for id, b in pairs(flow.batches) do
@@ -1190,13 +1197,13 @@ function flow.push_args(args, at)
                   tonumber(args[at + 4]), args[at + 5], args[at + 6], args[at + 7])
 end
 -- Why a push that names batches is refused whole (nil: it is not), before anything is pushed:
--- a batch not known ('unknown_batch'), or sealed ('batch_sealed'). As the core's CanJoin, it
--- looks at the batches as of the queue's last call.
-function flow.batch_refusal(n)
+-- a batch not known ('unknown_batch'), or sealed ('batch_sealed'). As the core's CanJoin, a
+-- batch the call's advance to `now` forgets is not known.
+function flow.batch_refusal(n, now)
   for i = 0, n - 1 do
     local name = ARGV[4 + i * 8 + 6]
     if name ~= '' then
-      local b = flow.load_batch(name)
+      local b = flow.load_batch(name, now)
       if not b then return 'unknown_batch' end
       if b.sealed == 1 then return 'batch_sealed' end
     end
@@ -1211,7 +1218,7 @@ local function op_push(now)
   local n = tonumber(ARGV[3])
   local loaded = load_queue()
   if loaded then
-    local refusal = flow.batch_refusal(n)
+    local refusal = flow.batch_refusal(n, now)
     if refusal then return {refusal, NOTHING_TO_REGISTER} end
   else
     for i = 0, n - 1 do
@@ -1272,6 +1279,16 @@ function flow.batch_job_moved(id, state)
     b.dead = b.dead + 1
     if b.on_dead and b.dead_job == 0 then b.dead_job = flow.push_callback(b.on_dead) end
   end
+  if b.settled == 1 then
+    -- A job requeued from the dead after the batch settled: past its age with nothing left,
+    -- it goes now (forget_settled_batches let it stay for this job).
+    if flow.batch_forgettable(b) then
+      redis.call('HDEL', flow.K_BATCHES, id)
+      redis.call('ZREM', flow.K_BATCHES_SETTLED, id)
+      flow.batches[id] = false
+    end
+    return
+  end
   flow.settle_batch_if_done(id, b)
 end
 -- Drops the settled batches kept past keep_acked's age, at most 256 a call (load_batch reads
@@ -1282,20 +1299,25 @@ function flow.forget_settled_batches(now)
   local old = redis.call('ZRANGEBYSCORE', flow.K_BATCHES_SETTLED, '-inf', digits(now - q.ka),
                          'LIMIT', 0, 256)
   for _, id in ipairs(old) do
-    redis.call('HDEL', flow.K_BATCHES, id)
-    flow.batches[id] = false
+    -- One with a job left stays (out of settled batches: its last job removes it).
+    flow.load_batch(id)
+    local b = flow.batches[id]
+    if not b or flow.batch_forgettable(b) then
+      redis.call('HDEL', flow.K_BATCHES, id)
+      flow.batches[id] = false
+    end
   end
   if #old > 0 then redis.call('ZREM', flow.K_BATCHES_SETTLED, unpack(old)) end
   q.bsmin = (first_score(flow.K_BATCHES_SETTLED))
 end
 -- ARGV 3 id, then on_success, on_complete, on_dead each as '0' (none) or '1' and a job's eight
 -- push arguments (op_push). Creates the queue (the backend checked --max-queues first) and
--- lists it. Refused: 'batch_exists' when the id is taken (open, or settled and kept; as of the
--- queue's last call, as the core's CanJoin), 'too_many_batches' past RULES.max_open_batches.
+-- lists it. Refused: 'batch_exists' when the id is taken (open, or settled and still kept at
+-- `now`, as the core's CanJoin), 'too_many_batches' past RULES.max_open_batches.
 function flow.op_create_batch(now)
   local id = ARGV[3]
   if load_queue() then
-    if flow.load_batch(id) then return {'batch_exists', NOTHING_TO_REGISTER} end
+    if flow.load_batch(id, now) then return {'batch_exists', NOTHING_TO_REGISTER} end
   else
     create_queue(now)
   end
