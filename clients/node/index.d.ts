@@ -103,6 +103,12 @@ export interface PushOptions {
   maxAttempts?: number;
   /** A tenant, a customer, an API key: what per-group limits and round-robin turns are kept by. */
   group?: string;
+  /** 1..100 ids of older jobs of this queue: the job waits (state waiting_deps) until every one is acked. */
+  dependsOn?: string[];
+  /** A dependency dead, cancelled or missing: fail this job at once (default), or stop waiting for that one. */
+  onDependencyFailure?: 'fail' | 'ignore';
+  /** An open batch of this queue to join (404 unknown_batch; 409 conflict when sealed). */
+  batch?: string;
 }
 
 export interface BulkJob<T = unknown> extends PushOptions {
@@ -111,6 +117,8 @@ export interface BulkJob<T = unknown> extends PushOptions {
 
 export interface QueueStats {
   queue: string;
+  /** Jobs waiting for their dependencies. */
+  waiting_deps: number;
   ready: number;
   delayed: number;
   inflight: number;
@@ -190,6 +198,10 @@ export interface JobView<T = unknown, R = unknown> {
   max_attempts: number;
   /** delayed: when it becomes ready. */
   ready_at_ms?: number;
+  /** The ids it depends on, as pushed (while waiting_deps). */
+  depends_on?: string[];
+  /** waiting_deps: how many of them are not acked yet. */
+  waiting_on?: number;
   /** inflight: when its lease runs out. */
   lease_expires_ms?: number;
   /** acked, dead, cancelled: when. */
@@ -205,6 +217,52 @@ export interface JobView<T = unknown, R = unknown> {
   log: { at_ms: number; line: string }[];
   /** Lines appended before those, no longer kept. */
   log_dropped: number;
+}
+
+/** What became of one dependency of a job, as getJobDependencies answers it. */
+export interface JobDependency<R = unknown> {
+  id: string;
+  state: 'pending' | 'acked' | 'dead' | 'cancelled' | 'missing';
+  /** What an acked one's handler resolved with (absent: none). */
+  result?: R;
+}
+
+/** A job a batch pushes to its queue when it gets there (`max_attempts`, the server's spelling, is taken too). */
+export interface BatchCallback<T = unknown> {
+  payload: T;
+  /** Higher first (default 0). */
+  priority?: number;
+  /** 1..1000 (default 5). */
+  maxAttempts?: number;
+  group?: string;
+}
+
+export interface BatchOptions<T = unknown> {
+  /** The batch's name (default: a random one). */
+  id?: string;
+  /** Pushed when the sealed batch settles with none of its jobs dead or cancelled. */
+  onSuccess?: BatchCallback<T>;
+  /** Pushed when the sealed batch settles (no job of it pending), however its jobs ended. */
+  onComplete?: BatchCallback<T>;
+  /** Pushed when its first job dies. */
+  onDead?: BatchCallback<T>;
+}
+
+/** A batch as the server answers it. */
+export interface Batch {
+  id: string;
+  /** No job joins it any more. */
+  sealed: boolean;
+  /** Sealed, and none of its jobs pending: its callbacks were pushed. */
+  settled: boolean;
+  pending: number;
+  acked: number;
+  dead: number;
+  cancelled: number;
+  created_at_ms: number;
+  settled_at_ms?: number;
+  /** The ids of the callback jobs pushed so far. */
+  callbacks_pushed: { on_success?: string; on_complete?: string; on_dead?: string };
 }
 
 /** What progress and log answer: false with a code when the lease is no longer current. */
@@ -321,6 +379,14 @@ export declare class Queue<T = unknown> {
    * 30000), AnteroomError 404 unknown_job. pollIntervalMs defaults to 250.
    */
   waitForResult<R = unknown>(id: string, options?: { timeoutMs?: number; pollIntervalMs?: number }): Promise<R | undefined>;
+  /** What became of each dependency of a job, in the order named ([] without dependsOn); AnteroomError 404 unknown_job. */
+  getJobDependencies<R = unknown>(id: string): Promise<JobDependency<R>[]>;
+  /** Opens a batch of this queue with its callbacks; AnteroomError 409 conflict when the id is taken, 429 limit_reached. A misspelt option throws a TypeError. */
+  createBatch(options?: BatchOptions): Promise<Batch>;
+  /** No job joins the batch after; it settles once none of its jobs is pending. Idempotent; AnteroomError 404 unknown_batch. */
+  sealBatch(id: string): Promise<Batch>;
+  /** The batch's counts and the callbacks pushed; AnteroomError 404 unknown_batch (or settled and no longer kept). */
+  getBatch(id: string): Promise<Batch>;
   /** Acks leases (a Worker acks by itself); results, one per lease (null: none), each a JSON value of at most 64 KiB serialized (larger: 413, nothing acked). */
   ack(leases: string[], results?: unknown[]): Promise<LeaseResult[]>;
   /** The job of a current lease reports how far it got (any JSON value, at most 4 KiB serialized), replacing the last report. */

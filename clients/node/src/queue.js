@@ -19,13 +19,21 @@ export class Queue {
   // Pushes one job; resolves with its id (a decimal string). A dedupe_key equal to that of a job
   // not yet acked answers that job's id and enqueues nothing. A group (a tenant, a customer) is
   // what per-group limits and round-robin turns are kept by (setSettings).
+  //
+  // dependsOn (1..100 ids of older jobs of this queue) holds the job in state waiting_deps, not
+  // fetchable, until every one of them is acked; a dependency that dies, is cancelled or is not
+  // known fails it at once (dead), unless onDependencyFailure is 'ignore' (default 'fail'): then
+  // it stops waiting for that one. Its worker reads what they gave with getJobDependencies.
+  // batch joins an open batch of this queue (createBatch); an unknown one rejects with
+  // AnteroomError 404 unknown_batch, a sealed one 409 conflict, and nothing is pushed.
   async push(payload, options = {}) {
     const answer = await this.transport.json('POST', `${this.path}/jobs`, jobBody(payload, options));
     return answer.id;
   }
 
   // Pushes 1..1000 jobs at once, all or nothing. Each item is {payload, delayMs?, priority?,
-  // dedupeKey?, maxAttempts?, group?}. Resolves with the ids in order.
+  // dedupeKey?, maxAttempts?, group?, dependsOn?, onDependencyFailure?, batch?}. Resolves with
+  // the ids in order.
   async pushBulk(jobs) {
     const body = { jobs: jobs.map((j) => jobBody(j.payload, j)) };
     const answer = await this.transport.json('POST', `${this.path}/jobs`, body);
@@ -82,6 +90,41 @@ export class Queue {
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pollIntervalMs, left)));
     }
+  }
+
+  // What became of each job `id` depends on, in the order named: [{id, state, result?}], state
+  // 'pending' | 'acked' | 'dead' | 'cancelled' | 'missing', result what an acked one's handler
+  // gave. A dependent's worker reads its inputs here: the results are kept with the dependent,
+  // however few finished jobs the queue keeps. A job pushed without dependsOn resolves with [];
+  // one the queue does not hold rejects with AnteroomError 404 unknown_job.
+  async getJobDependencies(id) {
+    return (await this.transport.json('GET', `${this.path}/jobs/${seg(id)}/dependencies`)).dependencies;
+  }
+
+  // Opens a batch of this queue (a random id without `id`); resolves with it as getBatch does.
+  // Jobs join it with push(payload, {batch: id}) until sealBatch. Each callback is a job pushed
+  // to this queue, once: {payload, priority?, maxAttempts?, group?}. onComplete when the sealed
+  // batch has no job pending; onSuccess then too when none of its jobs died or was cancelled;
+  // onDead when its first job dies. Rejects with AnteroomError 409 conflict when the id is
+  // taken, 429 limit_reached past 10,000 open batches of the queue.
+  createBatch(options = {}) {
+    return this.transport.json('POST', `${this.path}/batches`, batchBody(options));
+  }
+
+  // No job joins the batch after (a push naming it rejects with 409 conflict); once none of its
+  // jobs is pending it settles and its callbacks are pushed. Sealing a sealed batch changes
+  // nothing. Resolves with the batch; AnteroomError 404 unknown_batch for one the queue does
+  // not hold.
+  sealBatch(id) {
+    return this.transport.json('POST', `${this.path}/batches/${seg(id)}/seal`);
+  }
+
+  // {id, sealed, settled, pending, acked, dead, cancelled, created_at_ms, settled_at_ms?,
+  // callbacks_pushed: {on_success?, on_complete?, on_dead?}} (the callback jobs' ids). A
+  // settled batch is kept for the queue's keepAcked age, then rejects with AnteroomError 404
+  // unknown_batch as an unknown one does.
+  getBatch(id) {
+    return this.transport.json('GET', `${this.path}/batches/${seg(id)}`);
   }
 
   // Admin: dead letters back into the queue from attempt 1 (all of them without ids).
@@ -197,7 +240,9 @@ function resultsFor(leases, results) {
   return out;
 }
 
-function jobBody(payload, { delayMs, priority, dedupeKey, maxAttempts, group } = {}) {
+function jobBody(payload, {
+  delayMs, priority, dedupeKey, maxAttempts, group, dependsOn, onDependencyFailure, batch,
+} = {}) {
   // The server refuses a job without a payload; undefined is sent as null rather than dropped.
   const body = { payload: payload === undefined ? null : payload };
   if (delayMs !== undefined) body.delay_ms = delayMs;
@@ -205,5 +250,42 @@ function jobBody(payload, { delayMs, priority, dedupeKey, maxAttempts, group } =
   if (dedupeKey !== undefined) body.dedupe_key = dedupeKey;
   if (maxAttempts !== undefined) body.max_attempts = maxAttempts;
   if (group !== undefined) body.group = group;
+  // Ids are decimal strings; anything but an array goes as given, for the server to refuse.
+  if (dependsOn !== undefined) body.depends_on = Array.isArray(dependsOn) ? dependsOn.map(String) : dependsOn;
+  if (onDependencyFailure !== undefined) body.on_dependency_failure = onDependencyFailure;
+  if (batch !== undefined) body.batch = batch;
+  return body;
+}
+
+// createBatch's options and their names on the wire.
+const BATCH_CALLBACKS = { onSuccess: 'on_success', onComplete: 'on_complete', onDead: 'on_dead' };
+
+// The body of createBatch. An option this client does not know throws a TypeError: renamed to
+// the server's spelling, a misspelt one would otherwise vanish unseen instead of being refused by
+// name as the server refuses unknown fields.
+function batchBody(options) {
+  const body = {};
+  for (const [name, value] of Object.entries(options ?? {})) {
+    if (value === undefined) continue;
+    if (name === 'id') {
+      body.id = value;
+    } else if (name in BATCH_CALLBACKS) {
+      body[BATCH_CALLBACKS[name]] = callbackBody(value);
+    } else {
+      throw new TypeError(`anteroom: '${name}' is not an option of createBatch (its options: id, ${
+        Object.keys(BATCH_CALLBACKS).join(', ')})`);
+    }
+  }
+  return body;
+}
+
+// A batch's callback job in the server's spelling: maxAttempts becomes max_attempts (which is
+// taken as well); every other field goes as given, so the server's refusal of an unknown one
+// still catches a misspelling. An undefined payload is sent as null, as a push's.
+function callbackBody(job) {
+  if (job === null || typeof job !== 'object') return job;
+  const { maxAttempts, ...rest } = job;
+  const body = { ...rest, payload: job.payload === undefined ? null : job.payload };
+  if (maxAttempts !== undefined) body.max_attempts = maxAttempts;
   return body;
 }

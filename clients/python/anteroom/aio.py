@@ -105,6 +105,28 @@ class AsyncQueue:
                 )
             await asyncio.sleep(min(poll_interval, left))
 
+    async def get_job_dependencies(self, job_id: str) -> list[dict[str, Any]]:
+        return await _off_loop(self.sync.get_job_dependencies, job_id)
+
+    async def create_batch(
+        self,
+        batch_id: str | None = None,
+        *,
+        on_success: Mapping[str, Any] | None = None,
+        on_complete: Mapping[str, Any] | None = None,
+        on_dead: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return await _off_loop(
+            self.sync.create_batch, batch_id, on_success=on_success, on_complete=on_complete,
+            on_dead=on_dead,
+        )
+
+    async def seal_batch(self, batch_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.seal_batch, batch_id)
+
+    async def get_batch(self, batch_id: str) -> dict[str, Any]:
+        return await _off_loop(self.sync.get_batch, batch_id)
+
     async def ack(
         self, leases: Sequence[str], results: Sequence[Any] | None = None
     ) -> list[dict[str, Any]]:

@@ -18,7 +18,18 @@ _LOG_LINES_PER_REQUEST = 100
 _FINISHED = ("acked", "dead", "cancelled")
 
 # The fields a pushed job may carry besides its payload (POST /v1/queues/{q}/jobs).
-_PUSH_FIELDS = ("payload", "delay_ms", "priority", "dedupe_key", "max_attempts", "group")
+_PUSH_FIELDS = (
+    "payload", "delay_ms", "priority", "dedupe_key", "max_attempts", "group", "depends_on",
+    "on_dependency_failure", "batch",
+)
+
+
+def _job_ids(ids: Any) -> Any:
+    # Job ids are decimal strings; a lone string is sent as it is, for the server to refuse,
+    # rather than split into one id per character.
+    if isinstance(ids, (str, bytes)):
+        return ids
+    return [str(i) for i in ids]
 
 
 def _job_body(
@@ -28,6 +39,9 @@ def _job_body(
     dedupe_key: str | None,
     max_attempts: int | None,
     group: str | None,
+    depends_on: Sequence[str] | None = None,
+    on_dependency_failure: str | None = None,
+    batch: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"payload": payload}
     # Fields left out take the server's defaults, which then stay in one place.
@@ -41,6 +55,12 @@ def _job_body(
         body["max_attempts"] = max_attempts
     if group is not None:
         body["group"] = group
+    if depends_on is not None:
+        body["depends_on"] = _job_ids(depends_on)
+    if on_dependency_failure is not None:
+        body["on_dependency_failure"] = on_dependency_failure
+    if batch is not None:
+        body["batch"] = batch
     return body
 
 
@@ -112,16 +132,31 @@ class Queue:
         dedupe_key: str | None = None,
         max_attempts: int | None = None,
         group: str | None = None,
+        depends_on: Sequence[str] | None = None,
+        on_dependency_failure: str | None = None,
+        batch: str | None = None,
     ) -> str:
         """Pushes one job; answers its id (an existing job's id for a `dedupe_key` hit).
         `group` (a tenant, a customer) is what per-group limits and round-robin turns are kept
-        by (`set_settings`)."""
-        body = _job_body(payload, delay_ms, priority, dedupe_key, max_attempts, group)
+        by (`set_settings`).
+
+        `depends_on` (1..100 ids of older jobs of this queue) holds the job in state
+        `waiting_deps`, not fetchable, until every one of them is acked; a dependency that dies,
+        is cancelled or is not known fails it at once (dead), unless `on_dependency_failure` is
+        `"ignore"` (default `"fail"`): then it stops waiting for that one. Its worker reads what
+        they gave with `get_job_dependencies`. `batch` joins an open batch of this queue
+        (`create_batch`); an unknown one raises `AnteroomError` 404 `unknown_batch`, a sealed
+        one 409 `conflict`, and nothing is pushed."""
+        body = _job_body(
+            payload, delay_ms, priority, dedupe_key, max_attempts, group, depends_on,
+            on_dependency_failure, batch,
+        )
         return str(self._call(self._pool, "POST", "/jobs", body)["id"])
 
     def push_bulk(self, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
         """Pushes 1..1000 jobs at once, all or nothing. Each job is a mapping with `payload`
-        and, optionally, `delay_ms`, `priority`, `dedupe_key`, `max_attempts`, `group`."""
+        and, optionally, `delay_ms`, `priority`, `dedupe_key`, `max_attempts`, `group`,
+        `depends_on`, `on_dependency_failure`, `batch` (as `push`)."""
         items = []
         for job in jobs:
             unknown = set(job) - set(_PUSH_FIELDS)
@@ -130,15 +165,18 @@ class Queue:
                     f"a job is a mapping of {', '.join(_PUSH_FIELDS)} (payload required); "
                     f"got {sorted(job)}"
                 )
-            items.append(dict(job))
+            item = dict(job)
+            if item.get("depends_on") is not None:
+                item["depends_on"] = _job_ids(item["depends_on"])
+            items.append(item)
         answer = self._call(self._pool, "POST", "/jobs", {"jobs": items})
         return [str(i) for i in answer["ids"]]
 
     # -- reading ----------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """`{"queue", "ready", "delayed", "inflight", "dead", "pushed", "acked", "nacked",
-        "expired", "cancelled", "workers", "paused"}`."""
+        """`{"queue", "waiting_deps", "ready", "delayed", "inflight", "dead", "pushed", "acked",
+        "nacked", "expired", "cancelled", "workers", "paused"}`."""
         result: dict[str, Any] = self._call(self._pool, "GET", "")
         return result
 
@@ -195,6 +233,64 @@ class Queue:
                     f"{job.get('attempts')} of {job.get('max_attempts')})"
                 )
             time.sleep(min(poll_interval, left))
+
+    # -- dependencies and batches -----------------------------------------------------------
+
+    def get_job_dependencies(self, job_id: str) -> list[dict[str, Any]]:
+        """What became of each job `job_id` depends on, in the order named: `[{"id", "state",
+        "result"?}]`, `state` `pending`, `acked`, `dead`, `cancelled` or `missing`, `result`
+        what an acked one's handler gave. A dependent's worker reads its inputs here: the
+        results are kept with the dependent, however few finished jobs the queue keeps. A job
+        pushed without `depends_on` answers `[]`; one the queue does not hold raises
+        `AnteroomError` 404 `unknown_job`."""
+        path = f"/jobs/{quote(str(job_id))}/dependencies"
+        return list(self._call(self._pool, "GET", path)["dependencies"])
+
+    def create_batch(
+        self,
+        batch_id: str | None = None,
+        *,
+        on_success: Mapping[str, Any] | None = None,
+        on_complete: Mapping[str, Any] | None = None,
+        on_dead: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Opens a batch of this queue (a random id without `batch_id`); answers it as
+        `get_batch` does. Jobs join it with `push(..., batch=id)` until `seal_batch`.
+
+        Each callback is a job pushed to this queue, once: `{"payload", "priority"?,
+        "max_attempts"?, "group"?}`. `on_complete` when the sealed batch has no job pending;
+        `on_success` then too when none of its jobs died or was cancelled; `on_dead` when its
+        first job dies. A batch id already taken raises `AnteroomError` 409 `conflict` (so does
+        a retried call whose first answer was lost); a queue with 10,000 open batches 429
+        `limit_reached`."""
+        body: dict[str, Any] = {}
+        if batch_id is not None:
+            body["id"] = batch_id
+        for name, template in (
+            ("on_success", on_success), ("on_complete", on_complete), ("on_dead", on_dead)
+        ):
+            if template is not None:
+                body[name] = dict(template)
+        result: dict[str, Any] = self._call(self._pool, "POST", "/batches", body)
+        return result
+
+    def seal_batch(self, batch_id: str) -> dict[str, Any]:
+        """No job joins the batch after (a push naming it raises `AnteroomError` 409
+        `conflict`); once none of its jobs is pending it settles and its callbacks are pushed.
+        Sealing a sealed batch changes nothing. Answers the batch; `AnteroomError` 404
+        `unknown_batch` for one the queue does not hold."""
+        path = f"/batches/{quote(batch_id)}/seal"
+        result: dict[str, Any] = self._call(self._pool, "POST", path)
+        return result
+
+    def get_batch(self, batch_id: str) -> dict[str, Any]:
+        """`{"id", "sealed", "settled", "pending", "acked", "dead", "cancelled",
+        "created_at_ms", "settled_at_ms"?, "callbacks_pushed": {"on_success"?: id,
+        "on_complete"?: id, "on_dead"?: id}}`. A settled batch is kept for the queue's
+        `keep_acked` age, then raises `AnteroomError` 404 `unknown_batch` as an unknown one
+        does."""
+        result: dict[str, Any] = self._call(self._pool, "GET", f"/batches/{quote(batch_id)}")
+        return result
 
     # -- admin ------------------------------------------------------------------------------
 
