@@ -758,6 +758,7 @@ void Queue::ViewExtra(const JobExtra* extra, JobView& view) {
   view.log_dropped = extra->log_dropped;
   for (const DependencyView& d : extra->deps) view.depends_on.push_back(d.id);
   view.waiting_on = extra->unresolved;
+  view.batch = extra->batch;
 }
 
 JobView Queue::ViewOf(const Job& job) const {

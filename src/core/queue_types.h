@@ -253,6 +253,7 @@ struct JobView {
   int64_t log_dropped = 0;            // lines appended before those, no longer kept
   std::vector<JobId> depends_on;
   int32_t waiting_on = 0;  // dependencies not yet settled
+  std::string batch;       // the batch it joined at push ("": none)
 };
 
 }  // namespace anteroom::core

@@ -697,6 +697,7 @@ std::string JobJson(const core::JobView& v) {
                              R"("attempts":{},"max_attempts":{})"),
                  v.id, core::ToString(v.state), v.payload, v.priority, v.attempts, v.max_attempts);
   if (!v.group.empty()) fmt::format_to(it, FMT_COMPILE(R"(,"group":"{}")"), v.group);
+  if (!v.batch.empty()) fmt::format_to(it, FMT_COMPILE(R"(,"batch":"{}")"), v.batch);
   switch (v.state) {
     case core::JobState::kDelayed:
       fmt::format_to(it, FMT_COMPILE(R"(,"ready_at_ms":{})"), v.due_ms);

@@ -108,6 +108,7 @@ test('the dashboard looks jobs and batches up: state, result, progress, log, dep
     assert.equal(await view.locator('pre.job-payload').textContent(), pretty({ step: 'extract' }));
     assert.equal(await view.locator('tr.finished').count(), 1);
     assert.equal(await view.locator('tr.last-error').count(), 0, 'no error: it never failed');
+    assert.equal(await view.locator('tr.batch').count(), 0, 'no batch: it joined none');
     assert.deepEqual(await view.locator('ol.log .line').allTextContents(),
       ['fetched 120 rows', HOSTILE, 'done']);
     assert.equal(await view.locator('.log-dropped').count(), 0);
@@ -130,12 +131,13 @@ test('the dashboard looks jobs and batches up: state, result, progress, log, dep
     assert.equal(await text(view.locator('table.history tbody td.error-text')),
       'upstream timeout <b>503</b>');
     assert.equal(await text(view.locator('.no-log')), 'No log lines.');
+    assert.equal(await text(view.locator('tr.batch td')), 'nightly');
 
-    // Batches by id: one still pending, one settled with its callbacks (linked).
+    // Batches: one still pending (through the job's link), one settled with its callbacks
+    // (by id, linked).
     await call('POST', '/v1/queues/etl/batches/nightly/seal', {});
     const batch = panel.locator('section.batch-view');
-    await panel.locator('input.batch-id').fill('nightly');
-    await panel.locator('button.lookup-batch').click();
+    await view.locator('tr.batch a.batch-link').click();
     await eventually(async () => (await batch.getAttribute('data-batch')) === 'nightly', 5_000,
       'the batch looked up');
     const fact = (cls) => text(batch.locator(`tr.${cls} td`));

@@ -171,6 +171,35 @@ TEST_P(BatchesConformanceTest, PushesToAnUnknownOrSealedBatchAreRefusedWhole) {
   EXPECT_EQ(missing.status(), OpStatus::kUnknownBatch);
 }
 
+// A job looked up names its batch, while it is pending and once it is finished (acked, with a
+// result; dead; cancelled); a job of no batch names none.
+TEST_P(BatchesConformanceTest, AJobLookedUpNamesItsBatch) {
+  ASSERT_TRUE(Create("named", {}).ok());
+  auto pushed = Push(
+      {In("named", "acked"), In("named", "dead", 1), In("named", "cancelled"), Callback("alone")});
+  ASSERT_TRUE(pushed.ok());
+  auto view = [&](core::JobId id) {
+    auto r = Await<core::JobView>([&](auto done) { b().GetJob("q", id, done); });
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : core::JobView{};
+  };
+  EXPECT_EQ(view((*pushed)[0].id).batch, "named");
+  ASSERT_TRUE(
+      Await<core::CancelOutcome>([&](auto done) { b().Cancel("q", (*pushed)[2].id, done); }).ok());
+  std::vector<Delivery> jobs = Fetch(2);
+  ASSERT_EQ(jobs.size(), 2u);
+  auto acked = Await<Outcomes>([&](auto done) { b().Ack("q", {jobs[0].lease}, {"7"}, done); });
+  ASSERT_TRUE(acked.ok());
+  Nack(jobs[1]);
+  for (size_t k : {0, 1, 2}) {
+    core::JobView v = view((*pushed)[k].id);
+    EXPECT_EQ(v.batch, "named") << k;
+    EXPECT_EQ(core::ToString(v.state), std::vector<std::string>({"acked", "dead", "cancelled"})[k]);
+  }
+  EXPECT_EQ(view((*pushed)[0].id).result, "7");
+  EXPECT_EQ(view((*pushed)[3].id).batch, "");
+}
+
 TEST_P(BatchesConformanceTest, ASettledBatchIsKeptForTheQueuesAge) {
   core::QueueSettings settings;
   settings.keep_acked = {.count = 10, .age_ms = 5'000};
@@ -208,8 +237,7 @@ TEST_P(BatchesConformanceTest, ABatchWithADeadJobIsKeptUntilTheJobGoes) {
     EXPECT_EQ(kept.acked, 1);
     EXPECT_EQ(Create("d", {}).status(), OpStatus::kConflict);
     if (std::string(way) == "requeued") {
-      auto requeued =
-          Await<size_t>([&](auto done) { b().RequeueDead("q", std::nullopt, done); });
+      auto requeued = Await<size_t>([&](auto done) { b().RequeueDead("q", std::nullopt, done); });
       ASSERT_TRUE(requeued.ok());
       ASSERT_EQ(*requeued, 1u);
       BatchView back = Get("d");  // kept: the job is pending again
@@ -236,6 +264,18 @@ TEST_P(BatchesConformanceTest, ABatchWithADeadJobIsKeptUntilTheJobGoes) {
     ASSERT_TRUE(Seal("d").ok());  // settles empty; goes after its age
     AdvanceTime(5'000);
   }
+}
+
+// At most core::kMaxOpenBatches open batches a queue; one settling makes room for another.
+TEST_P(BatchesConformanceTest, OpenBatchesAreCapped) {
+  for (size_t k = 0; k < core::kMaxOpenBatches; ++k) {
+    auto made = Create("b" + std::to_string(k), {});
+    ASSERT_TRUE(made.ok()) << k << ": " << made.message();
+  }
+  EXPECT_EQ(Create("over", {}).status(), OpStatus::kLimitReached);
+  ASSERT_TRUE(Seal("b7").ok());  // empty: settles at once
+  EXPECT_TRUE(Create("over", {}).ok());
+  EXPECT_EQ(Create("over2", {}).status(), OpStatus::kLimitReached);
 }
 
 TEST_P(BatchesConformanceTest, AnOpenBatchSettlesAfterARestart) {

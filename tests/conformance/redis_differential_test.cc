@@ -212,7 +212,8 @@ std::string Show(const core::JobView& v) {
   s += fmt::format(" progress={} result={} log=", v.progress.value_or("none"),
                    v.result.value_or("none"));
   for (const auto& line : v.log) s += fmt::format("({} '{}')", line.at_ms, line.text);
-  s += fmt::format(" dropped={} waiting_on={} depends_on=", v.log_dropped, v.waiting_on);
+  s += fmt::format(" dropped={} waiting_on={} batch='{}' depends_on=", v.log_dropped, v.waiting_on,
+                   v.batch);
   for (core::JobId d : v.depends_on) s += std::to_string(d) + ",";
   return s + "]";
 }

@@ -511,7 +511,7 @@ core::DependencyState DependencyStateOf(std::string_view name) {
 
 // false, or {state, payload, priority, group, attempts, max_attempts, due, finished, {{attempt,
 // error, at}...}, progress (nil: none), result (nil: none), {dropped, at, line, at, line...}
-// (nil: none), {dependency id (decimal text)...}, waiting_on}
+// (nil: none), {dependency id (decimal text)...}, waiting_on, batch ('' none)}
 std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer) {
   const Reply& a = QueuePayload(answer);
   if (a.type != Reply::Type::kArray) return std::nullopt;
@@ -542,6 +542,7 @@ std::optional<core::JobView> ParseJobView(core::JobId id, const Reply& answer) {
   }
   for (const Reply& d : a.at(12).elements) v.depends_on.push_back(JobIdOf(d));
   v.waiting_on = static_cast<int32_t>(a.at(13).AsInt());
+  v.batch = a.at(14).str;
   return v;
 }
 

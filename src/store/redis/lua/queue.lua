@@ -650,7 +650,8 @@ end
 --      lookup -----------------------------------------------------------------------------------
 -- FINISHED, the record's array: state ('acked', 'cancelled'), at (finished at), seq, priority,
 -- group (false: none), attempts, max_attempts, flags (NOTE flags: what it keeps under its id in
--- history, progress and job logs; its payload is always kept), result (absent: none). Records
+-- history, progress and job logs; its payload is always kept), result (absent or false: none),
+-- batch (absent: none). Records
 -- are numbered in the order they finish (seq, from 1), and finished order lists them so, with
 -- each one's time and flags: both seq and at grow along it (queue.now never goes back), so
 -- the records a queue no longer keeps are always the list's front.
@@ -745,8 +746,10 @@ local function finish(x, state, result)
     redis.call('HDEL', K_HISTORY, id)
   end
   q.fseq = q.fseq + 1
-  redis.call('HSET', K_FINISHED, id, cmsgpack.pack({state, q.now, q.fseq, x.priority, x.group,
-             x.attempt, x.max_attempts, flags, result}))
+  local record = {state, q.now, q.fseq, x.priority, x.group, x.attempt, x.max_attempts, flags,
+                  result}
+  if x.batch then record[9], record[10] = result or false, x.batch end
+  redis.call('HSET', K_FINISHED, id, cmsgpack.pack(record))
   local entry = id .. ':' .. digits(q.now) .. ':' .. flags
   if redis.call('RPUSH', K_FINISHED_ORDER, entry) == 1 then q.fhead, q.fmin = q.fseq, q.now end
   forget_finished(q.now)
@@ -1648,9 +1651,9 @@ end
 -- ARGV 3: id. Answers false when the queue knows no such job (never pushed, or finished and no
 -- longer kept), else {state, payload, priority, group ('' none), attempts, max_attempts, due,
 -- finished, history ({attempt, error, at}...), progress, result, log ({dropped, at, line, at,
--- line...}), depends_on (ids' texts), waiting_on}, false for progress, result and log when
--- there is none. due: a delayed job's ready time, an in-flight one's lease expiry, else 0;
--- finished: when it went dead, was acked or cancelled, else 0.
+-- line...}), depends_on (ids' texts), waiting_on, batch ('' none)}, false for progress, result
+-- and log when there is none. due: a delayed job's ready time, an in-flight one's lease
+-- expiry, else 0; finished: when it went dead, was acked or cancelled, else 0.
 local function op_get_job(now)
   if not load_queue() then return no_queue(false) end
   advance(now)
@@ -1665,14 +1668,15 @@ local function op_get_job(now)
     return answer(false, {STATE_NAMES[st], redis.call('HGET', K_PAYLOADS, key), x.priority,
                           x.group or '', x.attempt, x.max_attempts,
                           (st == 'd' or st == 'i') and x.due or 0, st == 'x' and x.failed_at or 0,
-                          history, progress, false, log, deps, waiting_on})
+                          history, progress, false, log, deps, waiting_on, x.batch or ''})
   end
   local f = unpacked(K_FINISHED, key)
   if not f or not finished_kept(f[3], f[2], queue.now) then return answer(false, false) end
   local history, progress, log = job_data(key, f[8])
   local deps, waiting_on = flow.depends_on(key, f[8])
   return answer(false, {f[1], redis.call('HGET', K_PAYLOADS, key), f[4], f[5] or '', f[6], f[7],
-                        0, f[2], history, progress, f[9] or false, log, deps, waiting_on})
+                        0, f[2], history, progress, f[9] or false, log, deps, waiting_on,
+                        f[10] or ''})
 end
 -- ARGV 3: id. What became of the job's dependencies (core::Queue::Dependencies), from its own
 -- record, live or finished: {id, state, result (false: none)...} flat, in the order named ({}
