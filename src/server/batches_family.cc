@@ -48,11 +48,11 @@ auto AnswerBatch(Respond respond, int status = 200) {
 }
 
 // body[key]: absent, or a job to push when the batch gets there.
-OpResult<std::optional<core::JobSpec>> ReadCallback(const json::object& body,
+OpResult<std::optional<core::JobSpec>> ReadCallback(const json::object& body, std::string_view raw,
                                                     std::string_view key) {
   const json::value* v = body.if_contains(key);
   if (v == nullptr || v->is_null()) return std::optional<core::JobSpec>();
-  auto job = ReadJobTemplate(*v, wire::kBatchCallbackFields, wire::kBatchCallbackShape);
+  auto job = ReadJobTemplate(body, raw, key, wire::kBatchCallbackFields, wire::kBatchCallbackShape);
   if (!job.ok()) return {job.status(), job.message()};
   core::JobSpec spec;
   spec.payload = std::move(job->payload);
@@ -81,7 +81,7 @@ void CmdCreateBatch(Services& s, const Request& req, Respond respond) {
   for (auto [key, slot] :
        {std::pair{"on_success", &spec.on_success}, std::pair{"on_complete", &spec.on_complete},
         std::pair{"on_dead", &spec.on_dead}}) {
-    auto callback = ReadCallback(body, key);
+    auto callback = ReadCallback(body, req.body, key);
     if (!callback.ok()) return respond(ErrorReply(callback));
     *slot = std::move(*callback);
   }

@@ -29,7 +29,7 @@ auto AnswerSchedule(Services& s, Respond respond, json::object extra = {}) {
 void CmdPutSchedule(Services& s, const Request& req, Respond respond) {
   JsonRequest in(req, {wire::kScheduleIds}, BodyRule::kRequired);
   if (!in.ok()) return respond(in.Error());
-  auto spec = ReadScheduleSpec(in.body());
+  auto spec = ReadScheduleSpec(in.body(), req.body);
   if (!spec.ok()) return respond(ErrorReply(spec));
   // The timing is checked here too, so a bad one is told before any backend is asked.
   if (auto rule = core::RuleOf(*spec, s.clock.NowMs()); !rule.ok()) {

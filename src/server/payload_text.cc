@@ -52,7 +52,7 @@ class SourceHandler {
   static constexpr size_t max_string_size = static_cast<size_t>(-1);
   static constexpr size_t max_key_size = static_cast<size_t>(-1);
 
-  explicit SourceHandler(bool batch) : batch_(batch) {}
+  explicit SourceHandler(TextPlace place) : place_(place) {}
 
   std::vector<std::string>& texts() { return texts_; }
 
@@ -129,24 +129,20 @@ class SourceHandler {
     return true;
   }
 
-  // The job whose payload the value that begins now is, if it is one.
+  // Which of the place's values the value that begins now is, if it is one.
   std::optional<size_t> Slot() const {
     auto member = [](const Level& l, std::string_view key) { return l.object && l.key == key; };
-    if (!batch_) {
-      if (levels_.size() == 1 && member(levels_[0], "payload")) return 0;
-      return std::nullopt;
-    }
-    if (levels_.size() == 3 && member(levels_[0], "jobs") && !levels_[1].object &&
-        member(levels_[2], "payload")) {
-      return levels_[1].count;
-    }
-    return std::nullopt;
+    size_t depth = 1 + (place_.each ? 1 : 0) + (place_.inner.empty() ? 0 : 1);
+    if (levels_.size() != depth || !member(levels_[0], place_.key)) return std::nullopt;
+    if (place_.each && levels_[1].object) return std::nullopt;
+    if (!place_.inner.empty() && !member(levels_.back(), place_.inner)) return std::nullopt;
+    return place_.each ? levels_[1].count : 0;
   }
 
-  // A value begins outside any payload.
+  // A value begins outside any of the place's values.
   void Outside() {
-    // A repeated "jobs" member replaces the earlier one, as boost::json::parse keeps the last.
-    if (batch_ && levels_.size() == 1 && levels_[0].object && levels_[0].key == "jobs") {
+    // A repeated array member replaces the earlier one, as boost::json::parse keeps the last.
+    if (place_.each && levels_.size() == 1 && levels_[0].object && levels_[0].key == place_.key) {
       texts_.clear();
     }
   }
@@ -226,7 +222,7 @@ class SourceHandler {
     if (!levels_.empty()) ++levels_.back().count;
   }
 
-  bool batch_;
+  TextPlace place_;
   std::vector<Level> levels_;
   std::vector<Builder> builders_;
   std::string part_;  // the key, string or number read so far
@@ -237,7 +233,11 @@ class SourceHandler {
 }  // namespace
 
 std::optional<std::vector<std::string>> SourcePayloadTexts(std::string_view body, bool batch) {
-  json::basic_parser<SourceHandler> parser(json::parse_options{}, batch);
+  return SourceTexts(body, batch ? kJobPayloads : kOnePayload);
+}
+
+std::optional<std::vector<std::string>> SourceTexts(std::string_view body, TextPlace place) {
+  json::basic_parser<SourceHandler> parser(json::parse_options{}, place);
   boost::system::error_code ec;
   size_t used = parser.write_some(false, body.data(), body.size(), ec);
   if (ec || used != body.size()) return std::nullopt;
@@ -252,7 +252,7 @@ OpResult<std::string> PayloadTexts::Of(const json::value& payload, size_t index)
   bool exact = !n.doubles && !(n.zeros && *minus_zero_);
   if (exact) return json::serialize(payload);
   if (!from_source_) {
-    auto texts = SourcePayloadTexts(body_, batch_);
+    auto texts = SourceTexts(body_, place_);
     from_source_ = texts ? std::move(*texts) : std::vector<std::string>();
   }
   if (index >= from_source_->size() || (*from_source_)[index].empty()) {

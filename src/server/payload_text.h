@@ -33,12 +33,26 @@
 
 namespace anteroom::server {
 
+// Where in a body the values stored as text are: the top-level member `key`, or with `each`
+// every element of its array; of that, the member `inner` ("": the value itself). Results,
+// progress and the payloads of job templates are stored as text too, the same way.
+struct TextPlace {
+  std::string_view key;
+  bool each = false;
+  std::string_view inner;
+};
+inline constexpr TextPlace kOnePayload{.key = "payload", .each = false, .inner = ""};
+inline constexpr TextPlace kJobPayloads{.key = "jobs", .each = true, .inner = "payload"};
+
 // The payloads of one body of jobs: {"payload": ...} (one job) or {"jobs": [{"payload": ...},
-// ...]} (a batch, as pushes send and fetch answers carry). `body` must already have been parsed
-// by boost::json::parse (with the default options) and must outlive this object.
+// ...]} (a batch, as pushes send and fetch answers carry), or the values at another place.
+// `body` must already have been parsed by boost::json::parse (with the default options) and
+// must outlive this object.
 class PayloadTexts {
  public:
-  PayloadTexts(std::string_view body, bool batch) : body_(body), batch_(batch) {}
+  PayloadTexts(std::string_view body, TextPlace place) : body_(body), place_(place) {}
+  PayloadTexts(std::string_view body, bool batch)
+      : PayloadTexts(body, batch ? kJobPayloads : kOnePayload) {}
 
   // The text to store for `payload`, the parsed payload of job `index` (0 for a single job).
   // invalid_argument (wire::kPayloadNotFinite) when it holds a number beyond every double.
@@ -46,7 +60,7 @@ class PayloadTexts {
 
  private:
   std::string_view body_;
-  bool batch_;
+  TextPlace place_;
   std::optional<bool> minus_zero_;                       // whether "-0" is in the body at all
   std::optional<std::vector<std::string>> from_source_;  // derived on first need
 };
@@ -59,5 +73,7 @@ bool HoldsNonFinite(const boost::json::value& v);
 // no payload); nullopt when `body` is not JSON. For a single job, one text. What PayloadTexts
 // uses when serializing would not be exact; exposed for tests.
 std::optional<std::vector<std::string>> SourcePayloadTexts(std::string_view body, bool batch);
+// The same for the values at `place` (one per element of an `each` place, else one).
+std::optional<std::vector<std::string>> SourceTexts(std::string_view body, TextPlace place);
 
 }  // namespace anteroom::server

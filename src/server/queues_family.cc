@@ -185,10 +185,11 @@ void AppendOutcomes(std::string& out, const std::vector<std::string>& leases,
   out += ']';
 }
 
-// body[key]: absent (none), or one JSON value per lease (null: none), each kept as its text, at
-// most core::kMaxResultBytes.
-OpResult<std::vector<std::string>> ReadResults(const json::object& body, std::string_view key,
-                                               size_t leases, std::string_view shape) {
+// body[key]: absent (none), or one JSON value per lease (null: none), each kept as its text
+// (numbers as sent, as payloads: `raw` is the body's text), at most core::kMaxResultBytes.
+OpResult<std::vector<std::string>> ReadResults(const json::object& body, std::string_view raw,
+                                               std::string_view key, size_t leases,
+                                               std::string_view shape) {
   std::vector<std::string> results;
   const json::value* v = body.if_contains(key);
   if (v == nullptr) return results;
@@ -196,9 +197,16 @@ OpResult<std::vector<std::string>> ReadResults(const json::object& body, std::st
     return {OpStatus::kInvalidArgument, std::string(shape)};
   }
   results.reserve(leases);
+  PayloadTexts texts(raw, TextPlace{.key = key, .each = true, .inner = ""});
   for (const json::value& r : v->as_array()) {
     if (HoldsNonFinite(r)) return {OpStatus::kInvalidArgument, std::string(wire::kReportNotFinite)};
-    results.push_back(r.is_null() ? std::string() : json::serialize(r));
+    if (r.is_null()) {
+      results.emplace_back();
+      continue;
+    }
+    auto text = texts.Of(r, results.size());
+    if (!text.ok()) return {text.status(), text.message()};
+    results.push_back(std::move(*text));
     if (results.back().size() > core::kMaxResultBytes) {
       return {OpStatus::kPayloadTooLarge, std::string(wire::kResultOver64KiB)};
     }
@@ -310,7 +318,8 @@ void CmdFetch(Services& s, const Request& req, Respond respond) {
     if (!ack.ok()) return respond(ErrorReply(ack));
     request.ack = std::move(*ack);
   }
-  auto ack_results = ReadResults(body, "ack_results", request.ack.size(), wire::kAckResultsShape);
+  auto ack_results =
+      ReadResults(body, req.body, "ack_results", request.ack.size(), wire::kAckResultsShape);
   if (!ack_results.ok()) return respond(ErrorReply(ack_results));
   request.ack_results = std::move(*ack_results);
   bool reclaiming = request.reclaim;
@@ -354,7 +363,7 @@ void CmdAck(Services& s, const Request& req, Respond respond) {
   if (!in.ok()) return respond(in.Error());
   auto leases = ReadLeases(in.body());
   if (!leases.ok()) return respond(ErrorReply(leases));
-  auto results = ReadResults(in.body(), "results", leases->size(), wire::kResultsShape);
+  auto results = ReadResults(in.body(), req.body, "results", leases->size(), wire::kResultsShape);
   if (!results.ok()) return respond(ErrorReply(results));
   std::vector<std::string> copy = *leases;
   s.backend.Ack(req.params[0], std::move(*leases), std::move(*results),
@@ -375,11 +384,13 @@ void CmdProgress(Services& s, const Request& req, Respond respond) {
   if (HoldsNonFinite(*progress)) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, wire::kReportNotFinite));
   }
-  std::string text = json::serialize(*progress);
-  if (text.size() > core::kMaxProgressBytes) {
+  auto text = PayloadTexts(req.body, TextPlace{.key = "progress", .each = false, .inner = ""})
+                  .Of(*progress, 0);
+  if (!text.ok()) return respond(ErrorReply(text));
+  if (text->size() > core::kMaxProgressBytes) {
     return respond(ErrorReply(OpStatus::kPayloadTooLarge, wire::kProgressOver4KiB));
   }
-  s.backend.SetProgress(req.params[0], std::move(*lease), std::move(text),
+  s.backend.SetProgress(req.params[0], std::move(*lease), std::move(*text),
                         AnswerOutcome(std::move(respond)));
 }
 

@@ -42,10 +42,14 @@ OpResult<core::ScheduleSpec> Invalid(std::string message) {
 
 }  // namespace
 
-OpResult<core::ScheduleJob> ReadJobTemplate(const json::value& v, const wire::FieldSet& fields,
+OpResult<core::ScheduleJob> ReadJobTemplate(const json::object& body, std::string_view raw,
+                                            std::string_view key, const wire::FieldSet& fields,
                                             std::string_view not_object) {
-  if (!v.is_object()) return {OpStatus::kInvalidArgument, std::string(not_object)};
-  const json::object& o = v.as_object();
+  const json::value* v = body.if_contains(key);
+  if (v == nullptr || !v->is_object()) {
+    return {OpStatus::kInvalidArgument, std::string(not_object)};
+  }
+  const json::object& o = v->as_object();
   for (const auto& field : o) {
     if (!IsOneOf(field.key(), kJobFields)) {
       return {OpStatus::kInvalidArgument, wire::UnknownField(field.key(), fields)};
@@ -53,11 +57,11 @@ OpResult<core::ScheduleJob> ReadJobTemplate(const json::value& v, const wire::Fi
   }
   const json::value* payload = o.if_contains("payload");
   if (payload == nullptr) return {OpStatus::kInvalidArgument, wire::FieldRequired("payload")};
-  if (HoldsNonFinite(*payload)) {
-    return {OpStatus::kInvalidArgument, std::string(wire::kPayloadNotFinite)};
-  }
+  auto text =
+      PayloadTexts(raw, TextPlace{.key = key, .each = false, .inner = "payload"}).Of(*payload, 0);
+  if (!text.ok()) return {text.status(), text.message()};
   core::ScheduleJob job;
-  job.payload = json::serialize(*payload);
+  job.payload = std::move(*text);
   if (job.payload.size() > kMaxSchedulePayloadBytes) {
     return {OpStatus::kPayloadTooLarge, std::string(wire::kPayloadOver1MiB)};
   }
@@ -86,7 +90,7 @@ OpResult<std::optional<int64_t>> ReadTime(const json::object& o, std::string_vie
 
 }  // namespace
 
-OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body) {
+OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body, std::string_view raw) {
   for (const auto& field : body) {
     if (!IsOneOf(field.key(), kFields))
       return Invalid(wire::UnknownField(field.key(), wire::kScheduleFields));
@@ -147,9 +151,7 @@ OpResult<core::ScheduleSpec> ReadScheduleSpec(const json::object& body) {
   if (!jitter.ok()) return {jitter.status(), jitter.message()};
   spec.jitter_ms = jitter->value_or(0);
 
-  const json::value* job = body.if_contains("job");
-  if (job == nullptr) return Invalid(std::string(wire::kScheduleNeedsJob));
-  auto read = ReadJobTemplate(*job, wire::kScheduleJobFields, wire::kScheduleNeedsJob);
+  auto read = ReadJobTemplate(body, raw, "job", wire::kScheduleJobFields, wire::kScheduleNeedsJob);
   if (!read.ok()) return {read.status(), read.message()};
   spec.job = std::move(*read);
   return spec;

@@ -21,12 +21,16 @@ namespace anteroom::server {
 // The largest payload a schedule's job may carry, as a pushed job's.
 inline constexpr size_t kMaxSchedulePayloadBytes = 1024 * 1024;
 
-OpResult<core::ScheduleSpec> ReadScheduleSpec(const boost::json::object& body);
+// `raw`: the body's text, whose job payload is stored as sent (PayloadTexts).
+OpResult<core::ScheduleSpec> ReadScheduleSpec(const boost::json::object& body,
+                                              std::string_view raw);
 
 // A job to push later (a schedule's, a batch's callback): {"payload", "priority"?, "group"?,
-// "max_attempts"?}; `fields` names it in errors, `not_object` is the error when it is no object.
-OpResult<core::ScheduleJob> ReadJobTemplate(const boost::json::value& v,
-                                            const wire::FieldSet& fields,
+// "max_attempts"?}, at the top-level member `key` of a body whose text is `raw` (its payload
+// is stored as sent); `fields` names it in errors, `not_object` is the error when it is no
+// object.
+OpResult<core::ScheduleJob> ReadJobTemplate(const boost::json::object& body, std::string_view raw,
+                                            std::string_view key, const wire::FieldSet& fields,
                                             std::string_view not_object);
 
 // The schedule as stored, its state, and its next core::kFireTimesShown fire times after now.

@@ -128,11 +128,12 @@ TEST(HostileMemoryTest, PartialBodiesAreHeldToTheBudgetAndTheStalledAreCutFirst)
   EXPECT_EQ(stats.failed, 0u) << stats.first_failure;
   EXPECT_LT(stats.p99_ms, 100) << "the good client's p99 during the attack";
   std::printf(
-      "[ note     ] 40 x 16 MiB stalled bodies: %zu refused (503), %zu cut; RSS %zu -> %zu KiB (after: "
+      "[ note     ] 40 x 16 MiB stalled bodies: %zu refused (503), %zu cut; RSS %zu -> %zu KiB "
+      "(after: "
       "%zu KiB); a real 8 MiB push went through after %d tries (%.1f s); good client p50 %.2f "
       "ms p99 %.2f ms max %.2f ms over %zu checks\n",
-      refused, cut, rss_before, rss_attack, rss_end, tries, pushed_after_s, stats.p50_ms, stats.p99_ms,
-      stats.max_ms, stats.answered);
+      refused, cut, rss_before, rss_attack, rss_end, tries, pushed_after_s, stats.p50_ms,
+      stats.p99_ms, stats.max_ms, stats.answered);
 }
 
 TEST(HostileMemoryTest, SlowHeadsAndBodiesTimeOut) {

@@ -161,6 +161,42 @@ TEST(JobStateHttpTest, AWorkerReportsAndAProducerReadsTheResult) {
   EXPECT_EQ(Job(c, "q", second).json.at("result"), "sent");
   EXPECT_EQ(Job(c, "q", third).json.at("state"), "inflight");
 
+  // Results and progress keep their numbers as sent, as payloads do, and so do a batch's
+  // callback payloads; fetch's ack_results too.
+  std::string exact = PushOne(c, "q", 4);
+  std::string exact2 = PushOne(c, "q", 5);
+  auto [e_id, e_lease] = FetchOne(c, "q");
+  ASSERT_EQ(e_id, exact);
+  ASSERT_EQ(c.Request("POST", "/v1/queues/q/ack",
+                      R"({"leases": [")" + e_lease + R"("], "results": [{"n": 1.50, "z": -0}]})")
+                .status,
+            200);
+  EXPECT_NE(Job(c, "q", exact).body.find(R"("result":{"n":1.50,"z":-0})"), std::string::npos)
+      << Job(c, "q", exact).body;
+  auto [f_id, f_lease] = FetchOne(c, "q");
+  ASSERT_EQ(f_id, exact2);
+  ASSERT_EQ(c.Request("POST", "/v1/queues/q/progress",
+                      R"({"lease": ")" + f_lease + R"(", "progress": [0.10, 1E3]})")
+                .status,
+            200);
+  EXPECT_NE(Job(c, "q", exact2).body.find(R"("progress":[0.10,1E3])"), std::string::npos)
+      << Job(c, "q", exact2).body;
+  HttpResult rode =
+      c.Request("POST", "/v1/queues/q/fetch",
+                R"({"worker": "w", "ack": [")" + f_lease + R"("], "ack_results": [2.500]})");
+  ASSERT_EQ(rode.status, 200) << rode.body;
+  EXPECT_NE(Job(c, "q", exact2).body.find(R"("result":2.500)"), std::string::npos)
+      << Job(c, "q", exact2).body;
+  ASSERT_EQ(c.Request("POST", "/v1/queues/cb/batches",
+                      R"({"id": "x", "on_complete": {"payload": {"t": 0.5e1}}})")
+                .status,
+            201);
+  HttpResult sealed = c.Request("POST", "/v1/queues/cb/batches/x/seal", "{}");
+  ASSERT_EQ(sealed.status, 200) << sealed.body;
+  std::string callback(sealed.json.at("callbacks_pushed").at("on_complete").as_string());
+  EXPECT_NE(Job(c, "cb", callback).body.find(R"("payload":{"t":0.5e1})"), std::string::npos)
+      << Job(c, "cb", callback).body;
+
   // keep_acked: none kept from now on, and the ones kept go at once.
   ASSERT_EQ(c.Request("PUT", "/v1/queues/q/settings", R"({"keep_acked": {"count": 0}})").status,
             200);

@@ -166,6 +166,46 @@ TEST(PayloadTextTest, DuplicatesResolvedAsParseDoes) {
   EXPECT_EQ(single->at(0), "3.5") << "a nested \"payload\" is not the job's";
 }
 
+// Results (each element of an array), progress (one member) and job templates (a member's
+// "payload") are kept as sent, as payloads are; a null or a value elsewhere is no text of theirs.
+TEST(PayloadTextTest, OtherPlacesKeepTheirNumbersAsSent) {
+  std::string acks = R"({"leases": ["a", "b", "c"], "results": [1.5, null, {"x": [-0, 0.10]}],)"
+                     R"( "payload": 9.5})";
+  auto results = SourceTexts(acks, TextPlace{.key = "results", .each = true, .inner = ""});
+  ASSERT_TRUE(results.has_value());
+  EXPECT_EQ(*results, (std::vector<std::string>{"1.5", "null", R"({"x":[-0,0.10]})"}));
+  PayloadTexts lazy(acks, TextPlace{.key = "results", .each = true, .inner = ""});
+  json::value body = json::parse(acks);
+  auto third = lazy.Of(body.at("results").at(2), 2);
+  ASSERT_TRUE(third.ok()) << third.message();
+  EXPECT_EQ(*third, R"({"x":[-0,0.10]})");
+
+  std::string progress = R"({"lease": "a", "progress": {"done": 2.50, "of": 1E3}})";
+  auto one = SourceTexts(progress, TextPlace{.key = "progress", .each = false, .inner = ""});
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(*one, (std::vector<std::string>{R"({"done":2.50,"of":1E3})"}));
+
+  // A batch's callback: the payload of the member named, not of another (nor a nested one).
+  std::string batch = R"({"on_success": {"payload": 0.5, "priority": 1}, )"
+                      R"("on_dead": {"payload": {"payload": 2.0}}})";
+  auto dead = SourceTexts(batch, TextPlace{.key = "on_dead", .each = false, .inner = "payload"});
+  ASSERT_TRUE(dead.has_value());
+  EXPECT_EQ(*dead, (std::vector<std::string>{R"({"payload":2.0})"}));
+  auto ok = SourceTexts(batch, TextPlace{.key = "on_success", .each = false, .inner = "payload"});
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(*ok, (std::vector<std::string>{"0.5"}));
+  auto none =
+      SourceTexts(batch, TextPlace{.key = "on_complete", .each = false, .inner = "payload"});
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+
+  // A repeated array member: the last, as parse keeps.
+  auto last = SourceTexts(R"({"results": [1.5, 2.5], "results": [3.5]})",
+                          TextPlace{.key = "results", .each = true, .inner = ""});
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(*last, (std::vector<std::string>{"3.5"}));
+}
+
 TEST(PayloadTextTest, NonFiniteNumbersAreRefused) {
   for (std::string payload : {"1e400", "-1e400", R"([1, {"a": 1E999}])"}) {
     std::string body = R"({"payload": )" + payload + "}";
