@@ -9,6 +9,7 @@ PACKAGES=(
   libssl-dev libcli11-dev libspdlog-dev libfmt-dev libhowardhinnant-date-dev tzdata
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
+  libsystemd-dev help2man
   chromium fonts-dejavu-core
   clang libclang-rt-14-dev
   python3-jwt python3-cryptography openssl

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cmd/commands.h"
+#include "cmd/service_notify.h"
 #include "common/clock.h"
 #include "common/names.h"
 #include "common/random_id.h"
@@ -519,6 +520,7 @@ void Serve(const ServeFlags& flags) {
   // The pool outlives the backend: parked long polls hold connections whose sockets belong to
   // the pool's io_contexts, and the backend's timer may still answer them while it stops.
   http::IoPool pool(threads);
+  ServiceNotifier service(pool);
   SystemClock clock;
   bool redis = !flags.store.empty();
   std::string secret = SecretFromFlags(flags);
@@ -579,6 +581,7 @@ void Serve(const ServeFlags& flags) {
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
   // runs), not fatal.
   ServeSignals signals(pool.Main(), served.durable(), [&] {
+    service.Stopping("stopping");
     live.Stop();
     events.Stop();
     webhook_dispatcher.Stop();
@@ -590,10 +593,13 @@ void Serve(const ServeFlags& flags) {
   auto bound = http_server.Listen(host, port);
   fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
   std::fflush(stdout);
-  spdlog::info("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
-               redis               ? "state in Redis at " + flags.store
-               : flags.memory_only ? "state in memory only (lost at exit)"
-                                   : "embedded durable backend in " + flags.data);
+  std::string serving =
+      fmt::format("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
+                  redis               ? "state in Redis at " + flags.store
+                  : flags.memory_only ? "state in memory only (lost at exit)"
+                                      : "embedded durable backend in " + flags.data);
+  spdlog::info("{}", serving);
+  service.Ready(serving);
 
   pool.Run();
 }
