@@ -7,6 +7,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config git curl
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libcli11-dev libspdlog-dev libfmt-dev libhowardhinnant-date-dev tzdata
+  libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
   libsystemd-dev help2man

@@ -34,6 +34,7 @@ inline void Finish(const HttpResult& r) {
 
 void AddServeCommand(CLI::App& app);
 void AddCheckDataCommand(CLI::App& app);
+void AddConfigCommands(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);
 void AddQueueCommands(CLI::App& app, ClientFlags& flags);
 void AddWorkCommand(CLI::App& app, ClientFlags& flags);

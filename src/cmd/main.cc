@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) flags.queue_key = key;
   anteroom::cmd::AddServeCommand(app);
   anteroom::cmd::AddCheckDataCommand(app);
+  anteroom::cmd::AddConfigCommands(app);
   anteroom::cmd::AddRoomCommands(app, flags);
   anteroom::cmd::AddQueueCommands(app, flags);
   anteroom::cmd::AddWorkCommand(app, flags);

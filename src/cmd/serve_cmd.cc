@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "cmd/commands.h"
+#include "cmd/config_file.h"
+#include "cmd/log_format.h"
+#include "cmd/serve_flags.h"
 #include "cmd/service_notify.h"
 #include "common/clock.h"
 #include "common/names.h"
@@ -42,49 +45,6 @@
 namespace anteroom::cmd {
 
 namespace {
-
-struct ServeFlags {
-  std::string listen = "127.0.0.1:8080";
-  unsigned threads = 0;
-  std::vector<std::string> demo_rooms;  // NAME:CAPACITY
-  int64_t live_tick_ms = 250;           // how often live channels look for changes
-  int64_t live_chunk = 2'048;           // messages per chunk of a live delivery round
-  int64_t live_heartbeat_ms = 15'000;
-  int64_t token_ttl_ms = 600'000;
-  std::string token_alg = "HS256";             // HS256 | EdDSA | ES256
-  std::string token_key;                       // PEM private key file (EdDSA, ES256)
-  std::vector<std::string> token_verify_keys;  // PEM files of older keys, verify only
-  std::string log_level = "info";
-  size_t max_connections = 100'000;
-  size_t max_buffered_mb = 256;
-  size_t max_rooms = 10'000;
-  size_t max_queues = 10'000;
-  int64_t head_timeout_ms = 10'000;
-  int64_t idle_timeout_ms = 120'000;
-  int64_t body_stall_ms = 10'000;
-  size_t min_body_rate = 1024;
-  std::string data = "anteroom-data";
-  std::string fsync = "everysec";
-  bool memory_only = false;
-  uint64_t compact_min_mb = 64;
-  std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
-  std::string redis_prefix = "anteroom:";
-  int64_t stats_interval_ms = 5000;
-  int64_t eta_sample_ms = 5000;  // per room, one waiting person traced this often at most
-  std::string templates;         // a directory whose wait.html replaces the built-in waiting page
-  std::string public_url;        // where browsers reach anteroom (the gate's redirects)
-  std::vector<std::string> gate_hosts;       // hosts the gate may send people back to
-  std::vector<std::string> trusted_proxies;  // CIDRs whose X-Forwarded-For is believed
-  std::vector<std::string> webhook_allow;    // internal destinations webhooks may reach
-  std::string webhook_ca_file;               // CAs for https receivers (default: the system's)
-  int64_t webhook_timeout_ms = 10'000;
-  std::vector<std::string> cors_origins;  // origins whose pages may call the room API
-  std::string queue_key;  // --queue-key, else $ANTEROOM_QUEUE_KEY: the kQueue routes' key
-  size_t max_clients_per_room = core::kDefaultMaxClientsPerRoom;
-  size_t draw_chunk = store::MemoryBackendOptions{}.draw_chunk;
-  bool accept_new_token_secret = false;  // Redis lost the secret: mint one rather than refuse
-  int64_t redis_secret_check_ms = 2000;  // how often the shared secret and key are checked
-};
 
 store::log::FsyncPolicy ParsePolicy(const std::string& name) {
   if (name == "always") return store::log::FsyncPolicy::kAlways;
@@ -192,11 +152,9 @@ std::string RedisTokenKey(const ServeFlags& flags, const std::string& candidate)
 }
 
 std::string TokenSecret(const ServeFlags& flags) {
-  const char* configured = std::getenv("ANTEROOM_TOKEN_SECRET");
-  if (!flags.store.empty()) {
-    return RedisTokenSecret(flags, configured != nullptr ? configured : "");
-  }
-  if (configured != nullptr && *configured) return configured;
+  const std::string& configured = flags.token_secret;  // $ANTEROOM_TOKEN_SECRET or its file
+  if (!flags.store.empty()) return RedisTokenSecret(flags, configured);
+  if (!configured.empty()) return configured;
   // With a data directory the secret lives there, so tokens and leases outlive restarts.
   if (!flags.memory_only) {
     spdlog::info("ANTEROOM_TOKEN_SECRET is not set: using the secret kept in {}/secret",
@@ -315,11 +273,8 @@ webhook::WebhookSenderOptions WebhookOptionsFromFlags(const ServeFlags& flags) {
 // The admin key and the queue key, and a line saying who may call what with them.
 http::AccessKeys AccessKeysFromFlags(const ServeFlags& flags) {
   http::AccessKeys keys;
-  if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) keys.admin_key = key;
+  keys.admin_key = flags.admin_key;  // settled from $ANTEROOM_ADMIN_KEY or admin_key_file
   keys.queue_key = flags.queue_key;
-  if (keys.queue_key.empty()) {
-    if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) keys.queue_key = key;
-  }
   switch (http::QueueAccessOf(keys)) {
     case http::QueueAccess::kOpen:
       spdlog::warn(
@@ -510,7 +465,6 @@ class ServeSignals {
 };
 
 void Serve(const ServeFlags& flags) {
-  spdlog::set_level(spdlog::level::from_str(flags.log_level));
   auto [host, port] = SplitHostPort(flags.listen);
   Edge edge = EdgeFromFlags(flags);
   http::AccessKeys keys = AccessKeysFromFlags(flags);
@@ -591,11 +545,16 @@ void Serve(const ServeFlags& flags) {
     pool.Stop();
   });
   auto bound = http_server.Listen(host, port);
-  fmt::print("anteroom listening on http://{}:{}\n", host, bound.port());
+  std::string url = fmt::format("http://{}:{}", host, bound.port());
+  if (flags.log_format == "json") {
+    fmt::print("{}\n", JsonLogLine("info", "anteroom listening on " + url, {{"url", url}}));
+  } else {
+    fmt::print("anteroom listening on {}\n", url);
+  }
   std::fflush(stdout);
   std::string serving =
       fmt::format("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
-                  redis               ? "state in Redis at " + flags.store
+                  redis               ? "state in Redis at " + MaskUrlPassword(flags.store)
                   : flags.memory_only ? "state in memory only (lost at exit)"
                                       : "embedded durable backend in " + flags.data);
   spdlog::info("{}", serving);
@@ -609,190 +568,15 @@ void Serve(const ServeFlags& flags) {
 void AddServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* serve = app.add_subcommand("serve", "Run the server (embedded backend)");
-  serve->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free port)")
-      ->capture_default_str();
-  serve->add_option("--threads", flags->threads, "I/O threads (default: one per core)");
-  serve->add_option("--demo-room", flags->demo_rooms,
-                    "Create a room at start: NAME:CAPACITY, admitting to the demo page /demo");
-  serve->add_option("--token-ttl-ms", flags->token_ttl_ms, "Lifetime of admission tokens")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1000}, int64_t{604'800'000}));
-  serve
-      ->add_option("--token-alg", flags->token_alg,
-                   "Token signature: HS256 (the shared secret), "
-                   "EdDSA (Ed25519) or ES256 (P-256); EdDSA/ES256 public keys are published at "
-                   "GET /.well-known/jwks.json")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"HS256", "EdDSA", "ES256"}));
-  serve->add_option("--token-key", flags->token_key,
-                    "PEM private key that signs tokens (EdDSA, ES256); default: one generated "
-                    "at first start and kept in the data directory (or in Redis with --store)");
-  serve->add_option("--token-verify-key", flags->token_verify_keys,
-                    "PEM key (public or private; repeatable) that still verifies tokens but "
-                    "signs none: the previous key during a rotation");
-  serve
-      ->add_option("--max-connections", flags->max_connections,
-                   "Connections beyond this are answered 503 and closed (lowered at start to fit "
-                   "the file descriptor limit, which is raised to its hard limit)")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
-  serve
-      ->add_option("--max-rooms", flags->max_rooms,
-                   "Rooms this server may hold; creating one more answers 507 (0: no cap)")
-      ->capture_default_str();
-  serve
-      ->add_option("--max-queues", flags->max_queues,
-                   "Queues (names pushed to) this server may hold; a push to one more answers "
-                   "507 (0: no cap). Names that hold nothing are never kept")
-      ->capture_default_str();
-  serve
-      ->add_option("--max-buffered-mb", flags->max_buffered_mb,
-                   "Request bodies over 64 KiB still arriving may hold this much in all; beyond "
-                   "it new ones get 503 and the senders stalled longest are cut")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
-  serve
-      ->add_option("--head-timeout-ms", flags->head_timeout_ms,
-                   "A request head must arrive whole within this of its first byte (408)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
-  serve
-      ->add_option("--idle-timeout-ms", flags->idle_timeout_ms,
-                   "A kept-alive connection with no request for this long is closed")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
-  serve
-      ->add_option("--body-stall-ms", flags->body_stall_ms,
-                   "A request body with no new byte for this long is cut (408)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
-  serve
-      ->add_option("--min-body-rate", flags->min_body_rate,
-                   "Bytes per second a request body must average once --body-stall-ms has "
-                   "passed (408 if slower)")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{0}, size_t{1} << 30));
-  serve->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error")
-      ->capture_default_str();
-  serve->add_option("--data", flags->data, "Data directory: every change is logged there")
-      ->capture_default_str();
-  serve
-      ->add_option("--fsync", flags->fsync,
-                   "always: answer once synced to disk; everysec: once written to the kernel, "
-                   "synced every second; no: let the kernel sync (docs/durability.md)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"always", "everysec", "no"}));
-  serve->add_flag("--memory-only", flags->memory_only,
-                  "Keep state in memory only: nothing survives a restart");
-  serve
-      ->add_option("--compact-min-mb", flags->compact_min_mb,
-                   "Snapshot when the log since the last one exceeds this and twice the snapshot")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  serve
-      ->add_option("--store", flags->store,
-                   "Keep state in Redis instead: redis://[:PASSWORD@]HOST:PORT[/DB] or "
-                   "redis+cluster://HOST:PORT[,HOST:PORT...]; processes sharing it serve the "
-                   "same rooms and queues")
-      ->envname("ANTEROOM_REDIS_URL");
-  serve
-      ->add_option("--live-tick-ms", flags->live_tick_ms,
-                   "How often live channels (WebSocket/SSE) look for changes: at most one "
-                   "message per client per tick")
-      ->check(CLI::Range(int64_t{10}, int64_t{10'000}));
-  serve
-      ->add_option("--live-chunk", flags->live_chunk,
-                   "Messages per chunk when live channels push a change to many clients: the "
-                   "line is read again between chunks, and other requests are served")
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
-      ->capture_default_str();
-  serve
-      ->add_option("--live-heartbeat-ms", flags->live_heartbeat_ms,
-                   "Heartbeat interval of live channels")
-      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
-  serve->add_option("--redis-prefix", flags->redis_prefix, "Prefix of every Redis key")
-      ->capture_default_str();
-  serve->add_flag("--accept-new-token-secret", flags->accept_new_token_secret,
-                  "With --store and no ANTEROOM_TOKEN_SECRET: when Redis holds rooms or queues but "
-                  "lost the shared token secret, start with a new one instead of refusing to "
-                  "(what was signed with the old one fails; docs/security.md)");
-  serve
-      ->add_option("--redis-secret-check-ms", flags->redis_secret_check_ms,
-                   "With --store: how often each process checks that Redis holds its token secret "
-                   "(and signing key), putting a lost one back; a process whose secret differs "
-                   "from Redis's answers /readyz 503")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{60'000}));
-  serve
-      ->add_option("--stats-interval-ms", flags->stats_interval_ms,
-                   "How often rooms and queues are sampled for GET /v1/stats/history (the last "
-                   "15 minutes are kept at this interval, the hour one sample a minute)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, server::StatsHistory::kWindowMs));
-  serve
-      ->add_option("--eta-sample-ms", flags->eta_sample_ms,
-                   "Per room, one waiting person answered with an ETA is followed to their "
-                   "admission at most this often, to measure the ETA's error (the stats history "
-                   "and the dashboard); 0: any waiting answer, up to 64 followed per room")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}));
-  serve->add_option("--trusted-proxy", flags->trusted_proxies,
-                    "A proxy (CIDR, IPv4 or IPv6; repeatable) whose X-Forwarded-For says who the "
-                    "client is, for per-client limits; without it the client is the peer address");
-  serve->add_option("--webhook-allow", flags->webhook_allow,
-                    "An internal destination webhooks may reach (CIDR or host name; repeatable): "
-                    "loopback, private and link-local addresses are refused otherwise");
-  serve->add_option("--webhook-ca-file", flags->webhook_ca_file,
-                    "CA certificates (PEM) that https webhook receivers are verified against "
-                    "(default: the system's)");
-  serve
-      ->add_option("--webhook-timeout-ms", flags->webhook_timeout_ms,
-                   "How long one webhook delivery may take, from connecting to the answer")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{60'000}));
-  serve
-      ->add_option("--max-clients-per-room", flags->max_clients_per_room,
-                   "Clients a room with per-client limits keeps state for; beyond it, joins of "
-                   "other clients get 429 until buckets refill")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
-  serve
-      ->add_option("--draw-chunk", flags->draw_chunk,
-                   "Places of an event's draw published into the line per turn (embedded "
-                   "backend): the most a draw holds its room between answers")
-      ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
-  serve->add_option("--cors-origin", flags->cors_origins,
-                    "An origin (https://shop.example) whose pages may call the public room API "
-                    "from the browser; repeatable; * for any. Same origin and the rooms' "
-                    "target_url origins always may (docs/security.md)");
-  serve->add_option("--queue-key", flags->queue_key,
-                    "Key (Authorization: Bearer KEY) that producers and workers need for the queue "
-                    "routes (default: $ANTEROOM_QUEUE_KEY; prefer the variable: flags show in ps). "
-                    "Without it and with ANTEROOM_ADMIN_KEY set, queue routes need the admin key");
-  serve
-      ->add_option("--public-url", flags->public_url,
-                   "Where browsers reach anteroom's pages and API when a proxy serves it: a path "
-                   "on the protected site (/anteroom) or an absolute URL (https://queue.example); "
-                   "the gate's redirects and the waiting page use it (docs/gate.md)")
-      ->check([](const std::string& v) -> std::string {
-        if (v.empty() || v.starts_with("/") || v.starts_with("http://") ||
-            v.starts_with("https://")) {
-          return v.find_first_of("?#\"\\<> ") == std::string::npos
-                     ? std::string()
-                     : "no query, fragment, quotes or spaces";
-        }
-        return "a path starting with / or an http(s) URL";
-      });
-  serve->add_option("--gate-host", flags->gate_hosts,
-                    "A host (shop.example[:port]) the gate may send people back to after the "
-                    "waiting page, for every room; repeatable (a room's target_url host and "
-                    "gate.hosts always may)");
-  serve->add_option("--templates", flags->templates,
-                    "Directory of page templates: its wait.html (if any) replaces the built-in "
-                    "waiting page at /wait/{room}, and each NAME.html is a template a room's "
-                    "page.template selects; read at start-up");
-  serve->callback([flags] { Serve(*flags); });
+  AddServeFlags(*serve, *flags);
+  serve->callback([flags, serve] {
+    ServeSettings settings = SettleServeFlags(*serve, *flags);
+    if (!settings.ok()) throw std::runtime_error(settings.ErrorText());
+    UseLogFormat(flags->log_format, flags->log_level);
+    for (const std::string& warning : settings.warnings) spdlog::warn("{}", warning);
+    if (!settings.file.empty()) spdlog::info("settings from {}", settings.file);
+    Serve(*flags);
+  });
 }
 
 }  // namespace anteroom::cmd

@@ -187,10 +187,9 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
     Stop();
     return;
   }
+  // The port's digits: with --log-format json the line is a JSON object, the URL inside it.
   std::string port_text = line.substr(kListening.size());
-  while (!port_text.empty() && std::isspace(static_cast<unsigned char>(port_text.back()))) {
-    port_text.pop_back();
-  }
+  port_text = port_text.substr(0, port_text.find_first_not_of("0123456789"));
   int port = 0;
   bool digits =
       !port_text.empty() && port_text.size() <= 5 &&
