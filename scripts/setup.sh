@@ -10,7 +10,7 @@ PACKAGES=(
   libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libhiredis-dev redis-server redis-tools
-  libsystemd-dev help2man
+  libsystemd-dev help2man dpkg-dev
   chromium fonts-dejavu-core
   clang libclang-rt-14-dev
   python3-jwt python3-cryptography openssl
