@@ -16,6 +16,7 @@ PACKAGES=(
   python3-jwt python3-cryptography openssl
   python3-pytest python3-venv python3-setuptools python3-pip
   nginx caddy wrk
+  prometheus
   iproute2 nftables
 )
 # Node.js runs the browser tests (Playwright). A machine may already have it from elsewhere
@@ -33,8 +34,9 @@ if [ ${#missing[@]} -ne 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
-  # nginx, caddy and redis-server are only run by the tests, on their own ports and config
-  # files: their packages must not start system services (which would hold port 80 or 6379).
+  # nginx, caddy, redis-server and prometheus are only run by the tests (prometheus: its
+  # promtool), on their own ports and config files: their packages must not start system
+  # services (which would hold port 80, 6379 or 9090).
   # Where no policy-rc.d says so already (containers usually have one), one is put in place
   # for the install and removed after.
   policy=""
