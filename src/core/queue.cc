@@ -155,9 +155,10 @@ void Queue::TrimSlab() {
   }
 }
 
-void Queue::MakeReady(Index i, bool at_head) {
+void Queue::MakeReady(Index i, bool at_head, int64_t since) {
   Job& job = slab_[i];
   job.state = State::kReady;
+  job.due = since;
   job.order = at_head ? head_order_-- : next_order_++;
   job.ticket = next_ticket_++;
   if (at_head) {
@@ -205,7 +206,8 @@ void Queue::Fail(Index i, std::string_view error, int64_t now, bool expired) {
   job.AddFailure({job.attempt, std::string(error), now});
   if (expired) ++expired_;
   if (job.attempt >= job.max_attempts) return Bury(i, error, now);
-  MakeReady(i, /*at_head=*/true);
+  // Ready since its lease ran out, or now when it was taken back before that.
+  MakeReady(i, /*at_head=*/true, std::min(job.due, now_));
 }
 
 uint32_t Queue::WorkerFor(std::string_view name) {
@@ -274,7 +276,7 @@ void Queue::Advance(int64_t now_ms) {
       }
       std::sort(due.begin(), due.end(),
                 [&](Index a, Index b) { return slab_[a].order < slab_[b].order; });
-      for (Index i : due) MakeReady(i, /*at_head=*/false);
+      for (Index i : due) MakeReady(i, /*at_head=*/false, slab_[i].due);
     } else if (l == next) {  // every lease running out at this ms
       std::vector<Index> lost;
       while (!leases_.empty() && leases_.Top().key == next) {
@@ -385,7 +387,7 @@ void Queue::PushJob(const JobSpec& spec, std::vector<PushResult>& results) {
   if (spec.delay_ms > 0) {
     MakeDelayed(i, now_ + spec.delay_ms);
   } else {
-    MakeReady(i, /*at_head=*/false);
+    MakeReady(i, /*at_head=*/false, now_);
   }
 }
 
@@ -441,12 +443,14 @@ Delivery Queue::LeaseTo(Index i, uint32_t w, int64_t lease_ms) {
   job.state = State::kInflight;
   job.attempt += 1;
   job.delivery = next_delivery_++;
+  int64_t ready_since = job.due;
   job.due = now_ + lease_ms;
+  job.failed_at = now_;
   job.worker = w;
   workers_[w].jobs.insert(i);
   leases_.Set(i, static_cast<uint64_t>(job.due));
-  return {job.id,  job.payload,  job.attempt,          LeaseFor(job.id, job.delivery),
-          job.due, job.priority, line_.Name(job.group)};
+  return {job.id,  job.payload,  job.attempt,           LeaseFor(job.id, job.delivery),
+          job.due, job.priority, line_.Name(job.group), ready_since};
 }
 
 LeaseOutcome Queue::Ack(std::string_view lease, int64_t now_ms, std::string_view result) {
@@ -477,13 +481,14 @@ LeaseOutcome Queue::Extend(std::string_view lease, int64_t lease_ms, int64_t now
   return Extend(*ref, lease_ms, now_ms);
 }
 
-LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result) {
+LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result, int64_t* ran_ms) {
   Advance(now_ms);
   LeaseOutcome outcome;
   bool acked_before;
   std::optional<Index> i = Current(lease, outcome, acked_before);
   if (!i) return outcome;
   Job& job = slab_[*i];
+  if (ran_ms) *ran_ms = now_ - job.failed_at;
   EndLease(*i);
   acked_[job.id] = job.delivery;
   acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);
@@ -547,7 +552,7 @@ void Queue::StopWaiting(Index i) {
   if (job.due > now_) {
     MakeDelayed(i, job.due);
   } else {
-    MakeReady(i, /*at_head=*/false);
+    MakeReady(i, /*at_head=*/false, now_);
   }
 }
 
@@ -840,7 +845,7 @@ LeaseOutcome Queue::Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::s
   if (delay > 0) {
     MakeDelayed(*i, now_ + delay);
   } else {
-    MakeReady(*i, /*at_head=*/false);
+    MakeReady(*i, /*at_head=*/false, now_);
   }
   return LeaseOutcome::kOk;
 }
@@ -858,7 +863,7 @@ LeaseOutcome Queue::Snooze(LeaseRef lease, int64_t delay_ms, int64_t now_ms) {
   if (delay_ms > 0) {
     MakeDelayed(*i, now_ + delay_ms);
   } else {
-    MakeReady(*i, /*at_head=*/true);
+    MakeReady(*i, /*at_head=*/true, now_);
   }
   return LeaseOutcome::kOk;
 }
@@ -958,7 +963,7 @@ size_t Queue::RequeueDead(const std::optional<std::vector<JobId>>& ids, int64_t 
     dead_.erase({job.failed_at, id});
     job.attempt = 0;
     if (job.extra) job.extra->history.clear();
-    MakeReady(i, /*at_head=*/false);
+    MakeReady(i, /*at_head=*/false, now_);
     if (job.extra && !job.extra->batch.empty()) BatchJobMoved(job.extra->batch, JobState::kReady);
     ++count;
   }

@@ -84,7 +84,10 @@ class Queue {
   // Idempotent: acking a delivery that was already acked answers kOk again, counting nothing
   // (its result then is ignored). `result` (JSON text, "" for none) is kept with the job while
   // the queue keeps finished jobs (KeepFinished).
-  LeaseOutcome Ack(LeaseRef lease, int64_t now_ms, std::string_view result = {});
+  // `ran_ms`, when given, receives how long the acked delivery ran (from its lease's start),
+  // when this ack finished the job (kOk, not a repeat).
+  LeaseOutcome Ack(LeaseRef lease, int64_t now_ms, std::string_view result = {},
+                   int64_t* ran_ms = nullptr);
   // delay_ms absent: exponential backoff (1 s x 2^(attempt-1), at most 1 h, +-20% jitter).
   LeaseOutcome Nack(LeaseRef lease, std::optional<int64_t> delay_ms, std::string_view error,
                     int64_t now_ms);
@@ -109,7 +112,8 @@ class Queue {
   std::optional<JobView> Lookup(JobId id, int64_t now_ms);
   // Batches (BatchSpec). Create: kExists when `id` is taken (open, or settled and kept: for
   // keep_'s age, and for as long as any job of it is dead, so that a job never counts in a
-  // later batch of the same name), kTooMany past kMaxOpenBatches. Seal: no job joins after; kUnknown when there is no such batch.
+  // later batch of the same name), kTooMany past kMaxOpenBatches. Seal: no job joins after;
+  // kUnknown when there is no such batch.
   BatchOutcome CreateBatch(std::string_view id, BatchSpec spec, int64_t now_ms);
   BatchOutcome SealBatch(std::string_view id, int64_t now_ms);
   std::optional<BatchView> GetBatch(std::string_view id, int64_t now_ms);
@@ -204,11 +208,11 @@ class Queue {
     JobId id = 0;
     std::string payload;
     std::unique_ptr<JobExtra> extra;
-    int64_t due = 0;        // delayed: ready at; inflight: lease expires at
+    int64_t due = 0;        // delayed: ready at; ready: ready since; inflight: lease expires at
     int64_t order = 0;      // FIFO position within its priority
     uint64_t ticket = 0;    // its live entry in line_ (0: none)
     uint64_t delivery = 0;  // the current (or last) delivery's number
-    int64_t failed_at = 0;
+    int64_t failed_at = 0;  // dead: died at; inflight: leased at (ack's run time)
     int32_t priority = 0;
     int32_t max_attempts = kDefaultMaxAttempts;
     int32_t attempt = 0;  // deliveries so far
@@ -270,7 +274,8 @@ class Queue {
   bool LiveEntry(Index i, uint64_t ticket) const {
     return i < slab_.size() && slab_[i].state == State::kReady && slab_[i].ticket == ticket;
   }
-  void MakeReady(Index i, bool at_head);
+  // `since`: when it became ready (the job's wait is measured from there).
+  void MakeReady(Index i, bool at_head, int64_t since);
   void MakeDelayed(Index i, int64_t until);
   void EndLease(Index i);
   void Fail(Index i, std::string_view error, int64_t now, bool expired);

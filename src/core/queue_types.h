@@ -125,6 +125,8 @@ struct Delivery {
   int64_t lease_expires_ms = 0;
   int32_t priority = 0;
   std::string group;
+  // When the job became ready (its wait is the fetch's time minus this); 0: not known.
+  int64_t ready_ms = 0;
 };
 
 // Per-item outcome of ack, nack and extend.

@@ -1,14 +1,18 @@
-// Monitoring: GET /metrics (Prometheus text format 0.0.4: rooms, queues, HTTP latency) and
+// Monitoring: GET /metrics (Prometheus text format 0.0.4: rooms, queues, job and fsync
+// latency, HTTP latency, the build) and
 // GET /v1/stats/history (the last hour of samples, for the dashboard). Both are admin
 // routes: when an admin key is set, a scraper sends it as a Bearer token or Basic password.
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <charconv>
 #include <functional>
+#include <iterator>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/histogram.h"
 #include "common/names.h"
 #include "common/wire_errors.h"
 #include "http/prometheus_text.h"
@@ -21,6 +25,8 @@ namespace {
 
 using http::AppendFamilyHeader;
 using http::AppendSample;
+using http::EscapeLabelValue;
+using http::FormatSampleValue;
 using http::kPrometheusContentType;
 
 using QueueList = std::vector<std::pair<std::string, core::QueueStats>>;
@@ -92,6 +98,47 @@ void AppendQueues(std::string& out, const QueueList& queues) {
                  [](const Q& q) -> std::string_view { return q.first; });
 }
 
+// A process-wide histogram (no labels: a queue or room name would make its series unbounded).
+void AppendHistogram(std::string& out, std::string_view name, std::string_view help,
+                     const Histogram& h) {
+  AppendFamilyHeader(out, name, "histogram", help);
+  Histogram::Totals totals = h.Read();
+  auto it = std::back_inserter(out);
+  for (size_t b = 0; b < totals.cumulative.size(); ++b) {
+    std::string le = b < h.bounds().size() ? FormatSampleValue(h.bounds()[b]) : "+Inf";
+    fmt::format_to(it, "{}_bucket{{le=\"{}\"}} {}\n", name, le, totals.cumulative[b]);
+  }
+  fmt::format_to(it, "{}_sum {}\n", name, FormatSampleValue(totals.sum_seconds));
+  fmt::format_to(it, "{}_count {}\n", name, totals.count);
+}
+
+// What the engine measured of itself (common/histogram.h's EngineMetrics), and the build.
+void AppendEngine(std::string& out) {
+  const EngineMetrics& m = ProcessEngineMetrics();
+  AppendHistogram(out, "anteroom_job_wait_seconds",
+                  "Time jobs fetched by this process had waited ready (ready -> fetched), every "
+                  "queue together.",
+                  m.job_wait);
+  AppendHistogram(out, "anteroom_job_run_seconds",
+                  "Time from a job's fetch to its ack, for acks taken by this process, every "
+                  "queue together.",
+                  m.job_run);
+  AppendHistogram(out, "anteroom_log_fsync_seconds",
+                  "Duration of each fdatasync of the embedded backend's data directory (log "
+                  "segments, snapshots); none with the Redis backend.",
+                  m.log_fsync);
+  AppendFamilyHeader(out, "anteroom_log_fsync_errors_total", "counter",
+                     "fdatasync calls of the data directory that failed (the disk refused a "
+                     "write: changes are then refused).");
+  AppendSample(out, "anteroom_log_fsync_errors_total", "", "",
+               static_cast<int64_t>(m.log_fsync_errors.load(std::memory_order_relaxed)));
+  AppendFamilyHeader(out, "anteroom_build_info", "gauge",
+                     "Always 1; its labels name the version and the commit built.");
+  fmt::format_to(std::back_inserter(out),
+                 "anteroom_build_info{{version=\"{}\",revision=\"{}\"}} 1\n",
+                 EscapeLabelValue(ANTEROOM_VERSION), EscapeLabelValue(ANTEROOM_REVISION));
+}
+
 // Rooms and queues when the backend answered (a backend that is down still lets the HTTP
 // histograms out, and says so in anteroom_backend_up).
 std::string RenderMetrics(const OpResult<std::vector<core::RoomInfo>>& rooms,
@@ -104,6 +151,7 @@ std::string RenderMetrics(const OpResult<std::vector<core::RoomInfo>>& rooms,
   AppendSample(out, "anteroom_backend_up", "", "", rooms.ok() && queues.ok() ? 1 : 0);
   if (rooms.ok()) AppendRooms(out, *rooms);
   if (queues.ok()) AppendQueues(out, *queues);
+  AppendEngine(out);
   http.AppendPrometheus(out);
   return out;
 }

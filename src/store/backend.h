@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/histogram.h"
 #include "common/op_status.h"
 #include "core/job_schedule.h"
 #include "core/queue_types.h"
@@ -49,6 +50,16 @@ struct ConfigEntry {
   bool operator==(const ConfigEntry&) const = default;
 };
 inline constexpr size_t kMaxConfigValueBytes = 64 * 1024;
+
+// Each backend, where it hands out jobs and takes acks (never where it replays them), tells
+// the process's EngineMetrics how long they waited (ready -> fetched) and ran (fetched ->
+// acked), by its own clock.
+inline void ObserveFetched(const std::vector<core::Delivery>& jobs, int64_t now_ms) {
+  for (const core::Delivery& d : jobs) {
+    if (d.ready_ms > 0) ProcessEngineMetrics().job_wait.ObserveMs(now_ms - d.ready_ms);
+  }
+}
+inline void ObserveRan(int64_t ran_ms) { ProcessEngineMetrics().job_run.ObserveMs(ran_ms); }
 
 class Backend {
  public:

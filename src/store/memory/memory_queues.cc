@@ -139,8 +139,10 @@ Outcomes MemoryBackend::AckLeases(QueueSlot* q, const std::vector<std::string>& 
       continue;
     }
     std::string_view result = k < results.size() ? std::string_view(results[k]) : "";
-    out.push_back(q->queue.Ack(*ref, now, result));
+    int64_t ran_ms = -1;
+    out.push_back(q->queue.Ack(*ref, now, result, &ran_ms));
     if (out.back() != core::LeaseOutcome::kOk) continue;
+    if (ran_ms >= 0) ObserveRan(ran_ms);
     acked.push_back(*ref);
     kept.push_back(result);
   }
@@ -182,6 +184,7 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
         size_t more = request.max - answer.jobs.size();
         std::vector<core::Delivery> fetched =
             q->queue.Fetch(request.worker, more, request.lease_ms, now);
+        ObserveFetched(fetched, now);
         if (!fetched.empty()) {
           LogChange(
               *q, now,

@@ -126,6 +126,7 @@ struct MemoryBackend::QueueSlot final : Slot, std::enable_shared_from_this<Queue
       }
       const core::FetchRequest& r = waiters.front().request;
       std::vector<core::Delivery> jobs = queue.Fetch(r.worker, r.max, r.lease_ms, now);
+      ObserveFetched(jobs, now);
       backend.LogChange(*this, now,
                         FetchRecord{.worker = r.worker, .max = r.max, .lease_ms = r.lease_ms});
       Reply(waiters.begin(), std::move(jobs), after);

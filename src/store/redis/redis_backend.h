@@ -353,7 +353,7 @@ class RedisBackend final : public Backend {
                 Completion<core::LeaseOutcome> done);
   // The largest job id queue.lua can name (2^53 - 1, its NEVER).
   static constexpr core::JobId kMaxScriptJobId = (core::JobId{1} << 53) - 1;
-  // The jobs a fetch leased, each with its lease signed.
+  // The jobs a fetch leased, each with its lease signed (and its wait observed).
   static std::vector<core::Delivery> Deliveries(Shard& s, const std::string& queue,
                                                 std::vector<LeasedJob> jobs);
 

@@ -86,7 +86,9 @@ std::vector<core::Delivery> RedisBackend::Deliveries(Shard& s, const std::string
                    .lease = LeaseFor(s, queue, j.id, j.delivery),
                    .lease_expires_ms = j.lease_expires_ms,
                    .priority = j.priority,
-                   .group = std::move(j.group)});
+                   .group = std::move(j.group),
+                   .ready_ms = j.ready_ms});
+    if (j.ready_ms > 0) ProcessEngineMetrics().job_wait.ObserveMs(j.leased_ms - j.ready_ms);
   }
   return out;
 }

@@ -5,9 +5,14 @@
 #include <string_view>
 #include <utility>
 
+#include "store/backend.h"
+
 namespace anteroom::store::redis {
 
 namespace {
+
+// queue.lua's flow.RAN: outcomes from it up are acks that finished their job.
+constexpr int64_t kRanBase = 3;
 
 // Where an operation's own fields start: after the status word and the register, and for a
 // queue the wake flag.
@@ -24,8 +29,14 @@ core::QueueingMethod MethodOf(const Reply& name) {
   return core::ParseQueueingMethod(name.str).value_or(core::QueueingMethod::kFifo);
 }
 
-// queue.lua's lease outcomes: OK, LOST, INVALID.
+// queue.lua's lease outcomes: OK, LOST, INVALID, or flow.RAN + ms for an ack that finished
+// its job (OK, and how long the delivery ran: observed here, as every ack's answer, whether
+// of an ack or of a fetch, is read here once).
 core::LeaseOutcome ToLeaseOutcome(int64_t code) {
+  if (code >= kRanBase) {
+    ObserveRan(code - kRanBase);
+    return core::LeaseOutcome::kOk;
+  }
   return code == 0   ? core::LeaseOutcome::kOk
          : code == 1 ? core::LeaseOutcome::kLeaseLost
                      : core::LeaseOutcome::kInvalidLease;
@@ -422,7 +433,8 @@ std::vector<core::PushResult> ParsePush(const Reply& answer) {
   return out;
 }
 
-// {{outcome...}, {{id, payload, attempt, delivery, lease expiry, priority}...}}
+// {{outcome...}, {{id, payload, attempt, delivery, lease expiry, priority, group, ready since,
+// leased at}...}}
 FetchReply ParseFetch(const Reply& answer, size_t acks) {
   const Reply& payload = QueuePayload(answer);
   FetchReply r;
@@ -438,7 +450,9 @@ FetchReply ParseFetch(const Reply& answer, size_t acks) {
                       .delivery = static_cast<uint64_t>(j.at(3).AsInt()),
                       .lease_expires_ms = j.at(4).AsInt(),
                       .priority = static_cast<int32_t>(j.at(5).AsInt()),
-                      .group = j.at(6).str});
+                      .group = j.at(6).str,
+                      .ready_ms = j.elements.size() > 8 ? j.at(7).AsInt() : 0,
+                      .leased_ms = j.elements.size() > 8 ? j.at(8).AsInt() : 0});
   }
   return r;
 }

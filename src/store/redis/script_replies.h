@@ -126,6 +126,10 @@ struct LeasedJob {
   int64_t lease_expires_ms = 0;
   int32_t priority = 0;
   std::string group;  // "": none
+  // When the job became ready, and when the script leased it (both by the script's clock);
+  // 0: a script that does not say.
+  int64_t ready_ms = 0;
+  int64_t leased_ms = 0;
 };
 // fetch: the outcome of each of the `acks` leases it acked first, then the jobs leased.
 struct FetchReply {

@@ -564,8 +564,9 @@ local function configure(lim, now)
   end
 end
 
-local function make_ready(x, at_head)
-  x.st = 'r'
+-- `since`: when it became ready (ready jobs keep it in due; a fetch answers it, for the wait).
+local function make_ready(x, at_head, since)
+  x.st, x.due, x.failed_at = 'r', since, nil
   if at_head then
     x.order = queue.head_order
     queue.head_order = queue.head_order - 1
@@ -634,7 +635,8 @@ local function fail(x, err, now, expired)
   add_history(x, err, now)
   if expired then queue.expired = queue.expired + 1 end
   if x.attempt >= x.max_attempts then return bury(x, now, err) end
-  make_ready(x, true)
+  -- Ready since its lease ran out, or now when it was taken back before that.
+  make_ready(x, true, math.min(x.due, now))
 end
 -- Removes what a job keeps under its id beside its record: its payload, and what `flags` (NOTE
 -- flags) say it has of history, progress, log and dependencies.
@@ -801,7 +803,7 @@ local function advance(now)
       redis.call('ZREMRANGEBYSCORE', K_DELAYED, nxt, nxt)
       local list = jobs_of(ids)
       table.sort(list, function(a, b) return a.order < b.order end)
-      for _, x in ipairs(list) do make_ready(x, false) end
+      for _, x in ipairs(list) do make_ready(x, false, x.due) end
     elseif l == nxt then  -- every lease running out at this ms
       local ids = redis.call('ZRANGEBYSCORE', K_LEASES, nxt, nxt)
       fail_all(jobs_of(ids), 'lease expired', when)
@@ -882,6 +884,9 @@ end
 
 -- ---- leases: (id, delivery) pairs, their MAC already checked by the backend -----------------
 local OK, LOST, INVALID = 0, 1, 2
+-- An ack that finished its job answers RAN + the ms its delivery ran (the caller reads it as
+-- OK; script_replies.cc's kRanBase).
+flow.RAN = 3
 local function current(id, delivery)
   local x = load_job(id)
   if x then
@@ -911,13 +916,16 @@ local function ack(id, delivery, result)
   end
   queue.acked = queue.acked + 1
   result = result ~= '' and result or nil
+  local leased_at = x.failed_at
   finish(x, 'acked', result)
   if x.batch then flow.batch_job_moved(x.batch, 'acked') end
   flow.settled(id, 'acked', result or false)
-  return OK
+  if not leased_at then return OK end
+  return flow.RAN + math.max(0, queue.now - leased_at)
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
--- priority, group ('' none)} each.
+-- priority, group ('' none), ready since, leased at} each. A job in flight keeps its lease's
+-- start in failed_at, for the run time its ack answers.
 local function lease_jobs(worker, list, lease_ms)
   local out = {}
   if #list == 0 then return out end
@@ -927,14 +935,16 @@ local function lease_jobs(worker, list, lease_ms)
     x.attempt = x.attempt + 1
     x.delivery = queue.next_delivery
     queue.next_delivery = queue.next_delivery + 1
+    local ready_since = x.due
     x.due = queue.now + lease_ms
+    x.failed_at = queue.now
     x.worker = worker
     redis.call('ZADD', K_WORKER_JOBS, 0, worker_job_member(worker, x.id))
     redis.call('ZADD', K_LEASES, x.due, pad(x.id))
     deadline_at(x.due)
     save_job(x)
     out[#out + 1] = {x.id, redis.call('HGET', K_PAYLOADS, pad(x.id)), x.attempt, x.delivery, x.due,
-                     x.priority, x.group or ''}
+                     x.priority, x.group or '', ready_since, queue.now}
   end
   return out
 end
@@ -1008,7 +1018,7 @@ local function nack(x, delay, err, jitter)
     local base = math.min(RULES.backoff_base_ms * 2 ^ shift, RULES.backoff_cap_ms)
     delay = math.floor(base * jitter)
   end
-  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
+  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false, queue.now) end
 end
 
 -- ---- dependencies (core::Queue's depends_on: DependencyNow, StopWaiting, Settled) -----------
@@ -1052,7 +1062,7 @@ end
 -- Job x waited for its dependencies and may go on: ready, or delayed until its due time.
 function flow.stop_waiting(x)
   queue.waiting = queue.waiting - 1
-  if x.due > queue.now then make_delayed(x, x.due) else make_ready(x, false) end
+  if x.due > queue.now then make_delayed(x, x.due) else make_ready(x, false, queue.now) end
 end
 -- Job `id` settled as `state` (acked with `result`, false for none; dead; cancelled): the jobs
 -- waiting on it learn it, in id order, and stop waiting or fail in turn. Settles are taken in
@@ -1190,7 +1200,7 @@ local function push_one(payload, delay, priority, dedupe, max_attempts, group, b
       return x.id, 1
     end
   end
-  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false) end
+  if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, false, queue.now) end
   return x.id, 1
 end
 -- The eight arguments of one job of a push (op_push), from `at` in `args`: its id and whether
@@ -1458,7 +1468,7 @@ local function op_snooze(now)
       end_lease(x)
       x.attempt = x.attempt - 1  -- this delivery was never tried
       hold(x.group, queue.now + delay, queue.now)
-      if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, true) end
+      if delay > 0 then make_delayed(x, queue.now + delay) else make_ready(x, true, queue.now) end
     end
     return outcome
   end)
@@ -1494,7 +1504,7 @@ local function op_give_back(now)
     local x = list[i]
     end_lease(x)
     x.attempt = x.attempt - 1
-    make_ready(x, true)
+    make_ready(x, true, queue.now)
   end
   return answer(false, #list)
 end
@@ -1595,7 +1605,7 @@ local function op_requeue_dead(now)
       redis.call('ZREM', K_DEAD, pad(x.id))
       redis.call('HDEL', K_HISTORY, pad(x.id))
       x.attempt = 0
-      make_ready(x, false)
+      make_ready(x, false, queue.now)
       if x.batch then flow.batch_job_moved(x.batch, 'ready') end
       count = count + 1
     end
