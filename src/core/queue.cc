@@ -488,7 +488,8 @@ LeaseOutcome Queue::Ack(LeaseRef lease, int64_t now_ms, std::string_view result,
   std::optional<Index> i = Current(lease, outcome, acked_before);
   if (!i) return outcome;
   Job& job = slab_[*i];
-  if (ran_ms) *ran_ms = now_ - job.failed_at;
+  // 0: leased before jobs kept their lease's start (a snapshot of an older version).
+  if (ran_ms && job.failed_at > 0) *ran_ms = now_ - job.failed_at;
   EndLease(*i);
   acked_[job.id] = job.delivery;
   acked_order_.emplace_back(now_ + kAckMemoryMs, job.id);

@@ -920,7 +920,8 @@ local function ack(id, delivery, result)
   finish(x, 'acked', result)
   if x.batch then flow.batch_job_moved(x.batch, 'acked') end
   flow.settled(id, 'acked', result or false)
-  if not leased_at then return OK end
+  -- 0 or absent: leased by a version that did not keep its lease's start.
+  if not leased_at or leased_at == 0 then return OK end
   return flow.RAN + math.max(0, queue.now - leased_at)
 end
 -- Leases up to `max` ready jobs to `worker`: {id, payload, attempt, delivery, lease expiry,
