@@ -51,6 +51,18 @@ def unit_value(text, key):
     return None
 
 
+def receive(sock, seconds, until=None):
+    """The notify messages that arrive within `seconds` (or until one satisfies `until`)."""
+    out = []
+    end = time.time() + seconds
+    while time.time() < end and not (until and any(until(m) for m in out)):
+        try:
+            out.append(sock.recv(4096).decode())
+        except socket.timeout:
+            pass
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -146,14 +158,7 @@ class PackageTest(unittest.TestCase):
                 + ["--listen", f"127.0.0.1:{port}"],
                 env=env, cwd="/", stdout=subprocess.DEVNULL, stderr=log)
             try:
-                messages = []
-                deadline = time.time() + 10
-                while time.time() < deadline and not any(m.startswith("READY=1")
-                                                         for m in messages):
-                    try:
-                        messages.append(sock.recv(4096).decode())
-                    except socket.timeout:
-                        pass
+                messages = receive(sock, 10, until=lambda m: m.startswith("READY=1"))
                 self.assertTrue(messages and messages[0].startswith("READY=1"), messages)
                 self.assertIn("embedded durable backend in /var/lib/anteroom", messages[0])
                 url = f"http://127.0.0.1:{port}"
@@ -164,12 +169,7 @@ class PackageTest(unittest.TestCase):
                 status, body = get(url + "/v1/queues", key)
                 self.assertEqual(status, 200, body)
                 self.assertEqual(json.loads(body)["queues"], [])
-                end = time.time() + 1.0
-                while time.time() < end:
-                    try:
-                        messages.append(sock.recv(4096).decode())
-                    except socket.timeout:
-                        pass
+                messages += receive(sock, 1.0)
                 self.assertGreaterEqual(messages.count("WATCHDOG=1"), 3, messages)
                 # Its files are the user's: it ran as the user, in the data directory.
                 owner = pwd.getpwuid(os.stat("/var/lib/anteroom").st_uid).pw_name
@@ -182,12 +182,7 @@ class PackageTest(unittest.TestCase):
                 status = proc.wait(timeout=30)
                 log.seek(0)
                 self.assertEqual(status, 0, log.read())
-                end = time.time() + 1.0
-                while time.time() < end:
-                    try:
-                        messages.append(sock.recv(4096).decode())
-                    except socket.timeout:
-                        pass
+                messages += receive(sock, 1.0)
                 order = [m.split("\n")[0] for m in messages]
                 self.assertEqual(order[0], "READY=1")
                 self.assertEqual(order[-1], "STOPPING=1")
