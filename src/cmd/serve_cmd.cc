@@ -29,6 +29,7 @@
 #include "http/fd_limit.h"
 #include "http/http_server.h"
 #include "http/origin_policy.h"
+#include "http/tls_context.h"
 #include "server/eta_tracer.h"
 #include "server/event_feed.h"
 #include "server/families.h"
@@ -432,22 +433,38 @@ void AllowRoomOrigins(server::StatsSampler& sampler, std::shared_ptr<http::Origi
   });
 }
 
-// SIGUSR1 writes a snapshot now (as Redis's BGSAVE), e.g. before a backup; SIGINT and SIGTERM
-// stop the server. Lives until the pool stops running.
+// SIGUSR1 writes a snapshot now (as Redis's BGSAVE), e.g. before a backup; SIGHUP re-reads
+// what can change without a restart; SIGINT and SIGTERM stop the server. Lives until the pool
+// stops running.
 class ServeSignals {
  public:
   ServeSignals(boost::asio::io_context& io, store::log::EmbeddedStore* durable,
-               std::function<void()> stop)
-      : snapshot_(io, SIGUSR1), stop_(io, SIGINT, SIGTERM), durable_(durable) {
+               std::function<void()> reload, std::function<void()> stop)
+      : snapshot_(io, SIGUSR1),
+        reload_(io, SIGHUP),
+        stop_(io, SIGINT, SIGTERM),
+        durable_(durable),
+        on_reload_(std::move(reload)) {
     ArmSnapshot();
+    ArmReload();
     stop_.async_wait([this, stop = std::move(stop)](const boost::system::error_code&, int sig) {
       spdlog::info("signal {}: stopping", sig);
       snapshot_.cancel();
+      reload_.cancel();
       stop();
     });
   }
 
  private:
+  void ArmReload() {
+    reload_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      spdlog::info("SIGHUP: reloading");
+      on_reload_();
+      ArmReload();
+    });
+  }
+
   void ArmSnapshot() {
     snapshot_.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
@@ -460,9 +477,39 @@ class ServeSignals {
   }
 
   boost::asio::signal_set snapshot_;
+  boost::asio::signal_set reload_;
   boost::asio::signal_set stop_;
   store::log::EmbeddedStore* durable_;
+  std::function<void()> on_reload_;
 };
+
+// The listener's TLS context from the flags (nullptr: plain HTTP). Throws at start-up on a
+// missing pair or a file that cannot be read.
+std::shared_ptr<boost::asio::ssl::context> TlsFromFlags(const ServeFlags& flags) {
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    throw std::runtime_error("--tls-cert and --tls-key go together: give both, or neither");
+  }
+  if (flags.tls_cert.empty()) {
+    if (!flags.tls_client_ca.empty()) {
+      throw std::runtime_error("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return nullptr;
+  }
+  return http::MakeServerTlsContext({flags.tls_cert, flags.tls_key, flags.tls_client_ca});
+}
+
+// SIGHUP: the certificate and key are read again; a pair that fails to load leaves the one in
+// use (a renewal that wrote half its files is retried by the next SIGHUP).
+void ReloadTls(const ServeFlags& flags, http::HttpServer& server) {
+  if (flags.tls_cert.empty()) return;
+  try {
+    auto tls = TlsFromFlags(flags);
+    spdlog::info("TLS certificate reloaded: {}", http::DescribeCertificate(*tls));
+    server.UseTls(std::move(tls));
+  } catch (const std::exception& e) {
+    spdlog::error("TLS reload failed, the certificate in use is kept: {}", e.what());
+  }
+}
 
 void Serve(const ServeFlags& flags) {
   auto [host, port] = SplitHostPort(flags.listen);
@@ -484,7 +531,10 @@ void Serve(const ServeFlags& flags) {
   core::TokenSigner signer(TokenKeys(flags, secret, &shared_pem), secret, flags.token_ttl_ms);
   if (served.redis()) WatchSharedSecrets(flags, *served.redis(), secret, shared_pem);
 
+  auto tls = TlsFromFlags(flags);
+  if (tls) spdlog::info("TLS certificate: {}", http::DescribeCertificate(*tls));
   http::Router router(std::move(keys));
+  router.RequireClientCertificates(!flags.tls_client_ca.empty());
   router.SetOriginPolicy(edge.origins);
   auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
   server::GateCache gate(backend, clock);
@@ -523,6 +573,7 @@ void Serve(const ServeFlags& flags) {
   http::HttpServer http_server(
       pool, router, ConnectionLimitsFromFlags(flags),
       http::LiveStreamOptions{.heartbeat = std::chrono::milliseconds(flags.live_heartbeat_ms)});
+  http_server.UseTls(tls);
   live.Start();
   events.Start();
   webhook_dispatcher.Start();
@@ -534,29 +585,31 @@ void Serve(const ServeFlags& flags) {
   sampler.Start();
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
   // runs), not fatal.
-  ServeSignals signals(pool.Main(), served.durable(), [&] {
-    service.Stopping("stopping");
-    live.Stop();
-    events.Stop();
-    webhook_dispatcher.Stop();
-    webhook_worker.Stop();
-    eta_reader.Stop();
-    sampler.Stop();
-    pool.Stop();
-  });
+  ServeSignals signals(
+      pool.Main(), served.durable(), [&] { ReloadTls(flags, http_server); },
+      [&] {
+        service.Stopping("stopping");
+        live.Stop();
+        events.Stop();
+        webhook_dispatcher.Stop();
+        webhook_worker.Stop();
+        eta_reader.Stop();
+        sampler.Stop();
+        pool.Stop();
+      });
   auto bound = http_server.Listen(host, port);
-  std::string url = fmt::format("http://{}:{}", host, bound.port());
+  std::string url = fmt::format("{}://{}:{}", tls ? "https" : "http", host, bound.port());
   if (flags.log_format == "json") {
     fmt::print("{}\n", JsonLogLine("info", "anteroom listening on " + url, {{"url", url}}));
   } else {
     fmt::print("anteroom listening on {}\n", url);
   }
   std::fflush(stdout);
-  std::string serving =
-      fmt::format("serving on {}:{} with {} threads, {}", host, bound.port(), threads,
-                  redis               ? "state in Redis at " + MaskUrlPassword(flags.store)
-                  : flags.memory_only ? "state in memory only (lost at exit)"
-                                      : "embedded durable backend in " + flags.data);
+  std::string serving = fmt::format(
+      "serving on {}:{}{} with {} threads, {}", host, bound.port(), tls ? " (TLS)" : "", threads,
+      redis               ? "state in Redis at " + MaskUrlPassword(flags.store)
+      : flags.memory_only ? "state in memory only (lost at exit)"
+                          : "embedded durable backend in " + flags.data);
   spdlog::info("{}", serving);
   service.Ready(serving);
 

@@ -13,6 +13,18 @@ void AddServeFlags(CLI::App& serve, ServeFlags& flags) {
       ->configurable(false);
   serve.add_option("--listen", flags.listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
+  serve
+      .add_option("--tls-cert", flags.tls_cert,
+                  "PEM certificate chain (leaf first): serve HTTPS and WSS on --listen, TLS 1.2 "
+                  "and 1.3 only; re-read with --tls-key on SIGHUP")
+      ->check(CLI::ExistingFile);
+  serve.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  serve
+      .add_option("--tls-client-ca", flags.tls_client_ca,
+                  "PEM CA certificates: clients are asked for a certificate, and the admin and "
+                  "queue routes need one this CA signed, besides their key (public routes do not)")
+      ->check(CLI::ExistingFile);
   serve.add_option("--threads", flags.threads, "I/O threads (default: one per core)");
   serve.add_option("--demo-room", flags.demo_rooms,
                    "Create a room at start: NAME:CAPACITY, admitting to the demo page /demo");

@@ -17,6 +17,10 @@ namespace anteroom::cmd {
 
 struct ServeFlags {
   std::string listen = "127.0.0.1:8080";
+  // TLS on the listener (http/tls_context.h): both or neither; re-read on SIGHUP.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;  // admin and queue routes then need a certificate it signed
   unsigned threads = 0;
   std::vector<std::string> demo_rooms;  // NAME:CAPACITY
   int64_t live_tick_ms = 250;           // how often live channels look for changes

@@ -46,6 +46,8 @@ WireError ToWire(OpStatus status) {
       return {426, "upgrade_required"};
     case OpStatus::kOriginNotAllowed:
       return {403, "origin_not_allowed"};
+    case OpStatus::kClientCertificateRequired:
+      return {403, "client_certificate_required"};
     case OpStatus::kUnsupportedMediaType:
       return {415, "unsupported_media_type"};
     case OpStatus::kUnavailable:

@@ -25,15 +25,16 @@ enum class OpStatus : uint8_t {
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,
-  kRequestTimeout,        // the request's head or body did not arrive in time
-  kHeaderTooLarge,        // the request's head is over the server's limit
-  kRateLimited,           // a per-client limit: retry after the Retry-After header
-  kChallengeRequired,     // joining this room takes a solved proof-of-work puzzle
-  kLimitReached,          // a server-wide cap on things clients create (--max-rooms, --max-queues)
-  kUpgradeRequired,       // a WebSocket route asked without the upgrade
-  kOriginNotAllowed,      // a browser page of an origin not allowed to do this (CORS/CSRF)
-  kUnsupportedMediaType,  // a body sent as something other than JSON
-  kUnavailable,           // overload or lost backend: retry later, nothing changed
+  kRequestTimeout,     // the request's head or body did not arrive in time
+  kHeaderTooLarge,     // the request's head is over the server's limit
+  kRateLimited,        // a per-client limit: retry after the Retry-After header
+  kChallengeRequired,  // joining this room takes a solved proof-of-work puzzle
+  kLimitReached,       // a server-wide cap on things clients create (--max-rooms, --max-queues)
+  kUpgradeRequired,    // a WebSocket route asked without the upgrade
+  kOriginNotAllowed,   // a browser page of an origin not allowed to do this (CORS/CSRF)
+  kClientCertificateRequired,  // an admin or queue route over TLS without a trusted certificate
+  kUnsupportedMediaType,       // a body sent as something other than JSON
+  kUnavailable,                // overload or lost backend: retry later, nothing changed
   kInternal,
 };
 

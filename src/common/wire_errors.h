@@ -116,6 +116,10 @@ inline constexpr std::string_view kQueueKeyNeeded =
 inline constexpr std::string_view kQueueAdminKeyNeeded =
     "this route needs the admin key (no queue key is set): Authorization: Bearer KEY, or Basic "
     "with KEY as the password";
+// With --tls-client-ca: the admin and queue scopes need a certificate that CA signed, besides
+// their key.
+inline constexpr std::string_view kClientCertificateNeeded =
+    "this route needs a TLS client certificate signed by the server's client CA, besides its key";
 inline constexpr std::string_view kOwnQueueKeyNeeded =
     "this queue has a key of its own: send it (or the admin key) as Authorization: Bearer KEY";
 inline constexpr std::string_view kQueueKeyShape =

@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "common/loop_turn.h"
 #include "common/wire_errors.h"
@@ -24,6 +25,7 @@
 #include "http/live_stream.h"
 #include "http/request_head.h"
 #include "http/socket.h"
+#include "http/tls_context.h"
 
 namespace anteroom::http {
 
@@ -54,15 +56,16 @@ int64_t SteadyMs() {
       .count();
 }
 
-class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+template <class Stream>
+class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream>> {
  public:
   // `open` is this connection's place in the count of live connections (the overload limit):
   // released when the connection ends, or handed to the live stream it turns into.
-  HttpConnection(Socket socket, const Router& router, std::shared_ptr<void> open,
+  HttpConnection(Stream stream, const Router& router, std::shared_ptr<void> open,
                  std::shared_ptr<const ConnectionLimits> limits, std::shared_ptr<BodyBudget> budget,
                  LiveStreamOptions live)
-      : socket_(std::move(socket)),
-        sweep_(socket_.get_executor()),
+      : stream_(std::move(stream)),
+        sweep_(stream_.get_executor()),
         buffer_(kReadBufferLimit),
         router_(router),
         open_(std::move(open)),
@@ -71,20 +74,41 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         budget_(std::move(budget)),
         live_(live) {
     beast::error_code ec;
-    auto remote = socket_.remote_endpoint(ec);
+    auto remote = Tcp().remote_endpoint(ec);
     if (!ec) peer_ = remote.address();
     // Only for the hang-up watch's peek: every other operation here is asynchronous.
-    socket_.non_blocking(true, ec);
+    Tcp().non_blocking(true, ec);
   }
 
   void Start() {
-    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-      self->ReadHeader();
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->ReadHeader();
+      }
       self->ArmSweep();
     });
   }
 
  private:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsSocket>;
+
+  Socket& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  // Timed as a first head: a client that never finishes its handshake is closed within the
+  // head timeout, as one that never finishes its first request is.
+  void Handshake() {
+    reading_head_ = true;
+    stream_.async_handshake(
+        net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+          self->reading_head_ = false;
+          if (ec) return self->Close();
+          self->client_certificate_ = HasVerifiedPeer(self->stream_.native_handle());
+          self->ReadHeader();
+        });
+  }
+
   enum class Phase : uint8_t { kReading, kHandling, kWriting };
   // One request handled or answered, not yet written out.
   struct Slot {
@@ -107,7 +131,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void ArmSweep() {
     sweep_fine_ = NeedsFineSweep();
     sweep_.expires_after(sweep_fine_ ? kSweepWhileReading : kSweepEvery);
-    sweep_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+    sweep_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
       auto self = weak.lock();
       if (ec || !self || self->closed_ || self->lingering_) return;
       self->Sweep();
@@ -164,7 +188,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void TimeOut(std::string message) {
     timed_out_ = std::move(message);
     beast::error_code ignored;
-    socket_.cancel(ignored);
+    Tcp().cancel(ignored);
   }
 
   void EnterPhase(Phase phase) {
@@ -199,8 +223,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       }
       if (buffer_.size() > 0 || requests_ == 0) FineSweep();
       size_t room = std::min(kReadChunk, buffer_.max_size() - buffer_.size());
-      socket_.async_read_some(
-          buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      stream_.async_read_some(
+          buffer_.prepare(room), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
             if (ec) return self->ReadFailed(ec);
             if (self->buffer_.size() == 0 && self->requests_ > 0) {
               self->head_started_ = SteadyClock::now();  // the first byte of this head
@@ -245,7 +269,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     size_t holds = length ? *length : parser_->chunked() ? limit : 0;
     if (holds > kDefaultBodyLimit) {
       ticket_ = budget_->Reserve(holds, SteadyMs(),
-                                 [weak = weak_from_this(), ex = socket_.get_executor()] {
+                                 [weak = this->weak_from_this(), ex = stream_.get_executor()] {
                                    net::post(ex, [weak] {
                                      if (auto self = weak.lock(); self && self->reading_body_)
                                        self->Close();
@@ -263,8 +287,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
         slots_.empty() && out_.empty()) {
       writing_ = true;
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                       [self = shared_from_this()](beast::error_code wec, size_t) {
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = this->shared_from_this()](beast::error_code wec, size_t) {
                          self->writing_ = false;
                          if (wec) return self->Close();
                          self->ReadBody();
@@ -290,8 +314,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (reading_body_) FineSweep();
     UpdatePhase();
     beast::http::async_read(
-        socket_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
   }
 
   void ParseBufferedBody() {
@@ -363,6 +387,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       request->forwarded_for.append(it->value());
     }
     request->peer = peer_;
+    request->client_certificate = client_certificate_;
     uint64_t seq = first_seq_ + slots_.size();
     slots_.push_back(
         {message.version(), message.keep_alive(), std::nullopt, false, nullptr, nullptr});
@@ -376,8 +401,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     request->fields = std::move(static_cast<http::fields&>(message));
     UpdatePhase();
     // The handler may answer from another thread: come back to this connection's thread.
-    auto respond = [self = shared_from_this(), seq](Response response) {
-      net::dispatch(self->socket_.get_executor(), [self, seq, r = std::move(response)]() mutable {
+    auto respond = [self = this->shared_from_this(), seq](Response response) {
+      net::dispatch(self->stream_.get_executor(), [self, seq, r = std::move(response)]() mutable {
         self->Answered(seq, std::move(r), false);
       });
     };
@@ -523,8 +548,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     writing_buffer_.swap(out_);
     phase_ = Phase::kWriting;  // each write has kWriteTimeout of its own
     phase_since_ = SteadyClock::now();
-    net::async_write(socket_, net::buffer(writing_buffer_),
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
+    net::async_write(stream_, net::buffer(writing_buffer_),
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        self->writing_ = false;
                        self->writing_buffer_.clear();
                        if (ec) return self->Close();
@@ -550,7 +575,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // loop turn (the log's group write answers there, common/loop_turn.h), so look again then.
   void QueueWatch() {
     watch_queued_ = true;
-    auto check = [self = shared_from_this()] {
+    auto check = [self = this->shared_from_this()] {
       self->watch_queued_ = false;
       if (self->watched_ > 0 && !self->watching_ && !self->reading_ && !self->closed_ &&
           !self->closing_) {
@@ -560,27 +585,32 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (LoopTurn::Current() != nullptr) {
       LoopTurn::AtEnd(std::move(check));
     } else {
-      net::post(socket_.get_executor(), std::move(check));
+      net::post(stream_.get_executor(), std::move(check));
     }
   }
 
   void WatchForHangup() {
     watching_ = true;
-    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    Tcp().async_wait(Socket::wait_read, [self = this->shared_from_this()](beast::error_code ec) {
       self->watching_ = false;
       if (self->closed_ || self->watched_ == 0 || self->reading_) return;
       if (ec) return self->ClientGone();
       char byte;
       beast::error_code peek;
-      size_t n = self->socket_.receive(net::buffer(&byte, 1), Socket::message_peek, peek);
+      size_t n = self->Tcp().receive(net::buffer(&byte, 1), Socket::message_peek, peek);
       if (peek == net::error::would_block) return self->WatchForHangup();
       if (peek || n == 0) return self->ClientGone();
       // More requests (pipelined): into the buffer, so the watch can go on behind them. A
       // client that fills the buffer is read again once its answers are out.
       size_t room = self->buffer_.max_size() - self->buffer_.size();
       if (room == 0) return;
+      // A TLS read may have to write (a key update), into the one buffer a write in flight
+      // uses: it waits for the write, whose end watches again.
+      if constexpr (kTls) {
+        if (self->writing_) return;
+      }
       beast::error_code rec;
-      size_t got = self->socket_.read_some(self->buffer_.prepare(room), rec);
+      size_t got = self->stream_.read_some(self->buffer_.prepare(room), rec);
       if (!rec) self->buffer_.commit(got);
       if (rec && rec != net::error::would_block) return self->ClientGone();
       self->WatchForHangup();
@@ -609,10 +639,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       h(std::move(stream));
     };
     if (h.upgrade) {
-      LiveStream::AcceptWebSocket(std::move(socket_), std::move(buffer_), std::move(*h.upgrade),
+      LiveStream::AcceptWebSocket(std::move(stream_), std::move(buffer_), std::move(*h.upgrade),
                                   live_, std::move(ready));
     } else {
-      LiveStream::StartEventStream(std::move(socket_), h.version, live_, std::move(h.headers),
+      LiveStream::StartEventStream(std::move(stream_), h.version, live_, std::move(h.headers),
                                    std::move(ready));
     }
   }
@@ -627,17 +657,17 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     parser_.reset();
     ticket_.reset();
     beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    Tcp().shutdown(tcp::socket::shutdown_send, ignored);
     sweep_.expires_after(limits_.linger);
-    sweep_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+    sweep_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
       if (auto self = weak.lock(); self && !ec) self->Close();
     });
     Drain();
   }
 
   void Drain() {
-    socket_.async_read_some(buffer_.prepare(std::min(kReadChunk, buffer_.max_size())),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+    stream_.async_read_some(buffer_.prepare(std::min(kReadChunk, buffer_.max_size())),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
                               self->drained_ += n;
                               if (ec || self->drained_ > self->limits_.linger_bytes) {
                                 return self->Close();
@@ -651,13 +681,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     closed_ = true;
     ticket_.reset();
     beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    socket_.close(ignored);
+    Tcp().shutdown(tcp::socket::shutdown_send, ignored);
+    Tcp().close(ignored);
     sweep_.cancel();
     if (watched_ > 0) ClientGone();
   }
 
-  Socket socket_;
+  Stream stream_;
   net::steady_timer sweep_;
   beast::flat_buffer buffer_;
   const Router& router_;
@@ -699,6 +729,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool lingering_ = false;
   bool sweep_fine_ = false;  // the sweep is armed at kSweepWhileReading
   bool in_continue_ = false;
+  bool client_certificate_ = false;  // the TLS client showed a certificate the server trusts
 };
 
 }  // namespace
@@ -750,6 +781,9 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
     backoff_.cancel();
   }
 
+  // Call on the main context. Connections accepted from now on use `tls` (nullptr: plain).
+  void UseTls(std::shared_ptr<net::ssl::context> tls) { tls_ = std::move(tls); }
+
  private:
   static constexpr int kAcceptBurst = 256;
   // Out of descriptors (or kernel memory), accepting again at once fails again at once: that
@@ -787,16 +821,32 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
       std::shared_ptr<void> place(nullptr, [open = open_](std::nullptr_t) {
         open->fetch_sub(1, std::memory_order_relaxed);
       });
-      std::make_shared<HttpConnection>(std::move(socket), router_, std::move(place), limits_,
-                                       budget_, live_)
-          ->Start();
+      Start(std::move(socket), std::move(place));
     }
+  }
+
+  void Start(Socket socket, std::shared_ptr<void> place) {
+    if (!tls_) {
+      std::make_shared<HttpConnection<Socket>>(std::move(socket), router_, std::move(place),
+                                               limits_, budget_, live_)
+          ->Start();
+      return;
+    }
+    // The connection (and the live stream it may become) keeps the context it started with: a
+    // reload swaps tls_ for the connections to come.
+    std::shared_ptr<void> held(nullptr, [place = std::move(place), tls = tls_](std::nullptr_t) {});
+    std::make_shared<HttpConnection<TlsSocket>>(TlsSocket(std::move(socket), *tls_), router_,
+                                                std::move(held), limits_, budget_, live_)
+        ->Start();
   }
 
   // Over the connection limit: one short 503 and hang up, so clients back off and retry
   // instead of the server running out of file descriptors. What the client sent meanwhile is
   // drained briefly, so the 503 is read rather than lost to a reset.
   void RefuseOverloaded(Socket socket) {
+    // A TLS client would read the plain 503 as a broken handshake, and a handshake is the costly
+    // part of a TLS connection: over the limit it is closed unanswered.
+    if (tls_) return;
     if (refusing_->fetch_add(1, std::memory_order_relaxed) >= limits_->max_refusing) {
       refusing_->fetch_sub(1, std::memory_order_relaxed);
       return;  // the socket closes here
@@ -852,6 +902,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   std::shared_ptr<const ConnectionLimits> limits_;
   std::shared_ptr<BodyBudget> budget_;
   LiveStreamOptions live_;
+  std::shared_ptr<net::ssl::context> tls_;
   std::shared_ptr<std::atomic<size_t>> open_ = std::make_shared<std::atomic<size_t>>(0);
   std::shared_ptr<std::atomic<size_t>> refusing_ = std::make_shared<std::atomic<size_t>>(0);
   uint64_t accept_failures_ = 0;
@@ -866,9 +917,18 @@ HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
   listener_ = std::make_shared<Listener>(pool_, router_, limits_, live_);
+  listener_->UseTls(tls_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
   return bound;
+}
+
+void HttpServer::UseTls(std::shared_ptr<net::ssl::context> tls) {
+  tls_ = tls;
+  if (listener_) {
+    net::post(pool_.Main(),
+              [l = listener_, tls = std::move(tls)]() mutable { l->UseTls(std::move(tls)); });
+  }
 }
 
 void HttpServer::Close() {

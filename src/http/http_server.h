@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include <chrono>
 #include <memory>
@@ -50,6 +51,10 @@ class HttpServer {
 
   // Binds and starts accepting. Port 0 picks a free port. Throws at start-up on failure.
   boost::asio::ip::tcp::endpoint Listen(const std::string& host, uint16_t port);
+  // Connections accepted from now on speak TLS with `tls` (nullptr: plain HTTP); those already
+  // open keep what they started with. One thread at a time; before Listen, the first
+  // connection has it.
+  void UseTls(std::shared_ptr<boost::asio::ssl::context> tls);
   void Close();
 
  private:
@@ -58,6 +63,7 @@ class HttpServer {
   const Router& router_;
   ConnectionLimits limits_;
   LiveStreamOptions live_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
   std::shared_ptr<Listener> listener_;
 };
 

@@ -1,7 +1,9 @@
 #include "http/live_stream.h"
 
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -119,19 +121,19 @@ void LiveStream::BoundSilence(std::chrono::milliseconds bound) {
 
 namespace {
 
+template <class Stream>
 class WebSocketStream final : public LiveStream {
  public:
-  WebSocketStream(Socket socket, LiveStreamOptions options)
-      : LiveStream(options, socket.get_executor()), ws_(std::move(socket)) {
+  WebSocketStream(Stream stream, LiveStreamOptions options)
+      : LiveStream(options, stream.get_executor()), ws_(std::move(stream)) {
     ApplyWebSocketOptions(ws_);
   }
 
-  void Accept(beast::flat_buffer buffer, beast::http::request<beast::http::string_body> request,
+  // The HTTP connection's buffer is let go before (a client message, rare, allocates its own).
+  // Frames sent before the 101 arrived would be in it: clients wait for the 101 (RFC 6455,
+  // 4.1), and Beast has no way to take them after a parsed request, so they are not supported.
+  void Accept(beast::http::request<beast::http::string_body> request,
               std::function<void(std::shared_ptr<LiveStream>)> ready) {
-    // The HTTP connection's buffer is let go (a client message, rare, allocates its own). Frames
-    // sent before the 101 arrived would be in it: clients wait for the 101 (RFC 6455, 4.1), and
-    // Beast has no way to take them after a parsed request, so they are not supported.
-    (void)buffer;
     // A client that offers the live subprotocol (to carry other offers beside it, such as a
     // credential) is answered with it, or a browser would fail the handshake.
     bool answer_subprotocol = false;
@@ -144,7 +146,7 @@ class WebSocketStream final : public LiveStream {
           if (answer_subprotocol)
             res.set(beast::http::field::sec_websocket_protocol, kLiveSubprotocol);
         }));
-    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    auto self = std::static_pointer_cast<WebSocketStream<Stream>>(shared_from_this());
     auto req = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(request));
     ws_.async_accept(*req, [self, req, ready = std::move(ready)](beast::error_code ec) {
       if (ec) return;  // the handshake failed: the socket closes with the stream
@@ -161,7 +163,7 @@ class WebSocketStream final : public LiveStream {
   // Reading keeps control frames (ping, pong, close) flowing; client messages are ignored.
   void Read() {
     read_buffer_.clear();
-    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    auto self = std::static_pointer_cast<WebSocketStream<Stream>>(shared_from_this());
     ws_.async_read(read_buffer_, [self](beast::error_code ec, size_t) {
       if (ec) return self->Ended();
       self->Read();
@@ -169,7 +171,7 @@ class WebSocketStream final : public LiveStream {
   }
 
   void WriteMessage(const std::string& message) override {
-    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    auto self = std::static_pointer_cast<WebSocketStream<Stream>>(shared_from_this());
     ws_.async_write(net::buffer(message),
                     [self](beast::error_code ec, size_t) { self->Written(!ec); });
   }
@@ -190,25 +192,26 @@ class WebSocketStream final : public LiveStream {
       beast::get_lowest_layer(ws_).close(ignored);
       return;
     }
-    auto self = std::static_pointer_cast<WebSocketStream>(shared_from_this());
+    auto self = std::static_pointer_cast<WebSocketStream<Stream>>(shared_from_this());
     ws_.async_close(websocket::close_code::normal, [self](beast::error_code) {
       beast::error_code ignored;
       beast::get_lowest_layer(self->ws_).close(ignored);
     });
   }
 
-  websocket::stream<Socket> ws_;
+  websocket::stream<Stream> ws_;
   beast::flat_buffer read_buffer_;
   bool closing_ = false;
 };
 
 // ---- Server-Sent Events --------------------------------------------------------------------
 
+template <class Stream>
 class EventStream final : public LiveStream {
  public:
-  EventStream(Socket socket, unsigned http_version, LiveStreamOptions options)
-      : LiveStream(options, socket.get_executor()),
-        socket_(std::move(socket)),
+  EventStream(Stream stream, unsigned http_version, LiveStreamOptions options)
+      : LiveStream(options, stream.get_executor()),
+        socket_(std::move(stream)),
         chunked_(http_version >= 11) {}
 
   void Start(std::string headers, std::function<void(std::shared_ptr<LiveStream>)> ready) {
@@ -218,7 +221,7 @@ class EventStream final : public LiveStream {
         chunked_ ? 1 : 0, headers,
         chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
     header_ += Frame("retry: 1000\n\n");
-    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    auto self = std::static_pointer_cast<EventStream<Stream>>(shared_from_this());
     net::async_write(socket_, net::buffer(header_),
                      [self, ready = std::move(ready)](beast::error_code ec, size_t) {
                        self->header_ = std::string();
@@ -240,7 +243,7 @@ class EventStream final : public LiveStream {
 
   // Clients send nothing on an event stream; a read completes when they hang up.
   void Read() {
-    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    auto self = std::static_pointer_cast<EventStream<Stream>>(shared_from_this());
     socket_.async_read_some(net::buffer(scratch_), [self](beast::error_code ec, size_t) {
       if (ec) return self->Ended();
       self->Read();
@@ -249,21 +252,21 @@ class EventStream final : public LiveStream {
 
   void WriteMessage(const std::string& message) override {
     out_ = Frame(frames_as_is() ? message : fmt::format("data: {}\n\n", message));
-    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    auto self = std::static_pointer_cast<EventStream<Stream>>(shared_from_this());
     net::async_write(socket_, net::buffer(out_),
                      [self](beast::error_code ec, size_t) { self->Written(!ec); });
   }
 
-  Socket& TcpSocket() override { return socket_; }
+  Socket& TcpSocket() override { return beast::get_lowest_layer(socket_); }
 
   void CloseTransport(bool graceful) override {
     StopHeartbeats();
     if (!graceful) return Shut();
     if (closing_) return;
     closing_ = true;
-    if (!chunked_ || !socket_.is_open()) return Shut();
+    if (!chunked_ || !TcpSocket().is_open()) return Shut();
     // The last chunk ends the response cleanly, then the connection.
-    auto self = std::static_pointer_cast<EventStream>(shared_from_this());
+    auto self = std::static_pointer_cast<EventStream<Stream>>(shared_from_this());
     static constexpr std::string_view kLast = "0\r\n\r\n";
     net::async_write(socket_, net::buffer(kLast.data(), kLast.size()),
                      [self](beast::error_code, size_t) { self->Shut(); });
@@ -271,11 +274,11 @@ class EventStream final : public LiveStream {
 
   void Shut() {
     beast::error_code ignored;
-    socket_.shutdown(Socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    TcpSocket().shutdown(Socket::shutdown_both, ignored);
+    TcpSocket().close(ignored);
   }
 
-  Socket socket_;
+  Stream socket_;
   bool chunked_;
   bool closing_ = false;
   std::string header_;
@@ -283,21 +286,50 @@ class EventStream final : public LiveStream {
   char scratch_[64];
 };
 
+template <class Stream>
+void AcceptWebSocketOn(Stream stream, beast::http::request<beast::http::string_body> request,
+                       LiveStreamOptions options,
+                       std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  auto ws = std::make_shared<WebSocketStream<Stream>>(std::move(stream), options);
+  ws->Accept(std::move(request), std::move(ready));
+}
+
+template <class Stream>
+void StartEventStreamOn(Stream stream, unsigned http_version, LiveStreamOptions options,
+                        std::string headers,
+                        std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  auto events = std::make_shared<EventStream<Stream>>(std::move(stream), http_version, options);
+  events->Start(std::move(headers), std::move(ready));
+}
+
 }  // namespace
 
-void LiveStream::AcceptWebSocket(Socket socket, beast::flat_buffer buffer,
+void LiveStream::AcceptWebSocket(Socket socket, beast::flat_buffer,
                                  beast::http::request<beast::http::string_body> request,
                                  LiveStreamOptions options,
                                  std::function<void(std::shared_ptr<LiveStream>)> ready) {
-  auto stream = std::make_shared<WebSocketStream>(std::move(socket), options);
-  stream->Accept(std::move(buffer), std::move(request), std::move(ready));
+  AcceptWebSocketOn(std::move(socket), std::move(request), options, std::move(ready));
+}
+
+void LiveStream::AcceptWebSocket(TlsSocket socket, beast::flat_buffer,
+                                 beast::http::request<beast::http::string_body> request,
+                                 LiveStreamOptions options,
+                                 std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  AcceptWebSocketOn(std::move(socket), std::move(request), options, std::move(ready));
 }
 
 void LiveStream::StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
                                   std::string headers,
                                   std::function<void(std::shared_ptr<LiveStream>)> ready) {
-  auto stream = std::make_shared<EventStream>(std::move(socket), http_version, options);
-  stream->Start(std::move(headers), std::move(ready));
+  StartEventStreamOn(std::move(socket), http_version, options, std::move(headers),
+                     std::move(ready));
+}
+
+void LiveStream::StartEventStream(TlsSocket socket, unsigned http_version,
+                                  LiveStreamOptions options, std::string headers,
+                                  std::function<void(std::shared_ptr<LiveStream>)> ready) {
+  StartEventStreamOn(std::move(socket), http_version, options, std::move(headers),
+                     std::move(ready));
 }
 
 }  // namespace anteroom::http

@@ -80,9 +80,16 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
                               boost::beast::http::request<boost::beast::http::string_body> request,
                               LiveStreamOptions options,
                               std::function<void(std::shared_ptr<LiveStream>)> ready);
+  static void AcceptWebSocket(TlsSocket socket, boost::beast::flat_buffer buffer,
+                              boost::beast::http::request<boost::beast::http::string_body> request,
+                              LiveStreamOptions options,
+                              std::function<void(std::shared_ptr<LiveStream>)> ready);
   // Server-Sent Events: writes the response header (with `headers`, whole "Name: value\r\n"
   // lines, e.g. CORS), then calls `ready` with the stream.
   static void StartEventStream(Socket socket, unsigned http_version, LiveStreamOptions options,
+                               std::string headers,
+                               std::function<void(std::shared_ptr<LiveStream>)> ready);
+  static void StartEventStream(TlsSocket socket, unsigned http_version, LiveStreamOptions options,
                                std::string headers,
                                std::function<void(std::shared_ptr<LiveStream>)> ready);
 

@@ -426,6 +426,13 @@ OpResult<Done> Router::CheckMediaType(const Route& route, const Request& request
 void Router::Authorize(const Route& route, Request& request, std::vector<std::string>& path,
                        Respond respond, SteadyClock::time_point start,
                        const std::string& cors_origin) const {
+  if (client_certificates_ && !request.client_certificate &&
+      (route.options.scope == Scope::kQueue || route.options.scope == Scope::kAdmin)) {
+    return Answer(route.series, start, respond,
+                  WithCorsHeaders(ErrorReply(OpStatus::kClientCertificateRequired,
+                                             wire::kClientCertificateNeeded),
+                                  cors_origin, IsCorsRoute(route.options)));
+  }
   if (route.options.scope == Scope::kQueue && queue_keys_ && route.queue_param >= 0) {
     return AuthorizeQueue(route, request, path, std::move(respond), start, cors_origin);
   }
@@ -473,7 +480,8 @@ void Router::AuthorizeQueue(const Route& route, Request& request, std::vector<st
 void Router::Run(const Route& route, Request& request, std::vector<std::string>& path,
                  Respond respond, SteadyClock::time_point start,
                  const std::string& cors_origin) const {
-  request.admin = Allows(Scope::kAdmin, request.authorization);
+  request.admin = Allows(Scope::kAdmin, request.authorization) &&
+                  (!client_certificates_ || request.client_certificate);
   if (route.options.parks && !request.hangup) request.hangup = std::make_shared<Hangup>();
   request.params.clear();
   for (size_t i = 0; i < path.size(); ++i) {

@@ -47,6 +47,8 @@ struct Request {
   http::fields fields;
   boost::asio::ip::address peer;  // the address the connection came from
   bool websocket = false;         // a WebSocket upgrade request
+  // Over TLS: the client showed a certificate the server's client CA verified.
+  bool client_certificate = false;
   // Set by the router: the request carries the admin key (or none is set). On kSession routes
   // it may name sessions the short way (common/names.h, kMinClientSessionIdBytes); public
   // routes show the admin what they keep from others (a token's session, a room's gate).
@@ -146,6 +148,11 @@ class Router {
   // Queues' own keys (default: none are looked up, every queue follows the server's rule).
   void SetQueueKeys(std::shared_ptr<QueueKeyLookup> queue_keys);
 
+  // The admin and queue scopes also need a verified TLS client certificate (Request::
+  // client_certificate); without one the admin key grants nothing on public routes either.
+  // Set before serving.
+  void RequireClientCertificates(bool on) { client_certificates_ = on; }
+
   QueueAccess queue_access() const { return queue_access_; }
   // Whether an Authorization header lets a request into a route of `scope` (the check
   // Dispatch makes before the handler runs; keys compared as SHA-256 digests, in constant time).
@@ -231,6 +238,7 @@ class Router {
   std::optional<Digest> admin_digest_;  // SHA-256 of the admin key, when one is set
   std::optional<Digest> queue_digest_;  // SHA-256 of the queue key, when one is set
   QueueAccess queue_access_ = QueueAccess::kOpen;
+  bool client_certificates_ = false;  // RequireClientCertificates
   std::shared_ptr<const OriginPolicy> origins_ = std::make_shared<OriginPolicy>();
   std::shared_ptr<QueueKeyLookup> queue_keys_;
   std::vector<Route> routes_;

@@ -26,7 +26,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr std::string_view kListening = "anteroom listening on http://127.0.0.1:";
+// Then "://" or "s://" (TLS), and 127.0.0.1:PORT.
+constexpr std::string_view kListening = "anteroom listening on http";
+constexpr std::string_view kLoopback = "://127.0.0.1:";
 
 int MillisLeft(SteadyClock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
@@ -181,14 +183,22 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
     });
   }
   if (line.empty()) {
-    error_ = "`anteroom serve` did not print \"" + std::string(kListening) + "PORT\" within " +
-             std::to_string(start_timeout.count()) + " ms; stdout so far:\n" + Output() +
-             "\nstderr so far:\n" + Errors();
+    error_ = "`anteroom serve` did not print \"" + std::string(kListening) + "[s]" +
+             std::string(kLoopback) + "PORT\" within " + std::to_string(start_timeout.count()) +
+             " ms; stdout so far:\n" + Output() + "\nstderr so far:\n" + Errors();
     Stop();
     return;
   }
   // The port's digits: with --log-format json the line is a JSON object, the URL inside it.
   std::string port_text = line.substr(kListening.size());
+  const bool tls = port_text.starts_with("s");
+  if (tls) port_text.erase(0, 1);
+  if (!port_text.starts_with(kLoopback)) {
+    error_ = "not a loopback URL: " + line;
+    Stop();
+    return;
+  }
+  port_text.erase(0, kLoopback.size());
   port_text = port_text.substr(0, port_text.find_first_not_of("0123456789"));
   int port = 0;
   bool digits =
@@ -201,7 +211,7 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_args, EnvVars extra_
     return;
   }
   port_ = static_cast<uint16_t>(port);
-  url_ = "http://127.0.0.1:" + std::to_string(port_);
+  url_ = std::string(tls ? "https" : "http") + std::string(kLoopback) + std::to_string(port_);
   started_ = true;
 }
 

@@ -62,7 +62,7 @@ class ServerProcess {
 
   bool started() const { return started_; }
   const std::string& error() const { return error_; }
-  const std::string& url() const { return url_; }  // http://127.0.0.1:PORT
+  const std::string& url() const { return url_; }  // http[s]://127.0.0.1:PORT
   uint16_t port() const { return port_; }
   pid_t pid() const { return pid_; }
 
