@@ -500,11 +500,12 @@ std::shared_ptr<boost::asio::ssl::context> TlsFromFlags(const ServeFlags& flags)
 
 // SIGHUP: the certificate and key are read again; a pair that fails to load leaves the one in
 // use (a renewal that wrote half its files is retried by the next SIGHUP).
-void ReloadTls(const ServeFlags& flags, http::HttpServer& server) {
+void ReloadTls(const ServeFlags& flags, http::HttpServer& server, const http::Router& router) {
   if (flags.tls_cert.empty()) return;
   try {
     auto tls = TlsFromFlags(flags);
     spdlog::info("TLS certificate reloaded: {}", http::DescribeCertificate(*tls));
+    router.http_metrics().SetTlsCertificateExpiry(http::CertificateExpiry(*tls));
     server.UseTls(std::move(tls));
   } catch (const std::exception& e) {
     spdlog::error("TLS reload failed, the certificate in use is kept: {}", e.what());
@@ -535,6 +536,7 @@ void Serve(const ServeFlags& flags) {
   if (tls) spdlog::info("TLS certificate: {}", http::DescribeCertificate(*tls));
   http::Router router(std::move(keys));
   router.RequireClientCertificates(!flags.tls_client_ca.empty());
+  if (tls) router.http_metrics().SetTlsCertificateExpiry(http::CertificateExpiry(*tls));
   router.SetOriginPolicy(edge.origins);
   auto queue_keys = std::make_shared<server::QueueKeys>(backend, clock);
   server::GateCache gate(backend, clock);
@@ -586,7 +588,7 @@ void Serve(const ServeFlags& flags) {
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
   // runs), not fatal.
   ServeSignals signals(
-      pool.Main(), served.durable(), [&] { ReloadTls(flags, http_server); },
+      pool.Main(), served.durable(), [&] { ReloadTls(flags, http_server, router); },
       [&] {
         service.Stopping("stopping");
         live.Stop();

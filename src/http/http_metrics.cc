@@ -95,6 +95,16 @@ HttpMetrics::Totals HttpMetrics::Read(SeriesId id) const {
 std::string_view HttpMetrics::method(SeriesId id) const { return series_[id]->method; }
 std::string_view HttpMetrics::route(SeriesId id) const { return series_[id]->route; }
 
+void HttpMetrics::AppendTlsCertificate(std::string& out) const {
+  int64_t expiry = tls_expiry_.load(std::memory_order_relaxed);
+  if (expiry <= 0) return;
+  AppendFamilyHeader(out, "anteroom_tls_certificate_expiry_timestamp_seconds", "gauge",
+                     "When the listener's TLS certificate stops being valid (its notAfter), in "
+                     "seconds since the epoch; re-read on SIGHUP.");
+  fmt::format_to(std::back_inserter(out), "anteroom_tls_certificate_expiry_timestamp_seconds {}\n",
+                 expiry);
+}
+
 void HttpMetrics::AppendPrometheus(std::string& out) const {
   AppendFamilyHeader(out, kFamily, "histogram",
                      "Time from routing an HTTP request until its handler answered, by method "

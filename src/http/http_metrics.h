@@ -66,9 +66,19 @@ class HttpMetrics {
 
   static constexpr std::string_view kFamily = "anteroom_http_request_duration_seconds";
 
+  // The listener's TLS certificate: when it stops being valid (Unix seconds), set at start-up
+  // and at each reload, so an alert fires before a renewal that never happened bites. Any
+  // thread.
+  void SetTlsCertificateExpiry(int64_t unix_seconds) const noexcept {
+    tls_expiry_.store(unix_seconds, std::memory_order_relaxed);
+  }
+  // Appends anteroom_tls_certificate_expiry_timestamp_seconds, when TLS is on.
+  void AppendTlsCertificate(std::string& out) const;
+
  private:
   struct Series;
   std::vector<std::unique_ptr<Series>> series_;
+  mutable std::atomic<int64_t> tls_expiry_{0};
 };
 
 }  // namespace anteroom::http

@@ -153,6 +153,7 @@ std::string RenderMetrics(const OpResult<std::vector<core::RoomInfo>>& rooms,
   if (queues.ok()) AppendQueues(out, *queues);
   AppendEngine(out);
   http.AppendPrometheus(out);
+  http.AppendTlsCertificate(out);
   return out;
 }
 

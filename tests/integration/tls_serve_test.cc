@@ -184,6 +184,17 @@ TEST_F(TlsServeTest, AnswersHttpsToAClientThatTrustsTheCa) {
     ++reused;
   }
   EXPECT_EQ(reused, 2u) << three.out;
+  // The certificate's end, for the alert that fires two weeks before it (made for 2 days).
+  CurlResult metrics = Curl(server.port(), "/metrics");
+  std::string_view family = "\nanteroom_tls_certificate_expiry_timestamp_seconds ";
+  size_t at = metrics.body.find(family);
+  ASSERT_NE(at, std::string::npos) << metrics.out;
+  int64_t expiry = std::atoll(metrics.body.c_str() + at + family.size());
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  EXPECT_GT(expiry, now + 86400);
+  EXPECT_LE(expiry, now + 2 * 86400 + 60);
 }
 
 TEST_F(TlsServeTest, SpeaksOnlyTls12And13WithModernCiphers) {
