@@ -3,11 +3,11 @@
 # each against the same server over plain HTTP and over TLS (docs/benchmarks.md; the target is
 # TLS <= 1.3x plain).
 #
-#   scripts/bench-tls.sh [--no-build] [--rounds N] [--seconds S] [--out DIR]
+#   scripts/bench-tls.sh [--no-build] [--rounds N] [--seconds S] [--durable] [--out DIR]
 #
 # Each round (default 3) runs, alternating plain and TLS so drift hits both alike, a fresh
 # `anteroom serve --memory-only --threads 2` (memory only: no disk in the way, so the share TLS
-# takes is the largest it can be) and:
+# takes is the largest it can be; --durable: the default backend, fsync everysec) and:
 #   check   wrk -t2 -c50 with bench/wrk/check.lua: check-ins of 20000 sessions of a room of
 #           capacity 1000 (a warm-up pass joins them first)
 #   worker  wrk -t2 -c4 with bench/wrk/worker_loop.lua: fetch with the ack riding on the next
@@ -22,14 +22,16 @@ ROOT="$(pwd)"
 BUILD=1
 ROUNDS=3
 SECONDS_EACH=10
+DURABLE=0
 OUT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-build) BUILD=0 ;;
     --rounds) ROUNDS="$2"; shift ;;
     --seconds) SECONDS_EACH="$2"; shift ;;
+    --durable) DURABLE=1 ;;
     --out) OUT="$2"; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench-tls.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -57,7 +59,13 @@ JOBS=400000
 
 # serve MODE LOG: a fresh memory-only server, plain or TLS; sets SERVER_URL and SERVER_PID.
 serve() {
-  local flags=(--memory-only --threads 2 --log-level warn)
+  local flags=(--threads 2 --log-level warn)
+  if [[ $DURABLE -eq 1 ]]; then
+    DATA_DIRS+=("$(mktemp -d /tmp/anteroom-bench-data.XXXXXX)")
+    flags+=(--data "${DATA_DIRS[-1]}")
+  else
+    flags+=(--memory-only)
+  fi
   [[ "$1" == tls ]] && flags+=(--tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem")
   ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
     "$BIN" serve --listen 127.0.0.1:0 "${flags[@]}" >"$2" 2>&1 &
