@@ -235,9 +235,15 @@ void Connection::Read() {
   uint64_t gen = generation_;
   auto self = shared_from_this();
   if (tls_) {
-    tls_->stream.async_read_some(asio::buffer(in_),
-                                 [this, self, gen, tls = tls_](const boost::system::error_code& ec,
-                                                               size_t n) { Received(gen, ec, n); });
+    tls_->stream.async_read_some(
+        asio::buffer(in_),
+        [this, self, gen, tls = tls_](const boost::system::error_code& ec, size_t n) {
+          // asio hands over one TLS record a read, and Redis sends one record per batch of answers:
+          // the records already here are read too, so that the callbacks they answer send their
+          // next commands together, as one record, rather than one record each (7x the cost).
+          if (!ec) n += ReadBuffered(tls->stream.native_handle(), in_.data() + n, in_.size() - n);
+          Received(gen, ec, n);
+        });
   } else {
     socket_.async_read_some(
         asio::buffer(in_),

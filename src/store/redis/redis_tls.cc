@@ -83,6 +83,22 @@ bool ExpectServer(SSL* ssl, const std::string& host) {
   return SSL_set1_host(ssl, host.c_str()) == 1 && SSL_set_tlsext_host_name(ssl, host.c_str()) == 1;
 }
 
+size_t ReadBuffered(SSL* ssl, char* out, size_t room) {
+  size_t total = 0;
+  while (total < room) {
+    size_t got = 0;
+    ERR_clear_error();
+    // A session over a BIO pair (asio's engine) never reaches the socket here: when what is
+    // buffered runs out, or ends inside a record, this answers "want read" and stops.
+    if (SSL_read_ex(ssl, out + total, room - total, &got) != 1) {
+      ERR_clear_error();
+      break;
+    }
+    total += got;
+  }
+  return total;
+}
+
 std::string HandshakeFailure(SSL* ssl, const std::string& what) {
   long verdict = SSL_get_verify_result(ssl);
   if (verdict != X509_V_OK) {

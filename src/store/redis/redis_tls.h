@@ -8,6 +8,7 @@
 // least. A client certificate (`cert_file` + `key_file`) is sent when given, for Redis's
 // `tls-auth-clients yes`.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,11 @@ std::shared_ptr<boost::asio::ssl::context> TlsContextFor(const RedisUrl& url,
 // Sets on one session what its server must prove: `host`'s name (also sent as SNI) or, for an
 // IP address, that address among the certificate's IP SANs. False when OpenSSL refuses it.
 bool ExpectServer(SSL* ssl, const std::string& host);
+
+// Decrypts into `out` (up to `room` bytes) what `ssl` has already received, in its buffers or
+// its BIO, without reading the transport; the number of bytes. A failure (the peer's
+// close_notify, a bad record) stops it: the next read of the stream reports it.
+size_t ReadBuffered(SSL* ssl, char* out, size_t room);
 
 // Why a handshake on `ssl` failed, for the log and the 503's cause: the certificate check's
 // verdict when it was refused ("certificate verify failed: hostname mismatch"), else `what`
