@@ -241,7 +241,9 @@ void Connection::Read() {
           // asio hands over one TLS record a read, and Redis sends one record per batch of answers:
           // the records already here are read too, so that the callbacks they answer send their
           // next commands together, as one record, rather than one record each (7x the cost).
-          if (!ec) n += ReadBuffered(tls->stream.native_handle(), in_.data() + n, in_.size() - n);
+          if (!ec && gen == generation_) {
+            n += ReadBuffered(tls->stream.native_handle(), in_.data() + n, in_.size() - n);
+          }
           Received(gen, ec, n);
         });
   } else {
