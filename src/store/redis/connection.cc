@@ -129,9 +129,8 @@ void Connection::StartTls(uint64_t gen) {
         tls->deadline.cancel();
         if (gen != generation_ || state_ != State::kConnecting) return;
         if (ec) return TlsFailed(HandshakeFailure(tls->stream.native_handle(), ec.message()));
-        if (!tls_logged_.empty()) {
+        if (TlsProblemIsNews(fmt::format("{}:{}", endpoint_.host, endpoint_.port), "")) {
           spdlog::info("redis at {}:{}: TLS handshake succeeded", endpoint_.host, endpoint_.port);
-          tls_logged_.clear();
         }
         Up();
       });
@@ -141,9 +140,8 @@ void Connection::StartTls(uint64_t gen) {
 // an operator's mistake that retrying will not mend.
 void Connection::TlsFailed(const std::string& why) {
   std::string what = "TLS handshake failed: " + why;
-  if (what != tls_logged_) {
+  if (TlsProblemIsNews(fmt::format("{}:{}", endpoint_.host, endpoint_.port), what)) {
     spdlog::error("redis at {}:{}: {}", endpoint_.host, endpoint_.port, what);
-    tls_logged_ = what;
   }
   Fail(what);
 }

@@ -104,7 +104,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // This connection's TLS session over socket_, when options_.tls is set. Every operation on it
   // holds it (a shared_ptr in its handler), so a failure may drop it while they finish.
   std::shared_ptr<TlsStream> tls_;
-  std::string tls_logged_;  // the TLS failure last logged: each is logged once while it lasts
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;

@@ -7,6 +7,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/context.hpp>
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 namespace anteroom::store::redis {
@@ -54,10 +56,16 @@ std::shared_ptr<ssl::context> MakeRedisTlsContext(const RedisTlsFiles& files) {
       Refuse("the certificate", files.cert_file);
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+        ERR_clear_error();
+        throw std::runtime_error("redis TLS: the key " + files.key_file +
+                                 " does not match the certificate " + files.cert_file);
+      }
       Refuse("the key", files.key_file);
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-      Refuse("the key", files.key_file + " (it does not match " + files.cert_file + ")");
+      throw std::runtime_error("redis TLS: the key " + files.key_file +
+                               " does not match the certificate " + files.cert_file);
     }
   }
   return context;
@@ -71,6 +79,16 @@ std::shared_ptr<ssl::context> TlsContextFor(const RedisUrl& url, const RedisTlsF
         "rediss+cluster://) store");
   }
   return nullptr;
+}
+
+bool TlsProblemIsNews(const std::string& server, const std::string& problem) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> last;  // server -> the problem last reported
+  std::lock_guard lock(mu);
+  std::string& held = last[server];
+  if (held == problem) return false;
+  held = problem;
+  return true;
 }
 
 bool ExpectServer(SSL* ssl, const std::string& host) {

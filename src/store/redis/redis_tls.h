@@ -38,6 +38,11 @@ std::shared_ptr<boost::asio::ssl::context> MakeRedisTlsContext(const RedisTlsFil
 std::shared_ptr<boost::asio::ssl::context> TlsContextFor(const RedisUrl& url,
                                                          const RedisTlsFiles& files);
 
+// Whether `problem` (a handshake's failure; "" once one succeeds) is news for `server`
+// ("host:port") in this process, so that it is logged once however many connections (a shard's
+// each, the subscriber's) meet it. Thread-safe.
+bool TlsProblemIsNews(const std::string& server, const std::string& problem);
+
 // Sets on one session what its server must prove: `host`'s name (also sent as SNI) or, for an
 // IP address, that address among the certificate's IP SANs. False when OpenSSL refuses it.
 bool ExpectServer(SSL* ssl, const std::string& host);
