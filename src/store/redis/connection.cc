@@ -128,6 +128,11 @@ void Connection::StartTls(uint64_t gen) {
       asio::ssl::stream_base::client, [this, self, gen, tls](const boost::system::error_code& ec) {
         tls->deadline.cancel();
         if (gen != generation_ || state_ != State::kConnecting) return;
+        if (ec == asio::ssl::error::stream_truncated ||
+            (ec && ec.category() != asio::error::get_ssl_category())) {
+          // The transport failed under the handshake (a Redis restarting): not TLS's doing.
+          return Fail("TLS handshake cut: " + ec.message());
+        }
         if (ec) return TlsFailed(HandshakeFailure(tls->stream.native_handle(), ec.message()));
         if (TlsProblemIsNews(fmt::format("{}:{}", endpoint_.host, endpoint_.port), "")) {
           spdlog::info("redis at {}:{}: TLS handshake succeeded", endpoint_.host, endpoint_.port);
