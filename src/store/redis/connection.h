@@ -42,7 +42,7 @@ struct ConnectionOptions {
   int64_t timeout_ms = 3000;
   // Set: TLS to the server, verified against the endpoint's host (redis_tls.h). Shared by every
   // connection of a store; null: plain TCP.
-  std::shared_ptr<boost::asio::ssl::context> tls;
+  std::shared_ptr<boost::asio::ssl::context> tls = nullptr;
 };
 
 // RESP encoding of one command (hiredis's formatter).

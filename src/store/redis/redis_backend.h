@@ -52,8 +52,8 @@
 namespace anteroom::store::redis {
 
 struct RedisBackendOptions {
-  std::string url;    // redis://... or redis+cluster://... (rediss: TLS)
-  RedisTlsFiles tls;  // with rediss: the CA to trust, the client certificate (redis_tls.h)
+  std::string url;         // redis://... or redis+cluster://... (rediss: TLS)
+  RedisTlsFiles tls = {};  // with rediss: the CA to trust, the client certificate (redis_tls.h)
   std::string key_prefix = "anteroom:";
   int64_t token_ttl_ms = 600'000;  // how long revocations are remembered
   std::string lease_secret = "anteroom-leases";

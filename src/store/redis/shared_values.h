@@ -45,7 +45,7 @@ struct ClaimOptions {
   bool mint_when_lost = false;
   // Bound of each Redis command.
   int64_t timeout_ms = 5000;
-  RedisTlsFiles tls;  // with rediss://: as RedisBackendOptions::tls
+  RedisTlsFiles tls = {};  // with rediss://: as RedisBackendOptions::tls
 };
 
 struct Claimed {
