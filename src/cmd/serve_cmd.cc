@@ -63,6 +63,10 @@ std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
   return {host, static_cast<uint16_t>(port)};
 }
 
+store::redis::RedisTlsFiles RedisTls(const ServeFlags& flags) {
+  return {flags.redis_tls_ca, flags.redis_tls_cert, flags.redis_tls_key};
+}
+
 // With --store, how long a process that finds the shared secret (or key) missing while Redis
 // holds rooms or queues waits for a running process to put it back: two of their checks.
 int64_t RestoreWaitMs(const ServeFlags& flags) { return 2 * flags.redis_secret_check_ms + 1000; }
@@ -90,7 +94,8 @@ std::string RedisTokenSecret(const ServeFlags& flags, const std::string& configu
                                  .what = "token secret"},
                                 {.configured = !configured.empty(),
                                  .restore_wait_ms = wait_ms,
-                                 .mint_when_lost = flags.accept_new_token_secret});
+                                 .mint_when_lost = flags.accept_new_token_secret,
+                                 .tls = RedisTls(flags)});
   switch (claimed.outcome) {
     case Outcome::kDiffers:
       throw std::runtime_error(fmt::format(
@@ -139,7 +144,7 @@ std::string RedisTokenKey(const ServeFlags& flags, const std::string& candidate)
   store::redis::Claimed claimed = store::redis::ClaimShared(
       flags.store, flags.redis_prefix,
       {.key = key, .value = candidate, .what = flags.token_alg + " signing key"},
-      {.restore_wait_ms = wait_ms, .mint_when_lost = true});
+      {.restore_wait_ms = wait_ms, .mint_when_lost = true, .tls = RedisTls(flags)});
   if (claimed.outcome == Outcome::kMinted) {
     spdlog::warn(
         "{} was missing while Redis holds rooms or queues, and no running process put it back "
@@ -309,6 +314,7 @@ std::string SecretFromFlags(const ServeFlags& flags) {
 store::redis::RedisBackendOptions RedisOptions(const ServeFlags& flags, const std::string& secret,
                                                std::vector<boost::asio::io_context*> contexts) {
   return {.url = flags.store,
+          .tls = RedisTls(flags),
           .key_prefix = flags.redis_prefix,
           .token_ttl_ms = flags.token_ttl_ms,
           .lease_secret = "anteroom/leases/" + secret,

@@ -112,8 +112,9 @@ void AddServeFlags(CLI::App& serve, ServeFlags& flags) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   serve.add_option("--store", flags.store,
                    "Keep state in Redis instead: redis://[:PASSWORD@]HOST:PORT[/DB] or "
-                   "redis+cluster://HOST:PORT[,HOST:PORT...]; processes sharing it serve the "
-                   "same rooms and queues (default: $ANTEROOM_REDIS_URL)");
+                   "redis+cluster://HOST:PORT[,HOST:PORT...] (rediss:// and rediss+cluster:// "
+                   "for TLS); processes sharing it serve the same rooms and queues (default: "
+                   "$ANTEROOM_REDIS_URL)");
   serve.add_option("--store-file", flags.store_file,
                    "A file holding the --store URL (it may carry the Redis password)");
   serve
@@ -133,6 +134,15 @@ void AddServeFlags(CLI::App& serve, ServeFlags& flags) {
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   serve.add_option("--redis-prefix", flags.redis_prefix, "Prefix of every Redis key")
       ->capture_default_str();
+  serve.add_option("--redis-tls-ca", flags.redis_tls_ca,
+                   "With a rediss:// store: PEM file of the CA(s) that signed Redis's "
+                   "certificate, trusted instead of the system's (the name or IP in the URL is "
+                   "verified either way)");
+  serve.add_option("--redis-tls-cert", flags.redis_tls_cert,
+                   "With a rediss:// store: PEM client certificate, for Redis's "
+                   "tls-auth-clients (with --redis-tls-key)");
+  serve.add_option("--redis-tls-key", flags.redis_tls_key,
+                   "With a rediss:// store: PEM private key of --redis-tls-cert");
   serve.add_flag("--accept-new-token-secret", flags.accept_new_token_secret,
                  "With --store and no ANTEROOM_TOKEN_SECRET: when Redis holds rooms or queues but "
                  "lost the shared token secret, start with a new one instead of refusing to "

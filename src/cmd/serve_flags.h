@@ -46,6 +46,10 @@ struct ServeFlags {
   uint64_t compact_min_mb = 64;
   std::string store;  // redis://... or redis+cluster://...: state in Redis, no data directory
   std::string redis_prefix = "anteroom:";
+  // With a rediss:// store: the CA to trust instead of the system's, the client certificate.
+  std::string redis_tls_ca;
+  std::string redis_tls_cert;
+  std::string redis_tls_key;
   int64_t stats_interval_ms = 5000;
   int64_t eta_sample_ms = 5000;  // per room, one waiting person traced this often at most
   std::string templates;         // a directory whose wait.html replaces the built-in waiting page

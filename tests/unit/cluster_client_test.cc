@@ -59,11 +59,50 @@ TEST(RedisUrl, ClusterSeeds) {
   EXPECT_EQ(url->seeds[2].port, 7002);
 }
 
+TEST(RedisUrl, PlainIsNotTls) {
+  std::string error;
+  auto single = ParseRedisUrl("redis://h:1", error);
+  auto cluster = ParseRedisUrl("redis+cluster://h:1", error);
+  ASSERT_TRUE(single && cluster) << error;
+  EXPECT_FALSE(single->tls);
+  EXPECT_FALSE(cluster->tls);
+}
+
+TEST(RedisUrl, RedissIsTls) {
+  std::string error;
+  auto url = ParseRedisUrl("rediss://app:p%40ss@redis.example.com:6380/3", error);
+  ASSERT_TRUE(url) << error;
+  EXPECT_TRUE(url->tls);
+  EXPECT_FALSE(url->cluster);
+  ASSERT_EQ(url->seeds.size(), 1u);
+  EXPECT_EQ(url->seeds[0], (Endpoint{"redis.example.com", 6380}));
+  EXPECT_EQ(url->user, "app");
+  EXPECT_EQ(url->password, "p@ss");
+  EXPECT_EQ(url->db, 3);
+  auto bare = ParseRedisUrl("rediss://127.0.0.1", error);
+  ASSERT_TRUE(bare) << error;
+  EXPECT_TRUE(bare->tls);
+  EXPECT_EQ(bare->seeds[0], (Endpoint{"127.0.0.1", 6379}));
+}
+
+TEST(RedisUrl, RedissClusterIsTlsToEverySeed) {
+  std::string error;
+  auto url = ParseRedisUrl("rediss+cluster://:pw@10.0.0.1:7000,[::1]:7001,redis-2:7002", error);
+  ASSERT_TRUE(url) << error;
+  EXPECT_TRUE(url->tls);
+  EXPECT_TRUE(url->cluster);
+  EXPECT_EQ(url->password, "pw");
+  EXPECT_EQ(url->seeds,
+            (std::vector<Endpoint>{{"10.0.0.1", 7000}, {"::1", 7001}, {"redis-2", 7002}}));
+}
+
 TEST(RedisUrl, Rejects) {
   std::string error;
   for (const char* bad :
        {"http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:1/x",
-        "redis://a:1,b:2", "redis+cluster://h:1/3", "redis://h:port"}) {
+        "redis://a:1,b:2", "redis+cluster://h:1/3", "redis://h:port", "rediss://",
+        "rediss://a:1,b:2", "rediss+cluster://h:1/3", "redisss://h:1", "rediss:/h:1",
+        "rediss+sentinel://h:1", "REDISS://h:1", "redis+clusters://h:1"}) {
     EXPECT_FALSE(ParseRedisUrl(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }

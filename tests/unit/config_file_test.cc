@@ -246,11 +246,26 @@ TEST_F(ConfigFileTest, WithoutAFileOnlyTheSecretsAreSettled) {
   EXPECT_TRUE(s.file_lines.empty());
 }
 
+TEST_F(ConfigFileTest, RedisTlsKeysSetTheirFlags) {
+  ServeSettings s = SettleFile(
+      "store = \"rediss://:pw@redis.internal:6380\"\n"
+      "redis_tls_ca = \"/etc/anteroom/redis-ca.pem\"\n"
+      "redis_tls_cert = \"/etc/anteroom/client.pem\"\n"
+      "redis_tls_key = \"/etc/anteroom/client.key\"\n");
+  ASSERT_TRUE(s.ok()) << s.ErrorText();
+  EXPECT_EQ(flags_.store, "rediss://:pw@redis.internal:6380");
+  EXPECT_EQ(flags_.redis_tls_ca, "/etc/anteroom/redis-ca.pem");
+  EXPECT_EQ(flags_.redis_tls_cert, "/etc/anteroom/client.pem");
+  EXPECT_EQ(flags_.redis_tls_key, "/etc/anteroom/client.key");
+}
+
 TEST(MaskUrlPassword, HidesOnlyThePassword) {
   EXPECT_EQ(MaskUrlPassword("redis://:pw@h:1/0"), "redis://:****@h:1/0");
   EXPECT_EQ(MaskUrlPassword("redis://user:p@ss@h:1"), "redis://user:****@h:1");
   EXPECT_EQ(MaskUrlPassword("redis://h:1/0"), "redis://h:1/0");
   EXPECT_EQ(MaskUrlPassword("redis+cluster://:pw@a:1,b:2"), "redis+cluster://:****@a:1,b:2");
+  EXPECT_EQ(MaskUrlPassword("rediss://app:pw@h:1/0"), "rediss://app:****@h:1/0");
+  EXPECT_EQ(MaskUrlPassword("rediss+cluster://:pw@a:1,b:2"), "rediss+cluster://:****@a:1,b:2");
 }
 
 TEST(JsonLog, EveryLineIsOneObjectEvenWithBadUtf8) {

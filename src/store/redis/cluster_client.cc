@@ -9,6 +9,8 @@
 
 #include <charconv>
 
+#include "store/redis/redis_tls.h"
+
 namespace anteroom::store::redis {
 
 namespace {
@@ -113,9 +115,11 @@ struct ClusterClient::Request {
   std::chrono::steady_clock::time_point deadline;
 };
 
-ClusterClient::ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms)
+ClusterClient::ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms,
+                             std::shared_ptr<boost::asio::ssl::context> tls)
     : io_(io), url_(std::move(url)), timeout_ms_(timeout_ms) {
-  conn_options_ = {url_.user, url_.password, url_.db, timeout_ms};
+  if (url_.tls && !tls) tls = MakeRedisTlsContext({});
+  conn_options_ = {url_.user, url_.password, url_.db, timeout_ms, url_.tls ? tls : nullptr};
   any_ = NodeFor(url_.seeds.front());
   if (!url_.cluster) slots_.fill(any_);
 }

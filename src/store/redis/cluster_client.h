@@ -56,7 +56,10 @@ class ClusterClient {
  public:
   using Callback = Connection::Callback;
 
-  ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms);
+  // `tls`: the context of a rediss:// URL (TlsContextFor), shared by the connections to every
+  // node, discovered ones too; null there means the system's trust store. Unused for redis://.
+  ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms,
+                std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~ClusterClient();
 
   // Learns the slot map (cluster) or connects; `done` gets "" or what went wrong.

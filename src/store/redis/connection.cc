@@ -3,11 +3,16 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <charconv>
+
+#include "store/redis/redis_tls.h"
 
 namespace anteroom::store::redis {
 
@@ -19,6 +24,14 @@ constexpr std::chrono::milliseconds kMaxBackoff{2000};
 constexpr size_t kReadChunk = 64 * 1024;
 
 }  // namespace
+
+// One TLS session over the connection's socket, with the deadline of its handshake.
+struct Connection::TlsStream {
+  TlsStream(tcp::socket& socket, asio::ssl::context& context)
+      : stream(socket, context), deadline(socket.get_executor()) {}
+  asio::ssl::stream<tcp::socket&> stream;
+  asio::steady_timer deadline;
+};
 
 int64_t Reply::AsInt() const {
   if (type == Type::kInteger) return integer;
@@ -90,13 +103,60 @@ void Connection::Connect() {
               if (gen != generation_ || state_ != State::kConnecting) return;
               if (ec2) return Fail(ec2.message());
               socket_.set_option(tcp::no_delay(true));
-              state_ = State::kUp;
-              backoff_ = std::chrono::milliseconds(100);
-              Handshake();
-              Read();
-              Flush();
+              if (options_.tls) return StartTls(gen);
+              Up();
             });
       });
+}
+
+// A fresh session per connection (a failed one is not reused), its handshake bounded by the
+// command timeout: a server that never answers it (a plain port, a hung Redis) fails like one
+// that does not answer a command.
+void Connection::StartTls(uint64_t gen) {
+  tls_ = std::make_shared<TlsStream>(socket_, *options_.tls);
+  if (!ExpectServer(tls_->stream.native_handle(), endpoint_.host)) {
+    return Fail("TLS: cannot expect the server name " + endpoint_.host);
+  }
+  auto self = shared_from_this();
+  auto tls = tls_;
+  tls->deadline.expires_after(std::chrono::milliseconds(options_.timeout_ms));
+  tls->deadline.async_wait([this, self, gen](const boost::system::error_code& ec) {
+    if (ec || gen != generation_ || state_ != State::kConnecting) return;
+    TlsFailed(fmt::format("no answer within {} ms", options_.timeout_ms));
+  });
+  tls->stream.async_handshake(
+      asio::ssl::stream_base::client, [this, self, gen, tls](const boost::system::error_code& ec) {
+        tls->deadline.cancel();
+        if (gen != generation_ || state_ != State::kConnecting) return;
+        if (ec == asio::ssl::error::stream_truncated ||
+            (ec && ec.category() != asio::error::get_ssl_category())) {
+          // The transport failed under the handshake (a Redis restarting): not TLS's doing.
+          return Fail("TLS handshake cut: " + ec.message());
+        }
+        if (ec) return TlsFailed(HandshakeFailure(tls->stream.native_handle(), ec.message()));
+        if (TlsProblemIsNews(fmt::format("{}:{}", endpoint_.host, endpoint_.port), "")) {
+          spdlog::info("redis at {}:{}: TLS handshake succeeded", endpoint_.host, endpoint_.port);
+        }
+        Up();
+      });
+}
+
+// Logged here, once while it lasts: callers only see "unavailable", and a wrong CA or name is
+// an operator's mistake that retrying will not mend.
+void Connection::TlsFailed(const std::string& why) {
+  std::string what = "TLS handshake failed: " + why;
+  if (TlsProblemIsNews(fmt::format("{}:{}", endpoint_.host, endpoint_.port), what)) {
+    spdlog::error("redis at {}:{}: {}", endpoint_.host, endpoint_.port, what);
+  }
+  Fail(what);
+}
+
+void Connection::Up() {
+  state_ = State::kUp;
+  backoff_ = std::chrono::milliseconds(100);
+  Handshake();
+  Read();
+  Flush();
 }
 
 // AUTH and SELECT go first; commands queued while connecting follow them in the pipeline.
@@ -154,40 +214,67 @@ void Connection::Flush() {
   out_.clear();
   uint64_t gen = generation_;
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [this, self, gen](const boost::system::error_code& ec, size_t) {
-                      if (gen != generation_) return;
-                      write_busy_ = false;
-                      writing_.clear();
-                      if (ec) return Fail("write failed: " + ec.message());
-                      Flush();
-                    });
+  if (tls_) {
+    asio::async_write(tls_->stream, asio::buffer(writing_),
+                      [this, self, gen, tls = tls_](const boost::system::error_code& ec, size_t) {
+                        Written(gen, ec);
+                      });
+  } else {
+    asio::async_write(
+        socket_, asio::buffer(writing_),
+        [this, self, gen](const boost::system::error_code& ec, size_t) { Written(gen, ec); });
+  }
+}
+
+void Connection::Written(uint64_t gen, const boost::system::error_code& ec) {
+  if (gen != generation_) return;
+  write_busy_ = false;
+  writing_.clear();
+  if (ec) return Fail("write failed: " + ec.message());
+  Flush();
 }
 
 void Connection::Read() {
   uint64_t gen = generation_;
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(in_),
-                          [this, self, gen](const boost::system::error_code& ec, size_t n) {
-                            if (gen != generation_) return;
-                            if (ec) {
-                              return Fail(ec == asio::error::eof ? "redis closed the connection"
-                                                                 : "read failed: " + ec.message());
-                            }
-                            if (!reader_.Feed(std::string_view(in_.data(), n))) {
-                              return Fail("bad reply from redis");
-                            }
-                            while (gen == generation_) {
-                              Reply reply;
-                              auto next = reader_.Next(reply);
-                              if (next == ReplyReader::Result::kError) {
-                                return Fail("bad reply from redis: " + reader_.error());
-                              }
-                              if (next == ReplyReader::Result::kNeedMore) break;
-                              Dispatch(std::move(reply));
-                            }
-                            if (gen == generation_) Read();
-                          });
+  if (tls_) {
+    tls_->stream.async_read_some(
+        asio::buffer(in_),
+        [this, self, gen, tls = tls_](const boost::system::error_code& ec, size_t n) {
+          // asio hands over one TLS record a read, and Redis sends one record per batch of answers:
+          // the records already here are read too, so that the callbacks they answer send their
+          // next commands together, as one record, rather than one record each (7x the cost).
+          if (!ec && gen == generation_) {
+            n += ReadBuffered(tls->stream.native_handle(), in_.data() + n, in_.size() - n);
+          }
+          Received(gen, ec, n);
+        });
+  } else {
+    socket_.async_read_some(
+        asio::buffer(in_),
+        [this, self, gen](const boost::system::error_code& ec, size_t n) { Received(gen, ec, n); });
+  }
+}
+
+void Connection::Received(uint64_t gen, const boost::system::error_code& ec, size_t n) {
+  if (gen != generation_) return;
+  if (ec) {
+    // A TLS peer that hangs up without close_notify (Redis does) reads as stream_truncated.
+    return Fail(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
+                    ? "redis closed the connection"
+                    : "read failed: " + ec.message());
+  }
+  if (!reader_.Feed(std::string_view(in_.data(), n))) return Fail("bad reply from redis");
+  while (gen == generation_) {
+    Reply reply;
+    auto next = reader_.Next(reply);
+    if (next == ReplyReader::Result::kError) {
+      return Fail("bad reply from redis: " + reader_.error());
+    }
+    if (next == ReplyReader::Result::kNeedMore) break;
+    Dispatch(std::move(reply));
+  }
+  if (gen == generation_) Read();
 }
 
 void Connection::Dispatch(Reply reply) {
@@ -226,6 +313,8 @@ void Connection::Fail(const std::string& why) {
   boost::system::error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+  // Its operations still pending hold it until they finish (aborted by the close).
+  tls_.reset();
   resolver_.cancel();
   reader_.Reset();
   out_.clear();

@@ -7,6 +7,11 @@
 // longer than `timeout_ms`, every command in flight is answered with a transport failure, and
 // the connection comes back by itself with exponential backoff (100 ms up to 2 s). While it
 // is down, commands fail at once rather than queue behind an outage.
+//
+// With a TLS context (rediss://) each connection is an asio::ssl::stream over the same socket,
+// made afresh per connection: the handshake (bounded by `timeout_ms`) comes before AUTH, and a
+// failed one is a failure like any other, retried with the same backoff. Without one, the
+// socket is read and written directly: a plain connection pays nothing for TLS.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -24,6 +29,10 @@
 #include "store/redis/reply_reader.h"
 #include "store/redis/resp_reply.h"
 
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
 namespace anteroom::store::redis {
 
 struct ConnectionOptions {
@@ -31,6 +40,9 @@ struct ConnectionOptions {
   std::string password;
   int db = 0;
   int64_t timeout_ms = 3000;
+  // Set: TLS to the server, verified against the endpoint's host (redis_tls.h). Shared by every
+  // connection of a store; null: plain TCP.
+  std::shared_ptr<boost::asio::ssl::context> tls = nullptr;
 };
 
 // RESP encoding of one command (hiredis's formatter).
@@ -69,11 +81,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::chrono::steady_clock::time_point sent;
   };
 
+  struct TlsStream;
+
   void Connect();
+  void StartTls(uint64_t gen);
+  void TlsFailed(const std::string& why);
+  void Up();
   void Handshake();
   void Fail(const std::string& why);
   void Flush();
   void Read();
+  void Written(uint64_t gen, const boost::system::error_code& ec);
+  void Received(uint64_t gen, const boost::system::error_code& ec, size_t n);
   void Dispatch(Reply reply);
   void ArmWatchdog();
 
@@ -82,6 +101,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionOptions options_;
   boost::asio::ip::tcp::resolver resolver_;
   boost::asio::ip::tcp::socket socket_;
+  // This connection's TLS session over socket_, when options_.tls is set. Every operation on it
+  // holds it (a shared_ptr in its handler), so a failure may drop it while they finish.
+  std::shared_ptr<TlsStream> tls_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;

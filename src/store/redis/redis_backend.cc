@@ -136,6 +136,8 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   auto url = ParseRedisUrl(options_.url, error);
   if (!url) throw std::runtime_error(error);
   feed_ = !url->cluster;
+  // One TLS context for every shard's connections (OpenSSL makes sessions from it on any thread).
+  std::shared_ptr<asio::ssl::context> tls = TlsContextFor(*url, options_.tls);
   std::vector<asio::io_context*> contexts = options_.contexts;
   if (contexts.empty()) {
     own_io_ = std::make_unique<asio::io_context>();
@@ -143,7 +145,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   }
   for (asio::io_context* io : contexts) {
     shards_.push_back(
-        std::make_unique<Shard>(*io, *url, options_.timeout_ms, lease_key_, OsSeed()));
+        std::make_unique<Shard>(*io, *url, options_.timeout_ms, tls, lease_key_, OsSeed()));
   }
   sweep_timer_ = std::make_unique<asio::steady_timer>(home().io);
   shared_watch_ = std::make_unique<SharedValueWatch>(
@@ -152,7 +154,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   // yet: this check has an io_context of its own).
   {
     asio::io_context probe_io;
-    ClusterClient probe(probe_io, *url, options_.timeout_ms);
+    ClusterClient probe(probe_io, *url, options_.timeout_ms, tls);
     std::string problem = "no answer within " + std::to_string(options_.timeout_ms) + " ms";
     probe.Start([&](std::string err) {
       problem = err;

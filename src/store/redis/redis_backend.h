@@ -44,6 +44,7 @@
 #include "store/backend.h"
 #include "store/redis/cluster_client.h"
 #include "store/redis/key_layout.h"
+#include "store/redis/redis_tls.h"
 #include "store/redis/redis_url.h"
 #include "store/redis/script_replies.h"
 #include "store/redis/shared_values.h"
@@ -51,7 +52,8 @@
 namespace anteroom::store::redis {
 
 struct RedisBackendOptions {
-  std::string url;  // redis://... or redis+cluster://...
+  std::string url;         // redis://... or redis+cluster://... (rediss: TLS)
+  RedisTlsFiles tls = {};  // with rediss: the CA to trust, the client certificate (redis_tls.h)
   std::string key_prefix = "anteroom:";
   int64_t token_ttl_ms = 600'000;  // how long revocations are remembered
   std::string lease_secret = "anteroom-leases";
@@ -219,9 +221,10 @@ class RedisBackend final : public Backend {
   // What one thread uses, only on that thread.
   struct Shard {
     Shard(boost::asio::io_context& context, const RedisUrl& url, int64_t timeout_ms,
-          const core::Hmac& lease_key, const core::DrawSeed& entropy_seed)
+          const std::shared_ptr<boost::asio::ssl::context>& tls, const core::Hmac& lease_key,
+          const core::DrawSeed& entropy_seed)
         : io(context),
-          client(std::make_unique<ClusterClient>(context, url, timeout_ms)),
+          client(std::make_unique<ClusterClient>(context, url, timeout_ms, tls)),
           lease_mac(lease_key),
           entropy(entropy_seed) {}
     boost::asio::io_context& io;

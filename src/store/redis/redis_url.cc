@@ -36,14 +36,24 @@ bool ParseHostPort(std::string_view text, Endpoint& out) {
 
 std::optional<RedisUrl> ParseRedisUrl(std::string_view text, std::string& error) {
   RedisUrl url;
-  std::string_view rest;
-  if (text.starts_with("redis://")) {
-    rest = text.substr(8);
-  } else if (text.starts_with("redis+cluster://")) {
-    url.cluster = true;
-    rest = text.substr(16);
+  std::string_view rest = text;
+  if (rest.starts_with("rediss")) {
+    url.tls = true;
+    rest.remove_prefix(6);
+  } else if (rest.starts_with("redis")) {
+    rest.remove_prefix(5);
   } else {
-    error = "a Redis store is redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...]";
+    rest = {};
+  }
+  if (rest.starts_with("+cluster://")) {
+    url.cluster = true;
+    rest.remove_prefix(11);
+  } else if (rest.starts_with("://")) {
+    rest.remove_prefix(3);
+  } else {
+    error =
+        "a Redis store is redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...] "
+        "(rediss:// and rediss+cluster:// for TLS)";
     return std::nullopt;
   }
   if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
@@ -90,7 +100,8 @@ std::optional<RedisUrl> ParseRedisUrl(std::string_view text, std::string& error)
     return std::nullopt;
   }
   if (!url.cluster && url.seeds.size() > 1) {
-    error = "redis:// takes one server; use redis+cluster:// for several";
+    error = url.tls ? "rediss:// takes one server; use rediss+cluster:// for several"
+                    : "redis:// takes one server; use redis+cluster:// for several";
     return std::nullopt;
   }
   return url;

@@ -1,6 +1,7 @@
 #pragma once
 // Where the Redis store lives: `redis://[:PASSWORD@]HOST:PORT[/DB]` (one server) or
-// `redis+cluster://[:PASSWORD@]HOST:PORT[,HOST:PORT...]` (seeds of a Redis Cluster).
+// `redis+cluster://[:PASSWORD@]HOST:PORT[,HOST:PORT...]` (seeds of a Redis Cluster); with
+// `rediss` for `redis` (`rediss://`, `rediss+cluster://`) every connection is TLS (redis_tls.h).
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +19,7 @@ struct Endpoint {
 
 struct RedisUrl {
   bool cluster = false;
+  bool tls = false;  // rediss: TLS to every server, the cluster's discovered nodes too
   std::vector<Endpoint> seeds;
   std::string user;  // empty: the default user
   std::string password;

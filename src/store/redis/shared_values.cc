@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "store/redis/key_layout.h"
+#include "store/redis/redis_tls.h"
 #include "store/redis/redis_url.h"
 
 namespace anteroom::store::redis {
@@ -44,8 +45,8 @@ end
 // it is answered, or for at most the timeout and half a second.
 class SyncClient {
  public:
-  SyncClient(const RedisUrl& url, int64_t timeout_ms)
-      : timeout_ms_(timeout_ms), client_(io_, url, timeout_ms) {}
+  SyncClient(const RedisUrl& url, int64_t timeout_ms, const RedisTlsFiles& tls)
+      : timeout_ms_(timeout_ms), client_(io_, url, timeout_ms, TlsContextFor(url, tls)) {}
   ~SyncClient() {
     client_.Close();
     io_.restart();
@@ -94,7 +95,7 @@ Claimed ClaimShared(const std::string& url_text, const std::string& prefix, cons
   std::string error;
   auto url = ParseRedisUrl(url_text, error);
   if (!url) throw std::runtime_error(error);
-  SyncClient redis(*url, options.timeout_ms);
+  SyncClient redis(*url, options.timeout_ms, options.tls);
   if (std::string problem = redis.Start(); !problem.empty()) {
     throw std::runtime_error("redis at " + url_text + ": " + problem);
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "store/redis/cluster_client.h"
+#include "store/redis/redis_tls.h"
 
 namespace anteroom::store::redis {
 
@@ -44,6 +45,7 @@ struct ClaimOptions {
   bool mint_when_lost = false;
   // Bound of each Redis command.
   int64_t timeout_ms = 5000;
+  RedisTlsFiles tls = {};  // with rediss://: as RedisBackendOptions::tls
 };
 
 struct Claimed {
