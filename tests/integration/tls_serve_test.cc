@@ -19,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -277,25 +278,26 @@ TEST_F(TlsServeTest, ALongPollWhoseClientHangsUpGetsNoJob) {
 class TlsClient {
  public:
   TlsClient(const Certificates& certs, uint16_t port, const std::string& cert = "")
-      : tls_(ssl::context::tls_client), stream_(io_, tls_) {
+      : tls_(ssl::context::tls_client) {
     tls_.load_verify_file(certs.Path("ca.pem"));
     tls_.set_verify_mode(ssl::verify_peer);
     if (!cert.empty()) {
       tls_.use_certificate_chain_file(certs.Path(cert + ".pem"));
       tls_.use_private_key_file(certs.Path(cert + ".key"), ssl::context::pem);
     }
-    stream_ = ssl::stream<tcp::socket>(io_, tls_);
+    // Made once the context is complete (a stream copies its certificate at construction);
+    // never assigned over: Asio's move assignment would leak the session it replaces.
+    stream_.emplace(io_, tls_);
     beast::error_code ec;
-    stream_.next_layer().connect({net::ip::make_address("127.0.0.1"), port}, ec);
+    stream_->next_layer().connect({net::ip::make_address("127.0.0.1"), port}, ec);
     if (ec) return;
     timeval tv{5, 0};  // every read and write is bounded
-    setsockopt(stream_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(stream_.next_layer().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    stream_.handshake(ssl::stream_base::client, ec);
+    setsockopt(stream_->next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(stream_->next_layer().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    stream_->handshake(ssl::stream_base::client, ec);
     connected_ = !ec;
   }
   bool connected() const { return connected_; }
-  ssl::stream<tcp::socket>& stream() { return stream_; }
 
   // One request on this connection (kept alive): the status, or 0 when it failed.
   int Request(bhttp::verb method, const std::string& target, const std::string& body = {},
@@ -309,10 +311,10 @@ class TlsClient {
     }
     req.prepare_payload();
     beast::error_code ec;
-    bhttp::write(stream_, req, ec);
+    bhttp::write(*stream_, req, ec);
     if (ec) return 0;
     bhttp::response<bhttp::string_body> res;
-    bhttp::read(stream_, buffer_, res, ec);
+    bhttp::read(*stream_, buffer_, res, ec);
     if (ec) return 0;
     last_body_ = res.body();
     return res.result_int();
@@ -320,7 +322,7 @@ class TlsClient {
   const std::string& last_body() const { return last_body_; }
   // The subject of the server's certificate.
   std::string PeerSubject() {
-    X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
+    X509* cert = SSL_get0_peer_certificate(stream_->native_handle());
     if (cert == nullptr) return "";
     char subject[256];
     X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
@@ -330,7 +332,7 @@ class TlsClient {
  private:
   net::io_context io_;
   ssl::context tls_;
-  ssl::stream<tcp::socket> stream_;
+  std::optional<ssl::stream<tcp::socket>> stream_;
   beast::flat_buffer buffer_;
   std::string last_body_;
   bool connected_ = false;
