@@ -8,6 +8,8 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "common/openssl_error.h"
+
 namespace anteroom::http {
 
 namespace ssl = boost::asio::ssl;
@@ -24,18 +26,8 @@ constexpr char kTls12Ciphers[] =
 // ALPN's wire form: each name after its length.
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-// The oldest error OpenSSL queued, and the queue emptied: what a failed call reports.
-std::string OpenSslReason() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown error";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof text);
-  return text;
-}
-
 [[noreturn]] void Fail(std::string_view what, const std::string& file) {
-  throw std::runtime_error(fmt::format("{} {}: {}", what, file, OpenSslReason()));
+  throw std::runtime_error(fmt::format("{} {}: {}", what, file, OpenSslError()));
 }
 
 // HTTP/1.1 is all this server speaks. A client that offers ALPN without it (h2 only) is refused

@@ -11,21 +11,13 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "common/openssl_error.h"
+
 namespace anteroom::store::redis {
 
 namespace ssl = boost::asio::ssl;
 
 namespace {
-// OpenSSL's reason for the last failure, its queue emptied.
-std::string OpenSslError() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown error";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof text);
-  return text;
-}
-
 [[noreturn]] void Refuse(const std::string& what, const std::string& file) {
   throw std::runtime_error("redis TLS: cannot use " + what + " " + file + ": " + OpenSslError());
 }
