@@ -45,9 +45,10 @@ test('a handler that outlives its lease keeps it by extension', { timeout: 20_00
   let stalled = 0;
   const worker = new Worker(queue, async (job) => {
     runs.push(job.attempt);
-    await sleep(2000); // more than three leases of 600 ms
+    await sleep(3500); // more than two leases
     assert.equal(job.signal.aborted, false, 'the lease was never lost');
-  }, { leaseMs: 600, heartbeatMs: 0, waitMs: 200, concurrency: 2 });
+    // A lease long enough that a loaded machine's scheduling stalls do not outlast it.
+  }, { leaseMs: 1500, heartbeatMs: 0, waitMs: 200, concurrency: 2 });
   worker.on('stalled', () => stalled++);
   worker.on('error', (e) => assert.fail(`worker error: ${e.message}`));
   try {

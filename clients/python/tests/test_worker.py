@@ -57,12 +57,13 @@ def test_a_handler_outliving_its_lease_keeps_it(server):
 
     def handler(job: Job) -> None:
         attempts.append(job.attempt)
-        time.sleep(2)
+        time.sleep(3.5)  # more than two leases
 
-    w = Worker(q, handler, lease_ms=600, wait_ms=200, handle_signals=False)
+    # A lease long enough that a loaded machine's scheduling stalls do not outlast it.
+    w = Worker(q, handler, lease_ms=1500, wait_ms=200, handle_signals=False)
     t = run_in_thread(w)
     try:
-        eventually(lambda: q.stats()["acked"] == 1, timeout=6, what="the ack")
+        eventually(lambda: q.stats()["acked"] == 1, timeout=10, what="the ack")
         time.sleep(0.5)  # a redelivery would show now
     finally:
         stop(w, t)
