@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include <string>
+#include <vector>
 
 #include "anteroom/client.hpp"
 
@@ -32,7 +33,8 @@ inline void Finish(const HttpResult& r) {
   if (!r.ok()) std::exit(1);
 }
 
-void AddServeCommand(CLI::App& app);
+// `argv`: the whole command line, which SIGHUP reads again.
+void AddServeCommand(CLI::App& app, const std::vector<std::string>& argv);
 void AddCheckDataCommand(CLI::App& app);
 void AddConfigCommands(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);

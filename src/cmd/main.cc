@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cmd/commands.h"
 
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   anteroom::cmd::ClientFlags flags;
   if (const char* key = std::getenv("ANTEROOM_ADMIN_KEY")) flags.admin_key = key;
   if (const char* key = std::getenv("ANTEROOM_QUEUE_KEY")) flags.queue_key = key;
-  anteroom::cmd::AddServeCommand(app);
+  anteroom::cmd::AddServeCommand(app, std::vector<std::string>(argv, argv + argc));
   anteroom::cmd::AddCheckDataCommand(app);
   anteroom::cmd::AddConfigCommands(app);
   anteroom::cmd::AddRoomCommands(app, flags);

@@ -1,10 +1,13 @@
 // `anteroom serve`: wires clock, backend, token signer, router and HTTP server together.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -20,6 +23,7 @@
 #include "cmd/config_file.h"
 #include "cmd/log_format.h"
 #include "cmd/serve_flags.h"
+#include "cmd/serve_reload.h"
 #include "cmd/service_notify.h"
 #include "common/clock.h"
 #include "common/names.h"
@@ -249,12 +253,7 @@ struct Edge {
 
 Edge EdgeFromFlags(const ServeFlags& flags) {
   Edge edge;
-  edge.web = server::LoadWebOptions(flags.templates);
-  edge.web.public_url = flags.public_url;
-  while (!edge.web.public_url.empty() && edge.web.public_url.back() == '/') {
-    edge.web.public_url.pop_back();
-  }
-  edge.web.gate_hosts = flags.gate_hosts;
+  edge.web = WebOptionsFromFlags(flags);
   for (const std::string& cidr : flags.trusted_proxies) {
     std::string error;
     if (!edge.trusted.Add(cidr, &error)) throw std::runtime_error("--trusted-proxy: " + error);
@@ -440,12 +439,13 @@ void AllowRoomOrigins(server::StatsSampler& sampler, std::shared_ptr<http::Origi
 }
 
 // SIGUSR1 writes a snapshot now (as Redis's BGSAVE), e.g. before a backup; SIGHUP re-reads
-// what can change without a restart; SIGINT and SIGTERM stop the server. Lives until the pool
-// stops running.
+// what can change without a restart (serve_reload.h); SIGINT and SIGTERM drain the server, and
+// a second one stops it at once. Lives until the pool stops running.
 class ServeSignals {
  public:
   ServeSignals(boost::asio::io_context& io, store::log::EmbeddedStore* durable,
-               std::function<void()> reload, std::function<void()> stop)
+               std::function<void()> reload, std::function<void()> drain,
+               std::function<void()> stop)
       : snapshot_(io, SIGUSR1),
         reload_(io, SIGHUP),
         stop_(io, SIGINT, SIGTERM),
@@ -453,11 +453,18 @@ class ServeSignals {
         on_reload_(std::move(reload)) {
     ArmSnapshot();
     ArmReload();
-    stop_.async_wait([this, stop = std::move(stop)](const boost::system::error_code&, int sig) {
-      spdlog::info("signal {}: stopping", sig);
+    stop_.async_wait([this, drain = std::move(drain), stop = std::move(stop)](
+                         const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      spdlog::info("signal {}: draining (a second one stops at once)", sig);
       snapshot_.cancel();
       reload_.cancel();
-      stop();
+      stop_.async_wait([stop](const boost::system::error_code& again, int sig2) {
+        if (again) return;
+        spdlog::warn("signal {}: stopping now", sig2);
+        stop();
+      });
+      drain();
     });
   }
 
@@ -489,36 +496,52 @@ class ServeSignals {
   std::function<void()> on_reload_;
 };
 
-// The listener's TLS context from the flags (nullptr: plain HTTP). Throws at start-up on a
-// missing pair or a file that cannot be read.
-std::shared_ptr<boost::asio::ssl::context> TlsFromFlags(const ServeFlags& flags) {
-  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
-    throw std::runtime_error("--tls-cert and --tls-key go together: give both, or neither");
+// SIGTERM: the listener closes and every connection ends as its client can carry on from
+// (http/drain_list.h); the server stops when none is left, or at --drain-timeout-ms, whichever
+// comes first. Parked long polls are answered by the backend, which runs until then.
+class Drain {
+ public:
+  Drain(boost::asio::io_context& io, http::HttpServer& server, std::chrono::milliseconds bound,
+        std::function<void()> stop)
+      : timer_(io), server_(server), bound_(bound), stop_(std::move(stop)) {}
+
+  void Begin() {
+    started_ = std::chrono::steady_clock::now();
+    spdlog::info("draining {} connection(s), for up to {} ms", server_.OpenConnections(),
+                 bound_.count());
+    server_.Drain();
+    Check();
   }
-  if (flags.tls_cert.empty()) {
-    if (!flags.tls_client_ca.empty()) {
-      throw std::runtime_error("--tls-client-ca needs --tls-cert and --tls-key");
+
+ private:
+  void Check() {
+    auto waited = std::chrono::steady_clock::now() - started_;
+    size_t open = server_.OpenConnections();
+    if (open == 0 || waited >= bound_) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+      if (open == 0) {
+        spdlog::info("drained in {} ms", ms);
+      } else {
+        spdlog::warn("drain bound reached after {} ms: {} connection(s) still open are closed", ms,
+                     open);
+      }
+      return stop_();
     }
-    return nullptr;
+    timer_.expires_after(kCheckEvery);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Check();
+    });
   }
-  return http::MakeServerTlsContext({flags.tls_cert, flags.tls_key, flags.tls_client_ca});
-}
 
-// SIGHUP: the certificate and key are read again; a pair that fails to load leaves the one in
-// use (a renewal that wrote half its files is retried by the next SIGHUP).
-void ReloadTls(const ServeFlags& flags, http::HttpServer& server, const http::Router& router) {
-  if (flags.tls_cert.empty()) return;
-  try {
-    auto tls = TlsFromFlags(flags);
-    spdlog::info("TLS certificate reloaded: {}", http::DescribeCertificate(*tls));
-    router.http_metrics().SetTlsCertificateExpiry(http::CertificateExpiry(*tls));
-    server.UseTls(std::move(tls));
-  } catch (const std::exception& e) {
-    spdlog::error("TLS reload failed, the certificate in use is kept: {}", e.what());
-  }
-}
+  static constexpr auto kCheckEvery = std::chrono::milliseconds(10);
+  boost::asio::steady_timer timer_;
+  http::HttpServer& server_;
+  std::chrono::milliseconds bound_;
+  std::function<void()> stop_;
+  std::chrono::steady_clock::time_point started_;
+};
 
-void Serve(const ServeFlags& flags) {
+void Serve(const ServeFlags& flags, const std::vector<std::string>& args) {
   auto [host, port] = SplitHostPort(flags.listen);
   Edge edge = EdgeFromFlags(flags);
   http::AccessKeys keys = AccessKeysFromFlags(flags);
@@ -593,18 +616,26 @@ void Serve(const ServeFlags& flags) {
   sampler.Start();
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
   // runs), not fatal.
+  ServeReloader reloader(
+      args,
+      {.server = http_server, .router = router, .origins = *edge.origins, .web = services.web});
+  auto stop = [&] {
+    live.Stop();
+    events.Stop();
+    webhook_dispatcher.Stop();
+    webhook_worker.Stop();
+    eta_reader.Stop();
+    sampler.Stop();
+    pool.Stop();
+  };
+  Drain drain(pool.Main(), http_server, std::chrono::milliseconds(flags.drain_timeout_ms), stop);
   ServeSignals signals(
-      pool.Main(), served.durable(), [&] { ReloadTls(flags, http_server, router); },
+      pool.Main(), served.durable(), [&] { reloader.Reload(); },
       [&] {
-        service.Stopping("stopping");
-        live.Stop();
-        events.Stop();
-        webhook_dispatcher.Stop();
-        webhook_worker.Stop();
-        eta_reader.Stop();
-        sampler.Stop();
-        pool.Stop();
-      });
+        service.Stopping("draining");
+        drain.Begin();
+      },
+      stop);
   auto bound = http_server.Listen(host, port);
   std::string url = fmt::format("{}://{}:{}", tls ? "https" : "http", host, bound.port());
   if (flags.log_format == "json") {
@@ -626,17 +657,21 @@ void Serve(const ServeFlags& flags) {
 
 }  // namespace
 
-void AddServeCommand(CLI::App& app) {
+void AddServeCommand(CLI::App& app, const std::vector<std::string>& argv) {
+  // What followed `serve` on the command line: SIGHUP reads it again with the config file.
+  std::vector<std::string> args;
+  auto at = std::find(argv.begin(), argv.end(), "serve");
+  if (at != argv.end()) args.assign(at + 1, argv.end());
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* serve = app.add_subcommand("serve", "Run the server (embedded backend)");
   AddServeFlags(*serve, *flags);
-  serve->callback([flags, serve] {
+  serve->callback([flags, serve, args] {
     ServeSettings settings = SettleServeFlags(*serve, *flags);
     if (!settings.ok()) throw std::runtime_error(settings.ErrorText());
     UseLogFormat(flags->log_format, flags->log_level);
     for (const std::string& warning : settings.warnings) spdlog::warn("{}", warning);
     if (!settings.file.empty()) spdlog::info("settings from {}", settings.file);
-    Serve(*flags);
+    Serve(*flags, args);
   });
 }
 

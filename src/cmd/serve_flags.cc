@@ -76,6 +76,12 @@ void AddServeFlags(CLI::App& serve, ServeFlags& flags) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
   serve
+      .add_option("--drain-timeout-ms", flags.drain_timeout_ms,
+                  "SIGTERM: stop accepting, answer parked long polls, tell live channels to "
+                  "reconnect, and exit once every connection has ended or after this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}));
+  serve
       .add_option("--body-stall-ms", flags.body_stall_ms,
                   "A request body with no new byte for this long is cut (408)")
       ->capture_default_str()

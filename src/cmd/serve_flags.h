@@ -38,6 +38,7 @@ struct ServeFlags {
   size_t max_queues = 10'000;
   int64_t head_timeout_ms = 10'000;
   int64_t idle_timeout_ms = 120'000;
+  int64_t drain_timeout_ms = 10'000;  // SIGTERM: how long connections may take to end
   int64_t body_stall_ms = 10'000;
   size_t min_body_rate = 1024;
   std::string data = "anteroom-data";

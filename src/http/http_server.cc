@@ -57,13 +57,15 @@ int64_t SteadyMs() {
 }
 
 template <class Stream>
-class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream>> {
+class HttpConnection : public Drainable,
+                       public std::enable_shared_from_this<HttpConnection<Stream>> {
  public:
   // `open` is this connection's place in the count of live connections (the overload limit):
-  // released when the connection ends, or handed to the live stream it turns into.
+  // released when the connection ends, or handed to the live stream it turns into. `drains`
+  // is told of the live stream it may become.
   HttpConnection(Stream stream, const Router& router, std::shared_ptr<void> open,
                  std::shared_ptr<const ConnectionLimits> limits, std::shared_ptr<BodyBudget> budget,
-                 LiveStreamOptions live)
+                 LiveStreamOptions live, std::shared_ptr<DrainList> drains)
       : stream_(std::move(stream)),
         sweep_(stream_.get_executor()),
         buffer_(kReadBufferLimit),
@@ -72,7 +74,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
         limits_holder_(std::move(limits)),
         limits_(*limits_holder_),
         budget_(std::move(budget)),
-        live_(live) {
+        live_(live),
+        drains_(std::move(drains)) {
     beast::error_code ec;
     auto remote = Tcp().remote_endpoint(ec);
     if (!ec) peer_ = remote.address();
@@ -91,8 +94,32 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
     });
   }
 
+  void BeginDrain() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->StopForDrain(); });
+  }
+
  private:
   static constexpr bool kTls = std::is_same_v<Stream, TlsSocket>;
+
+  // The server is stopping: no request is read after those under way. A connection with
+  // nothing asked closes now (a client whose request crossed this close retries it, as on any
+  // kept-alive connection its server closed); parked requests are answered now with what they
+  // have; the last answer says `Connection: close`.
+  void StopForDrain() {
+    if (closed_ || lingering_ || draining_) return;
+    draining_ = true;
+    stop_reading_ = true;
+    if (slots_.empty() && out_.empty() && !writing_ && !handover_ && !reading_body_ &&
+        buffer_.size() == 0) {
+      return Close();
+    }
+    std::vector<std::shared_ptr<Hangup>> released;
+    for (Slot& slot : slots_) {
+      if (slot.hangup) released.push_back(slot.hangup);
+    }
+    for (auto& h : released) h->Release();  // may answer inline: slots_ may change
+    Continue();
+  }
 
   Socket& Tcp() { return beast::get_lowest_layer(stream_); }
 
@@ -463,6 +490,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
         ++first_seq_;
         break;
       }
+      // Draining: the last answer closes the connection (one before it would drop the rest).
+      if (draining_ && slots_.size() == 1 && !reading_) slots_.front().close = true;
       Format(slots_.front());
       if (slots_.front().close) closing_ = true;  // later answers are dropped with the line
       last_version_ = slots_.front().version;
@@ -634,8 +663,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
     handover_.reset();
     closed_ = true;
     sweep_.cancel();
-    auto ready = [h = std::move(h.ready), open = open_](std::shared_ptr<LiveStream> stream) {
+    auto ready = [h = std::move(h.ready), open = open_,
+                  drains = drains_](std::shared_ptr<LiveStream> stream) {
       stream->Hold(open);
+      drains->Add(stream);  // a stream started while the server drains is told at once
       h(std::move(stream));
     };
     if (h.upgrade) {
@@ -697,6 +728,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
   std::shared_ptr<BodyBudget> budget_;
   std::shared_ptr<BodyBudget::Ticket> ticket_;  // the body being read, when a big one
   LiveStreamOptions live_;
+  std::shared_ptr<DrainList> drains_;
   net::ip::address peer_;
   std::optional<Handover> handover_;
   std::optional<RequestParser> parser_;
@@ -730,6 +762,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
   bool sweep_fine_ = false;  // the sweep is armed at kSweepWhileReading
   bool in_continue_ = false;
   bool client_certificate_ = false;  // the TLS client showed a certificate the server trusts
+  bool draining_ = false;            // StopForDrain: no more requests, the last answer closes
 };
 
 }  // namespace
@@ -737,14 +770,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection<Stream
 class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Listener> {
  public:
   Listener(IoPool& pool, const Router& router, const ConnectionLimits& limits,
-           LiveStreamOptions live)
+           LiveStreamOptions live, std::shared_ptr<DrainList> drains)
       : pool_(pool),
         acceptor_(pool.Main()),
         backoff_(pool.Main()),
         router_(router),
         limits_(std::make_shared<const ConnectionLimits>(limits)),
         budget_(BodyBudget::Make(limits.max_buffered_bytes)),
-        live_(live) {}
+        live_(live),
+        drains_(std::move(drains)) {}
 
   tcp::endpoint Open(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -783,6 +817,8 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
 
   // Call on the main context. Connections accepted from now on use `tls` (nullptr: plain).
   void UseTls(std::shared_ptr<net::ssl::context> tls) { tls_ = std::move(tls); }
+  // Connections and live streams holding a place in the count, from any thread.
+  size_t open() const { return open_->load(std::memory_order_relaxed); }
 
  private:
   static constexpr int kAcceptBurst = 256;
@@ -827,17 +863,21 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
 
   void Start(Socket socket, std::shared_ptr<void> place) {
     if (!tls_) {
-      std::make_shared<HttpConnection<Socket>>(std::move(socket), router_, std::move(place),
-                                               limits_, budget_, live_)
-          ->Start();
-      return;
+      return Begin(std::make_shared<HttpConnection<Socket>>(
+          std::move(socket), router_, std::move(place), limits_, budget_, live_, drains_));
     }
     // The connection (and the live stream it may become) keeps the context it started with: a
     // reload swaps tls_ for the connections to come.
     std::shared_ptr<void> held(nullptr, [place = std::move(place), tls = tls_](std::nullptr_t) {});
-    std::make_shared<HttpConnection<TlsSocket>>(TlsSocket(std::move(socket), *tls_), router_,
-                                                std::move(held), limits_, budget_, live_)
-        ->Start();
+    Begin(std::make_shared<HttpConnection<TlsSocket>>(TlsSocket(std::move(socket), *tls_), router_,
+                                                      std::move(held), limits_, budget_, live_,
+                                                      drains_));
+  }
+
+  template <class Connection>
+  void Begin(const std::shared_ptr<Connection>& connection) {
+    drains_->Add(connection);  // told at once if the server drains already
+    connection->Start();
   }
 
   // Over the connection limit: one short 503 and hang up, so clients back off and retry
@@ -902,6 +942,7 @@ class HttpServer::Listener : public std::enable_shared_from_this<HttpServer::Lis
   std::shared_ptr<const ConnectionLimits> limits_;
   std::shared_ptr<BodyBudget> budget_;
   LiveStreamOptions live_;
+  std::shared_ptr<DrainList> drains_;
   std::shared_ptr<net::ssl::context> tls_;
   std::shared_ptr<std::atomic<size_t>> open_ = std::make_shared<std::atomic<size_t>>(0);
   std::shared_ptr<std::atomic<size_t>> refusing_ = std::make_shared<std::atomic<size_t>>(0);
@@ -916,7 +957,7 @@ HttpServer::HttpServer(IoPool& pool, const Router& router, ConnectionLimits limi
 HttpServer::~HttpServer() { Close(); }
 
 tcp::endpoint HttpServer::Listen(const std::string& host, uint16_t port) {
-  listener_ = std::make_shared<Listener>(pool_, router_, limits_, live_);
+  listener_ = std::make_shared<Listener>(pool_, router_, limits_, live_, drains_);
   listener_->UseTls(tls_);
   tcp::endpoint bound = listener_->Open({net::ip::make_address(host), port});
   listener_->Accept();
@@ -936,5 +977,12 @@ void HttpServer::Close() {
     net::post(pool_.Main(), [l = listener_] { l->Close(); });
   }
 }
+
+void HttpServer::Drain() {
+  Close();
+  drains_->Drain();
+}
+
+size_t HttpServer::OpenConnections() const { return listener_ ? listener_->open() : 0; }
 
 }  // namespace anteroom::http

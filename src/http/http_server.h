@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "http/drain_list.h"
 #include "http/io_pool.h"
 #include "http/live_stream.h"
 #include "http/router.h"
@@ -56,6 +57,11 @@ class HttpServer {
   // connection has it.
   void UseTls(std::shared_ptr<boost::asio::ssl::context> tls);
   void Close();
+  // SIGTERM: stops accepting, and tells every connection and live stream to end (drain_list.h).
+  // Returns at once; OpenConnections() falls to 0 as they do.
+  void Drain();
+  // Connections and live streams open (those refused over the limit aside).
+  size_t OpenConnections() const;
 
  private:
   class Listener;
@@ -64,6 +70,7 @@ class HttpServer {
   ConnectionLimits limits_;
   LiveStreamOptions live_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::shared_ptr<DrainList> drains_ = std::make_shared<DrainList>();
   std::shared_ptr<Listener> listener_;
 };
 

@@ -45,6 +45,13 @@ void LiveStream::Finish() {
   Pump();
 }
 
+void LiveStream::BeginDrain() {
+  net::post(executor(), [self = shared_from_this()] {
+    self->drained_ = true;
+    self->Finish();
+  });
+}
+
 void LiveStream::Pump() {
   if (ended_ || writing_) return;
   if (!queue_.empty()) {
@@ -193,7 +200,8 @@ class WebSocketStream final : public LiveStream {
       return;
     }
     auto self = std::static_pointer_cast<WebSocketStream<Stream>>(shared_from_this());
-    ws_.async_close(websocket::close_code::normal, [self](beast::error_code) {
+    auto code = drained() ? websocket::close_code::service_restart : websocket::close_code::normal;
+    ws_.async_close(code, [self](beast::error_code) {
       beast::error_code ignored;
       beast::get_lowest_layer(self->ws_).close(ignored);
     });

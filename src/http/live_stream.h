@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 
+#include "http/drain_list.h"
 #include "http/socket.h"
 
 namespace anteroom::http {
@@ -36,7 +37,7 @@ struct LiveStreamOptions {
 // The shortest bound BoundSilence applies: below it a slow but live link would lose its stream.
 inline constexpr std::chrono::milliseconds kMinSilenceBound{1'500};
 
-class LiveStream : public std::enable_shared_from_this<LiveStream> {
+class LiveStream : public Drainable, public std::enable_shared_from_this<LiveStream> {
  public:
   using Executor = boost::asio::io_context::executor_type;
   // Rewrites a message before it is queued: what this stream must not show of a message that
@@ -59,6 +60,10 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   void SendFramesAsIs() { frames_as_is_ = true; }
   // Call on executor() only: closes once what is queued was written.
   void Finish();
+  // The server is stopping: what is queued is written, then the client is told to reconnect
+  // (elsewhere: another process, or this one restarted), a WebSocket with close code 1012
+  // (service restart); an event stream ends, and EventSource reconnects after its `retry`.
+  void BeginDrain() override;
   // Runs once, on executor(), when the connection has ended (either side). Set before the
   // stream is started.
   void OnClosed(std::function<void()> fn) { on_closed_ = std::move(fn); }
@@ -108,6 +113,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   void StartHeartbeats();
   void StopHeartbeats() { timer_.cancel(); }
   bool frames_as_is() const { return frames_as_is_; }
+  bool drained() const { return drained_; }
   std::chrono::milliseconds heartbeat_interval() const { return heartbeat_; }
 
   LiveStreamOptions options_;
@@ -126,6 +132,7 @@ class LiveStream : public std::enable_shared_from_this<LiveStream> {
   bool writing_ = false;
   bool finishing_ = false;
   bool ended_ = false;
+  bool drained_ = false;  // BeginDrain: the close tells the client to reconnect
   std::string in_flight_;
   std::chrono::steady_clock::time_point write_started_;
   std::function<void()> on_closed_;

@@ -62,11 +62,11 @@ std::optional<std::string> OriginOfUrl(std::string_view url) {
   return OriginOf(*u);
 }
 
-OriginPolicy::OriginPolicy(OriginPolicyOptions options)
-    : trusted_(std::move(options.trusted_proxies)) {
-  for (const std::string& text : options.cors_origins) {
+OriginPolicy::Listed OriginPolicy::ParseListed(const std::vector<std::string>& cors_origins) {
+  Listed listed;
+  for (const std::string& text : cors_origins) {
     if (text == "*") {
-      any_ = true;
+      listed.any = true;
       continue;
     }
     auto origin = NormalizeOrigin(text);
@@ -75,8 +75,18 @@ OriginPolicy::OriginPolicy(OriginPolicyOptions options)
                                   std::string("(scheme, host and port only) or *, got '") + text +
                                   "'");
     }
-    listed_.push_back(std::move(*origin));
+    listed.origins.push_back(std::move(*origin));
   }
+  return listed;
+}
+
+OriginPolicy::OriginPolicy(OriginPolicyOptions options)
+    : trusted_(std::move(options.trusted_proxies)), listed_(ParseListed(options.cors_origins)) {}
+
+void OriginPolicy::SetCorsOrigins(const std::vector<std::string>& cors_origins) {
+  Listed listed = ParseListed(cors_origins);
+  std::lock_guard lock(mu_);
+  listed_ = std::move(listed);
 }
 
 bool OriginPolicy::SameOrigin(std::string_view origin, std::string_view host,
@@ -97,11 +107,13 @@ bool OriginPolicy::SameOrigin(std::string_view origin, std::string_view host,
 }
 
 bool OriginPolicy::AllowsCrossOrigin(std::string_view origin) const {
-  if (any_) return NormalizeOrigin(origin).has_value();
   auto o = NormalizeOrigin(origin);
   if (!o) return false;
-  if (std::find(listed_.begin(), listed_.end(), *o) != listed_.end()) return true;
   std::lock_guard lock(mu_);
+  if (listed_.any) return true;
+  if (std::find(listed_.origins.begin(), listed_.origins.end(), *o) != listed_.origins.end()) {
+    return true;
+  }
   return origins_.contains(*o);
 }
 

@@ -45,6 +45,10 @@ class OriginPolicy {
   // Throws std::invalid_argument (a start-up failure) for a --cors-origin that is not an origin.
   explicit OriginPolicy(OriginPolicyOptions options);
 
+  // Replaces the `--cors-origin` list (SIGHUP); throws std::invalid_argument, changing nothing,
+  // for one that is not an origin. Any thread.
+  void SetCorsOrigins(const std::vector<std::string>& cors_origins);
+
   // Whether `origin` (as sent) is the request's own origin.
   bool SameOrigin(std::string_view origin, std::string_view host, std::string_view forwarded_host,
                   const boost::asio::ip::address& peer) const;
@@ -58,10 +62,16 @@ class OriginPolicy {
   void SetRooms(std::map<std::string, std::string> target_origins);
 
  private:
-  bool any_ = false;
-  std::vector<std::string> listed_;
+  // `--cors-origin`, parsed.
+  struct Listed {
+    bool any = false;  // "*"
+    std::vector<std::string> origins;
+  };
+  static Listed ParseListed(const std::vector<std::string>& cors_origins);
+
   TrustedProxies trusted_;
   mutable std::mutex mu_;
+  Listed listed_;                                    // guarded by mu_
   std::map<std::string, std::string> room_origins_;  // guarded by mu_: room -> origin
   std::multiset<std::string> origins_;               // guarded by mu_: the values above
 };

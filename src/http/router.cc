@@ -177,8 +177,8 @@ std::string KeyDigest(std::string_view key) {
 }
 
 std::string_view Router::QueueKeyNeeded() const {
-  return queue_access_ == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
-                                                 : wire::kQueueAdminKeyNeeded;
+  return queue_access() == QueueAccess::kQueueKey ? wire::kQueueKeyNeeded
+                                                  : wire::kQueueAdminKeyNeeded;
 }
 
 bool Router::AllowsQueue(const std::optional<std::string>& own,
@@ -190,13 +190,22 @@ bool Router::AllowsQueue(const std::optional<std::string>& own,
   // Both comparisons are made, so the time does not tell which key matched.
   bool mine =
       own->size() == digest.size() && CRYPTO_memcmp(digest.data(), own->data(), digest.size()) == 0;
-  bool admin = admin_digest_ && SameDigest(digest, *admin_digest_);
+  std::shared_ptr<const KeyDigests> keys = keys_.load();
+  bool admin = keys->admin && SameDigest(digest, *keys->admin);
   return mine || admin;
 }
 
-Router::Router(AccessKeys keys) : queue_access_(QueueAccessOf(keys)) {
-  if (!keys.admin_key.empty()) admin_digest_ = Sha256(keys.admin_key);
-  if (!keys.queue_key.empty()) queue_digest_ = Sha256(keys.queue_key);
+std::shared_ptr<const Router::KeyDigests> Router::DigestsOf(const AccessKeys& keys) {
+  auto digests = std::make_shared<KeyDigests>();
+  if (!keys.admin_key.empty()) digests->admin = Sha256(keys.admin_key);
+  if (!keys.queue_key.empty()) digests->queue = Sha256(keys.queue_key);
+  digests->access = QueueAccessOf(keys);
+  return digests;
+}
+
+void Router::SetAccessKeys(const AccessKeys& keys) { keys_.store(DigestsOf(keys)); }
+
+Router::Router(AccessKeys keys) : keys_(DigestsOf(keys)) {
   for (size_t i = 0; i < kCommonMethods.size(); ++i) {
     unmatched_[i] = metrics_.AddSeries(http::to_string(kCommonMethods[i]), "unmatched", true);
   }
@@ -209,18 +218,18 @@ bool Router::Allows(Scope scope, std::string_view authorization) const {
     case Scope::kSession:
       return true;
     case Scope::kQueue:
-      if (queue_access_ == QueueAccess::kOpen) return true;
-      break;
     case Scope::kAdmin:
-      if (!admin_digest_) return true;
       break;
   }
+  std::shared_ptr<const KeyDigests> keys = keys_.load();
+  if (scope == Scope::kQueue && keys->access == QueueAccess::kOpen) return true;
+  if (scope == Scope::kAdmin && !keys->admin) return true;
   std::optional<std::string> given = PresentedKey(authorization);
   if (!given) return false;
   Digest digest = Sha256(*given);
   // Both comparisons are made, so the time does not tell which key matched.
-  bool admin = admin_digest_ && SameDigest(digest, *admin_digest_);
-  bool queue = queue_digest_ && SameDigest(digest, *queue_digest_);
+  bool admin = keys->admin && SameDigest(digest, *keys->admin);
+  bool queue = keys->queue && SameDigest(digest, *keys->queue);
   return admin || (scope == Scope::kQueue && queue);
 }
 

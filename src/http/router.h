@@ -8,6 +8,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -153,7 +154,9 @@ class Router {
   // Set before serving.
   void RequireClientCertificates(bool on) { client_certificates_ = on; }
 
-  QueueAccess queue_access() const { return queue_access_; }
+  // Replaces the keys (SIGHUP): requests authorized from now on use the new ones. Any thread.
+  void SetAccessKeys(const AccessKeys& keys);
+  QueueAccess queue_access() const { return keys_.load()->access; }
   // Whether an Authorization header lets a request into a route of `scope` (the check
   // Dispatch makes before the handler runs; keys compared as SHA-256 digests, in constant time).
   bool Allows(Scope scope, std::string_view authorization) const;
@@ -235,9 +238,14 @@ class Router {
   static bool RawPathMatches(std::string_view path, const std::vector<std::string>& segments);
 
   using Digest = std::array<unsigned char, 32>;
-  std::optional<Digest> admin_digest_;  // SHA-256 of the admin key, when one is set
-  std::optional<Digest> queue_digest_;  // SHA-256 of the queue key, when one is set
-  QueueAccess queue_access_ = QueueAccess::kOpen;
+  // What is kept of the keys, replaced whole by SetAccessKeys: a request reads one version.
+  struct KeyDigests {
+    std::optional<Digest> admin;  // SHA-256 of the admin key, when one is set
+    std::optional<Digest> queue;  // SHA-256 of the queue key, when one is set
+    QueueAccess access = QueueAccess::kOpen;
+  };
+  static std::shared_ptr<const KeyDigests> DigestsOf(const AccessKeys& keys);
+  std::atomic<std::shared_ptr<const KeyDigests>> keys_;
   bool client_certificates_ = false;  // RequireClientCertificates
   std::shared_ptr<const OriginPolicy> origins_ = std::make_shared<OriginPolicy>();
   std::shared_ptr<QueueKeyLookup> queue_keys_;

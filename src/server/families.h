@@ -7,7 +7,9 @@
 // at the bottom, the family's route table (an array of RouteDef) added in one AddRoutes call.
 // The table is where a route's access rule (scope), body limit and CORS are read from.
 
+#include <atomic>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +38,21 @@ struct WebOptions {
   std::vector<std::string> gate_hosts;
 };
 
+// The pages' options as they stand: SIGHUP replaces them whole (templates re-read) while
+// requests go on; a request reads one version, held as long as it uses it.
+class WebSettings {
+ public:
+  WebSettings(WebOptions options = {})  // NOLINT: implicit, as Services is filled
+      : current_(std::make_shared<const WebOptions>(std::move(options))) {}
+  std::shared_ptr<const WebOptions> Get() const { return current_.load(); }
+  void Set(WebOptions options) {
+    current_.store(std::make_shared<const WebOptions>(std::move(options)));
+  }
+
+ private:
+  std::atomic<std::shared_ptr<const WebOptions>> current_;
+};
+
 // `anteroom serve --templates DIR`: DIR/wait.html, if present, replaces the built-in waiting
 // page; every DIR/NAME.html (NAME of [A-Za-z0-9_-], up to 64) is the template NAME. Throws
 // std::runtime_error (a start-up failure) when DIR or the file cannot be read.
@@ -55,7 +72,7 @@ struct Services {
   const Clock& clock;
   LiveHub* live = nullptr;                // the live channel's routes exist only with a hub
   StatsHistory* stats_history = nullptr;  // GET /v1/stats/history answers 503 without it
-  WebOptions web = {};
+  WebSettings web = {};
   // Who the client is (`--trusted-proxy`), for per-client limits (http/client_address.h).
   TrustedProxies trusted_proxies = {};
   // Puzzles for rooms with a challenge; without them no proof is accepted and

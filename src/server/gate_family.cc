@@ -67,7 +67,7 @@ std::string_view LastListed(std::string_view value) {
 // end in front of it), or an https --public-url. It decides the cookie's Secure and __Host-
 // name and whether `return` may be http, so it is believed from a --trusted-proxy only.
 bool OverHttps(const Services& s, const Request& req) {
-  if (s.web.public_url.starts_with("https:")) return true;
+  if (s.web.Get()->public_url.starts_with("https:")) return true;
   return s.trusted_proxies.Contains(req.peer) &&
          LastListed(Field(req, "X-Forwarded-Proto")) == "https";
 }
@@ -175,7 +175,7 @@ std::string CookieLine(const GateSettings& settings, std::string_view room, std:
 
 // Where anteroom's own pages are, as the page's browser reaches them: --public-url, or the
 // site's root.
-std::string PublicBase(const Services& s) { return s.web.public_url; }
+std::string PublicBase(const Services& s) { return s.web.Get()->public_url; }
 
 std::string WaitUrl(const Services& s, std::string_view room, const Original& original) {
   std::string url = fmt::format("{}/wait/{}?return={}", PublicBase(s), room,
@@ -206,7 +206,7 @@ std::optional<std::string> AllowedReturn(const Services& s, const GateRoom& room
     }
   }
   for (const std::string& h : room.settings->hosts) allowed.push_back(AsciiLower(h));
-  for (const std::string& h : s.web.gate_hosts) allowed.push_back(AsciiLower(h));
+  for (const std::string& h : s.web.Get()->gate_hosts) allowed.push_back(AsciiLower(h));
   allowed.push_back(AsciiLower(HereHost(s, req)));
   return AllowedReturnUrl(url, allowed, OverHttps(s, req));
 }

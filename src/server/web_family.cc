@@ -125,22 +125,22 @@ void CmdWaitPage(Services& s, const Request& req, Respond respond) {
                           respond(std::move(r));
                         });
   }
-  PageSettingsOf(s, req.params[0],
-                 [&s, room = req.params[0], accept = HeaderOf(req, "Accept-Language"),
-                  respond = std::move(respond)](PageSettings settings) {
-                   PageFill fill;
-                   fill.room = room;
-                   fill.base = s.web.public_url;
-                   fill.language =
-                       settings.language ? *settings.language : std::string(PickLanguage(accept));
-                   fill.settings = std::move(settings);
-                   Response r = TokenPage(RenderWaitPage(TemplateFor(s.web, fill.settings), fill));
-                   // The language depends on the header unless the room fixes it; JSON mode on
-                   // Accept.
-                   r.headers.emplace_back("Vary", "Accept, Accept-Language");
-                   r.headers.emplace_back("Content-Language", fill.language);
-                   respond(std::move(r));
-                 });
+  PageSettingsOf(
+      s, req.params[0],
+      [&s, room = req.params[0], accept = HeaderOf(req, "Accept-Language"),
+       respond = std::move(respond)](PageSettings settings) {
+        PageFill fill;
+        fill.room = room;
+        fill.base = s.web.Get()->public_url;
+        fill.language = settings.language ? *settings.language : std::string(PickLanguage(accept));
+        fill.settings = std::move(settings);
+        Response r = TokenPage(RenderWaitPage(TemplateFor(*s.web.Get(), fill.settings), fill));
+        // The language depends on the header unless the room fixes it; JSON mode on
+        // Accept.
+        r.headers.emplace_back("Vary", "Accept, Accept-Language");
+        r.headers.emplace_back("Content-Language", fill.language);
+        respond(std::move(r));
+      });
 }
 
 // The sample status each state of a preview shows (the fields of a check; times relative).
@@ -184,7 +184,7 @@ void CmdPagePreview(Services& s, const Request& req, Respond respond) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, std::string(wire::kPreviewLanguage)));
   }
   const std::string* name = req.Query("template");
-  if (name != nullptr && !s.web.templates.contains(*name)) {
+  if (name != nullptr && !s.web.Get()->templates.contains(*name)) {
     return respond(ErrorReply(OpStatus::kInvalidArgument, std::string(wire::kPreviewTemplate)));
   }
   PageSettingsOf(
@@ -195,15 +195,15 @@ void CmdPagePreview(Services& s, const Request& req, Respond respond) {
         if (!name.empty()) settings.template_name = name;
         PageFill fill;
         fill.room = room;
-        fill.base = s.web.public_url;
+        fill.base = s.web.Get()->public_url;
         fill.language = !lang.empty()       ? lang
                         : settings.language ? *settings.language
                                             : std::string(PickLanguage(accept));
         fill.settings = std::move(settings);
         fill.state = state_name;
         fill.preview = status;
-        Response r =
-            Asset(RenderWaitPage(TemplateFor(s.web, fill.settings), fill), kHtml, kPageCache);
+        Response r = Asset(RenderWaitPage(TemplateFor(*s.web.Get(), fill.settings), fill), kHtml,
+                           kPageCache);
         r.headers.emplace_back("Content-Language", fill.language);
         r.headers.emplace_back("X-Frame-Options", "DENY");
         respond(std::move(r));

@@ -88,8 +88,8 @@ TEST(ServiceNotifyTest, ReadyThenKeepAlivesThenStoppingOnSigterm) {
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
   std::vector<std::string> after = systemd.Receive(milliseconds(500));
   ASSERT_FALSE(after.empty());
-  EXPECT_EQ(after.back(), "STOPPING=1\nSTATUS=stopping");
-  EXPECT_EQ(Count(after, "STOPPING=1\nSTATUS=stopping"), 1u);
+  EXPECT_EQ(after.back(), "STOPPING=1\nSTATUS=draining");
+  EXPECT_EQ(Count(after, "STOPPING=1\nSTATUS=draining"), 1u);
   int status = server.Stop();
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);

@@ -562,7 +562,9 @@ TEST_F(GateTest, SecureAndHttpsComeFromATrustedProxyOrAnHttpsPublicUrl) {
   EXPECT_TRUE(CookieOf(answer).starts_with("anteroom_shop=")) << CookieOf(answer);
   EXPECT_EQ(HeaderOf(answer, "Set-Cookie").find("Secure"), std::string::npos);
   // An https --public-url: the site is https, whoever asks.
-  world_.services().web.public_url = "https://queue.shop.example";
+  server::WebOptions web = *world_.services().web.Get();
+  web.public_url = "https://queue.shop.example";
+  world_.services().web.Set(std::move(web));
   Request again = Asked("/v1/gate/shop", "/");
   again.peer = boost::asio::ip::make_address("192.0.2.9");
   EXPECT_TRUE(CookieOf(Gate(std::move(again))).starts_with(std::string(kCookie) + "="));

@@ -143,7 +143,11 @@ TEST(WebFamilyTest, TheRoomsPageSettingsAndAnOpenEventsOverThem) {
 
 TEST(WebFamilyTest, ARoomSelectsANamedTemplateAndAnUnknownOneFallsBack) {
   FamilyWorld w;
-  w.services().web.templates["shop"] = "<p>{{title}}|{{t.heading_line}}|{{lang}}|{{state}}</p>";
+  {
+    server::WebOptions web = *w.services().web.Get();
+    web.templates["shop"] = "<p>{{title}}|{{t.heading_line}}|{{lang}}|{{state}}</p>";
+    w.services().web.Set(std::move(web));
+  }
   ASSERT_EQ(w.Admin(verb::put, "/v1/rooms/r",
                     R"({"capacity": 1, "page": {"template": "shop", "title": "T"}})")
                 .status,
@@ -155,7 +159,11 @@ TEST(WebFamilyTest, ARoomSelectsANamedTemplateAndAnUnknownOneFallsBack) {
 
 TEST(WebFamilyTest, ThePreviewRendersEachStateForTheAdminOnly) {
   FamilyWorld w;
-  w.services().web.templates["shop"] = "<p>{{state}}|{{lang}}</p><script>{{preview_json}}</script>";
+  {
+    server::WebOptions web = *w.services().web.Get();
+    web.templates["shop"] = "<p>{{state}}|{{lang}}</p><script>{{preview_json}}</script>";
+    w.services().web.Set(std::move(web));
+  }
   EXPECT_EQ(w.Call(verb::get, "/v1/rooms/r/page/preview").status, 401u);
   for (std::string state : {"prequeue", "waiting", "random", "active", "closed", "error"}) {
     Response r = w.Admin(verb::get, "/v1/rooms/r/page/preview?state=" + state + "&lang=de");

@@ -192,7 +192,8 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
           answer.jobs.insert(answer.jobs.end(), std::make_move_iterator(fetched.begin()),
                              std::make_move_iterator(fetched.end()));
         }
-        if (!answer.jobs.empty() || request.wait_ms == 0) {
+        // A released wait (the server draining) answers what it has, as a poll that timed out.
+        if (!answer.jobs.empty() || request.wait_ms == 0 || (hangup && hangup->released())) {
           answer.acked_leases = std::move(request.ack);
           return Answered<core::FetchAnswer>(std::move(answer));
         }
@@ -214,19 +215,25 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
 }
 
 void MemoryBackend::DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Hangup* key) {
-  Completion<core::FetchAnswer> done;
+  std::optional<QueueSlot::Waiter> dropped;
   {
     std::shared_lock world(world_);
     {
       std::lock_guard lock(slot->mu);
       auto it = slot->watched.find(key);
       if (it == slot->watched.end()) return;  // answered meanwhile
-      done = slot->Drop(it->second);
+      dropped.emplace(slot->Unlink(it->second));
       // Its deadline left the schedule's view: a stale wake-up costs one empty pass.
     }
     DropIfEmpty(slot);  // a long poll's name nobody pushed to is forgotten with its last waiter
   }
-  done(QueueSlot::HungUp());
+  // Released (the server draining): its acks and no job, as when its wait runs out. Those acks
+  // were logged before it parked; the drain's last sync makes them durable before the exit.
+  if (key->released()) {
+    return dropped->done(
+        core::FetchAnswer{std::move(dropped->acked), std::move(dropped->request.ack), {}});
+  }
+  dropped->done(QueueSlot::HungUp());
 }
 
 void MemoryBackend::Ack(std::string queue, std::vector<std::string> leases,

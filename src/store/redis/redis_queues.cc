@@ -185,7 +185,10 @@ void RedisBackend::Fetch(std::string queue, core::FetchRequest request,
                   }
                   answer.acked_leases = std::move(request.ack);
                   request.ack.clear();
-                  if (!answer.jobs.empty() || request.wait_ms <= 0) return done(std::move(answer));
+                  bool released = request.hangup && request.hangup->released();
+                  if (!answer.jobs.empty() || request.wait_ms <= 0 || released) {
+                    return done(std::move(answer));
+                  }
                   int64_t deadline = started + request.wait_ms;
                   int64_t retry_in = reply.retry_in_ms;
                   if (&s == &home()) {
@@ -593,6 +596,7 @@ void RedisBackend::Park(const std::string& queue, core::FetchRequest request,
                         core::FetchAnswer answer, int64_t deadline, int64_t retry_in,
                         Completion<core::FetchAnswer> done) {
   if (request.hangup && request.hangup->happened()) return done(HungUp());
+  if (request.hangup && request.hangup->released()) return done(std::move(answer));
   auto& polls = polls_[queue];
   if (!polls) polls = std::make_unique<Polls>();
   auto w = std::make_shared<Waiter>(home().io, queue, std::move(request), std::move(answer),
@@ -639,6 +643,8 @@ void RedisBackend::DropWaiter(const std::shared_ptr<Waiter>& w) {
   p.waiters.remove(w);
   w->Retire();
   if (p.waiters.empty() && !p.serving) polls_.erase(it);
+  // Released (the server draining): its acks and no job, as when its wait runs out.
+  if (w->request.hangup->released()) return w->done(std::move(w->answer));
   w->done(HungUp());
 }
 
@@ -703,7 +709,9 @@ void RedisBackend::Served(const std::string& queue, const std::shared_ptr<Waiter
     retry_in = reply.retry_in_ms;
   }
   bool hung_up = w->hung_up();
-  bool expired = w->deadline <= clock_.NowMs();
+  // A released wait (the server draining) is answered now, as one whose time is up.
+  bool released = w->request.hangup && w->request.hangup->released();
+  bool expired = released || w->deadline <= clock_.NowMs();
   if (hung_up || !jobs.empty() || expired) {
     p.waiters.remove(w);
     w->Retire();
