@@ -72,6 +72,7 @@ Connection::Connection(asio::io_context& io, Endpoint endpoint, ConnectionOption
       resolver_(io),
       socket_(io),
       retry_timer_(io),
+      connect_deadline_(io),
       watchdog_(io),
       in_(kReadChunk) {}
 
@@ -85,6 +86,7 @@ void Connection::Close() {
   Fail("the connection was closed");
   state_ = State::kClosed;
   retry_timer_.cancel();
+  connect_deadline_.cancel();
   watchdog_.cancel();
 }
 
@@ -92,6 +94,11 @@ void Connection::Connect() {
   state_ = State::kConnecting;
   uint64_t gen = generation_;
   auto self = shared_from_this();
+  connect_deadline_.expires_after(std::chrono::milliseconds(options_.timeout_ms));
+  connect_deadline_.async_wait([this, self, gen](const boost::system::error_code& ec) {
+    if (ec || gen != generation_ || state_ != State::kConnecting) return;
+    Fail(fmt::format("no connection within {} ms", options_.timeout_ms));
+  });
   resolver_.async_resolve(
       endpoint_.host, std::to_string(endpoint_.port),
       [this, self, gen](const boost::system::error_code& ec, tcp::resolver::results_type results) {
@@ -101,6 +108,7 @@ void Connection::Connect() {
             socket_, results,
             [this, self, gen](const boost::system::error_code& ec2, const tcp::endpoint&) {
               if (gen != generation_ || state_ != State::kConnecting) return;
+              connect_deadline_.cancel();  // the TLS handshake has a deadline of its own
               if (ec2) return Fail(ec2.message());
               socket_.set_option(tcp::no_delay(true));
               if (options_.tls) return StartTls(gen);

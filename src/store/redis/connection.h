@@ -3,8 +3,10 @@
 // written as they come and their replies matched in order (RESP parsed by hiredis's reader).
 // All calls must be made on the io_context's thread.
 //
-// Failures never hang a caller: when the connection drops, or the oldest command has waited
-// longer than `timeout_ms`, every command in flight is answered with a transport failure, and
+// Failures never hang a caller: when the connection drops, when it is not made within
+// `timeout_ms` (a host that drops SYNs would leave the kernel retrying for two minutes), or the
+// oldest command has waited longer than `timeout_ms`, every command in flight is answered with a
+// transport failure, and
 // the connection comes back by itself with exponential backoff (100 ms up to 2 s). While it
 // is down, commands fail at once rather than queue behind an outage.
 //
@@ -105,6 +107,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // holds it (a shared_ptr in its handler), so a failure may drop it while they finish.
   std::shared_ptr<TlsStream> tls_;
   boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer connect_deadline_;  // the resolve and TCP connect, together
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   State state_ = State::kDown;
