@@ -249,7 +249,8 @@ TEST(EmbeddedBackupTest, AHeldSnapshotOutlivesTheCompactionThatDeletesIt) {
   auto server = ServeOn(data);
   ASSERT_TRUE(server->started()) << server->error();
   Client c(server->url(), kKey);
-  for (int i = 0; i < 200; ++i) ASSERT_EQ(c.Push("q", std::string(500, 'x')).status, 201);
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(c.Push("q", json::string(std::string(500, 'x'))).status, 201);
   HttpResult taken = c.Request("POST", "/v1/admin/backups");
   ASSERT_EQ(taken.status, 201) << taken.body;
   std::string id(taken.json.at("id").as_string());

@@ -153,6 +153,9 @@ TEST_F(RestoreRuleTest, KeepLeavesTheLeaseToRunOut) {
   std::vector<core::Delivery> d = Fetch(restored_, "w2", 2);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_NE(d[0].id, leased_[0].id);
+  auto acked = Await<std::vector<core::LeaseOutcome>>(
+      [&](auto done) { restored_.Ack("q", {d[0].lease}, done); });
+  ASSERT_TRUE(acked.ok()) << acked.message();
   // Past its lease's end the job is ready again, the attempt used up, as any expiry.
   clock_.Advance(kLease + 1);
   restored_.RunDue();
