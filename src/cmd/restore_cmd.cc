@@ -108,7 +108,7 @@ void Restore(const RestoreFlags& f) {
 void AddRestoreCommand(CLI::App& app) {
   auto f = std::make_shared<RestoreFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "restore", "Restore a backup into a new data directory (the server must be stopped)");
+      "restore", "Restore a backup into a new data directory, for anteroom serve --data DIR");
   cmd->add_option("--from", f->from, "The backup (or a stopped server's data directory)")
       ->required();
   cmd->add_option("--data", f->data, "The data directory to create (absent or empty)")->required();
