@@ -101,6 +101,10 @@ void FetchFile(Client& client, const std::string& id, const json::object& file, 
 }
 
 void Backup(const ClientFlags& flags, const BackupFlags& f) {
+  // The client speaks plain HTTP only: a TLS listener would be sent cleartext, key included.
+  if (flags.server.rfind("http://", 0) != 0) {
+    Fail(fmt::format("--server {}: only http:// URLs are supported", flags.server));
+  }
   if (!AbsentOrEmpty(f.to)) Fail(fmt::format("{}: not empty: back up into a new directory", f.to));
   StagingDir staging(f.to);
   Client client(flags.server, flags.admin_key);
