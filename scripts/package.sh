@@ -49,7 +49,7 @@ printf 'anteroom\n\nCopyright: the anteroom developers.\n' > "$TREE/usr/share/do
 # The man page: the top-level --help, then each server-side command's own (help2man reads one).
 INCLUDE="$STAGE/man.include"
 {
-  for cmd in serve config; do
+  for cmd in serve config backup restore; do
     echo "[COMMAND: anteroom $cmd]"
     "$TREE/usr/bin/anteroom" "$cmd" --help 2>&1 | sed 's/^/  /; s/\\/\\\\/g'
     echo

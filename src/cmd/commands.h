@@ -40,5 +40,7 @@ void AddConfigCommands(CLI::App& app);
 void AddRoomCommands(CLI::App& app, ClientFlags& flags);
 void AddQueueCommands(CLI::App& app, ClientFlags& flags);
 void AddWorkCommand(CLI::App& app, ClientFlags& flags);
+void AddBackupCommand(CLI::App& app, ClientFlags& flags);
+void AddRestoreCommand(CLI::App& app);
 
 }  // namespace anteroom::cmd

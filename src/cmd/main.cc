@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   anteroom::cmd::AddRoomCommands(app, flags);
   anteroom::cmd::AddQueueCommands(app, flags);
   anteroom::cmd::AddWorkCommand(app, flags);
+  anteroom::cmd::AddBackupCommand(app, flags);
+  anteroom::cmd::AddRestoreCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

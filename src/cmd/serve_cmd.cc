@@ -34,6 +34,7 @@
 #include "http/http_server.h"
 #include "http/origin_policy.h"
 #include "http/tls_context.h"
+#include "server/backup_exports.h"
 #include "server/eta_tracer.h"
 #include "server/event_feed.h"
 #include "server/families.h"
@@ -588,6 +589,9 @@ void Serve(const ServeFlags& flags, const std::vector<std::string>& args) {
                                server::EtaTracerOptions{.sample_every_ms = flags.eta_sample_ms});
   server::EtaEventReader eta_reader(backend, pool.Main(), eta_tracer);
   core::PowPuzzles puzzles(secret);  // every process sharing the secret checks the others'
+  // Backups of the data directory (`anteroom backup`): after the backend, so gone before it.
+  std::optional<server::BackupExports> backups;
+  if (served.durable()) backups.emplace(*served.durable());
   server::Services services{
       backend, signer, clock, &live, &history, std::move(edge.web), std::move(edge.trusted),
       &puzzles};
@@ -597,6 +601,7 @@ void Serve(const ServeFlags& flags, const std::vector<std::string>& args) {
   services.events = &events;
   services.webhooks = &webhook_dispatcher;
   services.eta = &eta_tracer;
+  services.backups = backups ? &*backups : nullptr;
   server::RegisterAllRoutes(router, services);
   MakeDemoRooms(flags, clock, secret, backend);
 

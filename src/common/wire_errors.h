@@ -458,6 +458,35 @@ inline std::string TooManySchedules(size_t max) {
 // --- Monitoring -------------------------------------------------------------------------------
 inline constexpr std::string_view kNoStatsHistory = "the stats history is not kept";
 
+// --- Backups (server/backup_family.cc, server/backup_exports.h) --------------------------------
+inline constexpr std::string_view kBackupNeedsDataDir =
+    "this server keeps no data directory to back up (its state is in Redis, or in memory only "
+    "with --memory-only): back Redis up with BGSAVE (docs/operations.md, On Redis)";
+inline constexpr std::string_view kBackupStopping = "the server is stopping: no backup was taken";
+inline constexpr std::string_view kBackupOffset =
+    "'offset' must be a whole number of bytes, at most the file's size";
+inline std::string BackupLength(size_t max) {
+  return fmt::format("'length' must be a whole number of bytes from 1 to {}", max);
+}
+inline std::string UnknownBackup(std::string_view id, int64_t idle_s) {
+  return fmt::format(
+      "no backup '{}' is open here (released, never taken, or forgotten after {} s without a "
+      "read): take a new one",
+      PrintableField(id), idle_s);
+}
+inline std::string UnknownBackupFile(std::string_view name) {
+  return fmt::format("the backup has no file '{}'", PrintableField(name));
+}
+inline std::string TooManyBackups(size_t max) {
+  return fmt::format(
+      "{} backups are open: release one (DELETE /v1/admin/backups/{{id}}) or wait until one is "
+      "forgotten",
+      max);
+}
+inline std::string BackupFailed(std::string_view why) {
+  return fmt::format("the backup's snapshot could not be taken: {}", why);
+}
+
 // --- The connection (http/http_server.cc, http/request_head.cc) ------------------------------
 inline constexpr std::string_view kObsFold =
     "obsolete line folding (a header line starting with whitespace) is not accepted";

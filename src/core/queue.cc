@@ -908,6 +908,21 @@ size_t Queue::ReleaseWorker(std::string_view worker, int64_t now_ms) {
   return jobs.size();
 }
 
+size_t Queue::ReturnInflight() {
+  std::vector<Index> jobs;
+  for (Index i = 0; i < slab_.size(); ++i) {
+    if (slab_[i].id != 0 && slab_[i].state == State::kInflight) jobs.push_back(i);
+  }
+  std::sort(jobs.begin(), jobs.end(), [&](Index a, Index b) { return KeyOf(a) < KeyOf(b); });
+  // The last first: each goes to the head, so together they keep their order.
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    EndLease(*it);
+    slab_[*it].attempt -= 1;
+    MakeReady(*it, /*at_head=*/true, now_);
+  }
+  return jobs.size();
+}
+
 std::vector<InflightJob> Queue::Inflight(std::optional<std::string_view> worker, int64_t now_ms) {
   Advance(now_ms);
   std::vector<InflightJob> out;

@@ -128,6 +128,12 @@ class Queue {
   void Heartbeat(std::string_view worker, int64_t ttl_ms, int64_t now_ms);
   // The worker's jobs go back to the head of their priority now (a failed attempt each).
   size_t ReleaseWorker(std::string_view worker, int64_t now_ms);
+  // Every in-flight delivery ends as if it had never been made: a restored backup's, whose
+  // workers are gone and were not at fault. No attempt is used up; each job goes back to the
+  // head of its priority, in the order they had in the line, ready since the queue's time
+  // (nothing is advanced, so a lease that ran out before is not counted as expired). Answers how
+  // many.
+  size_t ReturnInflight();
 
   std::vector<InflightJob> Inflight(std::optional<std::string_view> worker, int64_t now_ms);
   // Oldest failures first.

@@ -65,6 +65,7 @@ class QueueKeys;
 class GateCache;
 class WebhookDispatcher;
 class EtaTracer;
+class BackupExports;
 
 struct Services {
   store::Backend& backend;
@@ -93,6 +94,9 @@ struct Services {
   // Told of every waiting status this process answers, to follow a sample of them to their
   // admission (server/eta_tracer.h: the measured ETA error); none: nothing is traced.
   EtaTracer* eta = nullptr;
+  // The backups of the data directory (embedded backend only); none: the backup routes answer
+  // 409 (Redis is backed up with BGSAVE).
+  BackupExports* backups = nullptr;
   // The OpenAPI document of every route registered before RegisterOpenApiRoutes (the last).
   std::string openapi_json = {};
 };
@@ -164,6 +168,7 @@ void RegisterWebRoutes(Router& router, Services& services);
 void RegisterGateRoutes(Router& router, Services& services);
 void RegisterLifecycleRoutes(Router& router, Services& services);
 void RegisterWebhookRoutes(Router& router, Services& services);
+void RegisterBackupRoutes(Router& router, Services& services);
 // GET /openapi.json, built from the routes registered so far (server/openapi_doc.h): call it
 // last. Throws std::runtime_error (a start-up failure) when a route has no description.
 void RegisterOpenApiRoutes(Router& router, Services& services);
@@ -184,6 +189,7 @@ inline void RegisterAllRoutes(Router& router, Services& services) {
   if (services.gate) RegisterGateRoutes(router, services);
   RegisterLifecycleRoutes(router, services);
   RegisterWebhookRoutes(router, services);
+  RegisterBackupRoutes(router, services);
   RegisterOpenApiRoutes(router, services);
 }
 

@@ -215,6 +215,8 @@ TEST(CliHelpTest, HelpOnEveryCommandExitsZero) {
       {"room", "list", "--help"},
       {"room", "delete", "--help"},
       {"check", "--help"},
+      {"backup", "--help"},
+      {"restore", "--help"},
   };
   for (const auto& args : commands) {
     CliResult r = RunCli(args, {}, std::chrono::seconds(10));

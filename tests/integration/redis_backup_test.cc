@@ -2,7 +2,8 @@
 // BGSAVE while anteroom keeps pushing and acking, the dump copied once LASTSAVE moved, a fresh
 // redis-server started on the copy, anteroom started on that. Every job pushed (answered 201)
 // before the BGSAVE was sent is there exactly once, acked ones are not delivered again, the
-// room's line is in the same order, and a token minted before verifies.
+// room's line is in the same order, and a token minted before verifies. The embedded backend's
+// backup route answers 409 here, pointing to BGSAVE.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -166,6 +167,19 @@ TEST(RedisBackupTest, ABgsaveUnderLoadRestoresIntoAFreshRedis) {
   HttpResult verified = r.VerifyToken(token);
   ASSERT_EQ(verified.status, 200) << verified.body;
   EXPECT_EQ(verified.json.at("valid"), true) << verified.body;
+}
+
+// `anteroom backup` is the embedded backend's: on Redis the route says to use BGSAVE instead.
+TEST(RedisBackupTest, TheEmbeddedBackupRoutePointsToBgsave) {
+  if (!RedisAvailable()) GTEST_SKIP() << kRedisServerPath << " is not installed";
+  RedisProcess live;
+  ASSERT_TRUE(live.Start()) << live.error();
+  ServerProcess server({"--store", live.url()}, EnvVars{{"ANTEROOM_ADMIN_KEY", "k"}}, seconds(20));
+  ASSERT_TRUE(server.started()) << server.error();
+  HttpResult r = Client(server.url(), "k").Request("POST", "/v1/admin/backups");
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_EQ(r.json.at("error").at("code"), "conflict") << r.body;
+  EXPECT_NE(r.body.find("BGSAVE"), std::string::npos) << r.body;
 }
 
 }  // namespace

@@ -233,6 +233,23 @@ void EmbeddedStore::WriteSnapshotInChild(const std::string& tmp, uint64_t segmen
 
 bool EmbeddedStore::Compact(std::string& error) {
   std::lock_guard one_at_a_time(compact_mu_);
+  HeldSnapshot made;
+  return CompactLocked(error, made);
+}
+
+bool EmbeddedStore::SnapshotAndHold(HeldSnapshot& held, std::string& error) {
+  std::lock_guard one_at_a_time(compact_mu_);  // no compaction deletes it before it is open
+  if (!CompactLocked(error, held)) return false;
+  std::string path = options_.dir + "/" + SnapshotName(held.snapshot);
+  held.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (held.fd < 0) {
+    error = path + ": " + ErrnoText(errno);
+    return false;
+  }
+  return true;
+}
+
+bool EmbeddedStore::CompactLocked(std::string& error, HeldSnapshot& made) {
   auto start = SteadyClock::now();
   uint64_t segment;
   std::string tmp;  // where the snapshot is written before it is published
@@ -244,6 +261,10 @@ bool EmbeddedStore::Compact(std::string& error) {
     std::unique_lock world(backend_.world());  // no change half made while we cut
     auto paused = SteadyClock::now();
     segment = journal_->Rotate();
+    made.snapshot = segment;
+    made.cut_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
     tmp = options_.dir + "/" + SnapshotName(segment) + ".tmp";
     if (options_.snapshot_writer == SnapshotWriter::kForkedChild) {
       const pid_t parent = ::getpid();

@@ -89,6 +89,15 @@ class EmbeddedStore {
   LogJournal& journal() { return *journal_; }
   // Writes a snapshot now; false with the reason in `error`.
   bool Compact(std::string& error);
+  // A snapshot for a backup: written now (as Compact), and opened before a later compaction
+  // may delete it, so a transfer that outlasts it still reads the whole file.
+  struct HeldSnapshot {
+    uint64_t snapshot = 0;  // its number: the state before log segment `snapshot`
+    int64_t cut_ms = 0;     // the wall time of the cut, ms since the epoch
+    int fd = -1;            // open for reading; the caller closes it
+  };
+  bool SnapshotAndHold(HeldSnapshot& held, std::string& error);
+  const std::string& dir() const { return options_.dir; }
   // Asks the background thread to compact soon, whatever the log's size (SIGUSR1 in serve).
   void RequestCompaction();
   struct CompactionStats {
@@ -103,6 +112,8 @@ class EmbeddedStore {
 
  private:
   void CompactionLoop();
+  // Compact, with compact_mu_ held: the new snapshot's number and cut time in `made`.
+  bool CompactLocked(std::string& error, HeldSnapshot& made);
   [[noreturn]] void WriteSnapshotInChild(const std::string& tmp, uint64_t segment, pid_t parent);
 
   MemoryBackend& backend_;

@@ -181,6 +181,10 @@ class MemoryBackend final : public Backend {
     size_t rooms = 0, sessions = 0, queues = 0, jobs = 0;
   };
   Summary Summarize();
+  // Before serving only (a restore, between LoadState/Replay and a new snapshot): every queue's
+  // in-flight jobs go back to ready without using up an attempt (core::Queue::ReturnInflight).
+  // Not logged: the caller saves the state afterwards. Answers how many jobs.
+  size_t ReturnAllInflight();
 
  private:
   // Work to run after every lock is released: completions may take their time. The argument

@@ -157,4 +157,14 @@ MemoryBackend::Summary MemoryBackend::Summarize() {
   return s;
 }
 
+size_t MemoryBackend::ReturnAllInflight() {
+  std::unique_lock world(world_);
+  size_t returned = 0;
+  for (auto& [name, slot] : queues_) {
+    std::lock_guard lock(slot->mu);
+    returned += slot->queue.ReturnInflight();
+  }
+  return returned;
+}
+
 }  // namespace anteroom::store
