@@ -57,6 +57,10 @@ struct EngineMetrics {
                      5,     10,   30,    60,   120, 300,  600, 1800, 3600};
   Histogram job_run{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,    2.5,
                     5,     10,   30,    60,   120, 300,  600, 1800, 3600};
+  // A room's wait (joined the line -> admitted), in the engine's milliseconds: a fast door lets
+  // people in within seconds, a launch-day line keeps them for hours.
+  Histogram room_wait{0.1, 0.5, 1,    2.5,  5,    10,   30,    60,   120,
+                      300, 600, 1200, 1800, 3600, 7200, 14400, 28800};
   // One fdatasync of the data directory's files (log segments, snapshots).
   Histogram log_fsync{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                       0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};

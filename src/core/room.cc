@@ -246,6 +246,7 @@ Room::Index Room::Join(std::string_view id, int64_t now) {
   s = Session{};
   s.id.Assign(id);
   s.last_seen = now;
+  s.since = now;
   index_.insert(i);
   if (PrequeueOpen()) {
     s.status = SessionStatus::kPrequeue;
@@ -303,6 +304,7 @@ void Room::RekeyAll() {
 
 void Room::Admit(Index i, int64_t now) {
   Session& s = slab_[i];
+  int64_t joined = s.since;
   Unline(i);
   ++version_;
   s.status = SessionStatus::kActive;
@@ -314,6 +316,7 @@ void Room::Admit(Index i, int64_t now) {
   ++holders_;
   ++counters_.admitted_total;
   Note(NoticeKind::kAdmitted, now, i);
+  if (noting_ && joined > 0) notices_.back().waited_ms = now - joined;
   admitted_window_.Add(now);
   deadlines_.Set(i, DueKey(s));
 }

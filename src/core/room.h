@@ -266,7 +266,9 @@ class Room {
   struct Session {
     SessionId id;
     int64_t last_seen = 0;  // last check-in or touch
-    int64_t since = 0;      // active: admitted at; grace: grace ends at
+    // Waiting or pre-queued: when it joined the line, or was sent back to it (0: not known, a
+    // session saved before this was kept); active: admitted at; grace: grace ends at.
+    int64_t since = 0;
     uint64_t admission = 0;
     Line::Ticket ticket = 0;
     SessionStatus status = SessionStatus::kWaiting;

@@ -250,7 +250,7 @@ void Room::SendHoldersBack(bool to_prequeue, int64_t now) {
     --holders_;
     s.admission = 0;
     s.claimed = false;
-    s.since = 0;
+    s.since = now;      // back in line: its wait starts again
     s.last_seen = now;  // a full check-in timeout to come back
     s.status = to_prequeue ? SessionStatus::kPrequeue : SessionStatus::kWaiting;
     deadlines_.Set(i, DueKey(s));

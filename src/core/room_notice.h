@@ -42,6 +42,7 @@ struct RoomNotice {
   std::string session;   // empty for the room's own notices
   int64_t position = 0;  // kPositionNear: the position reached
   uint64_t admission = 0;
+  int64_t waited_ms = -1;  // kAdmitted: from joining the line to admission; -1 when not known
   std::string detail;
 };
 

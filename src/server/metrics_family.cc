@@ -123,6 +123,10 @@ void AppendEngine(std::string& out) {
                   "Time from a job's fetch to its ack, for acks taken by this process, every "
                   "queue together.",
                   m.job_run);
+  AppendHistogram(out, "anteroom_room_wait_seconds",
+                  "Time sessions admitted by this process had waited in line (joined -> "
+                  "admitted; 0 for one let in at once), every room together.",
+                  m.room_wait);
   AppendHistogram(out, "anteroom_log_fsync_seconds",
                   "Duration of each fdatasync of the embedded backend's data directory (log "
                   "segments, snapshots); none with the Redis backend.",

@@ -60,6 +60,11 @@ inline void ObserveFetched(const std::vector<core::Delivery>& jobs, int64_t now_
   }
 }
 inline void ObserveRan(int64_t ran_ms) { ProcessEngineMetrics().job_run.ObserveMs(ran_ms); }
+// Likewise where a room admits (never in a replay): how long the session waited in line, when
+// the room knows (a session saved before join times were kept does not say).
+inline void ObserveRoomWait(int64_t waited_ms) {
+  if (waited_ms >= 0) ProcessEngineMetrics().room_wait.ObserveMs(waited_ms);
+}
 
 class Backend {
  public:

@@ -43,12 +43,13 @@ std::string Scrape(Client& c) {
   return r.body;
 }
 
-// Rooms joined and admitted, and jobs pushed, fetched and acked: 4 fetched (each having waited
-// ready), 3 acked after running at least 50 ms.
+// Rooms joined and admitted (s1 at once, s2 after waiting at least 40 ms), and jobs pushed,
+// fetched and acked: 4 fetched (each having waited ready), 3 acked after running at least 50 ms.
 void DriveTraffic(Client& c) {
   ASSERT_EQ(c.PutRoom("door", {{"capacity", 1}}).status, 200);
   ASSERT_EQ(c.Check("door", "s1").status, 200);
-  ASSERT_EQ(c.Check("door", "s2").status, 200);        // waits
+  ASSERT_EQ(c.Check("door", "s2").status, 200);  // waits
+  std::this_thread::sleep_for(milliseconds(40));
   ASSERT_EQ(c.Leave("door", "s1", true).status, 200);  // s2 admitted
   for (int i = 0; i < 5; ++i) ASSERT_EQ(c.Push("work", {{"n", i}}).status, 201);
   std::this_thread::sleep_for(milliseconds(30));  // the jobs wait ready
@@ -60,6 +61,16 @@ void DriveTraffic(Client& c) {
   std::vector<std::string> leases;
   for (size_t i = 0; i < 3; ++i) leases.emplace_back(jobs.at(i).at("lease").as_string());
   ASSERT_EQ(c.Ack("work", leases).status, 200);
+}
+
+// s1 waited 0, s2 at least the 40 ms slept.
+void ExpectRoomWaits(const std::string& text) {
+  EXPECT_EQ(SampleValue(text, "anteroom_room_wait_seconds_count"), 2) << text;
+  EXPECT_EQ(SampleValue(text, "anteroom_room_wait_seconds_bucket{le=\"0.1\"}"), 2);
+  std::optional<double> sum = SampleValue(text, "anteroom_room_wait_seconds_sum");
+  ASSERT_TRUE(sum.has_value());
+  EXPECT_GE(*sum, 0.04);
+  EXPECT_LT(*sum, 60.0);
 }
 
 void ExpectJobHistograms(const std::string& text) {
@@ -78,6 +89,7 @@ void ExpectJobHistograms(const std::string& text) {
   EXPECT_LT(*run_sum, 3 * 60.0);
   EXPECT_EQ(SampleValue(text, "anteroom_job_run_seconds_bucket{le=\"0.025\"}"), 0);
   EXPECT_NE(text.find("\nanteroom_build_info{version=\""), std::string::npos);
+  EXPECT_NE(text.find("# TYPE anteroom_room_wait_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE anteroom_job_wait_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE anteroom_log_fsync_errors_total counter\n"), std::string::npos);
   EXPECT_EQ(SampleValue(text, "anteroom_backend_up"), 1);
@@ -104,6 +116,7 @@ TEST_F(MetricsEngineTest, JobAndFsyncHistogramsCountTheTraffic) {
   DriveTraffic(client());
   std::string text = ScrapeUntil(client(), "anteroom_log_fsync_seconds_count", 1);
   ExpectJobHistograms(text);
+  ExpectRoomWaits(text);
   EXPECT_GE(SampleValue(text, "anteroom_log_fsync_seconds_count").value_or(0), 1);
   EXPECT_EQ(SampleValue(text, "anteroom_log_fsync_errors_total"), 0);
 }
@@ -118,9 +131,38 @@ TEST(MetricsEngineRedisTest, JobHistogramsCountTheTrafficOnRedis) {
   DriveTraffic(c);
   std::string text = Scrape(c);
   ExpectJobHistograms(text);
+  ExpectRoomWaits(text);
   EXPECT_EQ(SampleValue(text, "anteroom_log_fsync_seconds_count"), 0) << "no log on Redis";
   EXPECT_TRUE(server.Alive());
   server.Stop();
+}
+
+// Two processes share a room on Redis: each admission is counted once, by the process whose
+// call made it, though every process reads every room's events.
+TEST(MetricsEngineRedisTest, EachAdmissionIsCountedByOneProcessOnly) {
+  if (!RedisAvailable()) GTEST_SKIP() << kRedisServerPath << " is not installed";
+  RedisProcess redis;
+  ASSERT_TRUE(redis.Start()) << redis.error();
+  ServerProcess one({"--store", redis.url()}, {{"ANTEROOM_TOKEN_SECRET", kTokenSecret}});
+  ASSERT_TRUE(one.started()) << one.error();
+  ServerProcess two({"--store", redis.url()}, {{"ANTEROOM_TOKEN_SECRET", kTokenSecret}});
+  ASSERT_TRUE(two.started()) << two.error();
+  Client a(one.url());
+  Client b(two.url());
+  ASSERT_EQ(a.PutRoom("door", {{"capacity", 1}}).status, 200);
+  ASSERT_EQ(a.Check("door", "s1").status, 200);  // in at once, by one
+  ASSERT_EQ(b.Check("door", "s2").status, 200);  // waits
+  ASSERT_EQ(b.Check("door", "s3").status, 200);  // waits
+  std::this_thread::sleep_for(milliseconds(40));
+  ASSERT_EQ(b.Leave("door", "s1", true).status, 200);  // s2 in, by two
+  ASSERT_EQ(a.Leave("door", "s2", true).status, 200);  // s3 in, by one
+  std::string by_one = Scrape(a);
+  std::string by_two = Scrape(b);
+  EXPECT_EQ(SampleValue(by_one, "anteroom_room_wait_seconds_count"), 2) << by_one;
+  EXPECT_EQ(SampleValue(by_two, "anteroom_room_wait_seconds_count"), 1) << by_two;
+  EXPECT_GE(SampleValue(by_two, "anteroom_room_wait_seconds_sum").value_or(0), 0.04);
+  one.Stop();
+  two.Stop();
 }
 
 // promtool's lint of the exposition (names, units, suffixes, HELP, histogram shape).

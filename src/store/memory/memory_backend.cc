@@ -89,7 +89,10 @@ void MemoryBackend::TellNotices(RoomSlot& slot) {
   if (notices.empty()) return;
   std::vector<LifecycleEvent> events;
   events.reserve(notices.size());
-  for (core::RoomNotice& n : notices) events.push_back(EventOf(slot.name, std::move(n)));
+  for (core::RoomNotice& n : notices) {
+    if (n.kind == core::NoticeKind::kAdmitted) ObserveRoomWait(n.waited_ms);
+    events.push_back(EventOf(slot.name, std::move(n)));
+  }
   events_.Append(std::move(events), clock_.NowMs());
 }
 

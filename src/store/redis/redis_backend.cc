@@ -330,6 +330,7 @@ void RedisBackend::AfterScript(Shard& s, char kind, const std::string& name, con
     Register(s, std::string(1, kind) + ":" + name, *effects.register_deadline);
   }
   if (effects.wake) Publish(s, name);
+  for (int64_t waited : effects.room_waits_ms) ObserveRoomWait(waited);
 }
 
 void RedisBackend::Register(Shard& s, const std::string& member, int64_t when) {

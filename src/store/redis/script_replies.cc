@@ -72,13 +72,22 @@ ScriptStatus ParseStatus(const Reply& answer) {
 ScriptEffects ParseEffects(const Reply& answer, bool queue) {
   ScriptEffects e;
   if (answer.type != Reply::Type::kArray || answer.elements.size() < 2) return e;
-  const Reply& reg = answer.at(1);
+  const Reply& both = answer.at(1);
+  const Reply& reg = both.type == Reply::Type::kArray ? both.at(0) : both;
   if (reg.type == Reply::Type::kInteger && reg.integer >= 0) e.register_deadline = reg.integer;
+  if (!queue && both.type == Reply::Type::kArray) {
+    for (size_t i = 1; i < both.elements.size(); ++i) {
+      e.room_waits_ms.push_back(both.elements[i].AsInt());
+    }
+  }
   e.wake = queue && answer.at(0).str == "ok" && answer.at(2).AsInt() == 1;
   return e;
 }
 
-int64_t ParseNextDeadline(const Reply& answer) { return answer.at(1).AsInt(); }
+int64_t ParseNextDeadline(const Reply& answer) {
+  const Reply& reg = answer.at(1);
+  return (reg.type == Reply::Type::kArray ? reg.at(0) : reg).AsInt();
+}
 
 // {} or {event, shuffled (0/1), people, published, seed}
 std::optional<DrawState> ParseDrawState(const Reply& answer) {

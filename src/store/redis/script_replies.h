@@ -38,10 +38,13 @@ struct ScriptStatus {
 ScriptStatus ParseStatus(const Reply& answer);
 
 // What the backend does after any answer, whatever the operation: the deadline to register
-// with the sweeper, and (queues) whether long polls elsewhere should look again.
+// with the sweeper, (queues) whether long polls elsewhere should look again, and (rooms) how
+// long each session the call admitted had waited, for the room wait histogram. A room's
+// register is a number, or {number, wait ms...} when the call admitted anyone (room.lua reply).
 struct ScriptEffects {
   std::optional<int64_t> register_deadline;  // >= 0
   bool wake = false;
+  std::vector<int64_t> room_waits_ms;
 };
 ScriptEffects ParseEffects(const Reply& answer, bool queue);
 

@@ -520,8 +520,14 @@ local function drop_waiting(x)
   unline(x)
   free_session(x)
 end
+-- How long each session admitted in this call had waited in line (joined or sent back -> now),
+-- for the calling process's room wait histogram: answered with the register (reply), so each
+-- admission is counted once, by the process whose call made it. A session saved before join
+-- times were kept (since 0) is not counted.
+local waits
 local function admit(id, now)
   local x = load_session(id)
+  if x.since > 0 then waits[#waits + 1] = now - x.since end
   line_remove(id)
   bump_version()
   x.st, x.claimed, x.since, x.last_seen = 'a', false, now, now
@@ -658,7 +664,7 @@ local function send_holders_back(to_prequeue, now)
     revoke(x, now)
     redis.call('HDEL', K_REVOKED, '#' .. digits(x.admission))
     room.holders = room.holders - 1
-    x.admission, x.claimed, x.since, x.last_seen = 0, false, 0, now
+    x.admission, x.claimed, x.since, x.last_seen = 0, false, now, now  -- its wait starts again
     x.st = to_prequeue and 'p' or 'w'
     save_session(x)
     set_deadline(x)
@@ -1111,8 +1117,14 @@ local function line_deltas(from, inc)
   return nil
 end
 -- An answer that ends the call: the state written back, then {word, register, payload...}.
+-- When the call admitted anyone, the register is {register, wait ms...} (admit's waits).
 local function reply(word, register, ...)
   save_room()
+  if #waits > 0 then
+    local both = {register}
+    for i = 1, #waits do both[i + 1] = waits[i] end
+    register = both
+  end
   return {word, register, ...}
 end
 -- Every answer of an operation that went through: {'ok', register, payload...}
@@ -1338,7 +1350,8 @@ join = function(id, client, held)
     room.fi = flow_add(room.fi, room.now)
   end
   bump_version()
-  local x = {id = id, st = st, last_seen = room.now, since = 0, admission = 0, claimed = false}
+  local x = {id = id, st = st, last_seen = room.now, since = room.now, admission = 0,
+             claimed = false}
   count_join(x, client, room.now)
   save_session(x)
   set_deadline(x)
@@ -1664,6 +1677,6 @@ local function run(keys, argv)
     return {'invalid_argument', 'room.lua: ARGV[4] must be 32 random bytes in hex'}
   end
   room, cfg, call_deltas, ver0, call_reordered = {}, {}, {}, nil, false
-  picks_used = 0
+  picks_used, waits = 0, {}
   return dispatch(OPS, 'room')
 end
