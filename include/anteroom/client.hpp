@@ -27,10 +27,22 @@ struct HttpResult {
   bool ok() const { return error.empty() && status >= 200 && status < 300; }
 };
 
+// For an https:// server: whom to trust, and the certificate to show a server that asks for one
+// (anteroom serve --tls-client-ca). The server's certificate is verified against ca_file (empty:
+// the system's trusted CAs) and must name the URL's host; TLS 1.2 or 1.3 only.
+struct ClientTls {
+  std::string ca_file;
+  std::string cert_file;  // PEM chain; with key_file
+  std::string key_file;
+};
+
 class Client {
  public:
-  // server_url: http://HOST:PORT. admin_key, when set, is sent as a Bearer token.
-  explicit Client(std::string server_url = "http://127.0.0.1:8080", std::string admin_key = {});
+  // server_url: http://HOST:PORT or https://HOST:PORT. admin_key, when set, is sent as a Bearer
+  // token. A TLS setting that cannot be loaded (a missing file) makes every request answer
+  // the reason as its error.
+  explicit Client(std::string server_url = "http://127.0.0.1:8080", std::string admin_key = {},
+                  ClientTls tls = {});
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

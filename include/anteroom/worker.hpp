@@ -27,6 +27,8 @@
 #include <optional>
 #include <string>
 
+#include "anteroom/client.hpp"
+
 namespace anteroom {
 
 // One delivery, as the fetch answered it.
@@ -83,6 +85,7 @@ struct WorkerEvent {
 struct WorkerOptions {
   std::string server_url = "http://127.0.0.1:8080";
   std::string key;  // queue key or admin key, sent as a Bearer token (empty: none)
+  ClientTls tls;    // for an https:// server_url
   std::string queue;
   // Stable across restarts for reclaim; empty: a random one ("worker-" and 16 hex digits).
   std::string worker_id;

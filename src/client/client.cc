@@ -2,9 +2,13 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/url/encode.hpp>
@@ -12,6 +16,7 @@
 #include <boost/url/rfc/pchars.hpp>
 
 #include <mutex>
+#include <optional>
 
 namespace anteroom {
 
@@ -20,12 +25,18 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
 struct Client::Impl {
   std::string host;
   std::string port;
   std::string admin_key;
   net::io_context ioc;
-  beast::tcp_stream stream{ioc};
+  beast::tcp_stream stream{ioc};  // plain http://
+  // https://: the context made once, a stream per connection (a TLS stream is not reused).
+  std::optional<net::ssl::context> tls;
+  std::string tls_error;  // why the TLS settings could not be loaded; every request answers it
+  std::unique_ptr<TlsStream> tls_stream;
   beast::flat_buffer buffer;
   bool connected = false;
   // Interrupt() from another thread: which request is in flight, and whether it was cut.
@@ -35,14 +46,55 @@ struct Client::Impl {
   bool cut = false;          // the request in flight was cut
   bool cut_pending = false;  // Interrupt() between requests: cut the next one
 
+  // The TCP layer of the connection in use.
+  beast::tcp_stream& Tcp() { return tls_stream ? beast::get_lowest_layer(*tls_stream) : stream; }
+
+  void SetUpTls(const ClientTls& settings) {
+    tls.emplace(net::ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(tls->native_handle(), TLS1_2_VERSION);
+    beast::error_code ec;
+    tls->set_verify_mode(net::ssl::verify_peer, ec);
+    if (settings.ca_file.empty()) {
+      tls->set_default_verify_paths(ec);
+    } else {
+      tls->load_verify_file(settings.ca_file, ec);
+      if (ec) tls_error = "tls: the CA file " + settings.ca_file + ": " + ec.message();
+    }
+    if (!settings.cert_file.empty() || !settings.key_file.empty()) {
+      if (settings.cert_file.empty() || settings.key_file.empty()) {
+        tls_error = "tls: a client certificate needs both its certificate and its key file";
+        return;
+      }
+      tls->use_certificate_chain_file(settings.cert_file, ec);
+      if (ec) tls_error = "tls: the certificate " + settings.cert_file + ": " + ec.message();
+      tls->use_private_key_file(settings.key_file, net::ssl::context::pem, ec);
+      if (ec && tls_error.empty()) {
+        tls_error = "tls: the key " + settings.key_file + ": " + ec.message();
+      }
+    }
+  }
+
   beast::error_code Connect() {
     beast::error_code ec;
     tcp::resolver resolver(ioc);
     auto endpoints = resolver.resolve(host, port, ec);
     if (ec) return ec;
-    stream.connect(endpoints, ec);
+    if (tls) tls_stream = std::make_unique<TlsStream>(ioc, *tls);
+    Tcp().connect(endpoints, ec);
     if (ec) return ec;
-    stream.socket().set_option(tcp::no_delay(true), ec);
+    Tcp().socket().set_option(tcp::no_delay(true), ec);
+    if (tls_stream) {
+      // SNI for a name (never for an address, RFC 6066), and the certificate must name the host.
+      boost::system::error_code not_ip;
+      net::ip::make_address(host, not_ip);
+      if (not_ip) SSL_set_tlsext_host_name(tls_stream->native_handle(), host.c_str());
+      tls_stream->set_verify_callback(net::ssl::host_name_verification(host));
+      tls_stream->handshake(net::ssl::stream_base::client, ec);
+      if (ec) {
+        Disconnect();
+        return ec;
+      }
+    }
     buffer.clear();
     connected = true;
     return {};
@@ -50,7 +102,7 @@ struct Client::Impl {
 
   void Disconnect() {
     beast::error_code ignored;
-    stream.socket().close(ignored);
+    Tcp().socket().close(ignored);
     connected = false;
   }
 
@@ -69,6 +121,12 @@ struct Client::Impl {
       result.interrupted = true;
       result.error = "interrupted";
       retry = false;
+      return result;
+    }
+    if (!tls_error.empty()) {
+      std::lock_guard lock(mu);
+      in_request = false;
+      result.error = tls_error;
       return result;
     }
     bool fresh = !connected;
@@ -97,17 +155,24 @@ struct Client::Impl {
     beast::error_code write_ec;
     beast::error_code ec;
     bool written = false;
-    http::async_write(stream, req, [&](beast::error_code e, size_t) {
-      write_ec = e;
-      written = true;
-    });
-    http::async_read(stream, buffer, parser, [&](beast::error_code e, size_t) {
-      ec = e;
-      if (!written) {
-        beast::error_code ignored;
-        stream.socket().cancel(ignored);  // the rest of the request is not wanted
-      }
-    });
+    auto exchange = [&](auto& s) {
+      http::async_write(s, req, [&](beast::error_code e, size_t) {
+        write_ec = e;
+        written = true;
+      });
+      http::async_read(s, buffer, parser, [&](beast::error_code e, size_t) {
+        ec = e;
+        if (!written) {
+          beast::error_code ignored;
+          Tcp().socket().cancel(ignored);  // the rest of the request is not wanted
+        }
+      });
+    };
+    if (tls_stream) {
+      exchange(*tls_stream);
+    } else {
+      exchange(stream);
+    }
     ioc.restart();
     ioc.run();
     {
@@ -151,17 +216,20 @@ struct Client::Impl {
       if (!in_request || seq != request_seq) return;
       cut = true;
       beast::error_code ignored;
-      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      Tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
     });
     return true;
   }
 };
 
-Client::Client(std::string server_url, std::string admin_key) : impl_(std::make_unique<Impl>()) {
+Client::Client(std::string server_url, std::string admin_key, ClientTls tls)
+    : impl_(std::make_unique<Impl>()) {
   auto url = boost::urls::parse_uri(server_url);
   if (url) {
-    impl_->host = std::string(url->host());
-    impl_->port = url->has_port() ? std::string(url->port()) : "80";
+    bool https = url->scheme() == "https";
+    impl_->host = std::string(url->host_address());  // an IPv6 literal without its brackets
+    impl_->port = url->has_port() ? std::string(url->port()) : (https ? "443" : "80");
+    if (https) impl_->SetUpTls(tls);
   } else {
     impl_->host = "127.0.0.1";
     impl_->port = "8080";

@@ -295,7 +295,7 @@ struct Worker::Impl {
         continue;
       }
       lock.unlock();
-      if (!client) client = std::make_unique<Client>(opt.server_url, opt.key);
+      if (!client) client = std::make_unique<Client>(opt.server_url, opt.key, opt.tls);
       HttpResult r = client->Nack(opt.queue, {h->job.lease}, std::nullopt, result.error);
       auto outcomes = Outcomes(r.json, "results");
       bool taken = r.ok() && ItemOk(outcomes[h->job.lease]);
@@ -314,7 +314,7 @@ struct Worker::Impl {
   // ---- extensions, heartbeats, and the bridge from RequestStop ------------------------------
 
   void MaintenanceLoop() {
-    Client client(opt.server_url, opt.key);
+    Client client(opt.server_url, opt.key, opt.tls);
     std::string heartbeat = "/v1/queues/" + Client::Segment(opt.queue) + "/workers/" +
                             Client::Segment(opt.worker_id) + "/heartbeat";
     std::string heartbeat_body = json::serialize(json::object{{"ttl_ms", opt.heartbeat_ms}});
@@ -465,7 +465,7 @@ Worker::Worker(WorkerOptions options, Handler handler) : impl_(std::make_unique<
   m.handler = std::move(handler);
   m.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (m.wake_fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-  m.fetcher = std::make_unique<Client>(m.opt.server_url, m.opt.key);
+  m.fetcher = std::make_unique<Client>(m.opt.server_url, m.opt.key, m.opt.tls);
 }
 
 Worker::~Worker() {
@@ -477,7 +477,7 @@ void Worker::Run() {
   Impl& m = *impl_;
   if (m.ran) return;
   m.ran = true;
-  m.releaser = std::make_unique<Client>(m.opt.server_url, m.opt.key);
+  m.releaser = std::make_unique<Client>(m.opt.server_url, m.opt.key, m.opt.tls);
   m.exited.assign(static_cast<size_t>(m.opt.concurrency), 0);
   for (size_t i = 0; i < m.exited.size(); ++i) {
     m.handlers.emplace_back([&m, i] { m.HandlerLoop(i); });

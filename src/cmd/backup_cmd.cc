@@ -101,13 +101,12 @@ void FetchFile(Client& client, const std::string& id, const json::object& file, 
 }
 
 void Backup(const ClientFlags& flags, const BackupFlags& f) {
-  // The client speaks plain HTTP only: a TLS listener would be sent cleartext, key included.
-  if (flags.server.rfind("http://", 0) != 0) {
-    Fail(fmt::format("--server {}: only http:// URLs are supported", flags.server));
+  if (flags.server.rfind("http://", 0) != 0 && flags.server.rfind("https://", 0) != 0) {
+    Fail(fmt::format("--server {}: an http:// or https:// URL is needed", flags.server));
   }
   if (!AbsentOrEmpty(f.to)) Fail(fmt::format("{}: not empty: back up into a new directory", f.to));
   StagingDir staging(f.to);
-  Client client(flags.server, flags.admin_key);
+  Client client = flags.MakeClient(flags.admin_key);
   HttpResult taken = client.Request("POST", "/v1/admin/backups");
   if (taken.status != 201) FailAnswer(taken, "taking the backup");
   const json::object& m = taken.json.as_object();
@@ -157,7 +156,7 @@ void AddBackupCommand(CLI::App& app, ClientFlags& flags) {
   auto f = std::make_shared<BackupFlags>();
   CLI::App* cmd = app.add_subcommand(
       "backup", "Back up a running server's embedded backend into a new directory");
-  cmd->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+  AddServerFlags(cmd, flags);
   cmd->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   cmd->add_option("--to", f->to, "The directory to write (absent or empty)")->required();
   cmd->callback([f, &flags] {

@@ -21,7 +21,20 @@ struct ClientFlags {
   // The key sent on queue routes (push, fetch, ack, stats, ...): the queue key when given,
   // else the admin key (which the server also takes there).
   const std::string& DataKey() const { return queue_key.empty() ? admin_key : queue_key; }
+  ClientTls tls;  // for an https:// server
+  Client MakeClient(const std::string& key) const { return Client(server, key, tls); }
 };
+
+// --server and, for an https:// one, whom to trust and the certificate to show.
+inline void AddServerFlags(CLI::App* cmd, ClientFlags& flags) {
+  cmd->add_option("--server", flags.server, "anteroom server URL (http:// or https://)")
+      ->capture_default_str();
+  cmd->add_option("--cacert", flags.tls.ca_file,
+                  "https: the CA file to verify the server with (default: the system's CAs)");
+  cmd->add_option("--client-cert", flags.tls.cert_file,
+                  "https: a client certificate (PEM chain) for a server that asks for one");
+  cmd->add_option("--client-key", flags.tls.key_file, "https: the client certificate's key (PEM)");
+}
 
 // Prints a client command's answer; exits 2 on a transport error, 1 on anything but 2xx.
 inline void Finish(const HttpResult& r) {

@@ -51,7 +51,7 @@ struct QueueFlags {
 
 void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
   auto add_client_flags = [&flags](CLI::App* cmd) {
-    cmd->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+    AddServerFlags(cmd, flags);
     cmd->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
     cmd->add_option("--queue-key", flags.queue_key,
                     "Queue key, sent instead of the admin key on queue routes (default: "
@@ -75,7 +75,7 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
     if (p->priority) options["priority"] = *p->priority;
     if (p->max_attempts) options["max_attempts"] = *p->max_attempts;
     if (!p->dedupe_key.empty()) options["dedupe_key"] = p->dedupe_key;
-    Client client(flags.server, flags.DataKey());
+    Client client = flags.MakeClient(flags.DataKey());
     if (p->file.empty()) {
       if (p->payload.empty()) {
         fmt::print(stderr, "error: give a JSON payload or --file\n");
@@ -128,19 +128,18 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
   CLI::App* stats = queue->add_subcommand("stats", "Counts of one queue");
   stats->add_option("queue", q->queue, "Queue name")->required();
   add_client_flags(stats);
-  stats->callback(
-      [q, &flags] { Finish(Client(flags.server, flags.DataKey()).QueueStats(q->queue)); });
+  stats->callback([q, &flags] { Finish(flags.MakeClient(flags.DataKey()).QueueStats(q->queue)); });
 
   CLI::App* list = queue->add_subcommand("list", "Every queue with its counts");
   add_client_flags(list);
-  list->callback([&flags] { Finish(Client(flags.server, flags.DataKey()).ListQueues()); });
+  list->callback([&flags] { Finish(flags.MakeClient(flags.DataKey()).ListQueues()); });
 
   CLI::App* dead = queue->add_subcommand("dead", "Dead letters, oldest first");
   dead->add_option("queue", q->queue, "Queue name")->required();
   dead->add_option("--limit", q->limit, "At most this many")->capture_default_str();
   add_client_flags(dead);
   dead->callback([q, &flags] {
-    Client client(flags.server, flags.DataKey());
+    Client client = flags.MakeClient(flags.DataKey());
     Finish(client.Request("GET", "/v1/queues/" + Client::Segment(q->queue) +
                                      "/dead?limit=" + std::to_string(q->limit)));
   });
@@ -156,7 +155,7 @@ void AddQueueCommands(CLI::App& app, ClientFlags& flags) {
       for (const auto& id : q->ids) ids.emplace_back(id);
       body["ids"] = std::move(ids);
     }
-    Client client(flags.server, flags.admin_key);
+    Client client = flags.MakeClient(flags.admin_key);
     Finish(client.Request("POST", "/v1/queues/" + Client::Segment(q->queue) + "/dead/requeue",
                           boost::json::serialize(body)));
   });

@@ -30,7 +30,7 @@ struct RoomFlags {
 void AddRoomCommands(CLI::App& app, ClientFlags& flags) {
   auto f = std::make_shared<RoomFlags>();
   auto add_client_flags = [&flags](CLI::App* cmd) {
-    cmd->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+    AddServerFlags(cmd, flags);
     cmd->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   };
 
@@ -67,30 +67,30 @@ void AddRoomCommands(CLI::App& app, ClientFlags& flags) {
     if (f->resume) body["paused"] = false;
     if (f->target_url) body["target_url"] = *f->target_url;
     if (f->no_target_url) body["target_url"] = nullptr;
-    Client client(flags.server, flags.admin_key);
+    Client client = flags.MakeClient(flags.admin_key);
     Finish(client.PutRoom(f->room, body));
   });
 
   CLI::App* get = room->add_subcommand("get", "Show one room");
   get->add_option("room", f->room, "Room name")->required();
   add_client_flags(get);
-  get->callback([f, &flags] { Finish(Client(flags.server, flags.admin_key).GetRoom(f->room)); });
+  get->callback([f, &flags] { Finish(flags.MakeClient(flags.admin_key).GetRoom(f->room)); });
 
   CLI::App* list = room->add_subcommand("list", "List every room");
   add_client_flags(list);
-  list->callback([&flags] { Finish(Client(flags.server, flags.admin_key).ListRooms()); });
+  list->callback([&flags] { Finish(flags.MakeClient(flags.admin_key).ListRooms()); });
 
   CLI::App* del = room->add_subcommand("delete", "Delete a room and everyone in it");
   del->add_option("room", f->room, "Room name")->required();
   add_client_flags(del);
-  del->callback([f, &flags] { Finish(Client(flags.server, flags.admin_key).DeleteRoom(f->room)); });
+  del->callback([f, &flags] { Finish(flags.MakeClient(flags.admin_key).DeleteRoom(f->room)); });
 
   CLI::App* check = app.add_subcommand("check", "Join a room or check in; prints the status");
   check->add_option("room", f->room, "Room name")->required();
   check->add_option("session", f->session, "Session id (default: the server issues one)");
   add_client_flags(check);
   check->callback([f, &flags] {
-    Client client(flags.server, flags.admin_key);
+    Client client = flags.MakeClient(flags.admin_key);
     std::optional<std::string_view> session;
     if (!f->session.empty()) session = f->session;
     Finish(client.Check(f->room, session));

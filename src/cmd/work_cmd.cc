@@ -226,6 +226,7 @@ int RunWork(WorkFlags f, const ClientFlags& cf) {
   WorkerOptions options;
   options.server_url = cf.server;
   options.key = cf.DataKey();
+  options.tls = cf.tls;
   options.queue = f.queue;
   options.worker_id = f.worker;
   options.concurrency = f.concurrency;
@@ -297,7 +298,7 @@ void AddWorkCommand(CLI::App& app, ClientFlags& flags) {
       ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
   work->add_flag("--no-reclaim", f->no_reclaim,
                  "With --worker: do not take back jobs in flight under that name at start");
-  work->add_option("--server", flags.server, "anteroom server URL")->capture_default_str();
+  AddServerFlags(work, flags);
   work->add_option("--admin-key", flags.admin_key, "Admin key (default: $ANTEROOM_ADMIN_KEY)");
   work->add_option("--queue-key", flags.queue_key,
                    "Queue key, sent instead of the admin key (default: $ANTEROOM_QUEUE_KEY)");

@@ -42,8 +42,8 @@ using std::chrono::milliseconds;
 constexpr char kAdminKey[] = "tls-test-admin-key";
 
 // A CA, two server certificates it signed (for 127.0.0.1 and localhost; the second one replaces
-// the first on a reload), a client certificate it signed, and a client certificate of another
-// CA. Made once per test by Debian's openssl, P-256 keys.
+// the first on a reload) and one for another name, a client certificate it signed, and a client
+// certificate of another CA. Made once per test by Debian's openssl, P-256 keys.
 class Certificates {
  public:
   explicit Certificates(const std::filesystem::path& dir) : dir_(dir) {
@@ -53,7 +53,9 @@ class Certificates {
         "-subj /CN=rogue-ca -keyout rogue-ca.key -out rogue-ca.pem");
     Write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
     Write("client.ext", "extendedKeyUsage=clientAuth\n");
+    Write("elsewhere.ext", "subjectAltName=DNS:elsewhere.example\nextendedKeyUsage=serverAuth\n");
     Sign("server-one", "ca", "server.ext");
+    Sign("server-elsewhere", "ca", "elsewhere.ext");
     Sign("server-two", "ca", "server.ext");
     Sign("client", "ca", "client.ext");
     Sign("rogue-client", "rogue-ca", "client.ext");
@@ -464,6 +466,70 @@ TEST_F(TlsServeTest, AMissingOrMismatchedPairStopsTheServerWithAReason) {
   EXPECT_NE(mismatched.exit_code, 0);
   EXPECT_TRUE(Contains(mismatched.err, "does not match tls_cert")) << mismatched.err;
   EXPECT_FALSE(Contains(mismatched.out, "listening")) << mismatched.out;
+}
+
+// The command-line clients over https://: verified against --cacert (never the test's CA by
+// default), the certificate must name the host, and a client certificate opens the admin and
+// queue scopes of a server that asks for one; `anteroom backup` takes a whole backup so.
+TEST_F(TlsServeTest, TheCliSpeaksHttpsVerifiesTheServerAndBacksItUp) {
+  auto args = TlsArgs();
+  args.insert(args.end(), {"--tls-client-ca", certs_.Path("ca.pem"), "--data",
+                           (dir_.path() / "data").string()});
+  ServerProcess server(args, {{"ANTEROOM_ADMIN_KEY", kAdminKey}});
+  ASSERT_TRUE(server.started()) << server.error();
+  EnvVars admin = {{"ANTEROOM_ADMIN_KEY", kAdminKey}};
+  std::string by_ip = "https://127.0.0.1:" + std::to_string(server.port());
+  std::string by_name = "https://localhost:" + std::to_string(server.port());
+  std::vector<std::string> ca = {"--cacert", certs_.Path("ca.pem")};
+  std::vector<std::string> cert = {"--client-cert", certs_.Path("client.pem"), "--client-key",
+                                   certs_.Path("client.key")};
+  auto cli = [&](std::vector<std::string> argv,
+                 std::initializer_list<std::vector<std::string>> more) {
+    for (const auto& m : more) argv.insert(argv.end(), m.begin(), m.end());
+    return RunCli(argv, admin);
+  };
+
+  // With the CA and the client certificate: by address and by name.
+  CliResult put = cli({"room", "create", "r", "--capacity", "1", "--server", by_ip}, {ca, cert});
+  EXPECT_EQ(put.exit_code, 0) << put.out << put.err;
+  CliResult push = cli({"push", "q", "{\"n\":1}", "--server", by_name}, {ca, cert});
+  EXPECT_EQ(push.exit_code, 0) << push.out << push.err;
+  // No client certificate: the server's 403 on an admin route.
+  CliResult bare = cli({"room", "delete", "r", "--server", by_ip}, {ca});
+  EXPECT_EQ(bare.exit_code, 1) << bare.out << bare.err;
+  EXPECT_TRUE(Contains(bare.out, "client_certificate_required")) << bare.out;
+  // Not trusted (the system's CAs do not know the test's): no request is sent.
+  CliResult untrusted = cli({"room", "get", "r", "--server", by_ip}, {cert});
+  EXPECT_EQ(untrusted.exit_code, 2) << untrusted.out << untrusted.err;
+  EXPECT_TRUE(Contains(untrusted.err, "certificate verify failed")) << untrusted.err;
+  // A missing CA file is said before anything is sent.
+  CliResult missing =
+      cli({"room", "get", "r", "--server", by_ip, "--cacert", certs_.Path("absent.pem")}, {cert});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(Contains(missing.err, "absent.pem")) << missing.err;
+
+  // The backup, whole, over TLS.
+  std::filesystem::path to = dir_.path() / "backup";
+  CliResult backup = cli({"backup", "--server", by_ip, "--to", to.string()}, {ca, cert});
+  ASSERT_EQ(backup.exit_code, 0) << backup.out << backup.err;
+  EXPECT_TRUE(std::filesystem::exists(to / "backup.json"));
+  CliResult checked = RunCli({"check-data", to.string()});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_TRUE(Contains(checked.out, "1 queues (1 jobs)")) << checked.out;
+}
+
+TEST_F(TlsServeTest, TheCliRefusesACertificateForAnotherName) {
+  ServerProcess server(TlsArgs("server-elsewhere"), {{"ANTEROOM_ADMIN_KEY", kAdminKey}});
+  ASSERT_TRUE(server.started()) << server.error();
+  // Signed by the trusted CA, but for elsewhere.example: refused by address and by name.
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    CliResult r =
+        RunCli({"room", "list", "--server", "https://" + host + ":" + std::to_string(server.port()),
+                "--cacert", certs_.Path("ca.pem")},
+               {{"ANTEROOM_ADMIN_KEY", kAdminKey}});
+    EXPECT_EQ(r.exit_code, 2) << host << ": " << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, "certificate verify failed")) << r.err;
+  }
 }
 
 }  // namespace
