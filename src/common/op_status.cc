@@ -26,6 +26,8 @@ WireError ToWire(OpStatus status) {
       return {404, "unknown_schedule"};
     case OpStatus::kUnknownBatch:
       return {404, "unknown_batch"};
+    case OpStatus::kUnknownBackup:
+      return {404, "unknown_backup"};
     case OpStatus::kMethodNotAllowed:
       return {405, "method_not_allowed"};
     case OpStatus::kConflict:

@@ -22,6 +22,7 @@ enum class OpStatus : uint8_t {
   kUnknownWebhook,
   kUnknownSchedule,
   kUnknownBatch,
+  kUnknownBackup,  // a backup that is not open here, or a file it does not have
   kMethodNotAllowed,
   kConflict,
   kPayloadTooLarge,

@@ -158,7 +158,8 @@ OpResult<std::string> BackupExports::Read(const std::string& id, const std::stri
     std::lock_guard lock(mu_);
     ForgetIdle();
     auto it = open_.find(id);
-    if (it == open_.end()) return {OpStatus::kNotFound, wire::UnknownBackup(id, kIdleMs / 1000)};
+    if (it == open_.end())
+      return {OpStatus::kUnknownBackup, wire::UnknownBackup(id, kIdleMs / 1000)};
     Open& open = it->second;
     open.used = std::chrono::steady_clock::now();
     for (size_t i = 0; i < open.manifest.files.size(); ++i) {
@@ -169,7 +170,7 @@ OpResult<std::string> BackupExports::Read(const std::string& id, const std::stri
         if (fd < 0) return {OpStatus::kInternal, name + ": " + ErrnoText(errno)};
       }
     }
-    if (fd < 0) return {OpStatus::kNotFound, wire::UnknownBackupFile(name)};
+    if (fd < 0) return {OpStatus::kUnknownBackup, wire::UnknownBackupFile(name)};
   }
   if (offset > size) {
     ::close(fd);
@@ -194,7 +195,7 @@ OpResult<std::string> BackupExports::Read(const std::string& id, const std::stri
 OpResult<Done> BackupExports::Release(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = open_.find(id);
-  if (it == open_.end()) return {OpStatus::kNotFound, wire::UnknownBackup(id, kIdleMs / 1000)};
+  if (it == open_.end()) return {OpStatus::kUnknownBackup, wire::UnknownBackup(id, kIdleMs / 1000)};
   Close(it->second);
   open_.erase(it);
   return Done{};

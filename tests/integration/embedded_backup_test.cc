@@ -283,11 +283,12 @@ TEST(EmbeddedBackupTest, AHeldSnapshotOutlivesTheCompactionThatDeletesIt) {
   EXPECT_EQ(past.status, 400) << past.body;
   HttpResult other = c.Request("GET", "/v1/admin/backups/" + id + "/files/LOCK");
   EXPECT_EQ(other.status, 404) << other.body;
+  EXPECT_EQ(other.json.at("error").at("code"), "unknown_backup") << other.body;
 
   EXPECT_EQ(c.Request("DELETE", "/v1/admin/backups/" + id).status, 200);
   HttpResult gone = c.Request("GET", base);
   EXPECT_EQ(gone.status, 404) << gone.body;
-  EXPECT_EQ(gone.json.at("error").at("code"), "not_found") << gone.body;
+  EXPECT_EQ(gone.json.at("error").at("code"), "unknown_backup") << gone.body;
 }
 
 TEST(EmbeddedBackupTest, ABackupWithoutTheAdminKeyIsRefused) {

@@ -216,22 +216,30 @@ void MemoryBackend::Fetch(std::string queue, core::FetchRequest request,
 
 void MemoryBackend::DropWaiter(const std::shared_ptr<QueueSlot>& slot, const Hangup* key) {
   std::optional<QueueSlot::Waiter> dropped;
+  Deferred released;  // a released wait's answer, once its acks are safe
+  uint64_t lsn = 0;
   {
     std::shared_lock world(world_);
     {
       std::lock_guard lock(slot->mu);
       auto it = slot->watched.find(key);
       if (it == slot->watched.end()) return;  // answered meanwhile
-      dropped.emplace(slot->Unlink(it->second));
+      // Released (the server draining): its acks and no job, as when its wait runs out, and
+      // like that answer only once the acks it made before parking are durable (the slot's
+      // records up to now include them).
+      if (key->released()) {
+        slot->Reply(it->second, {}, released);
+        lsn = slot->last_lsn;
+      } else {
+        dropped.emplace(slot->Unlink(it->second));
+      }
       // Its deadline left the schedule's view: a stale wake-up costs one empty pass.
     }
     DropIfEmpty(slot);  // a long poll's name nobody pushed to is forgotten with its last waiter
   }
-  // Released (the server draining): its acks and no job, as when its wait runs out. Those acks
-  // were logged before it parked; the drain's last sync makes them durable before the exit.
-  if (key->released()) {
-    return dropped->done(
-        core::FetchAnswer{std::move(dropped->acked), std::move(dropped->request.ack), {}});
+  if (!released.empty()) {
+    return Answer<Done>(
+        lsn, Access::kChange, [](OpResult<Done>) {}, Done{}, std::move(released));
   }
   dropped->done(QueueSlot::HungUp());
 }
