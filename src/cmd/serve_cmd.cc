@@ -621,9 +621,11 @@ void Serve(const ServeFlags& flags, const std::vector<std::string>& args) {
   sampler.Start();
   // Before the listening line: a SIGTERM sent as soon as it appears is handled (once the pool
   // runs), not fatal.
-  ServeReloader reloader(
-      args,
-      {.server = http_server, .router = router, .origins = *edge.origins, .web = services.web});
+  ServeReloader reloader(args, {.server = http_server,
+                                .router = router,
+                                .origins = *edge.origins,
+                                .web = services.web,
+                                .redis = served.redis()});
   auto stop = [&] {
     live.Stop();
     events.Stop();

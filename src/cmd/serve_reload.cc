@@ -11,6 +11,7 @@
 
 #include "cmd/config_file.h"
 #include "http/tls_context.h"
+#include "store/redis/redis_backend.h"
 
 namespace anteroom::cmd {
 
@@ -19,8 +20,9 @@ namespace {
 // The settings SIGHUP puts in place; every other key takes effect at a restart. The file keys
 // of secrets stand for the secret they hold.
 const std::set<std::string, std::less<>> kReloadable = {
-    "admin_key", "admin_key_file", "cors_origin", "gate_host", "log_level",     "public_url",
-    "queue_key", "queue_key_file", "templates",   "tls_cert",  "tls_client_ca", "tls_key",
+    "admin_key",     "admin_key_file", "cors_origin",    "gate_host",     "log_level",
+    "public_url",    "queue_key",      "queue_key_file", "redis_tls_ca",  "redis_tls_cert",
+    "redis_tls_key", "templates",      "tls_cert",       "tls_client_ca", "tls_key",
 };
 
 // `key = value (source)` lines as key -> value.
@@ -133,6 +135,19 @@ void ServeReloader::Reload() {
         e.what());
     return;
   }
+  std::shared_ptr<boost::asio::ssl::context> redis_tls;
+  try {
+    if (targets_.redis && targets_.redis->uses_tls()) {
+      redis_tls = store::redis::MakeRedisTlsContext(
+          {now.redis_tls_ca, now.redis_tls_cert, now.redis_tls_key});
+    }
+  } catch (const std::exception& e) {
+    spdlog::error(
+        "SIGHUP: Redis TLS reload failed, the context in use is kept (and every other running "
+        "setting): {}",
+        e.what());
+    return;
+  }
   try {
     web = WebOptionsFromFlags(now);
     [[maybe_unused]] http::OriginPolicy cors_checked(
@@ -146,6 +161,14 @@ void ServeReloader::Reload() {
     spdlog::info("TLS certificate reloaded: {}", http::DescribeCertificate(*tls));
     targets_.router.http_metrics().SetTlsCertificateExpiry(http::CertificateExpiry(*tls));
     targets_.server.UseTls(std::move(tls));
+  }
+  if (redis_tls) {
+    std::string trusted = now.redis_tls_ca.empty() ? "the system's CAs" : now.redis_tls_ca;
+    std::string mine = now.redis_tls_cert.empty()
+                           ? "no client certificate"
+                           : "client certificate " + http::DescribeCertificate(*redis_tls);
+    spdlog::info("Redis TLS reloaded for new connections: trusting {}, {}", trusted, mine);
+    targets_.redis->UseTls(std::move(redis_tls));
   }
   targets_.web.Set(std::move(web));
   targets_.origins.SetCorsOrigins(now.cors_origins);

@@ -1,10 +1,11 @@
 #pragma once
 // SIGHUP: `anteroom serve` reads its command line and config file again, as at start, and puts
 // in place what can change while it runs, without closing a connection: the TLS certificate and
-// key (and the client CA file), the page templates with --public-url and --gate-host, the CORS
-// list, the admin and queue keys, the log level. Everything is read and checked first; any
-// error keeps every running setting (a half-written file is retried by the next SIGHUP). A
-// change to any other setting is named in a warning, on every SIGHUP until a restart applies it.
+// key (and the client CA file), the CA and client certificate to Redis, the page templates with
+// --public-url and --gate-host, the CORS list, the admin and queue keys, the log level. Everything
+// is read and checked first; any error keeps every running setting (a half-written file is retried
+// by the next SIGHUP). A change to any other setting is named in a warning, on every SIGHUP until a
+// restart applies it.
 
 #include <boost/asio/ssl/context.hpp>
 
@@ -17,6 +18,10 @@
 #include "http/origin_policy.h"
 #include "http/router.h"
 #include "server/families.h"
+
+namespace anteroom::store::redis {
+class RedisBackend;
+}  // namespace anteroom::store::redis
 
 namespace anteroom::cmd {
 
@@ -44,6 +49,7 @@ struct ReloadTargets {
   http::Router& router;
   http::OriginPolicy& origins;
   server::WebSettings& web;
+  store::redis::RedisBackend* redis = nullptr;  // with --store rediss://: its TLS files reload
 };
 
 class ServeReloader {

@@ -214,6 +214,21 @@ class BackendTest : public ::testing::TestWithParam<BackendFactory> {
     return future.get();
   }
 
+  // Creates a room with every field given, so tests do not depend on defaults.
+  void MakeRoom(const std::string& room, int64_t capacity, int64_t grace_ms = 5'000,
+                int64_t checkin_timeout_ms = 30'000,
+                std::optional<int64_t> idle_timeout_ms = 300'000,
+                std::optional<int64_t> admit_per_minute = std::nullopt) {
+    core::RoomPatch p;
+    p.capacity = capacity;
+    p.grace_ms = grace_ms;
+    p.checkin_timeout_ms = checkin_timeout_ms;
+    p.idle_timeout_ms = idle_timeout_ms;
+    p.admit_per_minute = admit_per_minute;
+    auto info = Await<core::RoomInfo>([&](auto done) { b().PutRoom(room, p, done); });
+    ASSERT_TRUE(info.ok()) << info.message();
+  }
+
   Backend& b() { return harness_->backend(); }
   void AdvanceTime(int64_t ms) { harness_->AdvanceTime(ms); }
   int64_t NowMs() const { return harness_->NowMs(); }

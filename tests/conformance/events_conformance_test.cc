@@ -69,14 +69,6 @@ class EventsConformanceTest : public conformance::BackendTest {
     auto r = Await<core::RoomInfo>([&](auto done) { b().PutRoom(room, patch, done); });
     ASSERT_TRUE(r.ok()) << r.message();
   }
-  void MakeRoom(const std::string& room, int64_t capacity) {
-    RoomPatch p;
-    p.capacity = capacity;
-    p.grace_ms = 5'000;
-    p.checkin_timeout_ms = 30'000;
-    p.idle_timeout_ms = 300'000;
-    Put(room, p);
-  }
   SessionView Check(const std::string& room, const std::string& session) {
     auto r = Await<SessionView>([&](auto done) { b().Check(room, session, done); });
     EXPECT_TRUE(r.ok()) << r.message();

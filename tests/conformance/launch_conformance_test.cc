@@ -53,15 +53,6 @@ class LaunchConformanceTest : public conformance::BackendTest {
     for (size_t i = 0; i < v->line.size(); ++i) ids.emplace_back(v->line[i]);
     return ids;
   }
-  void MakeRoom(const std::string& room, int64_t capacity) {
-    RoomPatch p;
-    p.capacity = capacity;
-    p.grace_ms = 5'000;
-    p.checkin_timeout_ms = 30'000;
-    p.idle_timeout_ms = 300'000;
-    auto info = Put(room, p);
-    ASSERT_TRUE(info.ok()) << info.message();
-  }
   EventSpec Drop(int64_t prequeue_in, int64_t starts_in, int64_t ends_in, bool shuffle) {
     EventSpec e;
     e.name = "drop";

@@ -44,15 +44,6 @@ class RoomWaitConformanceTest : public conformance::BackendTest {
             now.within_100ms - start_.within_100ms};
   }
 
-  void MakeRoom(const std::string& room, int64_t capacity) {
-    RoomPatch p;
-    p.capacity = capacity;
-    p.grace_ms = 5'000;
-    p.checkin_timeout_ms = 30'000;
-    p.idle_timeout_ms = 300'000;
-    auto info = Await<core::RoomInfo>([&](auto done) { b().PutRoom(room, p, done); });
-    ASSERT_TRUE(info.ok()) << info.message();
-  }
   void Reconfigure(const std::string& room, RoomPatch p) {
     auto info = Await<core::RoomInfo>([&](auto done) { b().PutRoom(room, p, done); });
     ASSERT_TRUE(info.ok()) << info.message();

@@ -61,21 +61,6 @@ class RoomsConformanceTest : public conformance::BackendTest {
         [&](auto done) { b().AdmissionHolder(room, inc, adm, done); });
   }
 
-  // Creates a room with every field given, so tests do not depend on defaults.
-  void MakeRoom(const std::string& room, int64_t capacity, int64_t grace_ms = 5'000,
-                int64_t checkin_timeout_ms = 30'000,
-                std::optional<int64_t> idle_timeout_ms = 300'000,
-                std::optional<int64_t> admit_per_minute = std::nullopt) {
-    RoomPatch p;
-    p.capacity = capacity;
-    p.grace_ms = grace_ms;
-    p.checkin_timeout_ms = checkin_timeout_ms;
-    p.idle_timeout_ms = idle_timeout_ms;
-    p.admit_per_minute = admit_per_minute;
-    auto info = Put(room, p);
-    ASSERT_TRUE(info.ok()) << info.message();
-  }
-
   // Joins or checks in, where only success matters to the test.
   void Arrive(const std::string& room, const std::string& session) {
     auto v = Check(room, session);

@@ -45,7 +45,7 @@ STOP_TIMEOUT = 30  # seconds from SIGTERM to SIGKILL (the drain bound is 10 s)
 # values (see main()).
 ENVIRONMENT = {
     "REDIS_URL": "redis://127.0.0.1:{redis_port}",
-    "KEY": "{queue_key}",  # the queue key of the TLS listener with client certificates
+    "ANTEROOM_QUEUE_KEY": "{queue_key}",  # the queue key of the TLS listeners
     "ANTEROOM_ADMIN_KEY": "{admin_key}",  # every server's admin key
 }
 
@@ -57,11 +57,7 @@ SUBSTITUTIONS = [
     ("curl --cacert ca.pem https:", "127.0.0.1:8443", "127.0.0.1:{tls_port}"),
     ("openssl s_client ", "127.0.0.1:8443", "127.0.0.1:{tls_port}"),
     ("curl --cacert ca.pem --cert ", "127.0.0.1:8443", "127.0.0.1:{mtls_port}"),
-    ("curl --cacert ca.pem --cert ", "worker.pem", "client.pem"),
-    ("curl --cacert ca.pem --cert ", "worker.key", "client.key"),
     ("anteroom queue list ", "127.0.0.1:8443", "127.0.0.1:{mtls_port}"),
-    ("anteroom queue list ", "worker.pem", "client.pem"),
-    ("anteroom queue list ", "worker.key", "client.key"),
     ("cp /var/lib/redis/dump.rdb ", "/var/lib/redis/", "{redis_dir}/"),
     ("cp /var/lib/redis/dump.rdb ", "/backups/", "{scratch}/backups/"),
     ("export ANTEROOM_ADMIN_KEY=", "...", "{admin_key}"),

@@ -14,17 +14,26 @@
 //    SANs) and for a host name.
 //  - ACertificateChangedUnderARunningProcess: Redis restarted with a certificate of another
 //    CA: 503s and one clear log line while it lasts; restarted with a good one: ready again.
-//  - AClusterOverTlsFromOneSeed: 3 masters with `tls-cluster yes`; the process is given one
-//    seed's TLS port and reaches the others from CLUSTER SLOTS over TLS: rooms and queues land
-//    on every node.
+//  - ACaAndClientCertificateRenewedBySighup: Redis restarted with another CA's certificates,
+//    for itself and its clients: 503s until the process's CA and client certificate files are
+//    rewritten and it gets SIGHUP; a half-written pair is refused and changes nothing.
+//  - AClusterOverTlsFromOneSeedAndASlotMoved: 3 masters with `tls-cluster yes`; the process is
+//    given one seed's TLS port and reaches the others from CLUSTER SLOTS over TLS: rooms and
+//    queues land on every node. A queue's slot moved under traffic: every job pushed is
+//    delivered once, the redirects followed over TLS.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,9 +83,10 @@ class Pki {
 
   // Copies NAME.pem and NAME.key over AS.pem and AS.key (what a restarted Redis then loads).
   void Install(const std::string& name, const std::string& as) {
-    for (const char* ext : {".pem", ".key"}) {
-      fs::copy_file(Path(name + ext), Path(as + ext), fs::copy_options::overwrite_existing);
-    }
+    for (const char* ext : {".pem", ".key"}) Copy(name + ext, as + ext);
+  }
+  void Copy(const std::string& from, const std::string& to) {
+    fs::copy_file(Path(from), Path(to), fs::copy_options::overwrite_existing);
   }
 
   const std::string& error() const { return error_; }
@@ -108,16 +118,18 @@ class RedisTlsTest : public ::testing::Test {
                 pki_.Leaf("elsewhere", "ca", "DNS:redis.elsewhere.test"))
         << pki_.error();
     pki_.Install("server", "live");
+    pki_.Copy("ca.pem", "clients-ca.pem");
   }
 
-  // redis-server with TLS on a free loopback port (tls_port_), its certificate live.pem.
+  // redis-server with TLS on a free loopback port (tls_port_), its certificate live.pem, taking
+  // client certificates signed by the CA(s) of clients-ca.pem.
   void StartRedis(bool auth_clients) {
     tls_port_ = FreeLoopbackPort();
     ASSERT_NE(tls_port_, 0);
     ASSERT_TRUE(redis_.Start({"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
                               pki_.File("live.pem"), "--tls-key-file", pki_.File("live.key"),
-                              "--tls-ca-cert-file", pki_.File("ca.pem"), "--tls-auth-clients",
-                              auth_clients ? "yes" : "no"}))
+                              "--tls-ca-cert-file", pki_.File("clients-ca.pem"),
+                              "--tls-auth-clients", auth_clients ? "yes" : "no"}))
         << redis_.error();
   }
 
@@ -302,58 +314,143 @@ TEST_F(RedisTlsTest, ACertificateChangedUnderARunningProcess) {
   EXPECT_TRUE(Contains(server->Errors(), "TLS handshake succeeded")) << server->Errors();
 }
 
-// Three masters, TLS for clients and the bus (`tls-cluster yes`, so CLUSTER SLOTS names the
-// TLS ports), joined by CLUSTER MEET and ADDSLOTSRANGE over their plain ports.
-TEST_F(RedisTlsTest, AClusterOverTlsFromOneSeed) {
-  constexpr int kNodes = 3;
-  std::vector<std::unique_ptr<RedisProcess>> nodes;
-  std::vector<uint16_t> tls_ports;
-  for (int i = 0; i < kNodes; ++i) {
-    uint16_t tls_port = FreeLoopbackPort(/*cluster_bus=*/true);  // its bus: TLS port + 10000
-    ASSERT_NE(tls_port, 0);
-    auto node = std::make_unique<RedisProcess>();
-    ASSERT_TRUE(
-        node->Start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                     "--cluster-node-timeout", "5000", "--tls-port", std::to_string(tls_port),
-                     "--tls-cluster", "yes", "--tls-cert-file", pki_.File("server.pem"),
-                     "--tls-key-file", pki_.File("server.key"), "--tls-ca-cert-file",
-                     pki_.File("ca.pem"), "--tls-auth-clients", "no"}))
-        << node->error();
-    nodes.push_back(std::move(node));
-    tls_ports.push_back(tls_port);
-  }
-  for (int i = 0; i < kNodes; ++i) {
-    int first = i * 16384 / kNodes, last = (i + 1) * 16384 / kNodes - 1;
-    ASSERT_EQ(
-        Said(*nodes[i], {"CLUSTER", "ADDSLOTSRANGE", std::to_string(first), std::to_string(last)}),
-        "OK");
-    if (i > 0) {
-      ASSERT_EQ(Said(*nodes[i], {"CLUSTER", "MEET", "127.0.0.1", std::to_string(tls_ports[0])}),
-                "OK");
-    }
-  }
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (auto& n : nodes) {
-          std::string info = n->Command({"CLUSTER", "INFO"});
-          if (!Contains(info, "cluster_state:ok") || !Contains(info, "cluster_known_nodes:3")) {
-            return false;
-          }
-        }
-        return true;
-      },
-      seconds(20), milliseconds(100)))
-      << nodes[0]->Command({"CLUSTER", "NODES"});
+// Redis moves to certificates of another CA, for its own and for its clients'; the process is
+// given the new CA and a new client certificate in the files it started with, and SIGHUP: it
+// reconnects with them, without a restart. A reload whose files do not load keeps what it had.
+TEST_F(RedisTlsTest, ACaAndClientCertificateRenewedBySighup) {
+  ASSERT_TRUE(pki_.Leaf("renewed", "other", "DNS:anteroom-client")) << pki_.error();
+  pki_.Install("client", "mine");
+  pki_.Copy("ca.pem", "trusted.pem");
+  StartRedis(/*auth_clients=*/true);
+  auto server =
+      Serve({"--store", Url(), "--redis-tls-ca", pki_.File("trusted.pem"), "--redis-tls-cert",
+             pki_.File("mine.pem"), "--redis-tls-key", pki_.File("mine.key")});
+  ASSERT_TRUE(server->started()) << server->error();
+  RoomAndQueueWork(*server, "a");
 
-  std::string seed = "rediss+cluster://127.0.0.1:" + std::to_string(tls_ports[0]);
+  redis_.Kill();
+  pki_.Install("stranger", "live");
+  pki_.Copy("other.pem", "clients-ca.pem");
+  ASSERT_TRUE(redis_.StartAgain()) << redis_.error();
+  EXPECT_TRUE(WaitFor([&] { return ReadyStatus(*server) == 503; }, kNotice, milliseconds(100)));
+
+  // Half-written: the new certificate, the old key. Refused; the process goes on as it was.
+  pki_.Copy("renewed.pem", "mine.pem");
+  ASSERT_EQ(kill(server->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitFor([&] { return Contains(server->Errors(), "SIGHUP: Redis TLS reload failed"); },
+                      kNotice));
+  EXPECT_TRUE(Contains(server->Errors(), "does not match the certificate")) << server->Errors();
+  EXPECT_EQ(ReadyStatus(*server), 503);
+
+  pki_.Copy("renewed.key", "mine.key");
+  pki_.Copy("other.pem", "trusted.pem");
+  ASSERT_EQ(kill(server->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Contains(server->Output() + server->Errors(),
+                        "Redis TLS reloaded for new connections: trusting " +
+                            pki_.File("trusted.pem") + ", client certificate /CN=renewed");
+      },
+      kNotice));
+  EXPECT_TRUE(WaitFor([&] { return ReadyStatus(*server) == 200; }, kNotice, milliseconds(100)))
+      << server->Errors();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Client(server->url()).PutRoom("hall-b", {{"capacity", 2}}).status == 200;
+      },
+      kNotice, milliseconds(100)));
+  RoomAndQueueWork(*server, "b");
+  EXPECT_TRUE(server->Alive());
+}
+
+// Three masters, TLS for clients and the bus (`tls-cluster yes`, so CLUSTER SLOTS and MOVED name
+// the TLS ports). The process is given one seed and reaches the others from CLUSTER SLOTS; then
+// a queue's slot is moved to another node under a producer and a worker: the process follows
+// TRYAGAIN and ASK while it migrates and MOVED after, to a node it reaches over TLS.
+TEST_F(RedisTlsTest, AClusterOverTlsFromOneSeedAndASlotMoved) {
+  RedisCluster cluster({.cert_file = pki_.File("server.pem"),
+                        .key_file = pki_.File("server.key"),
+                        .ca_file = pki_.File("ca.pem")});
+  ASSERT_TRUE(cluster.Start()) << cluster.error();
+  std::string seed = cluster.url().substr(0, cluster.url().find(','));
+  ASSERT_EQ(seed.rfind("rediss+cluster://127.0.0.1:", 0), 0u) << seed;
   auto server = Serve({"--store", seed, "--redis-tls-ca", pki_.File("ca.pem")});
   ASSERT_TRUE(server->started()) << server->error();
   // Names enough that every node holds some (slots are CRC16 of each name's hash tag).
   for (int i = 0; i < 12; ++i) RoomAndQueueWork(*server, std::to_string(i));
-  for (int i = 0; i < kNodes; ++i) {
-    std::string keys = Said(*nodes[i], {"DBSIZE"});
-    EXPECT_NE(keys, "0") << "node " << i << " holds no key";
+  for (int i = 0; i < RedisCluster::kMasters; ++i) {
+    EXPECT_NE(Said(cluster.node(i), {"DBSIZE"}), "0") << "node " << i << " holds no key";
   }
+
+  const std::string queue = "moving";
+  const int slot = cluster.SlotOf("{q:" + queue + "}");
+  const int from = cluster.NodeOfSlot(slot);
+  ASSERT_GE(from, 0);
+  const int to = (from + 1) % RedisCluster::kMasters;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> pushed, acked, problems;
+  std::thread traffic([&] {
+    Client c(server->url());
+    for (int i = 0; !stop.load() && i < 100000; ++i) {
+      HttpResult p = c.Push(queue, boost::json::object{{"n", i}});
+      HttpResult f = c.Fetch(queue, "w", 5);
+      std::lock_guard lock(mu);
+      if (p.status == 201) {
+        pushed.push_back(std::string(p.json.at("id").as_string()));
+      } else {
+        problems.push_back("push: " + std::to_string(p.status) + " " + p.body);
+      }
+      if (f.status != 200) {
+        problems.push_back("fetch: " + std::to_string(f.status) + " " + f.body);
+        continue;
+      }
+      std::vector<std::string> leases;
+      for (const auto& job : f.json.at("jobs").as_array()) {
+        acked.push_back(std::string(job.at("id").as_string()));
+        leases.push_back(std::string(job.at("lease").as_string()));
+      }
+      if (leases.empty()) continue;
+      HttpResult a = c.Ack(queue, leases);
+      if (a.status != 200) problems.push_back("ack: " + std::to_string(a.status) + " " + a.body);
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(300));
+  RedisCluster::MigrateOptions slow;
+  slow.pause_after_marking = milliseconds(500);
+  slow.pause_between_batches = milliseconds(100);
+  slow.pause_before_handover = milliseconds(300);
+  slow.batch = 1;
+  bool moved = cluster.MigrateSlot(slot, to, slow);
+  std::this_thread::sleep_for(milliseconds(500));
+  stop = true;
+  traffic.join();
+  ASSERT_TRUE(moved) << cluster.error();
+  std::printf("slot %d, node %d -> %d: %lld keys moved; %zu jobs pushed meanwhile\n", slot, from,
+              to, static_cast<long long>(cluster.last_migrated_keys()), pushed.size());
+  EXPECT_GT(cluster.last_migrated_keys(), 0);
+  EXPECT_EQ(cluster.KeysInSlot(from, slot), 0);
+  EXPECT_GT(cluster.KeysInSlot(to, slot), 0);
+
+  // Whatever was left is fetched from the new node; every job pushed was delivered once.
+  Client c(server->url());
+  for (int round = 0; round < 100; ++round) {
+    HttpResult f = c.Fetch(queue, "w", 100);
+    ASSERT_EQ(f.status, 200) << f.body;
+    if (f.json.at("jobs").as_array().empty()) break;
+    std::vector<std::string> leases;
+    for (const auto& job : f.json.at("jobs").as_array()) {
+      acked.push_back(std::string(job.at("id").as_string()));
+      leases.push_back(std::string(job.at("lease").as_string()));
+    }
+    EXPECT_EQ(c.Ack(queue, leases).status, 200);
+  }
+  EXPECT_TRUE(problems.empty()) << problems.size() << " failed, the first: " << problems.front();
+  EXPECT_GT(pushed.size(), 10u);
+  std::sort(pushed.begin(), pushed.end());
+  std::sort(acked.begin(), acked.end());
+  EXPECT_EQ(pushed, acked);
+  EXPECT_TRUE(server->Alive());
 }
 
 }  // namespace

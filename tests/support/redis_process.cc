@@ -536,11 +536,15 @@ void RedisCluster::Stop() {
   for (auto& n : nodes_) n->Stop();
 }
 
+uint16_t RedisCluster::ClusterPort(size_t i) const {
+  return tls_ ? tls_ports_.at(i) : nodes_.at(i)->port();
+}
+
 std::string RedisCluster::url() const {
-  std::string out = "redis+cluster://";
+  std::string out = tls_ ? "rediss+cluster://" : "redis+cluster://";
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (i > 0) out += ",";
-    out += "127.0.0.1:" + std::to_string(nodes_[i]->port());
+    out += "127.0.0.1:" + std::to_string(ClusterPort(i));
   }
   return out;
 }
@@ -549,20 +553,43 @@ bool RedisCluster::Start(milliseconds timeout) {
   auto deadline = SteadyClock::now() + timeout;
   error_.clear();
   nodes_.clear();
+  tls_ports_.clear();
   ids_.clear();
   for (int i = 0; i < kMasters; ++i) {
+    std::vector<std::string> args = {"--cluster-enabled",
+                                     "yes",
+                                     "--cluster-config-file",
+                                     "nodes.conf",
+                                     "--cluster-node-timeout",
+                                     "5000",
+                                     "--appendonly",
+                                     "no",
+                                     "--save",
+                                     ""};
+    if (tls_) {
+      uint16_t tls_port = FreeLoopbackPort(/*cluster_bus=*/true);  // its bus: + 10000
+      if (tls_port == 0) {
+        error_ = "no free TLS port";
+        return false;
+      }
+      tls_ports_.push_back(tls_port);
+      args.insert(args.end(), {"--tls-port", std::to_string(tls_port), "--tls-cluster", "yes",
+                               "--tls-cert-file", tls_->cert_file, "--tls-key-file", tls_->key_file,
+                               "--tls-ca-cert-file", tls_->ca_file, "--tls-auth-clients", "no"});
+    }
     auto node = std::make_unique<RedisProcess>();
-    if (!node->Start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                      "--cluster-node-timeout", "5000", "--appendonly", "no", "--save", ""},
-                     /*cluster_bus=*/true)) {
+    if (!node->Start(args, /*cluster_bus=*/true)) {
       error_ = "node " + std::to_string(i) + ": " + node->error();
       return false;
     }
     nodes_.push_back(std::move(node));
   }
   std::vector<std::string> create = {kRedisCliPath, "--cluster", "create"};
-  for (auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    create.push_back("127.0.0.1:" + std::to_string(ClusterPort(i)));
+  }
   create.insert(create.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+  if (tls_) create.insert(create.end(), {"--tls", "--cacert", tls_->ca_file});
   ProgramResult made = RunProgram(
       create, std::max<milliseconds>(milliseconds(1000), std::chrono::duration_cast<milliseconds>(
                                                              deadline - SteadyClock::now())));
@@ -726,8 +753,9 @@ bool RedisCluster::MigrateSlot(int slot, int to, const MigrateOptions& options) 
       return false;
     }
     if (keys->elements.empty()) break;
-    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0",
-                                        "5000",    "KEYS"};
+    std::vector<std::string> migrate = {
+        "MIGRATE", "127.0.0.1", std::to_string(ClusterPort(static_cast<size_t>(to))), "", "0",
+        "5000",    "KEYS"};
     for (const RespReply& k : keys->elements) migrate.push_back(k.str);
     auto r = src.Call(migrate);
     if (!r || r->is_error()) {

@@ -146,12 +146,21 @@ class RedisProcess {
 // A Redis Cluster of 3 masters (no replicas) on loopback ports, each a RedisProcess with
 // `--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000
 // --appendonly no --save ''`, joined by `redis-cli --cluster create ... --cluster-replicas 0
-// --cluster-yes`.
+// --cluster-yes`. With TLS, each node also has a TLS port with `--tls-cluster yes`: the bus and
+// MIGRATE speak TLS, and CLUSTER SLOTS and MOVED name TLS ports to TLS clients. The plain ports
+// stay open for the test's own commands (to which CLUSTER SLOTS names plain ports).
 class RedisCluster {
  public:
   static constexpr int kMasters = 3;
 
+  struct Tls {
+    std::string cert_file;  // the nodes' certificate and key (PEM)
+    std::string key_file;
+    std::string ca_file;  // the CA the nodes and redis-cli verify each other with
+  };
+
   RedisCluster() = default;
+  explicit RedisCluster(Tls tls) : tls_(std::move(tls)) {}
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
@@ -162,7 +171,8 @@ class RedisCluster {
   void Stop();
 
   const std::string& error() const { return error_; }
-  // redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
+  // redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3; with TLS rediss+cluster:// and the
+  // TLS ports.
   std::string url() const;
   RedisProcess& node(int i) { return *nodes_.at(static_cast<size_t>(i)); }
   const std::string& node_id(int i) const { return ids_.at(static_cast<size_t>(i)); }
@@ -202,7 +212,12 @@ class RedisCluster {
   int64_t last_migrated_keys() const { return last_migrated_keys_; }
 
  private:
+  // The port the cluster knows node i by: its TLS port with TLS.
+  uint16_t ClusterPort(size_t i) const;
+
+  std::optional<Tls> tls_;
   std::vector<std::unique_ptr<RedisProcess>> nodes_;
+  std::vector<uint16_t> tls_ports_;  // with TLS, node i's
   std::vector<std::string> ids_;
   std::string error_;
   int64_t last_migrated_keys_ = 0;

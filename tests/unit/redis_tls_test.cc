@@ -66,6 +66,20 @@ TEST(RedisTls, PlainUrlsTakeNoContextAndNoTlsSettings) {
   EXPECT_NE(TlsContextFor(Url("rediss://h:1"), {}), nullptr);
 }
 
+TEST(RedisTls, AReplacedContextServesNewSessionsWhileOldOnesKeepTheirs) {
+  auto first = MakeRedisTlsContext({});
+  RedisTlsContext holder(first);
+  EXPECT_EQ(holder.Current(), first);
+  std::shared_ptr<boost::asio::ssl::context> kept = holder.Current();  // an open session's
+  auto second = MakeRedisTlsContext({});
+  holder.Replace(second);
+  EXPECT_EQ(holder.Current(), second);
+  EXPECT_EQ(kept, first);
+  EXPECT_EQ(first.use_count(), 2);  // `first` and `kept`: the holder let go of it
+  EXPECT_THROW(holder.Replace(nullptr), std::invalid_argument);
+  EXPECT_EQ(holder.Current(), second);
+}
+
 TEST(RedisTls, ANameIsVerifiedAndSentAsSni) {
   auto context = MakeRedisTlsContext({});
   std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(context->native_handle()), SSL_free);

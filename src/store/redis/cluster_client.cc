@@ -116,9 +116,9 @@ struct ClusterClient::Request {
 };
 
 ClusterClient::ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms,
-                             std::shared_ptr<boost::asio::ssl::context> tls)
+                             std::shared_ptr<RedisTlsContext> tls)
     : io_(io), url_(std::move(url)), timeout_ms_(timeout_ms) {
-  if (url_.tls && !tls) tls = MakeRedisTlsContext({});
+  if (url_.tls && !tls) tls = TlsContextFor(url_, {});
   conn_options_ = {url_.user, url_.password, url_.db, timeout_ms, url_.tls ? tls : nullptr};
   any_ = NodeFor(url_.seeds.front());
   if (!url_.cluster) slots_.fill(any_);

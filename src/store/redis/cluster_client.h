@@ -59,7 +59,7 @@ class ClusterClient {
   // `tls`: the context of a rediss:// URL (TlsContextFor), shared by the connections to every
   // node, discovered ones too; null there means the system's trust store. Unused for redis://.
   ClusterClient(boost::asio::io_context& io, RedisUrl url, int64_t timeout_ms,
-                std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+                std::shared_ptr<RedisTlsContext> tls = nullptr);
   ~ClusterClient();
 
   // Learns the slot map (cluster) or connects; `done` gets "" or what went wrong.

@@ -27,8 +27,9 @@ constexpr size_t kReadChunk = 64 * 1024;
 
 // One TLS session over the connection's socket, with the deadline of its handshake.
 struct Connection::TlsStream {
-  TlsStream(tcp::socket& socket, asio::ssl::context& context)
-      : stream(socket, context), deadline(socket.get_executor()) {}
+  TlsStream(tcp::socket& socket, std::shared_ptr<asio::ssl::context> from)
+      : context(std::move(from)), stream(socket, *context), deadline(socket.get_executor()) {}
+  std::shared_ptr<asio::ssl::context> context;  // kept while the session lives: SIGHUP replaces
   asio::ssl::stream<tcp::socket&> stream;
   asio::steady_timer deadline;
 };
@@ -121,7 +122,7 @@ void Connection::Connect() {
 // command timeout: a server that never answers it (a plain port, a hung Redis) fails like one
 // that does not answer a command.
 void Connection::StartTls(uint64_t gen) {
-  tls_ = std::make_shared<TlsStream>(socket_, *options_.tls);
+  tls_ = std::make_shared<TlsStream>(socket_, options_.tls->Current());
   if (!ExpectServer(tls_->stream.native_handle(), endpoint_.host)) {
     return Fail("TLS: cannot expect the server name " + endpoint_.host);
   }

@@ -31,20 +31,18 @@
 #include "store/redis/reply_reader.h"
 #include "store/redis/resp_reply.h"
 
-namespace boost::asio::ssl {
-class context;
-}  // namespace boost::asio::ssl
-
 namespace anteroom::store::redis {
+
+class RedisTlsContext;  // redis_tls.h
 
 struct ConnectionOptions {
   std::string user;
   std::string password;
   int db = 0;
   int64_t timeout_ms = 3000;
-  // Set: TLS to the server, verified against the endpoint's host (redis_tls.h). Shared by every
-  // connection of a store; null: plain TCP.
-  std::shared_ptr<boost::asio::ssl::context> tls = nullptr;
+  // Set: TLS to the server, verified against the endpoint's host (redis_tls.h), with the context
+  // current when each handshake starts. Shared by every connection of a store; null: plain TCP.
+  std::shared_ptr<RedisTlsContext> tls = nullptr;
 };
 
 // RESP encoding of one command (hiredis's formatter).

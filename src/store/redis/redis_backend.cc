@@ -137,7 +137,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   if (!url) throw std::runtime_error(error);
   feed_ = !url->cluster;
   // One TLS context for every shard's connections (OpenSSL makes sessions from it on any thread).
-  std::shared_ptr<asio::ssl::context> tls = TlsContextFor(*url, options_.tls);
+  tls_ = TlsContextFor(*url, options_.tls);
   std::vector<asio::io_context*> contexts = options_.contexts;
   if (contexts.empty()) {
     own_io_ = std::make_unique<asio::io_context>();
@@ -145,7 +145,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   }
   for (asio::io_context* io : contexts) {
     shards_.push_back(
-        std::make_unique<Shard>(*io, *url, options_.timeout_ms, tls, lease_key_, OsSeed()));
+        std::make_unique<Shard>(*io, *url, options_.timeout_ms, tls_, lease_key_, OsSeed()));
   }
   sweep_timer_ = std::make_unique<asio::steady_timer>(home().io);
   shared_watch_ = std::make_unique<SharedValueWatch>(
@@ -154,7 +154,7 @@ RedisBackend::RedisBackend(const Clock& clock, RedisBackendOptions options)
   // yet: this check has an io_context of its own).
   {
     asio::io_context probe_io;
-    ClusterClient probe(probe_io, *url, options_.timeout_ms, tls);
+    ClusterClient probe(probe_io, *url, options_.timeout_ms, tls_);
     std::string problem = "no answer within " + std::to_string(options_.timeout_ms) + " ms";
     probe.Start([&](std::string err) {
       problem = err;
@@ -1064,6 +1064,12 @@ void RedisBackend::RunDue() {
 void RedisBackend::WatchShared(SharedValue value) {
   asio::post(home().io,
              [this, value = std::move(value)]() mutable { shared_watch_->Add(std::move(value)); });
+}
+
+bool RedisBackend::UseTls(std::shared_ptr<asio::ssl::context> context) {
+  if (!tls_) return false;
+  tls_->Replace(std::move(context));
+  return true;
 }
 
 }  // namespace anteroom::store::redis

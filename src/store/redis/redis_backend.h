@@ -187,6 +187,12 @@ class RedisBackend final : public Backend {
   // CheckHealth reports it (shared_values.h). Any thread; before or after the threads run.
   void WatchShared(SharedValue value);
 
+  // With rediss://: the TLS context (MakeRedisTlsContext: a renewed client certificate, another
+  // CA) that the handshakes starting from now on use; open connections keep their sessions.
+  // False, and nothing changes, for redis://. Any thread.
+  bool UseTls(std::shared_ptr<boost::asio::ssl::context> context);
+  bool uses_tls() const { return tls_ != nullptr; }
+
   // How ReadLine got the lines it answered: whole (the room's snapshot) or as the changes since
   // the line this process kept (deltas), and how often deltas were refused here (then read
   // whole again). Any thread.
@@ -221,7 +227,7 @@ class RedisBackend final : public Backend {
   // What one thread uses, only on that thread.
   struct Shard {
     Shard(boost::asio::io_context& context, const RedisUrl& url, int64_t timeout_ms,
-          const std::shared_ptr<boost::asio::ssl::context>& tls, const core::Hmac& lease_key,
+          const std::shared_ptr<RedisTlsContext>& tls, const core::Hmac& lease_key,
           const core::DrawSeed& entropy_seed)
         : io(context),
           client(std::make_unique<ClusterClient>(context, url, timeout_ms, tls)),
@@ -442,6 +448,7 @@ class RedisBackend final : public Backend {
   void TellWatchers();
 
   std::unique_ptr<boost::asio::io_context> own_io_;  // without options.contexts
+  std::shared_ptr<RedisTlsContext> tls_;             // every connection's; null for redis://
   std::thread own_thread_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::atomic<size_t> next_shard_{0};

@@ -63,8 +63,24 @@ std::shared_ptr<ssl::context> MakeRedisTlsContext(const RedisTlsFiles& files) {
   return context;
 }
 
-std::shared_ptr<ssl::context> TlsContextFor(const RedisUrl& url, const RedisTlsFiles& files) {
-  if (url.tls) return MakeRedisTlsContext(files);
+RedisTlsContext::RedisTlsContext(std::shared_ptr<ssl::context> context)
+    : current_(std::move(context)) {
+  if (!current_) throw std::invalid_argument("RedisTlsContext: no context");
+}
+
+std::shared_ptr<ssl::context> RedisTlsContext::Current() const {
+  std::lock_guard lock(mu_);
+  return current_;
+}
+
+void RedisTlsContext::Replace(std::shared_ptr<ssl::context> context) {
+  if (!context) throw std::invalid_argument("RedisTlsContext: no context");
+  std::lock_guard lock(mu_);
+  current_ = std::move(context);
+}
+
+std::shared_ptr<RedisTlsContext> TlsContextFor(const RedisUrl& url, const RedisTlsFiles& files) {
+  if (url.tls) return std::make_shared<RedisTlsContext>(MakeRedisTlsContext(files));
   if (!files.empty()) {
     throw std::runtime_error(
         "--redis-tls-ca, --redis-tls-cert and --redis-tls-key need a rediss:// (or "

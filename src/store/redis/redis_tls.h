@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "store/redis/redis_url.h"
@@ -30,13 +31,27 @@ struct RedisTlsFiles {
 };
 
 // The context for `files`. Throws std::runtime_error, naming the file and what is wrong with it,
-// when one cannot be read or the key does not match the certificate (start-up only).
+// when one cannot be read or the key does not match the certificate.
 std::shared_ptr<boost::asio::ssl::context> MakeRedisTlsContext(const RedisTlsFiles& files);
+
+// The context every connection of a store makes its sessions from. Replace (SIGHUP: a renewed
+// client certificate, another CA) puts a new one in place for the handshakes that start from
+// then on; an open connection keeps the session it has, and a session keeps the context it was
+// made from alive. Thread-safe: shards on several threads connect at any time.
+class RedisTlsContext {
+ public:
+  explicit RedisTlsContext(std::shared_ptr<boost::asio::ssl::context> context);
+  std::shared_ptr<boost::asio::ssl::context> Current() const;
+  void Replace(std::shared_ptr<boost::asio::ssl::context> context);
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<boost::asio::ssl::context> current_;  // never null
+};
 
 // The context a store at `url` connects with: null for redis:// (files must then be empty: TLS
 // settings with a plain URL are refused rather than silently unused). Throws as above.
-std::shared_ptr<boost::asio::ssl::context> TlsContextFor(const RedisUrl& url,
-                                                         const RedisTlsFiles& files);
+std::shared_ptr<RedisTlsContext> TlsContextFor(const RedisUrl& url, const RedisTlsFiles& files);
 
 // Whether `problem` (a handshake's failure; "" once one succeeds) is news for `server`
 // ("host:port") in this process, so that it is logged once however many connections (a shard's
