@@ -1,9 +1,7 @@
 #include "http/live_stream.h"
 
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

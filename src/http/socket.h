@@ -2,15 +2,16 @@
 // The server's TCP socket: bound to one io_context's executor, so no operation pays for type
 // erasure. Shared by HTTP connections and the live streams they turn into; with TLS on the
 // listener, both run over TlsSocket instead (the same code, a template on the stream).
+//
+// TlsSocket is our own TlsStream (tls_stream.h), OpenSSL driven on the socket itself, not
+// boost::asio::ssl::stream: that one's BIO pair and engine cost a copy each way and a layer of
+// operations per record (docs/benchmarks.md, "TLS on the listener").
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include "http/tcp_socket.h"
+#include "http/tls_stream.h"
 
 namespace anteroom::http {
 
-using Socket =
-    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
-using TlsSocket = boost::asio::ssl::stream<Socket>;
+using TlsSocket = TlsStream;
 
 }  // namespace anteroom::http

@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -302,8 +303,9 @@ class TlsClient {
   bool connected() const { return connected_; }
 
   // One request on this connection (kept alive): the status, or 0 when it failed.
+  // `pause`: the answer is read only that long after the request is sent.
   int Request(bhttp::verb method, const std::string& target, const std::string& body = {},
-              const std::string& key = {}) {
+              const std::string& key = {}, milliseconds pause = milliseconds(0)) {
     bhttp::request<bhttp::string_body> req{method, target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
     if (!key.empty()) req.set(bhttp::field::authorization, "Bearer " + key);
@@ -315,11 +317,30 @@ class TlsClient {
     beast::error_code ec;
     bhttp::write(*stream_, req, ec);
     if (ec) return 0;
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
     bhttp::response<bhttp::string_body> res;
     bhttp::read(*stream_, buffer_, res, ec);
     if (ec) return 0;
     last_body_ = res.body();
     return res.result_int();
+  }
+  // `bytes` (whole requests) in one write, then `answers` answers read: their statuses.
+  std::vector<int> Pipelined(const std::string& bytes, size_t answers) {
+    std::vector<int> statuses;
+    beast::error_code ec;
+    net::write(*stream_, net::buffer(bytes), ec);
+    if (ec) return statuses;
+    for (size_t i = 0; i < answers; ++i) {
+      bhttp::response<bhttp::string_body> res;
+      bhttp::read(*stream_, buffer_, res, ec);
+      if (ec) break;
+      statuses.push_back(res.result_int());
+    }
+    return statuses;
+  }
+  // A TLS 1.3 KeyUpdate that asks the server for one of its own, sent with the next write.
+  bool KeyUpdate() {
+    return SSL_key_update(stream_->native_handle(), SSL_KEY_UPDATE_REQUESTED) == 1;
   }
   const std::string& last_body() const { return last_body_; }
   // The subject of the server's certificate.
@@ -339,6 +360,36 @@ class TlsClient {
   std::string last_body_;
   bool connected_ = false;
 };
+
+// The server's TLS stream (src/http/tls_stream.h) on its less common paths: requests pipelined
+// in one record, KeyUpdates from the client (the server answers each with its own) between
+// requests, large request bodies, and an answer of several MB that the client starts reading
+// only after a pause (the server's writes wait for the socket with a record half sent).
+TEST_F(TlsServeTest, PipelinedRequestsKeyUpdatesAndALargeAnswerReadLate) {
+  ServerProcess server(TlsArgs());
+  ASSERT_TRUE(server.started()) << server.error();
+  TlsClient client(certs_, server.port());
+  ASSERT_TRUE(client.connected());
+  std::string three;
+  for (int i = 0; i < 3; ++i) three += "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  EXPECT_EQ(client.Pipelined(three, 3), (std::vector<int>{200, 200, 200}));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client.KeyUpdate());
+    EXPECT_EQ(client.Request(bhttp::verb::get, "/readyz"), 200) << i;
+  }
+  std::string filler(900 * 1024, 'x');
+  for (int i = 0; i < 6; ++i) {
+    int pushed = client.Request(bhttp::verb::post, "/v1/queues/big/jobs",
+                                R"({"payload":{"filler":")" + filler + R"("}})");
+    ASSERT_TRUE(pushed == 200 || pushed == 201) << pushed << " " << client.last_body();
+  }
+  EXPECT_EQ(client.Request(bhttp::verb::post, "/v1/queues/big/fetch", R"({"worker":"w","max":6})",
+                           {}, milliseconds(500)),
+            200);
+  EXPECT_GT(client.last_body().size(), 6 * filler.size());
+  ASSERT_TRUE(client.KeyUpdate());
+  EXPECT_EQ(client.Request(bhttp::verb::get, "/readyz"), 200);
+}
 
 TEST_F(TlsServeTest, ALiveChannelRunsOverWss) {
   ServerProcess server(TlsArgs());
