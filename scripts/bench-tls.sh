@@ -3,7 +3,8 @@
 # each against the same server over plain HTTP and over TLS (docs/benchmarks.md; the target is
 # TLS <= 1.3x plain).
 #
-#   scripts/bench-tls.sh [--no-build] [--rounds N] [--seconds S] [--durable] [--out DIR]
+#   scripts/bench-tls.sh [--no-build] [--rounds N] [--seconds S] [--durable] [--pin]
+#                        [--binary PATH] [--out DIR]
 #
 # Each round (default 3) runs, alternating plain and TLS so drift hits both alike, a fresh
 # `anteroom serve --memory-only --threads 2` (memory only: no disk in the way, so the share TLS
@@ -12,6 +13,10 @@
 #           capacity 1000 (a warm-up pass joins them first)
 #   worker  wrk -t2 -c4 with bench/wrk/worker_loop.lua: fetch with the ack riding on the next
 #           fetch, on a queue filled with 400000 jobs beforehand
+# --pin: the server on CPU 0 with --threads 1, wrk (-t1) and the filling on CPU 1, so that the
+# client's own TLS does not share the server's core and caches (on this 2-core machine the
+# figure nearest to a server with its own cores). --binary: another build (default
+# build/release/anteroom; with it nothing is built).
 # Reported: requests/s, p50/p99, and the server's CPU per request (schedstat), with the TLS/plain
 # ratios. The certificate is a P-256 one made here by openssl; wrk speaks TLS 1.3 to it.
 # Loopback only; every step bounded by `timeout`; every process started here stopped by its PID.
@@ -23,6 +28,8 @@ BUILD=1
 ROUNDS=3
 SECONDS_EACH=10
 DURABLE=0
+PIN=0
+BIN=""
 OUT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -30,6 +37,8 @@ while [[ $# -gt 0 ]]; do
     --rounds) ROUNDS="$2"; shift ;;
     --seconds) SECONDS_EACH="$2"; shift ;;
     --durable) DURABLE=1 ;;
+    --pin) PIN=1 ;;
+    --binary) BIN="$2"; BUILD=0; shift ;;
     --out) OUT="$2"; shift ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench-tls.sh: unknown argument $1" >&2; exit 2 ;;
@@ -44,8 +53,14 @@ echo "== results in $OUT"
 source "$ROOT/scripts/lib/bench-common.sh"
 
 if [[ $BUILD -eq 1 ]]; then build_targets build/release anteroom; fi
-BIN="$ROOT/build/release/anteroom"
-[[ -x "$BIN" ]] || { echo "bench-tls.sh: build build/release first" >&2; exit 1; }
+BIN="${BIN:-$ROOT/build/release/anteroom}"
+[[ -x "$BIN" ]] || { echo "bench-tls.sh: no $BIN: build build/release first" >&2; exit 1; }
+# on CPU: the server's, and the client's (wrk, the filling), as --pin places them.
+SERVER_CPU=() CLIENT_CPU=() THREADS=2 WRK_THREADS=2
+if [[ $PIN -eq 1 ]]; then
+  need taskset util-linux
+  SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1) THREADS=1 WRK_THREADS=1
+fi
 need wrk wrk
 need openssl openssl
 record_machine
@@ -59,7 +74,7 @@ JOBS=400000
 
 # serve MODE LOG: a fresh memory-only server, plain or TLS; sets SERVER_URL and SERVER_PID.
 serve() {
-  local flags=(--threads 2 --log-level warn)
+  local flags=(--threads "$THREADS" --log-level warn)
   if [[ $DURABLE -eq 1 ]]; then
     DATA_DIRS+=("$(mktemp -d /tmp/anteroom-bench-data.XXXXXX)")
     flags+=(--data "${DATA_DIRS[-1]}")
@@ -68,7 +83,7 @@ serve() {
   fi
   [[ "$1" == tls ]] && flags+=(--tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem")
   ANTEROOM_TOKEN_SECRET="bench-secret-$$" ANTEROOM_ADMIN_KEY="" \
-    "$BIN" serve --listen 127.0.0.1:0 "${flags[@]}" >"$2" 2>&1 &
+    "${SERVER_CPU[@]}" "$BIN" serve --listen 127.0.0.1:0 "${flags[@]}" >"$2" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   SERVER_URL=""
@@ -84,7 +99,7 @@ serve() {
 
 # fill URL: the room of the check, and the queue of the worker loop filled with JOBS jobs.
 fill() {
-  timeout 300 python3 - "$1" "$JOBS" <<'PY'
+  timeout 300 "${CLIENT_CPU[@]}" python3 - "$1" "$JOBS" <<'PY'
 import http.client, json, ssl, sys, urllib.parse
 url, jobs = urllib.parse.urlsplit(sys.argv[1]), int(sys.argv[2])
 if url.scheme == "https":
@@ -110,7 +125,8 @@ measure() {
   shift 5
   local before after
   before="$(run_ns "$SERVER_PID")"
-  timeout $((SECONDS_EACH + 60)) wrk -t2 -c"$conns" -d"${SECONDS_EACH}s" --latency \
+  timeout $((SECONDS_EACH + 60)) "${CLIENT_CPU[@]}" wrk -t"$WRK_THREADS" -c"$conns" \
+    -d"${SECONDS_EACH}s" --latency \
     -s "$ROOT/bench/wrk/$script" "$SERVER_URL" -- "$@" >"$OUT/wrk-$name-$mode-$round.txt"
   after="$(run_ns "$SERVER_PID")"
   python3 - "$OUT/wrk-$name-$mode-$round.txt" "$name" "$mode" "$round" "$before" "$after" \
@@ -129,7 +145,8 @@ for round in $(seq "$ROUNDS"); do
   for mode in plain tls; do
     serve "$mode" "$OUT/serve-$mode-$round.log"
     fill "$SERVER_URL"
-    timeout 60 wrk -t2 -c50 -d3s -s "$ROOT/bench/wrk/check.lua" "$SERVER_URL" -- \
+    timeout 60 "${CLIENT_CPU[@]}" wrk -t"$WRK_THREADS" -c50 -d3s -s "$ROOT/bench/wrk/check.lua" \
+      "$SERVER_URL" -- \
       "$SESSIONS" peer >/dev/null  # the warm-up joins every session
     measure check "$round" "$mode" 50 check.lua "$SESSIONS" peer
     measure worker "$round" "$mode" 4 worker_loop.lua bench
